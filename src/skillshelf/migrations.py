@@ -1,0 +1,152 @@
+"""The schema as ordered, named migrations. Each runs once, in order, recorded in
+``schema_migrations``. Never edit a released migration: add a new one."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+
+def _script(db: sqlite3.Connection, sql: str) -> None:
+    """Run several statements inside the caller's transaction (``executescript`` would
+    commit it first)."""
+    buf = ""
+    for line in sql.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                db.execute(buf)
+            buf = ""
+    if buf.strip():
+        db.execute(buf)
+
+
+def m001_skills(db: sqlite3.Connection) -> None:
+    _script(db, """
+    CREATE TABLE skills (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,          -- '<root label>:<folder relative to root>'
+        root TEXT NOT NULL,               -- root label
+        kind TEXT NOT NULL,               -- workspace | project | user | plugin | other
+        rel TEXT NOT NULL,
+        path TEXT NOT NULL,               -- absolute path of SKILL.md
+        name TEXT NOT NULL,
+        name_key TEXT NOT NULL,           -- lower-cased letters and digits: copies share it
+        description TEXT NOT NULL,
+        body TEXT NOT NULL,
+        skill_type TEXT,
+        tags TEXT NOT NULL DEFAULT '',
+        repo TEXT,
+        version INTEGER NOT NULL DEFAULT 1,
+        display_name TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        findings TEXT NOT NULL DEFAULT '[]',
+        worst TEXT,
+        active INTEGER NOT NULL DEFAULT 1,
+        expires_on TEXT,
+        content_hash TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        indexed_at TEXT NOT NULL
+    );
+    CREATE INDEX skills_name ON skills(name);
+    CREATE INDEX skills_name_key ON skills(name_key);
+    CREATE INDEX skills_body_hash ON skills(body_hash);
+    CREATE TABLE invalid_files (
+        path TEXT PRIMARY KEY,
+        root TEXT NOT NULL,
+        rel TEXT NOT NULL,
+        rule TEXT NOT NULL,
+        message TEXT NOT NULL,
+        line INTEGER,
+        mtime_ns INTEGER NOT NULL,
+        size INTEGER NOT NULL
+    );
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """)
+
+
+def m002_lexical(db: sqlite3.Connection) -> None:
+    # Pre-tokenized text (our tokenizer splits camelCase, dots, underscores); FTS5's
+    # porter stemmer runs on top. rowid = skills.rowid.
+    _script(db, """
+    CREATE VIRTUAL TABLE skills_fts USING fts5(
+        name, description, tags, headings, body,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    """)
+
+
+def m003_embeddings(db: sqlite3.Connection) -> None:
+    _script(db, """
+    CREATE TABLE embeddings (
+        text_hash TEXT NOT NULL,          -- sha256 of the embedded text
+        model_id TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        vector BLOB NOT NULL,             -- float32, little-endian, L2-normalised
+        PRIMARY KEY (text_hash, model_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE skill_vectors (
+        skill_rowid INTEGER NOT NULL,
+        part INTEGER NOT NULL,            -- 0 = name + description, 1.. = body chunks
+        text_hash TEXT NOT NULL,
+        PRIMARY KEY (skill_rowid, part)
+    ) WITHOUT ROWID;
+    """)
+
+
+def m004_usage(db: sqlite3.Connection) -> None:
+    _script(db, """
+    CREATE TABLE queries (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        text TEXT,                        -- NULL when hash_queries is on
+        text_hash TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        filters TEXT NOT NULL DEFAULT '{}',
+        client TEXT,
+        confident INTEGER NOT NULL,
+        degraded INTEGER NOT NULL DEFAULT 0,
+        n_hits INTEGER NOT NULL,
+        latency_ms REAL NOT NULL
+    );
+    CREATE TABLE recommendations (
+        id INTEGER PRIMARY KEY,
+        query_id INTEGER NOT NULL REFERENCES queries(id),
+        at TEXT NOT NULL,
+        skill_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        rank INTEGER NOT NULL,
+        score REAL NOT NULL
+    );
+    CREATE INDEX rec_skill ON recommendations(skill_id);
+    CREATE INDEX rec_name ON recommendations(name);
+    CREATE TABLE outcomes (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        skill_id TEXT,
+        name TEXT NOT NULL,
+        worked INTEGER NOT NULL,
+        note TEXT NOT NULL DEFAULT '',
+        query_id INTEGER,
+        client TEXT
+    );
+    CREATE INDEX out_name ON outcomes(name);
+    """)
+    for table in ("queries", "recommendations", "outcomes"):
+        _script(db, f"""
+        CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table}
+        BEGIN SELECT RAISE(ABORT, 'usage logs are append-only'); END;
+        CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table}
+        WHEN (SELECT value FROM meta WHERE key = 'retention_unlocked') IS NULL
+        BEGIN SELECT RAISE(ABORT, 'usage logs are append-only; use `skillshelf usage prune`'); END;
+        """)
+
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+    ("001_skills", m001_skills),
+    ("002_lexical", m002_lexical),
+    ("003_embeddings", m003_embeddings),
+    ("004_usage", m004_usage),
+]

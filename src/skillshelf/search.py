@@ -1,0 +1,374 @@
+"""The query pipeline: lexical ∥ dense → fuse (RRF) → filter → collapse copies →
+recency → diversify (MMR) → hits (metadata only).
+
+State kept between queries (rebuilt only when the store's generation changes): the
+metadata of every skill needed for filtering and display, and the dense matrix.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import random
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .config import SearchConfig
+from .errors import ValidationError
+from .index import load_vectors
+from .store import Store
+from .text import tokenize, trim
+
+MODES = ("find", "brainstorm")
+SCOPES = ("all", "current")
+
+# Calibrated on requests-dev.jsonl (bench/quality.py --calibrate): a request counts as
+# served when the best candidate's cosine to the query reaches this value, or when the
+# lexical retriever and the dense retriever agree on the top skill.
+CONFIDENT_COSINE = 0.50
+LIKELY_COSINE = 0.45
+
+
+@dataclass
+class Hit:
+    id: str
+    name: str
+    path: str
+    score: float
+    match: str                      # likely | weak
+    description: str
+    display_name: str
+    skill_type: str | None
+    repo: str | None
+    version: int
+    tags: list[str]
+    copies: int = 1                 # how many same-named skills this hit stands for
+    copy_ids: list[str] = field(default_factory=list)
+    active: bool = True
+    expired: bool = False
+    lineage: list[str] = field(default_factory=list)
+    wildcard: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SearchResult:
+    query: str
+    mode: str
+    hits: list[Hit]
+    confident: bool
+    degraded: str | None            # None, or why search is lexical-only
+    query_id: int | None = None
+    latency_ms: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "mode": self.mode, "confident": self.confident,
+                "degraded": self.degraded, "query_id": self.query_id,
+                "latency_ms": round(self.latency_ms, 2), "hits": [h.as_dict() for h in self.hits]}
+
+
+@dataclass
+class _Meta:
+    """Per-skill fields needed to filter, collapse and display, indexed by position."""
+
+    rowids: np.ndarray
+    pos: dict[int, int]
+    ids: list[str]
+    names: list[str]
+    name_keys: list[str]
+    paths: list[str]
+    descriptions: list[str]
+    display: list[str]
+    types: list[str | None]
+    repos: list[str | None]
+    versions: list[int]
+    tags: list[list[str]]
+    active: np.ndarray
+    expires: list[str | None]
+    lineage: list[list[str]]
+    precedence: list[tuple]
+    by_key: dict[str, list[int]]
+
+
+def _lineage(meta_json: str) -> list[str]:
+    try:
+        m = json.loads(meta_json or "{}")
+    except ValueError:
+        return []
+    chain = m.get("lineage") or m.get("derived-from") or ""
+    return [x.strip() for x in chain.split(",") if x.strip()]
+
+
+class Searcher:
+    def __init__(self, store: Store, settings: SearchConfig, *, embedder_provider, canonical: list[str]):
+        self.store = store
+        self.s = settings
+        self._embedder_provider = embedder_provider   # () -> (embedder | None, reason | None)
+        self._canonical = canonical
+        self._lock = threading.Lock()
+        self._gen: str | None = None
+        self._meta: _Meta | None = None
+        self._vec_gen: tuple | None = None
+        self._vec_pos: np.ndarray | None = None   # matrix row -> meta position
+        self._mat: np.ndarray | None = None
+        self._rng = random.Random()
+
+    # --- caches -----------------------------------------------------------------
+    def _ensure_meta(self) -> _Meta:
+        gen = self.store.get_meta("generation", "0")
+        if self._meta is not None and gen == self._gen:
+            return self._meta
+        from .sources import precedence_key
+
+        rows = self.store.db.execute(
+            "SELECT rowid, id, name, name_key, path, description, display_name, skill_type, repo, version, tags,"
+            " active, expires_on, metadata, kind, rel FROM skills ORDER BY rowid").fetchall()
+        rowids = np.array([r[0] for r in rows], dtype=np.int64)
+        by_key: dict[str, list[int]] = {}
+        for i, r in enumerate(rows):
+            by_key.setdefault(r[3], []).append(i)
+        m = _Meta(
+            rowids=rowids, pos={int(r[0]): i for i, r in enumerate(rows)}, ids=[r[1] for r in rows],
+            names=[r[2] for r in rows], name_keys=[r[3] for r in rows], paths=[r[4] for r in rows],
+            descriptions=[r[5] for r in rows], display=[r[6] or r[2] for r in rows], types=[r[7] for r in rows],
+            repos=[r[8] for r in rows], versions=[r[9] for r in rows],
+            tags=[[t for t in (r[10] or "").split(",") if t] for r in rows],
+            active=np.array([bool(r[11]) for r in rows], dtype=bool), expires=[r[12] for r in rows],
+            lineage=[_lineage(r[13]) for r in rows],
+            precedence=[precedence_key(r[14], r[15], r[1], self._canonical) for r in rows], by_key=by_key)
+        self._meta, self._gen = m, gen
+        return m
+
+    def _ensure_vectors(self, embedder, meta: _Meta) -> np.ndarray | None:
+        key = (self._gen, embedder.model_id, self.store.get_meta("vectors_generation", "0"))
+        if self._mat is not None and self._vec_gen == key:
+            return self._mat
+        rowids, mat = load_vectors(self.store, embedder.model_id)
+        pos = np.array([meta.pos.get(int(r), -1) for r in rowids], dtype=np.int64)
+        keep = pos >= 0
+        self._mat, self._vec_pos, self._vec_gen = np.ascontiguousarray(mat[keep]), pos[keep], key
+        return self._mat
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._gen = None
+            self._vec_gen = None
+
+    # --- retrievers ---------------------------------------------------------------
+    def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
+        """(rowid, score) best first; score = -bm25 (higher is better)."""
+        toks = list(dict.fromkeys(tokenize(query)))
+        if not toks:
+            toks = list(dict.fromkeys(tokenize(query, keep_stopwords=True)))
+        if not toks:
+            return []
+        match = " OR ".join('"' + t.replace('"', "") + '"' for t in toks[:48])
+        s = self.s
+        rows = self.store.db.execute(
+            "SELECT rowid, bm25(skills_fts, ?, ?, ?, ?, ?) AS r FROM skills_fts WHERE skills_fts MATCH ?"
+            " ORDER BY r LIMIT ?",
+            (s.weight_name, s.weight_description, s.weight_tags, s.weight_headings, s.weight_body, match, limit),
+        ).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def dense(self, qvec: np.ndarray, mat: np.ndarray, limit: int,
+              allowed: np.ndarray | None) -> tuple[list[tuple[int, float]], np.ndarray]:
+        """(meta position, cosine) best first, and the full cosine array by meta position."""
+        sims = mat @ qvec
+        full = np.full(len(self._meta.rowids), -1.0, dtype=np.float32)
+        full[self._vec_pos] = sims
+        if allowed is not None:
+            full = np.where(allowed, full, -1.0)
+        k = min(limit, len(full))
+        if k == 0:
+            return [], full
+        top = np.argpartition(-full, k - 1)[:k]
+        top = top[np.argsort(-full[top])]
+        return [(int(p), float(full[p])) for p in top if full[p] > -1.0], full
+
+    # --- the pipeline -------------------------------------------------------------
+    def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
+               current_repo: str | None = None, tags: list[str] | None = None, skill_type: str | None = None,
+               include_inactive: bool = False, include_expired: bool = False,
+               recent: dict[str, int] | None = None, worked: set[str] | None = None) -> SearchResult:
+        t0 = time.perf_counter()
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("the query is empty", fix="describe the task in a few words")
+        if mode not in MODES:
+            raise ValidationError(f"unknown mode {mode!r}", fix="use 'find' or 'brainstorm'")
+        if repo_scope not in SCOPES:
+            raise ValidationError(f"unknown repo_scope {repo_scope!r}", fix="use 'all' or 'current'")
+        if not 1 <= int(limit) <= 100:
+            raise ValidationError(f"limit {limit} is out of range", fix="use a limit from 1 to 100")
+        query = query.strip()[:2000]
+        with self._lock:
+            meta = self._ensure_meta()
+        n = len(meta.rowids)
+        if n == 0:
+            return SearchResult(query, mode, [], False, None, latency_ms=(time.perf_counter() - t0) * 1000)
+
+        allowed = self._allowed(meta, repo_scope, current_repo, tags, skill_type, include_inactive, include_expired)
+        embedder, degraded = self._embedder_provider()
+        s = self.s
+        ncand = max(s.candidates, limit * 4)
+
+        # lexical list (filtered after retrieval: take extra when filters are on)
+        lex_raw = self.lexical(query, ncand * (3 if allowed is not None else 1))
+        lex = [(meta.pos[r], sc) for r, sc in lex_raw if r in meta.pos]
+        if allowed is not None:
+            lex = [(p, sc) for p, sc in lex if allowed[p]]
+        lex = lex[:ncand]
+
+        dense: list[tuple[int, float]] = []
+        cos = None
+        if embedder is not None:
+            try:
+                with self._lock:
+                    mat = self._ensure_vectors(embedder, meta)
+                if mat is not None and len(mat):
+                    qvec = embedder.embed(query)
+                    dense, cos = self.dense(qvec, mat, ncand, allowed)
+                else:
+                    degraded = degraded or "no vectors yet for this model: run `skillshelf sync`"
+            except Exception as exc:  # any backend failure degrades loudly to lexical-only
+                degraded = f"embedder failed: {exc}"
+                dense, cos = [], None
+
+        # weighted reciprocal rank fusion
+        fused: dict[int, float] = {}
+        for w, lst in ((s.lexical_weight, lex), (s.dense_weight, dense)):
+            for rank, (p, _) in enumerate(lst):
+                fused[p] = fused.get(p, 0.0) + w / (s.rrf_k + rank + 1)
+        if not fused:
+            return SearchResult(query, mode, [], False, degraded, latency_ms=(time.perf_counter() - t0) * 1000)
+
+        # collapse copies (same name key): the best-ranked one stands for the group
+        order = sorted(fused, key=lambda p: -fused[p])
+        groups: dict[str, int] = {}
+        reps: list[int] = []
+        for p in order:
+            k = meta.name_keys[p]
+            if k not in groups:
+                groups[k] = p
+                reps.append(p)
+
+        top = fused[reps[0]]
+        rel = {p: fused[p] / top for p in reps}
+        if recent:
+            for p in reps:
+                hits_recent = recent.get(meta.ids[p], 0)
+                if hits_recent and not (worked and meta.ids[p] in worked):
+                    rel[p] -= s.recency_penalty * hits_recent
+        pool = sorted(reps, key=lambda p: -rel[p])[: max(limit * 3, 15)]
+        lam = s.mmr_lambda_find if mode == "find" else s.mmr_lambda_brainstorm
+        chosen = self._mmr(pool, rel, lam, limit, embedder is not None and cos is not None)
+
+        lex_top = lex[0][0] if lex else None
+        dense_top = dense[0][0] if dense else None
+        confident = self._confident(chosen, cos, lex_top, dense_top, meta)
+        hits = [self._hit(meta, p, rel[p], cos, lex_top == p or dense_top == p) for p in chosen]
+        if mode == "brainstorm" and s.wildcards:
+            hits.extend(self._wildcards(meta, set(fused) | set(chosen), allowed, s.wildcards))
+        return SearchResult(query, mode, hits, confident, degraded,
+                            latency_ms=(time.perf_counter() - t0) * 1000)
+
+    def _allowed(self, meta: _Meta, repo_scope, current_repo, tags, skill_type, include_inactive,
+                 include_expired) -> np.ndarray | None:
+        n = len(meta.rowids)
+        mask = np.ones(n, dtype=bool)
+        filtered = False
+        if not include_inactive and not meta.active.all():
+            mask &= meta.active
+            filtered = True
+        if not include_expired:
+            today = _dt.date.today().isoformat()
+            exp = np.array([bool(e) and e < today for e in meta.expires], dtype=bool)
+            if exp.any():
+                mask &= ~exp
+                filtered = True
+        if repo_scope == "current":
+            if not current_repo:
+                raise ValidationError("repo_scope 'current' needs the current repo",
+                                      fix="pass current_repo, set WORKSPACE_FOLDER, or run inside a git repo")
+            want = current_repo.lower()
+            mask &= np.array([(r is None or r == "" or r.lower() in (want, "global", "*")) for r in meta.repos])
+            filtered = True
+        if tags:
+            want_tags = {t.strip().lower() for t in tags if t.strip()}
+            if want_tags:
+                mask &= np.array([bool(want_tags & set(t)) for t in meta.tags])
+                filtered = True
+        if skill_type:
+            st = skill_type.strip().upper()
+            from .skill import SKILL_TYPES
+
+            if st not in SKILL_TYPES:
+                raise ValidationError(f"unknown skill_type {skill_type!r}", fix=f"use one of {', '.join(SKILL_TYPES)}")
+            mask &= np.array([t == st for t in meta.types])
+            filtered = True
+        return mask if filtered else None
+
+    def _mmr(self, pool: list[int], rel: dict[int, float], lam: float, limit: int, use_vectors: bool) -> list[int]:
+        if not use_vectors or len(pool) <= 1:
+            return pool[:limit]
+        rows = {}
+        vp = self._vec_pos
+        inv = {int(p): i for i, p in enumerate(vp)} if vp is not None else {}
+        for p in pool:
+            i = inv.get(p)
+            rows[p] = self._mat[i] if i is not None else None
+        chosen: list[int] = []
+        rest = list(pool)
+        while rest and len(chosen) < limit:
+            best, best_score = None, -1e9
+            for p in rest:
+                sim = 0.0
+                if chosen and rows[p] is not None:
+                    sims = [float(rows[p] @ rows[c]) for c in chosen if rows[c] is not None]
+                    sim = max(sims) if sims else 0.0
+                score = lam * rel[p] - (1 - lam) * sim
+                if score > best_score:
+                    best, best_score = p, score
+            chosen.append(best)
+            rest.remove(best)
+        return chosen
+
+    def _confident(self, chosen, cos, lex_top, dense_top, meta: _Meta) -> bool:
+        if not chosen:
+            return False
+        if cos is None:
+            # lexical-only: no calibrated signal; say "not confident" rather than guess
+            return False
+        best_cos = max(float(cos[p]) for p in chosen[:3])
+        thr = self.s.confident_threshold or CONFIDENT_COSINE
+        agree = lex_top is not None and dense_top is not None and meta.name_keys[lex_top] == meta.name_keys[dense_top]
+        return best_cos >= thr or (agree and best_cos >= thr - 0.1)
+
+    def _hit(self, meta: _Meta, p: int, score: float, cos, top_of_a_list: bool) -> Hit:
+        group = meta.by_key.get(meta.name_keys[p], [p])
+        copy_ids = [meta.ids[i] for i in group if i != p]
+        today = _dt.date.today().isoformat()
+        likely = cos is not None and float(cos[p]) >= LIKELY_COSINE
+        return Hit(
+            id=meta.ids[p], name=meta.names[p], path=meta.paths[p], score=round(float(score), 4),
+            match="likely" if likely else "weak", description=trim(meta.descriptions[p], self.s.description_chars),
+            display_name=meta.display[p], skill_type=meta.types[p], repo=meta.repos[p], version=meta.versions[p],
+            tags=meta.tags[p], copies=len(group), copy_ids=copy_ids[:10], active=bool(meta.active[p]),
+            expired=bool(meta.expires[p] and meta.expires[p] < today), lineage=meta.lineage[p])
+
+    def _wildcards(self, meta: _Meta, exclude: set[int], allowed, k: int) -> list[Hit]:
+        cand = [i for i in range(len(meta.rowids)) if i not in exclude and meta.active[i]
+                and (allowed is None or allowed[i])]
+        picks = self._rng.sample(cand, min(k, len(cand)))
+        out = []
+        for p in picks:
+            h = self._hit(meta, p, 0.0, None, False)
+            h.wildcard = True
+            out.append(h)
+        return out

@@ -1,0 +1,432 @@
+"""The ``Skill`` value: parse, render and validate ``SKILL.md``.
+
+Reading is lenient: anything with a YAML mapping and a description is usable,
+and every deviation from the Agent Skills spec is reported as a finding.
+Writing is strict: :func:`validate_for_write` must return no errors before the
+project writes a file.
+
+Severities, from worst:
+  ``fatal``   the file cannot be used at all (no frontmatter, bad YAML, no description)
+  ``error``   the file breaks the spec (a strict validator rejects it) but is indexed
+  ``warning`` likely a mistake, indexed anyway
+  ``info``    worth knowing (CRLF, BOM, long body)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from .errors import SkillFormatError
+
+SKILL_TYPES = ("IMPLEMENTATION", "WORKFLOW", "TROUBLESHOOTING", "ARCHITECTURE", "RULE")
+SPEC_KEYS = ("name", "description", "license", "compatibility", "allowed-tools", "metadata")
+# Skills Lab's own keys; they live under ``metadata`` as strings so files stay valid.
+SEED_KEYS = ("skill-type", "repo", "version", "tags", "created", "last-modified", "ttl-days",
+             "author", "source", "display-name")
+MAX_NAME = 64
+MAX_DESCRIPTION = 1024
+MAX_COMPATIBILITY = 500
+LONG_BODY_LINES = 500
+# libyaml's safe loader when present (≈10× faster); same safe semantics.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+SEVERITIES = ("fatal", "error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str
+    rule: str
+    message: str
+    line: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One skill: frontmatter fields plus the Markdown body."""
+
+    name: str
+    description: str
+    body: str = ""
+    license: str | None = None
+    compatibility: str | None = None
+    allowed_tools: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # unknown keys, kept on round trip
+
+    # --- Skills Lab metadata, read from ``metadata`` -------------------------------
+    def meta(self, key: str, default: str | None = None) -> str | None:
+        return self.metadata.get(key, default)
+
+    @property
+    def skill_type(self) -> str | None:
+        value = self.metadata.get("skill-type")
+        return value.upper() if value else None
+
+    @property
+    def tags(self) -> list[str]:
+        return split_tags(self.metadata.get("tags", ""))
+
+    @property
+    def version(self) -> int:
+        try:
+            return int(str(self.metadata.get("version", "1")).split(".")[0])
+        except ValueError:
+            return 1
+
+    @property
+    def repo(self) -> str | None:
+        return self.metadata.get("repo") or None
+
+    @property
+    def ttl_days(self) -> int | None:
+        value = self.metadata.get("ttl-days")
+        try:
+            return int(value) if value not in (None, "") else None
+        except ValueError:
+            return None
+
+    @property
+    def display_name(self) -> str:
+        return self.metadata.get("display-name") or self.name
+
+    def expires_on(self) -> _dt.date | None:
+        """The expiry date: last-modified (or created) + ttl-days; None without a TTL."""
+        ttl = self.ttl_days
+        if not ttl:
+            return None
+        start = parse_date(self.metadata.get("last-modified") or self.metadata.get("created"))
+        return (start + _dt.timedelta(days=ttl)) if start else None
+
+    def with_metadata(self, **changes: str | None) -> "Skill":
+        """A copy with metadata keys set (``_`` in a key becomes ``-``); None removes a key."""
+        meta = dict(self.metadata)
+        for key, value in changes.items():
+            key = key.replace("_", "-")
+            if value is None:
+                meta.pop(key, None)
+            else:
+                meta[key] = str(value)
+        return dataclasses.replace(self, metadata=meta)
+
+    def replace(self, **changes: Any) -> "Skill":
+        return dataclasses.replace(self, **changes)
+
+    # --- rendering --------------------------------------------------------------
+    def frontmatter(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "description": self.description}
+        if self.license:
+            data["license"] = self.license
+        if self.compatibility:
+            data["compatibility"] = self.compatibility
+        if self.allowed_tools:
+            data["allowed-tools"] = self.allowed_tools
+        if self.metadata:
+            data["metadata"] = dict(self.metadata)
+        for key, value in self.extra.items():
+            data.setdefault(key, value)
+        return data
+
+    def render(self) -> str:
+        """The SKILL.md text (LF line endings, UTF-8, no BOM)."""
+        head = yaml.safe_dump(self.frontmatter(), sort_keys=False, allow_unicode=True,
+                              width=100000, default_flow_style=False)
+        body = self.body.strip("\n")
+        return f"---\n{head}---\n\n{body}\n" if body else f"---\n{head}---\n"
+
+
+@dataclass
+class ParsedFile:
+    """The result of reading one SKILL.md: the skill (None when fatal) and the findings."""
+
+    skill: Skill | None
+    findings: list[Finding]
+
+    @property
+    def usable(self) -> bool:
+        return self.skill is not None
+
+    @property
+    def worst(self) -> str | None:
+        for sev in SEVERITIES:
+            if any(f.severity == sev for f in self.findings):
+                return sev
+        return None
+
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity in ("fatal", "error")]
+
+
+def split_tags(value: Any) -> list[str]:
+    if isinstance(value, (list, tuple)):
+        items = [str(v) for v in value]
+    else:
+        items = re.split(r"[,\n]", str(value or ""))
+    seen: list[str] = []
+    for item in items:
+        tag = item.strip().strip("[]'\"").strip().lower()
+        if tag and tag not in seen:
+            seen.append(tag)
+    return seen
+
+
+def parse_date(value: Any) -> _dt.date | None:
+    if not value:
+        return None
+    if isinstance(value, _dt.datetime):
+        return value.date()
+    if isinstance(value, _dt.date):
+        return value
+    try:
+        return _dt.date.fromisoformat(str(value).strip()[:10])
+    except ValueError:
+        return None
+
+
+def _scalar_to_str(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_scalar_to_str(v) for v in value)
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+_FRONT_RE = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*(?:\n|\Z)", re.S)
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str, int]:
+    """Return (frontmatter text or None, body, line number where the body starts)."""
+    m = _FRONT_RE.match(text)
+    if not m:
+        return None, text, 1
+    head = m.group(1) or ""
+    body_line = text[: m.end()].count("\n") + 1
+    return head, text[m.end():], body_line
+
+
+def check_name(name: str) -> list[tuple[str, str]]:
+    """Spec problems with a name, as (rule, message) pairs; empty when valid."""
+    problems: list[tuple[str, str]] = []
+    if not name:
+        return [("name.empty", "name is empty")]
+    if len(name) > MAX_NAME:
+        problems.append(("name.too-long", f"name is {len(name)} characters; the limit is {MAX_NAME}"))
+    if not NAME_RE.match(name):
+        if name != name.lower():
+            problems.append(("name.case", f"name {name!r} has uppercase letters; use lowercase a-z, 0-9 and '-'"))
+        elif "--" in name or name.startswith("-") or name.endswith("-"):
+            problems.append(("name.hyphens", f"name {name!r} has a leading, trailing or double hyphen"))
+        else:
+            problems.append(("name.chars", f"name {name!r} may only hold a-z, 0-9 and single hyphens"))
+    return problems
+
+
+def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
+    """Parse SKILL.md text leniently. Never raises for bad content: see the findings."""
+    findings: list[Finding] = []
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return ParsedFile(None, [Finding("fatal", "encoding.utf8",
+                                             f"not UTF-8 (byte {exc.start}); save the file as UTF-8")])
+    if text.startswith("\ufeff"):
+        findings.append(Finding("info", "encoding.bom", "file starts with a byte-order mark", 1))
+        text = text[1:]
+    if "\r\n" in text or "\r" in text:
+        findings.append(Finding("info", "encoding.crlf", "file uses CRLF line endings", 1))
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+
+    head, body, _ = split_frontmatter(text)
+    if head is None:
+        return ParsedFile(None, findings + [Finding(
+            "fatal", "frontmatter.missing",
+            "no YAML frontmatter; the file must start with '---', the fields, and '---'", 1)])
+    try:
+        data = yaml.load(head, Loader=_Loader) if head.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = (mark.line + 2) if mark is not None else None  # +1 for 1-based, +1 for the opening '---'
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return ParsedFile(None, findings + [Finding(
+            "fatal", "yaml.invalid",
+            f"frontmatter is not valid YAML: {reason}; quote values that contain ': ' or start with special characters",
+            line)])
+    if not isinstance(data, dict):
+        return ParsedFile(None, findings + [Finding(
+            "fatal", "frontmatter.not-mapping", "frontmatter must be a mapping of keys to values", 2)])
+
+    data = {str(k): v for k, v in data.items()}
+    description = data.get("description")
+    if description is None or (isinstance(description, str) and not description.strip()):
+        return ParsedFile(None, findings + [Finding(
+            "fatal", "description.missing", "no description; add 'description: what it does and when to use it'", 2)])
+    if not isinstance(description, str):
+        findings.append(Finding("warning", "description.type", "description is not a string", 2))
+        description = _scalar_to_str(description)
+    if "\n" in description.strip():
+        findings.append(Finding("info", "description.multiline", "description spans several lines", 2))
+    description = " ".join(description.split())
+    if len(description) > MAX_DESCRIPTION:
+        findings.append(Finding("error", "description.too-long",
+                                f"description is {len(description)} characters; the limit is {MAX_DESCRIPTION}", 2))
+
+    raw_name = data.get("name")
+    if raw_name is None or not str(raw_name).strip():
+        findings.append(Finding("error", "name.missing",
+                                "no name; the folder name is used. Add 'name: <folder name>'", 2))
+        name = folder_name or ""
+    else:
+        name = unicodedata.normalize("NFKC", _scalar_to_str(raw_name).strip())
+        for rule, message in check_name(name):
+            findings.append(Finding("error", rule, message, 2))
+        if folder_name is not None and unicodedata.normalize("NFKC", folder_name) != name:
+            findings.append(Finding("error", "name.folder-mismatch",
+                                    f"name {name!r} differs from its folder {folder_name!r}; rename one to match", 2))
+
+    metadata: dict[str, str] = {}
+    raw_meta = data.get("metadata")
+    if raw_meta is not None:
+        if isinstance(raw_meta, dict):
+            for k, v in raw_meta.items():
+                if not isinstance(v, str):
+                    findings.append(Finding("warning", "metadata.not-string",
+                                            f"metadata.{k} is not a string; it is read as text", 2))
+                metadata[str(k)] = _scalar_to_str(v)
+        else:
+            findings.append(Finding("error", "metadata.not-mapping", "metadata must be a mapping of strings", 2))
+
+    extra: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in SPEC_KEYS:
+            continue
+        seed_key = key.replace("_", "-").lower()
+        if seed_key == "skill_type":
+            seed_key = "skill-type"
+        if seed_key in SEED_KEYS:
+            findings.append(Finding("error", "keys.seed-top-level",
+                                    f"'{key}' belongs under 'metadata:' as a string; it is read from the top level", 2))
+            metadata.setdefault(seed_key, _scalar_to_str(value))
+        else:
+            findings.append(Finding("error", "keys.unknown",
+                                    f"unknown frontmatter key '{key}'; the spec allows {', '.join(SPEC_KEYS)}", 2))
+            extra[key] = value
+
+    st = metadata.get("skill-type")
+    if st and st.upper() not in SKILL_TYPES:
+        findings.append(Finding("warning", "metadata.skill-type",
+                                f"skill-type {st!r} is not one of {', '.join(SKILL_TYPES)}", 2))
+
+    def _opt(key: str) -> str | None:
+        v = data.get(key)
+        if v is None:
+            return None
+        if isinstance(v, (list, tuple)) and key == "allowed-tools":
+            return " ".join(str(x) for x in v)
+        return _scalar_to_str(v)
+
+    compatibility = _opt("compatibility")
+    if compatibility and len(compatibility) > MAX_COMPATIBILITY:
+        findings.append(Finding("error", "compatibility.too-long",
+                                f"compatibility is {len(compatibility)} characters; the limit is {MAX_COMPATIBILITY}", 2))
+    if body.count("\n") > LONG_BODY_LINES:
+        findings.append(Finding("info", "body.long",
+                                f"body has {body.count(chr(10))} lines; the spec advises under {LONG_BODY_LINES}"))
+
+    skill = Skill(name=name, description=description, body=body.strip("\n"),
+                  license=_opt("license"), compatibility=compatibility,
+                  allowed_tools=_opt("allowed-tools"), metadata=metadata, extra=extra)
+    return ParsedFile(skill, findings)
+
+
+def parse_strict(text: str, *, folder_name: str | None = None, path: str | None = None) -> Skill:
+    """Parse and raise :class:`SkillFormatError` on a fatal finding."""
+    parsed = parse(text, folder_name=folder_name)
+    if parsed.skill is None:
+        f = parsed.findings[-1]
+        raise SkillFormatError(f.message, path=path, line=f.line)
+    return parsed.skill
+
+
+def validate_for_write(skill: Skill, folder_name: str | None = None) -> list[Finding]:
+    """Strict checks for anything the project writes. Returns error findings (empty = valid)."""
+    errors: list[Finding] = []
+    for rule, message in check_name(skill.name):
+        errors.append(Finding("error", rule, message))
+    if folder_name is not None and folder_name != skill.name:
+        errors.append(Finding("error", "name.folder-mismatch", f"name {skill.name!r} differs from folder {folder_name!r}"))
+    if not skill.description.strip():
+        errors.append(Finding("error", "description.missing", "description is empty"))
+    if len(skill.description) > MAX_DESCRIPTION:
+        errors.append(Finding("error", "description.too-long",
+                              f"description is {len(skill.description)} characters; the limit is {MAX_DESCRIPTION}"))
+    if skill.compatibility and len(skill.compatibility) > MAX_COMPATIBILITY:
+        errors.append(Finding("error", "compatibility.too-long", "compatibility is over 500 characters"))
+    if skill.extra:
+        errors.append(Finding("error", "keys.unknown", f"unknown keys: {', '.join(skill.extra)}"))
+    st = skill.metadata.get("skill-type")
+    if st and st not in SKILL_TYPES:
+        errors.append(Finding("error", "metadata.skill-type", f"skill-type must be one of {', '.join(SKILL_TYPES)}"))
+    # Round trip: what we render must parse back to the same skill with no errors.
+    reparsed = parse(skill.render(), folder_name=folder_name)
+    if reparsed.skill is None or reparsed.errors():
+        errors.extend(f for f in reparsed.errors() if f not in errors)
+    return errors
+
+
+# --- body sections -------------------------------------------------------------
+_HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+
+
+def headings(body: str) -> list[tuple[int, str]]:
+    """(level, text) of every Markdown heading outside code fences."""
+    out: list[tuple[int, str]] = []
+    fence = False
+    for line in body.split("\n"):
+        stripped = line.lstrip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            fence = not fence
+            continue
+        if not fence:
+            m = _HEADING_RE.match(line)
+            if m:
+                out.append((len(m.group(1)), m.group(2)))
+    return out
+
+
+def section(body: str, title: str) -> str | None:
+    """The text of the section whose heading matches ``title`` (case-insensitive), heading included."""
+    want = title.strip().lstrip("#").strip().lower()
+    lines = body.split("\n")
+    fence = False
+    start = level = None
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            fence = not fence
+            continue
+        if fence:
+            continue
+        m = _HEADING_RE.match(line)
+        if not m:
+            continue
+        lvl, text = len(m.group(1)), m.group(2).strip().lower()
+        if start is None and text == want:
+            start, level = i, lvl
+        elif start is not None and lvl <= (level or 6):
+            return "\n".join(lines[start:i]).strip("\n")
+    if start is None:
+        return None
+    return "\n".join(lines[start:]).strip("\n")

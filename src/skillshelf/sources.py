@@ -1,0 +1,200 @@
+"""Skill roots, recursive discovery, and precedence between same-named skills.
+
+A *root* is a folder that holds skill folders at any depth. The workspace (under the
+home) is the one writable root; every other root is read-only. A skill's stable id is
+``<root label>:<folder path relative to the root>``, so ids never depend on walk order
+or on which other roots exist.
+
+Precedence when several skills share a name (lower sorts first, first wins):
+  1. root kind: workspace < project < user < plugin < other
+  2. a path under a configured canonical prefix wins
+  3. the shallower folder wins
+  4. the id, alphabetically (a deterministic tie-break, never walk order)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+
+KIND_RANK = {"workspace": 0, "project": 1, "user": 2, "plugin": 3, "other": 4}
+SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
+             ".mypy_cache", ".pytest_cache", "site-packages", "dist", "build", ".idea", ".cache"}
+SKILL_FILES = ("SKILL.md", "skill.md")
+USER_CLIENT_DIRS = (".claude/skills", ".agents/skills", ".codex/skills", ".cursor/skills",
+                    ".copilot/skills", ".gemini/skills")
+PROJECT_CLIENT_DIRS = (".claude/skills", ".agents/skills", ".cursor/skills", ".github/skills",
+                       ".gemini/skills", ".codex/skills")
+
+
+@dataclass(frozen=True)
+class Root:
+    path: Path
+    kind: str = "other"
+    label: str = ""
+
+    @property
+    def writable(self) -> bool:
+        return self.kind == "workspace"
+
+
+@dataclass(frozen=True)
+class Found:
+    """One SKILL.md on disk."""
+
+    id: str
+    root: Root
+    path: Path          # the SKILL.md file
+    rel: str            # folder path relative to the root ('.' when the root itself is a skill)
+    mtime_ns: int
+    size: int
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    @property
+    def depth(self) -> int:
+        return 0 if self.rel == "." else self.rel.count("/") + 1
+
+
+def git_root(start: Path) -> Path | None:
+    """The git work tree holding ``start``, or None."""
+    cur = start.resolve()
+    for cand in (cur, *cur.parents):
+        if (cand / ".git").exists():
+            return cand
+    return None
+
+
+def current_repo(env: dict[str, str] | None = None) -> str | None:
+    """The current repo's name: WORKSPACE_FOLDER, else the git root of the working directory."""
+    env = os.environ if env is None else env
+    folder = env.get("WORKSPACE_FOLDER")
+    if folder:
+        return Path(folder).name or None
+    root = git_root(Path.cwd())
+    return root.name if root else None
+
+
+def client_roots(home: Path | None = None, cwd: Path | None = None) -> list[Root]:
+    """The standard client folders that exist: project ones (cwd's git root) and user ones."""
+    home = home or Path.home()
+    cwd = cwd or Path.cwd()
+    roots: list[Root] = []
+    project = git_root(cwd) or cwd
+    for rel in PROJECT_CLIENT_DIRS:
+        p = project / rel
+        if p.is_dir():
+            roots.append(Root(p, "project", "project-" + rel.split("/")[0].lstrip(".")))
+    for rel in USER_CLIENT_DIRS:
+        p = home / rel
+        if p.is_dir() and all(r.path.resolve() != p.resolve() for r in roots):
+            roots.append(Root(p, "user", "user-" + rel.split("/")[0].lstrip(".")))
+    plugins = home / ".claude" / "plugins"
+    if plugins.is_dir():
+        for i, p in enumerate(sorted(_plugin_skill_dirs(plugins))):
+            roots.append(Root(p, "plugin", f"plugin-{p.parent.name}" + ("" if i == 0 else f"-{i}")))
+    return roots
+
+
+def _plugin_skill_dirs(base: Path, max_depth: int = 6) -> list[Path]:
+    out: list[Path] = []
+    for dirpath, dirnames, _ in os.walk(base):
+        depth = Path(dirpath).relative_to(base).parts
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+        if len(depth) >= max_depth:
+            dirnames[:] = []
+        if "skills" in dirnames:
+            out.append(Path(dirpath) / "skills")
+            dirnames.remove("skills")
+    return out
+
+
+def make_roots(workspace: Path, extra: list[Path], *, include_clients: bool = False) -> list[Root]:
+    """Workspace first, then extra roots (labelled by folder name, made unique), then client folders."""
+    roots = [Root(workspace, "workspace", "workspace")]
+    used = {"workspace"}
+    for path in extra:
+        path = Path(path).expanduser()
+        if not path.exists():
+            raise ConfigError(f"skill root {path} does not exist", fix="create it or remove it from --root / config")
+        if not path.is_dir():
+            raise ConfigError(f"skill root {path} is not a folder", fix="pass the folder that holds skill folders")
+        resolved = path.resolve()
+        if any(r.path.resolve() == resolved for r in roots):
+            continue
+        label = resolved.name or "root"
+        if label in used:
+            label = f"{resolved.parent.name}-{label}"
+        n = 2
+        base = label
+        while label in used:
+            label, n = f"{base}-{n}", n + 1
+        used.add(label)
+        roots.append(Root(resolved, "other", label))
+    if include_clients:
+        for r in client_roots():
+            if all(x.path.resolve() != r.path.resolve() for x in roots):
+                roots.append(r)
+    return roots
+
+
+def discover(root: Root) -> tuple[list[Found], list[str]]:
+    """Every SKILL.md under ``root``; symlinks followed once (loop-safe). Returns (found, notes)."""
+    found: list[Found] = []
+    notes: list[str] = []
+    base = root.path
+    if not base.is_dir():
+        return found, notes
+    seen: set[tuple[int, int]] = set()
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=True):
+        try:
+            st = os.stat(dirpath)
+        except OSError as exc:
+            notes.append(f"cannot read {dirpath}: {exc.strerror}")
+            dirnames[:] = []
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            notes.append(f"symlink loop or repeat skipped: {dirpath}")
+            dirnames[:] = []
+            continue
+        seen.add(key)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
+                             and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg")))
+        for fname in SKILL_FILES:
+            if fname in filenames:
+                p = Path(dirpath) / fname
+                try:
+                    fst = p.stat()
+                except OSError as exc:
+                    notes.append(f"cannot read {p}: {exc.strerror}")
+                    break
+                rel = Path(dirpath).relative_to(base).as_posix()
+                found.append(Found(f"{root.label}:{rel}", root, p, rel, fst.st_mtime_ns, fst.st_size))
+                break  # SKILL.md wins over skill.md in the same folder
+    return found, notes
+
+
+def precedence_key(found_kind: str, rel: str, skill_id: str, canonical: list[str]) -> tuple:
+    depth = 0 if rel == "." else rel.count("/") + 1
+    canon = any(rel.startswith(p.strip("/")) or skill_id.startswith(p) for p in canonical if p)
+    return (KIND_RANK.get(found_kind, 9), 0 if canon else 1, depth, skill_id)
+
+
+def detect_repo_of(path: Path) -> str | None:
+    """Best-effort name of the git repo holding ``path`` (no subprocess when a .git is visible)."""
+    root = git_root(path)
+    if root:
+        return root.name
+    try:
+        out = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, timeout=2)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return Path(out.stdout.strip()).name if out.returncode == 0 and out.stdout.strip() else None

@@ -1,0 +1,100 @@
+"""Text helpers shared by indexing and search: the lexical tokenizer and name keys.
+
+The tokenizer runs on both documents and queries. It splits camelCase, hyphens, dots,
+underscores and slashes, and also emits each adjacent pair joined, so that
+"NextJsApi", "next.js api" and "nextjs api" share the tokens ``nextjs`` and ``api``.
+Stemming is left to FTS5's porter tokenizer, which sees our tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+import hashlib
+import re
+
+# A small English stop list: these words carry no routing signal and would make every
+# OR-query touch every document.
+STOPWORDS = frozenset("""
+a an and are as at be been but by can could do does for from has have how i if in into is it
+its me my of on or our so than that the their them then there these this those to was we were
+what when where which while who why will with would you your
+""".split())
+
+_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+_CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_a-zA-Z]+", re.UNICODE)
+_COMPOUND_RE = re.compile(r"[\w]+(?:[.\-/_][\w]+)*", re.UNICODE)
+
+
+_SEP_RE = re.compile(r"[.\-/_]+")
+
+
+@functools.lru_cache(maxsize=262144)
+def _expand(compound: str) -> tuple[tuple[str, bool], ...]:
+    """Tokens of one compound word as (token, is_stopword); cached: vocabularies repeat."""
+    if compound.isalnum() and (compound.islower() or compound.isdigit()):
+        return ((compound, compound in STOPWORDS),)
+    pieces: list[str] = []
+    for chunk in _SEP_RE.split(compound):
+        if chunk:
+            pieces.extend(p.lower() for p in _CAMEL_RE.findall(chunk) if p)
+    out: list[tuple[str, bool]] = []
+    for i, p in enumerate(pieces):
+        out.append((p, p in STOPWORDS))
+        if i:
+            out.append((pieces[i - 1] + p, False))
+    return tuple(out)
+
+
+def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Lower-cased tokens with camelCase/compound splitting and joined neighbour pairs."""
+    out: list[str] = []
+    for compound in _COMPOUND_RE.findall(text or ""):
+        for tok, stop in _expand(compound):
+            if keep_stopwords or not stop:
+                out.append(tok)
+    return out
+
+
+def fts_text(text: str) -> str:
+    """Long text for the FTS table: the raw text (FTS5's unicode61 splits it at C speed)
+    plus the extra tokens only our tokenizer makes (camelCase parts, joined pairs)."""
+    extras: list[str] = []
+    for compound, count in Counter(_COMPOUND_RE.findall(text or "")).items():
+        if compound.isalnum() and (compound[1:].islower() or compound.isdigit() or compound.isupper()):
+            continue  # unicode61 lower-cases these the same way we would
+        toks = [tok for tok, _ in _expand(compound)]
+        extras.extend(toks * count if count > 1 else toks)
+    return f"{text}\n{' '.join(extras)}" if extras else (text or "")
+
+
+def tokens_text(text: str) -> str:
+    """Tokens joined by spaces, the form stored in the FTS table."""
+    return " ".join(tokenize(text))
+
+
+def name_key(name: str) -> str:
+    """Copies of one skill share this key: lower-cased letters and digits only."""
+    return re.sub(r"[\W_]+", "", (name or "").lower())
+
+
+def sha256(data: str | bytes) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def normalized_body_hash(body: str) -> str:
+    """Hash of a body with whitespace collapsed: exact copies share it."""
+    return sha256(" ".join((body or "").split()))
+
+
+def trim(text: str, limit: int) -> str:
+    text = " ".join((text or "").split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit * 0.6:
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:") + "…"
