@@ -156,6 +156,8 @@ class Library:
     def __init__(self, home: str | Path | None = None, roots: list[str | Path] | None = None, *,
                  config: Config | None = None, embedder: Any = None, client: str | None = None,
                  **overrides: Any):
+        if isinstance(embedder, str):  # a backend name is a setting; an instance is used as is
+            overrides["embedder"], embedder = embedder, None
         self.config = config or load_config(home, roots=roots or None, **overrides)
         self.roots: list[Root] = make_roots(self.config.workspace, list(self.config.roots),
                                             include_clients=self.config.client_roots)
@@ -380,6 +382,7 @@ class Library:
 
     # --- health ---------------------------------------------------------------------
     def doctor(self) -> DoctorReport:
+        self._maybe_sync()
         checks: list[Check] = []
         cfg = self.config
         checks.append(Check("home", "ok", str(cfg.home)))

@@ -1,0 +1,380 @@
+"""The command line: a thin layer that builds a ``Library``, calls one method and prints.
+
+Domain errors become one line on stderr (problem — fix) and exit code 1."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .errors import SkillshelfError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="skillshelf: a local-first librarian for agent skills.")
+out = Console(soft_wrap=True, highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+class State:
+    home: Optional[Path] = None
+    roots: list[Path] = []
+    client_roots: Optional[bool] = None
+
+
+state = State()
+
+
+@app.callback()
+def _global(
+    home: Optional[Path] = typer.Option(None, "--home", envvar="SKILLSHELF_HOME",
+                                        help="library home (workspace + database); default: the platform data dir"),
+    root: list[Path] = typer.Option([], "--root", help="extra read-only skill root (repeatable)"),
+    client_roots: Optional[bool] = typer.Option(None, "--client-roots/--no-client-roots",
+                                                help="also scan ~/.claude/skills, .agents/skills and friends"),
+) -> None:
+    state.home = home
+    state.roots = list(root)
+    state.client_roots = client_roots
+
+
+def _lib(**kw: Any):
+    from .library import Library
+
+    return Library(state.home, roots=state.roots or None, client_roots=state.client_roots, **kw)
+
+
+def _json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+# --- setup ----------------------------------------------------------------------------
+
+@app.command()
+def init(samples: bool = typer.Option(True, "--samples/--no-samples", help="write the three sample skills")) -> None:
+    """Create the home, the database and three sample skills."""
+    from .library import Library
+
+    lib = Library.init(state.home, samples=samples, roots=state.roots or None, client_roots=state.client_roots)
+    rep = lib.sync()
+    out.print(f"home      {lib.config.home}")
+    out.print(f"workspace {lib.config.workspace}")
+    out.print(f"database  {lib.config.db_path}")
+    out.print(f"{lib.count()} skills indexed ({rep.added} new). Try: skillshelf search \"fix a CORS error\"")
+
+
+@app.command()
+def sync(json_out: bool = typer.Option(False, "--json", help="print the counts as JSON")) -> None:
+    """Bring the index up to date with the files (only what changed is read)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    lib = _lib()
+    if json_out:
+        rep = lib.sync()
+        _json(rep.as_dict())
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as prog:
+        t_files = prog.add_task("reading skills", total=None)
+        t_vec = prog.add_task("embedding", total=None, visible=False)
+
+        def on_files(done: int, total: int) -> None:
+            prog.update(t_files, completed=done, total=total)
+
+        def on_vec(done: int, total: int) -> None:
+            prog.update(t_vec, completed=done, total=total, visible=True)
+
+        rep = lib.sync(progress=on_files, embed_progress=on_vec)
+    out.print(f"added {rep.added} · updated {rep.updated} · removed {rep.removed} · unchanged {rep.unchanged}"
+              f" · invalid {len(rep.invalid)} · embedded {rep.embedded} ({rep.seconds:.1f}s)")
+    for inv in rep.invalid:
+        line = f":{inv.line}" if inv.line else ""
+        out.print(f"  invalid {inv.path}{line}: {inv.message}")
+    for note in rep.notes:
+        out.print(f"  note: {note}")
+
+
+# --- reading --------------------------------------------------------------------------
+
+@app.command("list")
+def list_(
+    root: Optional[str] = typer.Option(None, help="only skills of this root label"),
+    skill_type: Optional[str] = typer.Option(None, "--type", help="IMPLEMENTATION | WORKFLOW | TROUBLESHOOTING | ..."),
+    tag: Optional[str] = typer.Option(None, help="only skills with this tag"),
+    name: Optional[str] = typer.Option(None, help="name contains"),
+    invalid: bool = typer.Option(False, "--invalid", help="only skills with spec errors"),
+    limit: Optional[int] = typer.Option(None, help="at most this many"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """List skills (every match with --json unless --limit is given)."""
+    lib = _lib()
+    recs = lib.list(root=root, skill_type=skill_type, tag=tag, name_contains=name, invalid_only=invalid,
+                    limit=limit if (limit or json_out) else (limit or 200))
+    if json_out:
+        _json([r.as_dict(body=False) for r in recs])
+        return
+    table = Table("name", "type", "version", "tags", "id", box=None)
+    for r in recs:
+        flag = "" if r.active else " (inactive)"
+        flag += " (expired)" if r.expired else ""
+        table.add_row(r.name + flag, r.skill_type or "", str(r.version), ",".join(r.tags[:4]), r.id)
+    out.print(table)
+    total = lib.count()
+    if len(recs) < total:
+        out.print(f"{len(recs)} shown of {total}; filter or use --limit / --json for all")
+
+
+@app.command()
+def show(name: str = typer.Argument(..., help="skill name, id or path"),
+         section: Optional[str] = typer.Option(None, help="only this section, e.g. 'Solution'"),
+         json_out: bool = typer.Option(False, "--json")) -> None:
+    """Show one skill: metadata, findings and body."""
+    from . import skill as skillmod
+
+    lib = _lib()
+    rec = lib.get(name)
+    body = rec.body
+    if section:
+        body = skillmod.section(rec.body, section)
+        if body is None:
+            heads = ", ".join(h for _, h in skillmod.headings(rec.body)) or "none"
+            raise SkillshelfError(f"{rec.name} has no section {section!r}", fix=f"sections: {heads}")
+    if json_out:
+        d = rec.as_dict()
+        d["body"] = body
+        d["files"] = rec.files()
+        _json(d)
+        return
+    out.print(f"[bold]{rec.display_name}[/bold]  ({rec.id})")
+    out.print(f"path     {rec.path}")
+    out.print(f"type     {rec.skill_type or '-'}   version {rec.version}   tags {', '.join(rec.tags) or '-'}")
+    if rec.lineage:
+        out.print(f"lineage  {' → '.join(rec.lineage)}")
+    if not rec.active:
+        out.print("status   inactive")
+    if rec.expired:
+        out.print(f"expired  {rec.expires_on}")
+    out.print(f"\n{rec.description}\n")
+    for f in rec.findings:
+        out.print(f"  {f['severity']:7} {f['rule']}: {f['message']}")
+    files = rec.files()
+    if files:
+        out.print("files    " + ", ".join(files))
+    out.print("")
+    out.print(body, markup=False)
+
+
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="what you are trying to do, in your own words"),
+    limit: int = typer.Option(10, "--limit", "-n"),
+    mode: str = typer.Option("find", help="find | brainstorm"),
+    repo_scope: str = typer.Option("all", help="all | current"),
+    current_repo: Optional[str] = typer.Option(None, help="repo name for --repo-scope current"),
+    tags: Optional[str] = typer.Option(None, help="comma-separated tags"),
+    skill_type: Optional[str] = typer.Option(None, "--type"),
+    include_inactive: bool = typer.Option(False, "--include-inactive"),
+    include_expired: bool = typer.Option(False, "--include-expired"),
+    no_log: bool = typer.Option(False, "--no-log", help="leave no trace in the usage log"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Search the library (hybrid BM25 + embeddings)."""
+    lib = _lib()
+    res = lib.search(query, limit=limit, mode=mode, repo_scope=repo_scope, current_repo=current_repo, tags=tags,
+                     skill_type=skill_type, include_inactive=include_inactive, include_expired=include_expired,
+                     log=not no_log, client="cli")
+    if json_out:
+        _json(res.as_dict())
+        return
+    if res.degraded:
+        err.print(f"degraded: {res.degraded}")
+    if not res.hits:
+        out.print("no skills matched")
+        return
+    table = Table("#", "name", "match", "score", "description", box=None)
+    for i, h in enumerate(res.hits, 1):
+        name = h.name + (f" ×{h.copies}" if h.copies > 1 else "") + (" (wildcard)" if h.wildcard else "")
+        table.add_row(str(i), name, h.match, f"{h.score:.2f}", h.description)
+    out.print(table)
+    out.print("confident match" if res.confident else "no confident match: this may be a gap in the library")
+
+
+@app.command()
+def validate(paths: list[Path] = typer.Argument(..., help="SKILL.md files or folders"),
+             json_out: bool = typer.Option(False, "--json")) -> None:
+    """Check SKILL.md files against the Agent Skills spec; exit 1 on errors."""
+    from .library import Library
+
+    results = Library.validate_paths(paths)
+    bad = 0
+    if json_out:
+        _json([{"path": p, "valid": not any(f.severity in ("fatal", "error") for f in fs),
+                "findings": [f.as_dict() for f in fs]} for p, fs in results])
+    for p, fs in results:
+        errors = [f for f in fs if f.severity in ("fatal", "error")]
+        bad += bool(errors)
+        if json_out:
+            continue
+        out.print(f"{'FAIL' if errors else 'ok  '} {p}")
+        for f in fs:
+            where = f":{f.line}" if f.line else ""
+            out.print(f"  {f.severity:7} {f.rule}{where}: {f.message}", markup=False)
+    if not json_out:
+        out.print(f"{len(results) - bad} valid, {bad} invalid of {len(results)} files")
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command()
+def doctor(json_out: bool = typer.Option(False, "--json")) -> None:
+    """Check configuration, roots, index, invalid files, name clashes and the embedder."""
+    lib = _lib()
+    rep = lib.doctor()
+    if json_out:
+        _json(rep.as_dict())
+        if not rep.ok:
+            raise typer.Exit(1)
+        return
+    marks = {"ok": "[green]ok  [/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]FAIL[/red]"}
+    for c in rep.checks:
+        out.print(f"{marks[c.status]} {c.name}: {c.detail}")
+    out.print("\nroots:")
+    for r in rep.roots:
+        out.print(f"  {r['label']:20} {r['kind']:9} {'rw' if r['writable'] else 'ro'} {r['skill_files']:6} {r['path']}")
+    if rep.invalid_files:
+        out.print("\ninvalid files (skipped):")
+        for i in rep.invalid_files:
+            out.print(f"  {i['path']}{':' + str(i['line']) if i['line'] else ''}: {i['message']}", markup=False)
+    if rep.clashes:
+        out.print(f"\nname clashes ({len(rep.clashes)}; the first id wins a lookup by name):")
+        for c in rep.clashes:
+            out.print(f"  {c.name}: {c.winner}  (also: {', '.join(c.others[:3])}"
+                      f"{' …' if len(c.others) > 3 else ''})", markup=False)
+    if not rep.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def config(json_out: bool = typer.Option(False, "--json")) -> None:
+    """Print every setting with its value and the reason for its default."""
+    from .config import describe, load
+
+    cfg = load(state.home)
+    rows = describe(cfg)
+    if json_out:
+        _json({k: v for k, v, _ in rows})
+        return
+    table = Table("setting", "value", "why", box=None)
+    for k, v, why in rows:
+        table.add_row(k, str(v), why)
+    out.print(table)
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    out.print(f"skillshelf {__version__}")
+
+
+@app.command()
+def demo(query: str = typer.Argument("my fetch to the Next.js API fails with a CORS error"),
+         corpus: Optional[Path] = typer.Option(None, help="also index this folder of skills")) -> None:
+    """One command: init the home, sync, and run a search."""
+    from .library import Library
+
+    roots = (state.roots or []) + ([corpus] if corpus else [])
+    lib = Library.init(state.home, roots=roots or None, client_roots=state.client_roots)
+    rep = lib.sync()
+    out.print(f"indexed {lib.count()} skills in {lib.config.home} ({rep.added} new, {len(rep.invalid)} invalid)")
+    out.print(f"\nsearch: {query}\n")
+    res = lib.search(query, limit=5, client="cli")
+    for i, h in enumerate(res.hits, 1):
+        out.print(f"{i}. {h.name} [{h.match}] — {h.description}", markup=False)
+    out.print("\nconfident match" if res.confident else "\nno confident match")
+    if res.hits:
+        out.print(f"\nread it: skillshelf show {res.hits[0].name}")
+
+
+# --- usage ----------------------------------------------------------------------------
+
+@app.command("report-outcome")
+def report_outcome(skill: str, worked: bool = typer.Option(..., "--worked/--failed"),
+                   note: str = typer.Option("", help="what happened"),
+                   query_id: Optional[int] = typer.Option(None)) -> None:
+    """Record whether a skill worked (append-only)."""
+    res = _lib().report_outcome(skill, worked, note=note, query_id=query_id, client="cli")
+    out.print(f"recorded: {res['skill']} {'worked' if worked else 'failed'} ({res['reports']} reports)")
+
+
+@app.command()
+def stats(since: Optional[str] = typer.Option(None, help="YYYY-MM-DD"),
+          json_out: bool = typer.Option(False, "--json")) -> None:
+    """Curation statistics: most used, low success, never surfaced, gaps."""
+    st = _lib().stats(since=since)
+    if json_out:
+        _json(st.as_dict())
+        return
+    out.print(f"{st.queries} queries ({st.finds} finds), {st.reports} reports, report rate {st.report_rate:.0%}, "
+              f"confident {st.confident_rate:.0%}")
+    t = Table("most used", "recommended", "reports", "success", "last used", box=None, title="most used")
+    for u in st.most_used[:15]:
+        t.add_row(u.name, str(u.recommended), str(u.reports),
+                  "-" if u.success_rate is None else f"{u.success_rate:.0%}", u.last_used or "-")
+    out.print(t)
+    t = Table("skill", "worked", "reports", "rate", box=None, title="low success (rewrite candidates)")
+    for u in st.low_success[:15]:
+        t.add_row(u.name, str(u.worked), str(u.reports), f"{(u.success_rate or 0):.0%}")
+    out.print(t)
+    t = Table("request", "times", "last seen", box=None, title="gaps (no confident match)")
+    for g in st.gaps[:15]:
+        t.add_row(g.query, str(g.count), g.last_seen[:10])
+    out.print(t)
+    out.print(f"never surfaced (kill candidates): {len(st.never_surfaced)} skills"
+              + (": " + ", ".join(x['name'] for x in st.never_surfaced[:10]) if st.never_surfaced else ""))
+
+
+@app.command()
+def report(since: Optional[str] = typer.Option(None, help="YYYY-MM-DD"),
+           fmt: str = typer.Option("md", "--format", help="md | json")) -> None:
+    """A usage report: what worked, the rewrite list, the kill list, the gaps."""
+    sys.stdout.write(_lib().usage_report(since=since, fmt=fmt))
+
+
+@app.command("prune-usage")
+def prune_usage(before: str = typer.Option(..., help="delete usage rows older than this date (YYYY-MM-DD)"),
+                yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
+    """Delete old usage rows (the only way usage rows are ever deleted)."""
+    if not yes and not typer.confirm(f"Delete all usage rows before {before}?"):
+        raise typer.Exit(1)
+    n = _lib().prune_usage(before)
+    out.print(f"deleted {n} rows")
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except SkillshelfError as exc:
+        err.print(f"error: {exc}", markup=False)
+        sys.exit(1)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(1)
+    except Exception as exc:  # click's usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from skillshelf import Library
+from skillshelf.embeddings.fake import FakeEmbedder
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("SKILLSHELF_CORPUS", REPO.parent / "shared" / "corpus"))
+
+
+def write_skill(root: Path, rel: str, name: str | None = None, description: str = "does a thing",
+                body: str = "# Title\n\nBody text.\n", extra: str = "") -> Path:
+    folder = root / rel
+    folder.mkdir(parents=True, exist_ok=True)
+    name = name if name is not None else Path(rel).name
+    text = f"---\nname: {name}\ndescription: {description}\n{extra}---\n\n{body}"
+    p = folder / "SKILL.md"
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def fake_lib(tmp_path: Path):
+    """A library over a small root, with the deterministic fake embedder."""
+    root = tmp_path / "root"
+    write_skill(root, "web/cors-fix", description="Fix CORS errors in Next.js API routes and preflight OPTIONS",
+                body="## Solution\n\nAdd Access-Control-Allow-Origin headers.\n")
+    write_skill(root, "ops/docker-build", description="Multi-stage Docker builds with cached layers",
+                body="## Solution\n\nCopy the lock file first.\n", extra="metadata:\n  skill-type: IMPLEMENTATION\n  tags: docker, ci\n")
+    write_skill(root, "git/commit-style", description="Conventional commit messages for changelogs",
+                body="## Format\n\nfeat: fix: docs:\n", extra="metadata:\n  skill-type: WORKFLOW\n  repo: shop\n")
+    write_skill(root, "py/pytest-fixtures", description="Write pytest fixtures and parametrized tests in Python",
+                body="## Solution\n\nUse conftest.py.\n")
+    lib = Library(home=tmp_path / "home", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    yield lib
+    lib.close()
+
+
+def corpus_available() -> bool:
+    return (CORPUS / "skills").is_dir()

@@ -1,0 +1,87 @@
+import json
+
+from typer.testing import CliRunner
+
+from skillshelf.cli import app
+
+from conftest import write_skill
+
+runner = CliRunner()
+
+
+def run(home, *args, root=None):
+    base = ["--home", str(home)]
+    if root:
+        base += ["--root", str(root)]
+    return runner.invoke(app, base + list(args))
+
+
+def test_init_writes_valid_samples_and_search_finds_them(home, monkeypatch):
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    r = run(home, "init")
+    assert r.exit_code == 0, r.output
+    assert "3 skills indexed" in r.output
+    r = run(home, "validate", str(home / "skills"))
+    assert r.exit_code == 0 and "3 valid" in r.output
+    r = run(home, "search", "CORS error in my Next.js API", "--json")
+    data = json.loads(r.output)
+    assert data["hits"][0]["name"] == "cors-fix-nextjs-api"
+    assert data["degraded"]  # embedder 'none' is announced
+    assert {"id", "name", "path", "score", "match"} <= set(data["hits"][0])
+
+
+def test_list_json_prints_every_skill_unless_limited(home, tmp_path, monkeypatch):
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    root = tmp_path / "r"
+    for i in range(230):
+        write_skill(root, f"s{i:03d}")
+    r = run(home, "list", "--json", root=root)
+    assert r.exit_code == 0
+    assert len(json.loads(r.output)) == 230
+    r = run(home, "list", "--json", "--limit", "5", root=root)
+    assert len(json.loads(r.output)) == 5
+
+
+def test_show_and_doctor(home, tmp_path, monkeypatch):
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    root = tmp_path / "r"
+    write_skill(root, "a/dup", name="dup")
+    write_skill(root, "b/dup", name="dup")
+    run(home, "init")
+    r = run(home, "show", "docker-multi-stage-build", "--section", "Verification")
+    assert r.exit_code == 0 and "## Verification" in r.output and "## Solution" not in r.output
+    r = run(home, "doctor", "--json", root=root)
+    data = json.loads(r.output)
+    assert any(c["name"] == "dup" for c in data["clashes"])
+    assert any(c["name"] == "embedder" and c["status"] == "warn" for c in data["checks"])
+
+
+def test_user_errors_are_one_line_without_traceback(home, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    run(home, "init", "--no-samples")
+    p = subprocess.run([sys.executable, "-m", "skillshelf.cli", "--home", str(home), "show", "nope"],
+                       capture_output=True, text=True)
+    assert p.returncode == 1
+    assert p.stderr.strip().startswith("error: no skill named 'nope'")
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    p = subprocess.run([sys.executable, "-m", "skillshelf.cli", "--home", str(home), "--root", "/nonexistent/x",
+                        "list"], capture_output=True, text=True)
+    assert p.returncode == 1 and "does not exist" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_validate_reports_findings_and_exit_code(tmp_path):
+    bad = tmp_path / "Bad Skill"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text("---\nname: Bad Skill\ndescription: x\n---\n")
+    r = runner.invoke(app, ["validate", str(bad), "--json"])
+    assert r.exit_code == 1
+    data = json.loads(r.output)
+    assert data[0]["valid"] is False and any(f["rule"] == "name.case" for f in data[0]["findings"])
+
+
+def test_version():
+    r = runner.invoke(app, ["version"])
+    assert r.exit_code == 0 and "skillshelf" in r.output

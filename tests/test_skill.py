@@ -1,0 +1,78 @@
+import pytest
+
+from skillshelf import skill
+from skillshelf.errors import SkillFormatError
+
+
+def rules(parsed):
+    return {f.rule for f in parsed.findings}
+
+
+def test_parse_valid_roundtrip():
+    text = "---\nname: my-skill\ndescription: Does things.\nmetadata:\n  skill-type: WORKFLOW\n  tags: a, b\n---\n\n# T\n\nbody\n"
+    p = skill.parse(text, folder_name="my-skill")
+    assert p.usable and p.findings == []
+    s = p.skill
+    assert s.skill_type == "WORKFLOW" and s.tags == ["a", "b"] and s.version == 1
+    again = skill.parse(s.render(), folder_name="my-skill").skill
+    assert again == s
+
+
+def test_lenient_read_of_messy_file():
+    text = ("\ufeff---\r\nname: My Skill\r\ndescription: >\r\n  folded\r\n  text\r\nskill-type: RULE\r\n"
+            "tags: [x, y]\r\nweird: 1\r\n---\r\nbody\r\n")
+    p = skill.parse(text, folder_name="other")
+    assert p.usable
+    r = rules(p)
+    assert {"encoding.bom", "encoding.crlf", "name.case", "name.folder-mismatch", "keys.seed-top-level",
+            "keys.unknown"} <= r
+    assert p.skill.description == "folded text"
+    assert p.skill.skill_type == "RULE" and p.skill.tags == ["x", "y"]
+    assert "weird" in p.skill.extra
+
+
+def test_fatal_cases_report_line_and_reason():
+    p = skill.parse("---\nname: a\ndescription: bad: colon: here\n---\n")
+    assert not p.usable and p.findings[-1].rule == "yaml.invalid" and p.findings[-1].line == 3
+    assert not skill.parse("no frontmatter").usable
+    assert skill.parse("---\nname: a\n---\n").findings[-1].rule == "description.missing"
+    assert skill.parse(b"\xff\xfe---").findings[-1].rule == "encoding.utf8"
+    assert skill.parse("---\n- a\n- b\n---\n").findings[-1].rule == "frontmatter.not-mapping"
+    with pytest.raises(SkillFormatError) as exc:
+        skill.parse_strict("---\nname: a\n---\n", path="x/SKILL.md")
+    assert "x/SKILL.md" in str(exc.value)
+
+
+@pytest.mark.parametrize("name,ok", [("good-name", True), ("a", True), ("Bad", False), ("two--hy", False),
+                                     ("-lead", False), ("trail-", False), ("sp ace", False), ("x" * 65, False),
+                                     ("dots.no", False), ("ünï", False)])
+def test_name_rules(name, ok):
+    assert (skill.check_name(name) == []) is ok
+
+
+def test_long_description_and_compat_are_errors():
+    p = skill.parse(f"---\nname: a\ndescription: {'x' * 1100}\ncompatibility: {'y' * 600}\n---\n", folder_name="a")
+    assert p.usable
+    assert {"description.too-long", "compatibility.too-long"} <= rules(p)
+
+
+def test_validate_for_write_is_strict():
+    good = skill.Skill(name="ok-name", description="d", body="b", metadata={"skill-type": "RULE"})
+    assert skill.validate_for_write(good, "ok-name") == []
+    bad = skill.Skill(name="Bad Name", description="", body="b", metadata={"skill-type": "NOPE"})
+    found = {f.rule for f in skill.validate_for_write(bad, "x")}
+    assert {"name.case", "description.missing", "metadata.skill-type", "name.folder-mismatch"} <= found
+
+
+def test_sections_and_headings_skip_code_fences():
+    body = "# T\n\n## Solution\n\nfix\n```\n## not a heading\n```\n### Sub\n\nmore\n\n## Lessons Learned\n\n- v1\n"
+    assert [h for _, h in skill.headings(body)] == ["T", "Solution", "Sub", "Lessons Learned"]
+    sol = skill.section(body, "solution")
+    assert sol.startswith("## Solution") and "### Sub" in sol and "Lessons" not in sol
+    assert skill.section(body, "missing") is None
+
+
+def test_ttl_expiry():
+    s = skill.Skill(name="a", description="d", metadata={"ttl-days": "10", "last-modified": "2026-01-01"})
+    assert s.expires_on().isoformat() == "2026-01-11"
+    assert skill.Skill(name="a", description="d").expires_on() is None

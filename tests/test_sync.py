@@ -1,0 +1,114 @@
+import os
+import time
+
+import pytest
+
+from skillshelf import Library
+from skillshelf.embeddings.fake import FakeEmbedder
+
+from conftest import CORPUS, corpus_available, write_skill
+
+
+def _lib(tmp_path, **kw):
+    kw.setdefault("embedder", "none")
+    kw.setdefault("auto_sync", False)
+    return Library(home=tmp_path / "h", roots=[tmp_path / "r"], **kw)
+
+
+def test_sync_adds_updates_removes_by_hash(tmp_path):
+    root = tmp_path / "r"
+    a = write_skill(root, "alpha", description="first")
+    write_skill(root, "beta", description="second")
+    lib = _lib(tmp_path)
+    rep = lib.sync()
+    assert (rep.added, rep.updated, rep.removed) == (2, 0, 0)
+    rep = lib.sync()
+    assert (rep.added, rep.updated, rep.removed, rep.unchanged) == (0, 0, 0, 2)
+    # touched but same bytes: not re-parsed, not counted as updated
+    os.utime(a, ns=(time.time_ns(), time.time_ns() + 10_000_000))
+    rep = lib.sync()
+    assert rep.updated == 0 and rep.unchanged == 2
+    a.write_text(a.read_text().replace("first", "changed"))
+    rep = lib.sync()
+    assert rep.updated == 1 and lib.get("alpha").description == "changed"
+    (root / "beta" / "SKILL.md").unlink()
+    rep = lib.sync()
+    assert rep.removed == 1 and [r.name for r in lib.list()] == ["alpha"]
+
+
+def test_invalid_file_reported_then_fixed(tmp_path):
+    root = tmp_path / "r"
+    bad = root / "bad"
+    bad.mkdir(parents=True)
+    (bad / "SKILL.md").write_text("---\nname: bad\ndescription: a: b: c\n---\n")
+    lib = _lib(tmp_path)
+    rep = lib.sync()
+    assert len(rep.invalid) == 1 and rep.invalid[0].line == 3 and rep.invalid[0].path.endswith("bad/SKILL.md")
+    # reported again on resync without re-reading
+    assert len(lib.sync().invalid) == 1
+    (bad / "SKILL.md").write_text("---\nname: bad\ndescription: 'a: b: c'\n---\n")
+    rep = lib.sync()
+    assert rep.added == 1 and not rep.invalid and lib.invalid_files() == []
+
+
+def test_deleting_database_rebuilds_everything(tmp_path):
+    root = tmp_path / "r"
+    write_skill(root, "alpha", description="first")
+    lib = _lib(tmp_path)
+    lib.sync()
+    before = [r.as_dict() for r in lib.list()]
+    lib.close()
+    for suffix in ("", "-wal", "-shm"):
+        p = tmp_path / "h" / f"skillshelf.db{suffix}"
+        if p.exists():
+            p.unlink()
+    lib2 = _lib(tmp_path)
+    lib2.sync()
+    assert [r.as_dict() for r in lib2.list()] == before
+
+
+def test_editor_change_is_picked_up_without_manual_sync(tmp_path, monkeypatch):
+    import skillshelf.library as libmod
+
+    monkeypatch.setattr(libmod, "AUTO_SYNC_INTERVAL", 0.0)
+    root = tmp_path / "r"
+    write_skill(root, "alpha", description="first")
+    lib = _lib(tmp_path, auto_sync=True)
+    lib.sync()
+    write_skill(root, "gamma", description="zebra crossing painter")
+    hits = lib.search("zebra crossing", log=False).hits
+    assert hits and hits[0].name == "gamma"
+
+
+def test_embeddings_are_cached_by_text_and_model(tmp_path):
+    root = tmp_path / "r"
+    write_skill(root, "alpha", description="first")
+    write_skill(root, "beta", description="second")
+    emb = FakeEmbedder()
+    lib = _lib(tmp_path, embedder=emb)
+    assert lib.sync().embedded == 2
+    assert lib.sync().embedded == 0
+    # body change with the same name/description reuses the cached vector
+    p = root / "alpha" / "SKILL.md"
+    p.write_text(p.read_text() + "\nmore body\n")
+    assert lib.sync().embedded == 0
+    # a different model re-embeds instead of mixing vector spaces
+    lib2 = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(dim=32), auto_sync=False)
+    assert lib2.sync().embedded == 2
+
+
+@pytest.mark.skipif(not corpus_available(), reason="corpus not present")
+def test_real_corpus_syncs_and_names_unparsable_files(tmp_path):
+    import json
+
+    lib = Library(home=tmp_path / "h", roots=[CORPUS / "skills"], embedder="none", auto_sync=False)
+    rep = lib.sync()
+    index = [json.loads(line) for line in (CORPUS / "index.jsonl").read_text().splitlines()]
+    expected_bad = {r["id"] for r in index if r.get("parse_error")}
+    reported = {str(__import__("pathlib").Path(i.path).relative_to((CORPUS / "skills").resolve())) for i in rep.invalid}
+    assert expected_bad <= reported  # every file whose YAML does not parse is named
+    assert all(i.rule in ("yaml.invalid", "description.missing", "frontmatter.missing",
+                          "frontmatter.not-mapping") for i in rep.invalid)
+    assert rep.added + len(rep.invalid) == len(index)
+    assert lib.sync().unchanged == rep.added
+    assert len(lib.clashes()) > 100
