@@ -26,11 +26,12 @@ from .text import tokenize, trim
 MODES = ("find", "brainstorm")
 SCOPES = ("all", "current")
 
-# Calibrated on requests-dev.jsonl (bench/quality.py --calibrate): a request counts as
-# served when the best candidate's cosine to the query reaches this value, or when the
-# lexical retriever and the dense retriever agree on the top skill.
-CONFIDENT_COSINE = 0.50
-LIKELY_COSINE = 0.45
+# Calibrated on requests-dev.jsonl (bench/calibrate.py): a request counts as served when
+# one of the first three hits has cosine >= this value to the query (all-MiniLM-L6-v2 over
+# name + description). 0.38 maximises Youden's J (gap requests flagged − good requests
+# flagged) on the development set. Other embedding models need their own value
+# (search.confident_threshold).
+CONFIDENT_COSINE = 0.38
 
 
 @dataclass
@@ -161,14 +162,20 @@ class Searcher:
             self._vec_gen = None
 
     # --- retrievers ---------------------------------------------------------------
-    def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
-        """(rowid, score) best first; score = -bm25 (higher is better)."""
-        toks = list(dict.fromkeys(tokenize(query)))
+    def _query_terms(self, query: str) -> list[str]:
+        # Numbers ("1.4 GB", "30%", "2pm") say nothing about which skill fits; identifiers
+        # that contain digits ("e164", "v2", "s3") are kept.
+        toks = [t for t in dict.fromkeys(tokenize(query)) if not t.isdigit()]
         if not toks:
             toks = list(dict.fromkeys(tokenize(query, keep_stopwords=True)))
+        return toks[:48]
+
+    def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
+        """(rowid, score) best first; score = -bm25 (higher is better)."""
+        toks = self._query_terms(query)
         if not toks:
             return []
-        match = " OR ".join('"' + t.replace('"', "") + '"' for t in toks[:48])
+        match = " OR ".join('"' + t.replace('"', "") + '"' for t in toks)
         s = self.s
         rows = self.store.db.execute(
             "SELECT rowid, bm25(skills_fts, ?, ?, ?, ?, ?) AS r FROM skills_fts WHERE skills_fts MATCH ?"
@@ -269,10 +276,8 @@ class Searcher:
         lam = s.mmr_lambda_find if mode == "find" else s.mmr_lambda_brainstorm
         chosen = self._mmr(pool, rel, lam, limit, embedder is not None and cos is not None)
 
-        lex_top = lex[0][0] if lex else None
-        dense_top = dense[0][0] if dense else None
-        confident = self._confident(chosen, cos, lex_top, dense_top, meta)
-        hits = [self._hit(meta, p, rel[p], cos, lex_top == p or dense_top == p) for p in chosen]
+        confident = self._confident(chosen, cos)
+        hits = [self._hit(meta, p, rel[p], cos) for p in chosen]
         if mode == "brainstorm" and s.wildcards:
             hits.extend(self._wildcards(meta, set(fused) | set(chosen), allowed, s.wildcards))
         return SearchResult(query, mode, hits, confident, degraded,
@@ -315,46 +320,50 @@ class Searcher:
         return mask if filtered else None
 
     def _mmr(self, pool: list[int], rel: dict[int, float], lam: float, limit: int, use_vectors: bool) -> list[int]:
+        """Maximal marginal relevance over the collapsed pool.
+
+        Relevance is min-max scaled over the pool, and only redundancy counts against a
+        candidate: cosine above ``mmr_redundancy_floor`` (near-duplicates under other names).
+        Plain MMR on raw cosine pushes down every skill of the right topic, which is what
+        cost the_librarian quality (DESIGN.md: 0.522 → 0.485)."""
         if not use_vectors or len(pool) <= 1:
             return pool[:limit]
-        rows = {}
-        vp = self._vec_pos
-        inv = {int(p): i for i, p in enumerate(vp)} if vp is not None else {}
-        for p in pool:
-            i = inv.get(p)
-            rows[p] = self._mat[i] if i is not None else None
+        inv = {int(p): i for i, p in enumerate(self._vec_pos)} if self._vec_pos is not None else {}
+        vecs = {p: self._mat[inv[p]] for p in pool if p in inv}
+        hi, lo = max(rel[p] for p in pool), min(rel[p] for p in pool)
+        span = (hi - lo) or 1.0
+        floor = self.s.mmr_redundancy_floor
         chosen: list[int] = []
         rest = list(pool)
         while rest and len(chosen) < limit:
-            best, best_score = None, -1e9
+            best, best_score = rest[0], -1e9
             for p in rest:
-                sim = 0.0
-                if chosen and rows[p] is not None:
-                    sims = [float(rows[p] @ rows[c]) for c in chosen if rows[c] is not None]
-                    sim = max(sims) if sims else 0.0
-                score = lam * rel[p] - (1 - lam) * sim
+                red = 0.0
+                if chosen and p in vecs:
+                    sims = [float(vecs[p] @ vecs[c]) for c in chosen if c in vecs]
+                    if sims:
+                        red = max(0.0, (max(sims) - floor) / (1.0 - floor))
+                score = lam * (rel[p] - lo) / span - (1 - lam) * red
                 if score > best_score:
                     best, best_score = p, score
             chosen.append(best)
             rest.remove(best)
         return chosen
 
-    def _confident(self, chosen, cos, lex_top, dense_top, meta: _Meta) -> bool:
-        if not chosen:
-            return False
-        if cos is None:
-            # lexical-only: no calibrated signal; say "not confident" rather than guess
-            return False
-        best_cos = max(float(cos[p]) for p in chosen[:3])
-        thr = self.s.confident_threshold or CONFIDENT_COSINE
-        agree = lex_top is not None and dense_top is not None and meta.name_keys[lex_top] == meta.name_keys[dense_top]
-        return best_cos >= thr or (agree and best_cos >= thr - 0.1)
+    def _threshold(self) -> float:
+        return self.s.confident_threshold or CONFIDENT_COSINE
 
-    def _hit(self, meta: _Meta, p: int, score: float, cos, top_of_a_list: bool) -> Hit:
+    def _confident(self, chosen: list[int], cos) -> bool:
+        if not chosen or cos is None:
+            # lexical-only: no calibrated signal; "not confident" (and `degraded` says why)
+            return False
+        return max(float(cos[p]) for p in chosen[:3]) >= self._threshold()
+
+    def _hit(self, meta: _Meta, p: int, score: float, cos) -> Hit:
         group = meta.by_key.get(meta.name_keys[p], [p])
         copy_ids = [meta.ids[i] for i in group if i != p]
         today = _dt.date.today().isoformat()
-        likely = cos is not None and float(cos[p]) >= LIKELY_COSINE
+        likely = cos is not None and float(cos[p]) >= self._threshold()
         return Hit(
             id=meta.ids[p], name=meta.names[p], path=meta.paths[p], score=round(float(score), 4),
             match="likely" if likely else "weak", description=trim(meta.descriptions[p], self.s.description_chars),
@@ -368,7 +377,7 @@ class Searcher:
         picks = self._rng.sample(cand, min(k, len(cand)))
         out = []
         for p in picks:
-            h = self._hit(meta, p, 0.0, None, False)
+            h = self._hit(meta, p, 0.0, None)
             h.wildcard = True
             out.append(h)
         return out

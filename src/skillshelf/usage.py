@@ -165,7 +165,7 @@ def compute_stats(store: Store, *, since: str | None = None, min_uses: int = 3, 
                   top: int = 20) -> Stats:
     db = store.db
     since_at = since or "0000"
-    qrows = db.execute("SELECT id, at, text, mode, confident FROM queries WHERE at >= ? ORDER BY id",
+    qrows = db.execute("SELECT id, at, text, mode, confident, degraded FROM queries WHERE at >= ? ORDER BY id",
                        (since_at,)).fetchall()
     finds = [q for q in qrows if q["mode"] == "find"]
     per_day: Counter[str] = Counter(q["at"][:10] for q in qrows)
@@ -208,7 +208,8 @@ def compute_stats(store: Store, *, since: str | None = None, min_uses: int = 3, 
     low.sort(key=lambda u: (u.success_rate or 0.0, -u.reports, u.id))
     worked = sorted([u for u in per_skill if u.worked], key=lambda u: (-u.worked, u.id))
     most = sorted(per_skill, key=lambda u: (-u.reports, -u.recommended, u.id))[:top]
-    gap_rows = [(q["text"] or f"(hashed query {q['id']})", q["at"]) for q in finds if not q["confident"]]
+    gap_rows = [(q["text"] or f"(hashed query {q['id']})", q["at"]) for q in finds
+                if not q["confident"] and not q["degraded"]]  # lexical-only runs have no confidence signal
     return Stats(
         since=since, queries=len(qrows), finds=len(finds), reports=len(orows), report_rate=report_rate,
         confident_rate=(sum(1 for q in finds if q["confident"]) / len(finds)) if finds else 0.0,
