@@ -1,37 +1,43 @@
-"""skillshelf: a local-first librarian for agent skills."""
+"""skillshelf: a local-first librarian for agent skills.
 
-from .errors import (
-    ConfigError,
-    ConflictError,
-    EmbedderError,
-    NotFoundError,
-    PolicyError,
-    SkillFormatError,
-    SkillshelfError,
-    StoreError,
-    ValidationError,
-)
-from .library import Library, SkillRecord
-from .search import Hit, SearchResult
-from .skill import Finding, Skill
+Names are imported on first use (PEP 562), so ``import skillshelf.mcp_server`` does not
+pull in numpy or SQLite before the server has answered its first request."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ConfigError",
-    "ConflictError",
-    "EmbedderError",
-    "Finding",
-    "Hit",
-    "Library",
-    "NotFoundError",
-    "PolicyError",
-    "SearchResult",
-    "Skill",
-    "SkillFormatError",
-    "SkillRecord",
-    "SkillshelfError",
-    "StoreError",
-    "ValidationError",
-    "__version__",
-]
+_EXPORTS = {
+    "ConfigError": "errors",
+    "ConflictError": "errors",
+    "EmbedderError": "errors",
+    "Finding": "skill",
+    "Hit": "search",
+    "Library": "library",
+    "NotFoundError": "errors",
+    "PolicyError": "errors",
+    "SearchResult": "search",
+    "Skill": "skill",
+    "SkillFormatError": "errors",
+    "SkillRecord": "library",
+    "SkillshelfError": "errors",
+    "StoreError": "errors",
+    "ValidationError": "errors",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'skillshelf' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -356,6 +356,122 @@ def prune_usage(before: str = typer.Option(..., help="delete usage rows older th
     out.print(f"deleted {n} rows")
 
 
+# --- server -------------------------------------------------------------------------
+
+@app.command()
+def serve(
+    http: bool = typer.Option(False, "--http", help="Streamable HTTP instead of stdio"),
+    host: str = typer.Option("127.0.0.1", help="HTTP bind address (non-loopback needs SKILLSHELF_HTTP_TOKEN)"),
+    port: int = typer.Option(8765, help="HTTP port"),
+    write_policy: Optional[str] = typer.Option(None, "--write-policy", help="read-only | propose | open"),
+) -> None:
+    """Run the MCP server (stdio by default; logs go to stderr)."""
+    import argparse
+
+    from .entry import _serve
+
+    _serve(argparse.Namespace(home=state.home, root=[str(r) for r in state.roots], client_roots=state.client_roots,
+                              http=http, host=host, port=port, write_policy=write_policy))
+
+
+# --- evolution ------------------------------------------------------------------------
+
+@app.command()
+def history(name: str, json_out: bool = typer.Option(False, "--json")) -> None:
+    """Versions and changelog of a skill."""
+    h = _lib().history(name)
+    if json_out:
+        _json(h)
+        return
+    out.print(f"{h['name']} — current v{h['current_version']}; versions kept: "
+              f"{', '.join('v' + str(v) for v in h['versions']) or 'none'}")
+    if h["lineage"]:
+        out.print("lineage: " + " → ".join(h["lineage"] + [h["name"]]))
+    for e in h["changelog"]:
+        frm = f"v{e['from_version']}" if e["from_version"] else "new"
+        out.print(f"  {e['at']}  {e['action']:8} {frm} → v{e['to_version']}  [{e['trigger']}] {e['reason']}",
+                  markup=False)
+
+
+@app.command()
+def diff(name: str, v1: int, v2: int) -> None:
+    """Unified diff between two versions of a skill."""
+    sys.stdout.write(_lib().diff(name, v1, v2) or "(no differences)\n")
+
+
+@app.command()
+def rollback(name: str, version: int) -> None:
+    """Make the text of VERSION current again (as a new version)."""
+    out.print(_lib().rollback(name, version).message)
+
+
+@app.command("extend-ttl")
+def extend_ttl(name: str, days: int) -> None:
+    """Push a skill's expiry date DAYS further."""
+    res = _lib().extend_ttl(name, days)
+    out.print(res.changelog["reason"] if res.changelog else res.message)
+
+
+@app.command()
+def deprecate(name: str, reason: str = typer.Option(..., help="why it should no longer be used")) -> None:
+    """Mark a skill inactive (kept on disk, hidden from search)."""
+    res = _lib().deprecate(name, reason)
+    out.print(f"{res['name']} is inactive: {res['reason']}")
+
+
+@app.command()
+def delete(name: str, yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
+    """Delete a workspace skill: its folder, its history and its index rows."""
+    lib = _lib()
+    rec = lib.get(name)
+    if not yes and not typer.confirm(f"Delete {rec.name} ({rec.path}) and its history?"):
+        raise typer.Exit(1)
+    res = lib.delete(rec.id)
+    out.print(f"deleted {res['name']}")
+
+
+review_app = typer.Typer(help="The review queue: drafts agents proposed under the 'propose' policy.",
+                         no_args_is_help=True)
+app.add_typer(review_app, name="review")
+
+
+@review_app.command("list")
+def review_list(json_out: bool = typer.Option(False, "--json")) -> None:
+    """Drafts waiting for a person."""
+    drafts = _lib().review.list()
+    if json_out:
+        _json(drafts)
+        return
+    if not drafts:
+        out.print("no drafts waiting")
+    for d in drafts:
+        out.print(f"{d['name']:32} {d['action']:8} {d['proposed_at']}  {d['reason']}", markup=False)
+
+
+@review_app.command("show")
+def review_show(name: str) -> None:
+    """The draft's SKILL.md as it would be written."""
+    d = _lib().review.show(name)
+    out.print(f"draft {d['name']} ({str(d['args'].get('action', '')).upper()}, proposed {d['proposed_at']})\n")
+    out.print(d["text"], markup=False)
+
+
+@review_app.command("approve")
+def review_approve(name: str) -> None:
+    """Apply the draft to the library."""
+    res = _lib().review.approve(name, reviewer="cli")
+    out.print(res.message)
+    for d in res.duplicates:
+        out.print(f"  similar: {d['name']} ({d['similarity']}) — {d['suggestion']}")
+
+
+@review_app.command("reject")
+def review_reject(name: str, reason: str = typer.Option(..., help="why")) -> None:
+    """Discard the draft (the reason is kept in drafts/rejected.jsonl)."""
+    _lib().review.reject(name, reason)
+    out.print(f"rejected {name}")
+
+
 def main() -> None:
     try:
         app(standalone_mode=False)

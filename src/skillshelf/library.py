@@ -7,7 +7,6 @@ import difflib
 import json
 import logging
 import os
-import shutil
 import sys
 import threading
 import time
@@ -465,5 +464,62 @@ class Library:
         except ValueError:
             raise ValidationError(f"{before!r} is not a date", fix="use YYYY-MM-DD") from None
 
-    def remove_home(self) -> None:  # used by `demo --fresh`
-        shutil.rmtree(self.config.home, ignore_errors=True)
+    # --- evolution ------------------------------------------------------------------
+    @property
+    def evolver(self):
+        from .evolve import Evolver
+
+        if getattr(self, "_evolver", None) is None:
+            self._evolver = Evolver(self)
+        return self._evolver
+
+    @property
+    def review(self):
+        """The review queue of drafts (``propose`` policy)."""
+        from .evolve import ReviewQueue
+
+        return ReviewQueue(self.evolver)
+
+    def save(self, action: str, *, name: str = "", description: str = "", body: str = "",
+             skill_type: str = "", lesson: str = "", repo_name: str = "", tags: str | list[str] = "",
+             reason: str = "", target_skill_name: str = "", source_skill_names: str | list[str] = "",
+             ttl_days: int | None = None, display_name: str = "", author: str = "",
+             by: str = "agent"):
+        """ARCHIVE | FIX | DERIVE | MERGE. ``by='agent'`` is subject to the write policy;
+        ``by='person'`` (the CLI, the dashboard) writes directly."""
+        from .errors import PolicyError
+
+        args = dict(action=action, name=name, description=description, body=body, skill_type=skill_type,
+                    lesson=lesson, repo_name=repo_name, tags=tags, reason=reason,
+                    target_skill_name=target_skill_name, source_skill_names=source_skill_names,
+                    ttl_days=ttl_days, display_name=display_name, author=author)
+        if by == "agent":
+            policy = self.config.write_policy
+            if policy == "read-only":
+                raise PolicyError("this library is read-only for agents: skills cannot be saved",
+                                  fix="report outcomes with report_outcome; the owner can allow writes with "
+                                      "write_policy = 'propose' or 'open'")
+            if policy == "propose":
+                return self.review.propose(args)
+        return self.evolver.apply(args, trigger=by)
+
+    def history(self, name: str) -> dict[str, Any]:
+        rec = self.get(name)
+        h = self.evolver.history
+        return {"name": rec.name, "id": rec.id, "current_version": rec.version, "versions": h.versions(rec.name),
+                "changelog": [e.as_dict() for e in h.changelog(rec.name)], "lineage": rec.lineage}
+
+    def diff(self, name: str, v1: int, v2: int) -> str:
+        return self.evolver.history.diff(self.get(name).name, int(v1), int(v2))
+
+    def rollback(self, name: str, version: int, *, author: str = ""):
+        return self.evolver.rollback(name, int(version), author=author)
+
+    def extend_ttl(self, name: str, days: int):
+        return self.evolver.extend_ttl(name, int(days))
+
+    def deprecate(self, name: str, reason: str) -> dict[str, Any]:
+        return self.evolver.deprecate(name, reason)
+
+    def delete(self, name: str) -> dict[str, Any]:
+        return self.evolver.delete(name)

@@ -1,0 +1,64 @@
+"""The console script. ``skillshelf serve`` is started without importing the CLI
+toolkit (typer, rich): an MCP client waits for the server's first answer, and those
+imports would add ~0.2 s to it. Everything else goes to :mod:`skillshelf.cli`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="skillshelf", add_help=False)
+    p.add_argument("--home")
+    p.add_argument("--root", action="append", default=[])
+    p.add_argument("--client-roots", dest="client_roots", action="store_true", default=None)
+    p.add_argument("--no-client-roots", dest="client_roots", action="store_false")
+    p.add_argument("command")
+    p.add_argument("--http", action="store_true")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--write-policy", dest="write_policy")
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if "serve" in argv and not any(a in ("-h", "--help") for a in argv):
+        try:
+            ns = _serve_parser().parse_args(argv)
+        except SystemExit:
+            ns = None
+        if ns is not None and ns.command == "serve":
+            _serve(ns)
+            return
+    from .cli import main as cli_main
+
+    cli_main()
+
+
+def _serve(ns: argparse.Namespace) -> None:
+    import os
+
+    from .errors import SkillshelfError
+
+    try:
+        from .config import load
+        from .mcp_server import serve
+
+        cfg = load(ns.home or os.environ.get("SKILLSHELF_HOME"), roots=ns.root or None,
+                   client_roots=ns.client_roots, write_policy=ns.write_policy)
+
+        def factory():
+            from .library import Library
+
+            return Library(config=cfg, client="mcp")
+
+        serve(factory, http=ns.http, host=ns.host, port=ns.port, token=cfg.http_token)
+    except SkillshelfError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
