@@ -240,7 +240,11 @@ class Library:
                     try:
                         report.embedded = indexmod.embed_pending(self.store, emb, progress=embed_progress)
                     except EmbedderError as exc:
+                        # a backend that fails here would fail every query: go lexical-only, loudly
                         report.notes.append(f"embedding failed: {exc}")
+                        with self._embedder_lock:
+                            self._embedder = None
+                            self._embedder_error = f"embedder failed: {exc}: lexical-only search"
                     if report.embedded:
                         self.store.set_meta("vectors_generation",
                                             str(int(self.store.get_meta("vectors_generation", "0")) + 1))

@@ -97,6 +97,15 @@ class _Meta:
     by_key: dict[str, list[int]]
 
 
+def rrf(lists: list[list[int]], weights: list[float], k: int) -> dict[int, float]:
+    """Weighted reciprocal rank fusion: score(d) = Σ w_i / (k + rank_i(d)), ranks from 1."""
+    fused: dict[int, float] = {}
+    for w, lst in zip(weights, lists):
+        for rank, p in enumerate(lst, start=1):
+            fused[p] = fused.get(p, 0.0) + w / (k + rank)
+    return fused
+
+
 def _lineage(meta_json: str) -> list[str]:
     try:
         m = json.loads(meta_json or "{}")
@@ -247,11 +256,7 @@ class Searcher:
                 degraded = f"embedder failed: {exc}"
                 dense, cos = [], None
 
-        # weighted reciprocal rank fusion
-        fused: dict[int, float] = {}
-        for w, lst in ((s.lexical_weight, lex), (s.dense_weight, dense)):
-            for rank, (p, _) in enumerate(lst):
-                fused[p] = fused.get(p, 0.0) + w / (s.rrf_k + rank + 1)
+        fused = rrf([[p for p, _ in lex], [p for p, _ in dense]], [s.lexical_weight, s.dense_weight], s.rrf_k)
         if not fused:
             return SearchResult(query, mode, [], False, degraded, latency_ms=(time.perf_counter() - t0) * 1000)
 
@@ -279,7 +284,10 @@ class Searcher:
         confident = self._confident(chosen, cos)
         hits = [self._hit(meta, p, rel[p], cos) for p in chosen]
         if mode == "brainstorm" and s.wildcards:
-            hits.extend(self._wildcards(meta, set(fused) | set(chosen), allowed, s.wildcards))
+            # "outside the relevant set": not shown and not among the next-best candidates;
+            # a small library falls back to "not shown"
+            shown = {i for p in chosen for i in meta.by_key.get(meta.name_keys[p], [p])}
+            hits.extend(self._wildcards(meta, shown | set(pool[: limit * 2]), shown, allowed, s.wildcards))
         return SearchResult(query, mode, hits, confident, degraded,
                             latency_ms=(time.perf_counter() - t0) * 1000)
 
@@ -371,9 +379,14 @@ class Searcher:
             tags=meta.tags[p], copies=len(group), copy_ids=copy_ids[:10], active=bool(meta.active[p]),
             expired=bool(meta.expires[p] and meta.expires[p] < today), lineage=meta.lineage[p])
 
-    def _wildcards(self, meta: _Meta, exclude: set[int], allowed, k: int) -> list[Hit]:
-        cand = [i for i in range(len(meta.rowids)) if i not in exclude and meta.active[i]
-                and (allowed is None or allowed[i])]
+    def _wildcards(self, meta: _Meta, exclude: set[int], fallback: set[int], allowed, k: int) -> list[Hit]:
+        def pick(ex: set[int]) -> list[int]:
+            return [i for i in range(len(meta.rowids)) if i not in ex and meta.active[i]
+                    and (allowed is None or allowed[i])]
+
+        cand = pick(exclude)
+        if len(cand) < k:
+            cand = pick(fallback)
         picks = self._rng.sample(cand, min(k, len(cand)))
         out = []
         for p in picks:

@@ -1,0 +1,122 @@
+import datetime as dt
+
+import pytest
+
+from skillshelf import Library
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.errors import ValidationError
+from skillshelf.search import rrf
+
+from conftest import write_skill
+
+
+def test_rrf_arithmetic():
+    fused = rrf([[1, 2, 3], [3, 1]], [1.0, 0.5], 60)
+    assert fused[1] == pytest.approx(1 / 61 + 0.5 / 62)
+    assert fused[2] == pytest.approx(1 / 62)
+    assert fused[3] == pytest.approx(1 / 63 + 0.5 / 61)
+    assert max(fused, key=fused.get) == 1
+
+
+def test_hits_carry_the_api_fields(fake_lib):
+    res = fake_lib.search("CORS preflight error in Next.js API", log=False)
+    h = res.hits[0]
+    assert h.name == "cors-fix" and h.path.endswith("cors-fix/SKILL.md") and h.match in ("likely", "weak")
+    assert res.degraded is None and isinstance(res.confident, bool)
+
+
+def test_copies_collapse_into_one_hit(tmp_path):
+    root = tmp_path / "r"
+    for coll in ("a", "b", "c"):
+        write_skill(root, f"{coll}/docker-build", name="docker-build",
+                    description="Multi-stage Docker builds with cached layers")
+    write_skill(root, "x/other", description="Something about Docker compose networking")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    for mode in ("find", "brainstorm"):
+        hits = [h for h in lib.search("docker multi-stage build", mode=mode, log=False).hits if not h.wildcard]
+        names = [h.name for h in hits]
+        assert names.count("docker-build") == 1
+        assert [h for h in hits if h.name == "docker-build"][0].copies == 3
+
+
+def test_filters(fake_lib):
+    assert {h.name for h in fake_lib.search("build", skill_type="IMPLEMENTATION", log=False).hits} == {"docker-build"}
+    assert {h.name for h in fake_lib.search("docker", tags="ci", log=False).hits} == {"docker-build"}
+    # repo scope current keeps the current repo + global (no repo) skills
+    cur = {h.name for h in fake_lib.search("commit messages", repo_scope="current", current_repo="shop", log=False).hits}
+    other = {h.name for h in fake_lib.search("commit messages", repo_scope="current", current_repo="blog", log=False).hits}
+    assert "commit-style" in cur and "commit-style" not in other
+    with pytest.raises(ValidationError):
+        fake_lib.search("x", skill_type="NOPE")
+    with pytest.raises(ValidationError):
+        fake_lib.search("   ")
+    with pytest.raises(ValidationError):
+        fake_lib.search("x", mode="wander")
+
+
+def test_inactive_and_expired_excluded_unless_asked(tmp_path):
+    root = tmp_path / "r"
+    old = (dt.date.today() - dt.timedelta(days=40)).isoformat()
+    write_skill(root, "stale-tip", description="zebra stripes painting guide",
+                extra=f"metadata:\n  ttl-days: '10'\n  last-modified: '{old}'\n")
+    write_skill(root, "gone-tip", description="zebra stripes cleaning guide", extra="metadata:\n  status: inactive\n")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    assert lib.search("zebra stripes", log=False).hits == []
+    hits = lib.search("zebra stripes", include_expired=True, include_inactive=True, log=False).hits
+    by = {h.name: h for h in hits}
+    assert by["stale-tip"].expired and not by["gone-tip"].active
+
+
+def test_recency_penalty_and_worked_exemption(tmp_path):
+    root = tmp_path / "r"
+    write_skill(root, "alpha-guide", description="kubernetes pod crash loop debugging")
+    write_skill(root, "beta-guide", description="kubernetes pod crash loop debugging steps")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    q = "kubernetes pod crash loop debugging"
+    first = lib.search(q, log=False).hits[0].name
+    for _ in range(3):
+        lib.search(q, limit=1)  # logged: only the top hit collects recent recommendations
+    top_after = lib.search(q, log=False).hits[0].name
+    assert top_after != first  # repeated recommendations push it down
+    lib.report_outcome(first, True, note="it worked")
+    assert lib.search(q, log=False).hits[0].name == first  # a confirmed winner is exempt
+
+
+def test_brainstorm_wildcards_are_not_logged(fake_lib):
+    res = fake_lib.search("docker", mode="brainstorm", limit=1)
+    wild = [h for h in res.hits if h.wildcard]
+    assert len(wild) == 2
+    rows = fake_lib.store.db.execute("SELECT skill_id FROM recommendations WHERE query_id=?", (res.query_id,)).fetchall()
+    assert {r[0] for r in rows}.isdisjoint({h.id for h in wild})
+
+
+def test_log_false_leaves_no_trace(fake_lib):
+    fake_lib.search("docker", log=False)
+    assert fake_lib.store.db.execute("SELECT COUNT(*) FROM queries").fetchone()[0] == 0
+
+
+def test_degraded_mode_is_loud_and_still_finds(tmp_path):
+    root = tmp_path / "r"
+    write_skill(root, "cors-fix", description="Fix CORS errors in Next.js API routes")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(fail=True), auto_sync=False)
+    lib.sync()
+    res = lib.search("cors next.js", log=False)
+    assert res.hits[0].name == "cors-fix"
+    assert res.degraded and "embedder failed" in res.degraded and res.confident is False
+    lib2 = Library(home=tmp_path / "h2", roots=[root], embedder="none", auto_sync=False)
+    lib2.sync()
+    assert "lexical-only" in lib2.search("cors", log=False).degraded
+    assert any(c.name == "embedder" and c.status == "warn" for c in lib2.doctor().checks)
+
+
+def test_real_model_confidence_on_clear_hit_and_clear_miss(tmp_path):
+    lib = Library.init(tmp_path / "h", auto_sync=False)
+    lib.sync()
+    hit = lib.search("my browser fetch to a Next.js API route fails with a CORS error", log=False)
+    assert hit.degraded is None
+    assert hit.hits[0].name == "cors-fix-nextjs-api" and hit.confident and hit.hits[0].match == "likely"
+    miss = lib.search("knit a wool scarf with a cable pattern for winter", log=False)
+    assert not miss.confident and all(h.match == "weak" for h in miss.hits)

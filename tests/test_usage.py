@@ -1,0 +1,143 @@
+import datetime as dt
+import json
+import random
+import sqlite3
+
+import pytest
+
+from skillshelf import Library
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.usage import group_gaps
+
+from conftest import write_skill
+
+SKILLS = {
+    "docker-build": "Multi-stage Docker builds with cached layers",
+    "cors-fix": "Fix CORS errors in Next.js API routes",
+    "flaky-tests": "Find and fix flaky pytest tests",
+    "db-migrate": "Safe database migrations with Alembic",
+    "dead-skill": "Render Gantt charts in COBOL reports",
+}
+
+
+@pytest.fixture
+def month(tmp_path):
+    """A deterministic month: docker-build works, flaky-tests keeps failing, dead-skill never
+    surfaces, and two unmet needs are asked in several ways."""
+    root = tmp_path / "r"
+    for name, desc in SKILLS.items():
+        write_skill(root, name, description=desc)
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    rng = random.Random(7)
+    start = dt.datetime(2026, 11, 1, 9, 0, tzinfo=dt.timezone.utc)
+    from skillshelf import usage
+
+    gaps_a = ["terraform state lock stuck on s3 backend", "unlock terraform state on s3 backend",
+              "terraform s3 backend state lock will not release"]
+    gaps_b = ["write a haiku about kubernetes pods", "kubernetes pods haiku poem"]
+    for day in range(30):
+        at = (start + dt.timedelta(days=day)).isoformat(timespec="seconds")
+        for name, worked in (("docker-build", True), ("flaky-tests", day % 5 == 0), ("cors-fix", True),
+                             ("db-migrate", rng.random() < 0.8)):
+            if day % 3 and name == "db-migrate":
+                continue
+            res = lib.searcher.search(SKILLS[name], limit=3)
+            res.hits = [h for h in res.hits if h.name == name][:1] + [h for h in res.hits if h.name != name][:1]
+            qid = usage.log_query(lib.store, text=SKILLS[name], mode="find", filters={}, client="test", confident=True,
+                                  degraded=False, hits=res.hits, latency_ms=3.0, hash_text=False, at=at)
+            usage.log_outcome(lib.store, skill_id=f"r:{name}", name=name, worked=worked, note=f"day {day}",
+                              query_id=qid, client="test", at=at)
+        if day % 4 == 0:
+            for g in (gaps_a + gaps_b)[day % 5: day % 5 + 2]:
+                usage.log_query(lib.store, text=g, mode="find", filters={}, client="test", confident=False,
+                                degraded=False, hits=[], latency_ms=3.0, hash_text=False, at=at)
+    return lib
+
+
+def test_kill_rewrite_and_gap_lists_are_known(month):
+    st = month.stats()
+    assert [x["name"] for x in st.never_surfaced] == ["dead-skill"]
+    assert [u.name for u in st.low_success] == ["flaky-tests"]
+    assert st.low_success[0].reports == 30 and st.low_success[0].worked == 6
+    groups = [g.query for g in st.gaps]
+    assert len(groups) == 2  # the same need asked several ways is one line
+    assert any("terraform" in g for g in groups) and any("haiku" in g for g in groups)
+    # 8 gap days × 2 requests, less 2 days whose slice holds one (day % 5 == 4);
+    # served: 30 days × 3 skills + 10 db-migrate days
+    assert sum(g.count for g in st.gaps) == 14
+    assert st.finds == 114 and st.reports == 100
+    assert st.report_rate == pytest.approx(100 / 114)
+    top = st.most_used[0]
+    assert top.reports == 30 and top.name in ("docker-build", "cors-fix", "flaky-tests")
+    assert len(st.queries_per_day) == 30
+
+
+def test_report_markdown_and_json(month):
+    md = month.usage_report(since="2026-11-15")
+    assert "## Rewrite list" in md and "flaky-tests" in md and "## Kill list" in md and "dead-skill" in md
+    assert "## Gaps" in md and "failed: day" in md
+    data = json.loads(month.usage_report(fmt="json"))
+    assert data["low_success"][0]["name"] == "flaky-tests"
+    since = month.stats(since="2026-11-20")
+    assert since.queries < month.stats().queries
+
+
+def test_search_and_report_write_rows(tmp_path):
+    root = tmp_path / "r"
+    write_skill(root, "cors-fix", description="Fix CORS errors")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    res = lib.search("cors errors", client="agent-x")
+    q = lib.store.db.execute("SELECT * FROM queries").fetchone()
+    assert q["text"] == "cors errors" and q["client"] == "agent-x" and q["latency_ms"] > 0
+    recs = lib.store.db.execute("SELECT rank, skill_id FROM recommendations WHERE query_id=?", (res.query_id,)).fetchall()
+    assert [tuple(r) for r in recs][0] == (1, "r:cors-fix")
+    out = lib.report_outcome("cors-fix", True, note="fixed", query_id=res.query_id)
+    assert out["reports"] == 1 and out["success_rate"] == 1.0
+    with pytest.raises(Exception):
+        lib.report_outcome("cors-fix", True, query_id="abc")
+
+
+def test_no_code_path_updates_or_deletes_usage_rows(tmp_path):
+    """Static check over the source plus the triggers: usage tables only get INSERTs."""
+    import pathlib
+    import re
+
+    src = pathlib.Path(__file__).resolve().parents[1] / "src" / "skillshelf"
+    bad = []
+    for p in src.rglob("*.py"):
+        text = p.read_text()
+        for m in re.finditer(r"(UPDATE|DELETE FROM)\s+(queries|recommendations|outcomes)\b", text):
+            bad.append((p.name, m.group(0)))
+    # the one sanctioned deletion: the confirmed retention command
+    assert all(name == "usage.py" for name, _ in bad), bad
+    lib = Library(home=tmp_path / "h", embedder="none", auto_sync=False)
+    db = lib.store.db
+    db.execute("INSERT INTO queries (at, text, text_hash, mode, confident, n_hits, latency_ms)"
+               " VALUES ('2026-01-01', 'q', 'h', 'find', 0, 0, 1)")
+    db.execute("INSERT INTO recommendations (query_id, at, skill_id, name, rank, score)"
+               " VALUES (1, '2026-01-01', 's', 's', 1, 1.0)")
+    db.execute("INSERT INTO outcomes (at, skill_id, name, worked) VALUES ('2026-01-01', 's', 's', 0)")
+    for sql in ("UPDATE queries SET text='x'", "DELETE FROM queries", "UPDATE outcomes SET worked=1",
+                "DELETE FROM recommendations"):
+        with pytest.raises(sqlite3.DatabaseError):
+            lib.store.db.execute(sql)
+    assert lib.prune_usage("2026-06-01") == 3  # explicit, confirmed retention still works
+
+
+def test_hash_queries_setting(tmp_path):
+    root = tmp_path / "r"
+    write_skill(root, "cors-fix", description="Fix CORS errors")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False, hash_queries=True)
+    lib.sync()
+    lib.search("secret project falcon cors")
+    row = lib.store.db.execute("SELECT text, text_hash FROM queries").fetchone()
+    assert row["text"] is None and len(row["text_hash"]) == 64
+
+
+def test_group_gaps_is_deterministic():
+    rows = [("reset a forgotten postgres password", "1"), ("postgres password reset forgotten", "2"),
+            ("bake sourdough bread", "3")]
+    g = group_gaps(rows)
+    assert [(x.count, x.query) for x in g] == [(2, "reset a forgotten postgres password"), (1, "bake sourdough bread")]
