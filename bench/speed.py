@@ -1,0 +1,182 @@
+"""Speed and memory: full index, unchanged resync, warm hybrid search at the corpus size
+and at 100k skills, peak RSS.
+
+    python bench/speed.py --corpus ../shared/corpus [--scale 100000] [--skip-full]
+
+The 100k library is the corpus replicated inside the database (each copy's name and
+description perturbed with a random word, each vector with small noise, then
+re-normalised): the same FTS5 table and float32 matrix a real 100k library has, without
+writing 100k files to disk. Each part runs in its own process so RSS figures are honest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def queries(corpus: Path) -> list[str]:
+    return [json.loads(line)["query"] for line in (corpus / "requests-dev.jsonl").read_text().splitlines() if line]
+
+
+def part_full(corpus: Path, home: Path) -> dict:
+    from skillshelf import Library
+
+    shutil.rmtree(home, ignore_errors=True)
+    t = time.perf_counter()
+    lib = Library(home=home, roots=[corpus / "skills"], auto_sync=False)
+    rep = lib.sync(embed=False)
+    lexical = time.perf_counter() - t
+    rep2 = lib.sync(embed=True)
+    total = time.perf_counter() - t
+    return {"files": rep.added, "invalid": len(rep.invalid), "lexical_s": round(lexical, 1),
+            "embedded": rep2.embedded, "full_index_s": round(total, 1), "rss_mb": round(rss_mb())}
+
+
+def part_resync(corpus: Path, home: Path) -> dict:
+    from skillshelf import Library
+
+    lib = Library(home=home, roots=[corpus / "skills"], auto_sync=False)
+    lib.sync()
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        rep = lib.sync()
+        times.append(time.perf_counter() - t)
+        assert not rep.changed
+    return {"unchanged_resync_s_median": round(float(np.median(times)), 3), "unchanged": rep.unchanged}
+
+
+def part_search(corpus: Path, home: Path, rounds: int = 3) -> dict:
+    from skillshelf import Library
+
+    t0 = time.perf_counter()
+    lib = Library(home=home, roots=[corpus / "skills"], auto_sync=False)
+    qs = queries(corpus)
+    first = lib.search(qs[0], log=False)
+    cold = time.perf_counter() - t0
+    lat = []
+    for _ in range(rounds):
+        for q in qs:
+            t = time.perf_counter()
+            lib.search(q, limit=10, log=False)
+            lat.append((time.perf_counter() - t) * 1000)
+    return {"skills": lib.count(), "cold_open_and_first_search_s": round(cold, 2), "degraded": first.degraded,
+            "p50_ms": round(float(np.percentile(lat, 50)), 2), "p99_ms": round(float(np.percentile(lat, 99)), 2),
+            "rss_mb": round(rss_mb())}
+
+
+def part_scale(corpus: Path, home: Path, target: int, rounds: int = 2) -> dict:
+    """Replicate the indexed corpus inside a copy of the database up to ``target`` skills."""
+    from skillshelf import Library
+    from skillshelf.store import Store
+
+    big = Path(tempfile.mkdtemp(prefix="skillshelf-scale-"))
+    try:
+        for f in ("skillshelf.db",):
+            shutil.copy(home / f, big / f)
+        store = Store(big / "skillshelf.db")
+        db = store.db
+        rng = random.Random(1)
+        words = [w for w in (corpus / "REQUESTS.md").read_text().split() if w.isalpha() and len(w) > 3]
+        base = db.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
+        max_rowid = db.execute("SELECT MAX(rowid) FROM skills").fetchone()[0]
+        copies = max(0, (target - base + base - 1) // base)
+        model = db.execute("SELECT model_id FROM embeddings GROUP BY model_id ORDER BY COUNT(*) DESC").fetchone()[0]
+        vec_rows = db.execute("""SELECT v.skill_rowid, e.vector FROM skill_vectors v JOIN embeddings e
+                                 ON e.text_hash=v.text_hash AND e.model_id=? WHERE v.part=0""", (model,)).fetchall()
+        cols = [r[1] for r in db.execute("PRAGMA table_info(skills)") if r[1] != "rowid"]
+        made = base
+        t = time.perf_counter()
+        for c in range(1, copies + 1):
+            if made >= target:
+                break
+            off = c * (max_rowid + 1)
+            w = rng.choice(words).lower()
+            with store.tx() as tx:
+                sel = ", ".join(
+                    {"id": f"id || '#{c}'", "name": f"name || '-{w}{c}'", "name_key": f"name_key || '{w}{c}'",
+                     "path": f"path || '#{c}'", "description": f"description || ' {w}'",
+                     "content_hash": f"content_hash || '{c}'"}.get(col, col) for col in cols)
+                tx.execute(f"INSERT INTO skills (rowid, {', '.join(cols)}) SELECT rowid + {off}, {sel} FROM skills"
+                           f" WHERE rowid <= {max_rowid} LIMIT {target - made}")
+                tx.execute(f"INSERT INTO skills_fts (rowid, name, description, tags, headings, body) SELECT rowid + {off},"
+                           f" name || ' {w}{c}', description || ' {w}', tags, headings, body FROM skills_fts"
+                           f" WHERE rowid <= {max_rowid} LIMIT {target - made}")
+                rows = []
+                for rid, blob in vec_rows:
+                    v = np.frombuffer(blob, dtype="<f4") + np.random.default_rng(rid * 7919 + c).normal(0, 0.02, 384).astype("<f4")
+                    v = (v / np.linalg.norm(v)).astype("<f4")
+                    h = f"scale-{rid}-{c}"
+                    rows.append((h, rid + off, v.tobytes()))
+                tx.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, 384, ?)", [(h, model, b) for h, _, b in rows])
+                tx.executemany("INSERT OR IGNORE INTO skill_vectors VALUES (?, 0, ?)", [(r, h) for h, r, _ in rows])
+            made = db.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
+        store.set_meta("generation", "scaled")
+        build = time.perf_counter() - t
+        store.close()
+        del vec_rows
+        t0 = time.perf_counter()
+        lib = Library(home=big, auto_sync=False)
+        qs = queries(corpus)
+        first = lib.search(qs[0], log=False)
+        cold = time.perf_counter() - t0
+        lat = []
+        for _ in range(rounds):
+            for q in qs:
+                t = time.perf_counter()
+                lib.search(q, limit=10, log=False)
+                lat.append((time.perf_counter() - t) * 1000)
+        return {"skills": lib.count(), "replicate_s": round(build, 1), "degraded": first.degraded,
+                "cold_open_and_first_search_s": round(cold, 2),
+                "p50_ms": round(float(np.percentile(lat, 50)), 2), "p99_ms": round(float(np.percentile(lat, 99)), 2),
+                "rss_mb": round(rss_mb())}
+    finally:
+        shutil.rmtree(big, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default="../shared/corpus", type=Path)
+    ap.add_argument("--home", default=".bench-home-speed", type=Path)
+    ap.add_argument("--scale", type=int, default=100_000)
+    ap.add_argument("--skip-full", action="store_true", help="reuse an existing --home instead of indexing anew")
+    ap.add_argument("--part", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    corpus, home = args.corpus.resolve(), args.home.resolve()
+    if args.part:
+        fn = {"full": lambda: part_full(corpus, home), "resync": lambda: part_resync(corpus, home),
+              "search": lambda: part_search(corpus, home), "scale": lambda: part_scale(corpus, home, args.scale)}
+        print(json.dumps(fn[args.part]()))
+        return
+    results = {}
+    parts = (["full"] if not args.skip_full else []) + ["resync", "search", "scale"]
+    for part in parts:
+        cmd = [sys.executable, __file__, "--corpus", str(corpus), "--home", str(home), "--scale", str(args.scale),
+               "--part", part]
+        out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ})
+        if out.returncode != 0:
+            print(out.stderr, file=sys.stderr)
+            raise SystemExit(f"part {part} failed")
+        results[part] = json.loads(out.stdout.strip().splitlines()[-1])
+        print(part, results[part], flush=True)
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from skillshelf import Library
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.mcp_server import build_server
+
+from conftest import write_skill
+
+EXPECTED_PARAMS = {
+    "search_skills": ["query", "limit", "mode", "repo_scope", "current_repo", "tags", "skill_type"],
+    "get_skill": ["name", "section"],
+    "save_skill": ["action", "name", "description", "body", "skill_type", "lesson", "repo_name", "tags", "reason",
+                   "target_skill_name", "source_skill_names", "ttl_days", "display_name", "author"],
+    "report_outcome": ["skill", "worked", "note", "query_id"],
+    "skill_stats": [],
+    "reindex": [],
+}
+
+
+@pytest.fixture
+def home(tmp_path):
+    h = tmp_path / "h"
+    Library.init(h, embedder="none", auto_sync=False).sync()
+    for i in range(6):
+        write_skill(h / "skills", f"docker-tip-{i}", description=f"Docker build tip number {i} - cache layers, "
+                    "multi-stage builds, small images, non-root users and pinned base images for CI pipelines")
+    return h
+
+
+def server_for(home, policy="open", embedder=None):
+    return build_server(lambda: Library(home, write_policy=policy, embedder=embedder or FakeEmbedder()))
+
+
+def run(coro):
+    return anyio.run(coro)
+
+
+def test_tools_contract_order_annotations_and_size(home):
+    async def main():
+        async with Client(server_for(home)) as c:
+            return (await c.list_tools()).tools
+
+    tools = run(main)
+    assert [t.name for t in tools] == list(EXPECTED_PARAMS)
+    for t in tools:
+        assert list(t.input_schema["properties"]) == EXPECTED_PARAMS[t.name], t.name
+        assert t.title and t.description and t.output_schema
+        a = t.annotations
+        assert None not in (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint)
+    ro = {t.name for t in tools if t.annotations.read_only_hint}
+    assert ro == {"search_skills", "get_skill", "skill_stats"}
+    size = len(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]))
+    assert size <= 6000, size
+
+
+def test_every_tool_in_process(home):
+    async def main():
+        async with Client(server_for(home)) as c:
+            r = await c.call_tool("search_skills", {"query": "docker build cache layers", "limit": 5})
+            assert not r.is_error
+            sc = r.structured_content
+            assert set(sc) >= {"hits", "confident", "query_id"} and len(sc["hits"]) == 5
+            assert all("body" not in h for h in sc["hits"])  # metadata only
+            assert len(r.content[0].text) <= 1400
+            qid = sc["query_id"]
+            name = sc["hits"][0]["name"]
+
+            g = await c.call_tool("get_skill", {"name": "cors-fix-nextjs-api", "section": "Solution"})
+            assert not g.is_error and g.structured_content["body"].startswith("## Solution")
+            bad = await c.call_tool("get_skill", {"name": "cors-fix"})
+            assert bad.is_error and "cors-fix-nextjs-api" in bad.content[0].text
+            nosec = await c.call_tool("get_skill", {"name": "cors-fix-nextjs-api", "section": "Nope"})
+            assert nosec.is_error and "Solution" in nosec.content[0].text
+
+            rep = await c.call_tool("report_outcome", {"skill": name, "worked": True, "note": "ok", "query_id": str(qid)})
+            assert not rep.is_error and rep.structured_content["reports"] == 1
+
+            s = await c.call_tool("save_skill", {"action": "ARCHIVE", "name": "redis-eviction",
+                                                 "description": "Pick a Redis eviction policy", "body": "## Solution\n\nallkeys-lru\n",
+                                                 "lesson": "volatile-* does nothing without TTLs"})
+            assert not s.is_error and s.structured_content["version"] == 1
+            f = await c.call_tool("save_skill", {"action": "FIX", "target_skill_name": "redis-eviction", "lesson": "watch evicted_keys"})
+            assert f.structured_content["version"] == 2 and f.structured_content["changelog"]["from_version"] == 1
+            evil = await c.call_tool("save_skill", {"action": "ARCHIVE", "name": "../../etc", "description": "x", "body": "y"})
+            assert evil.is_error and "path" in evil.content[0].text
+
+            st = await c.call_tool("skill_stats", {})
+            assert not st.is_error and st.structured_content["reports"] == 1
+            ri = await c.call_tool("reindex", {})
+            assert not ri.is_error and "added" in ri.structured_content
+
+            # bad arguments never kill the server
+            for args in ({"query": ""}, {"query": "x", "mode": "nope"}, {"query": "x", "limit": 0}, {}):
+                r = await c.call_tool("search_skills", args)
+                assert r.is_error
+            assert not (await c.call_tool("search_skills", {"query": "docker"})).is_error
+    run(main)
+
+
+def test_write_policy_read_only_and_propose(home):
+    async def main(policy):
+        async with Client(server_for(home, policy)) as c:
+            return await c.call_tool("save_skill", {"action": "ARCHIVE", "name": "new-thing", "description": "d",
+                                                    "body": "## Solution\n\nb\n"})
+    r = run(lambda: main("read-only"))
+    assert r.is_error and "read-only" in r.content[0].text
+    r = run(lambda: main("propose"))
+    assert not r.is_error and r.structured_content["status"] == "draft"
+    assert [d["name"] for d in Library(home, embedder="none").review.list()] == ["new-thing"]
+
+
+def test_resources_prompt_and_skills_extension(home):
+    ref = home / "skills" / "cors-fix-nextjs-api" / "references"
+    ref.mkdir()
+    (ref / "headers.md").write_text("# Headers\n")
+
+    async def main():
+        async with Client(server_for(home)) as c:
+            res = (await c.list_resources()).resources
+            uris = {str(r.uri) for r in res}
+            assert "skill://workspace/cors-fix-nextjs-api/SKILL.md" in uris
+            assert "skill://workspace/cors-fix-nextjs-api/references/headers.md" in uris
+            md = [r for r in res if str(r.uri).endswith("cors-fix-nextjs-api/SKILL.md")][0]
+            assert md.mime_type == "text/markdown"
+            body = await c.read_resource("skill://workspace/cors-fix-nextjs-api/SKILL.md")
+            assert body.contents[0].text.startswith("---\nname: cors-fix-nextjs-api")
+            with pytest.raises(Exception):
+                await c.read_resource("skill://workspace/cors-fix-nextjs-api/../../skillshelf.db")
+            tpl = (await c.list_resource_templates()).resource_templates
+            assert tpl and tpl[0].uri_template.startswith("skill://")
+            prompts = (await c.list_prompts()).prompts
+            assert prompts[0].name == "use-skills"
+            p = await c.get_prompt("use-skills", {"task": "fix CORS"})
+            assert "report_outcome" in p.messages[0].content.text
+    run(main)
+
+    # the SEP-2640 listing: frontmatter plus per-file sha256
+    from skillshelf.mcp_server import LibraryHandle, SkillsExtension
+    import hashlib
+
+    h = LibraryHandle(lambda: Library(home, embedder="none"))
+    ext = SkillsExtension(h)
+    assert ext.identifier == "io.modelcontextprotocol/skills"
+
+    async def listing():
+        from skillshelf.mcp_server import _ListParams
+        return await ext._list(None, _ListParams())
+    data = run(listing)
+    entry = [s for s in data["skills"] if s["frontmatter"]["name"] == "cors-fix-nextjs-api"][0]
+    files = {r["uri"]: r["sha256"] for r in entry["resources"]}
+    skill_md = home / "skills" / "cors-fix-nextjs-api" / "SKILL.md"
+    assert files["skill://workspace/cors-fix-nextjs-api/SKILL.md"] == hashlib.sha256(skill_md.read_bytes()).hexdigest()
+
+
+def _env(home):
+    env = dict(os.environ)
+    env["SKILLSHELF_HOME"] = str(home)
+    env["SKILLSHELF_WRITE_POLICY"] = "open"
+    return env
+
+
+def test_stdio_subprocess_with_real_model(home):
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    exe = shutil.which("skillshelf") or str(Path(sys.executable).parent / "skillshelf")
+    params = StdioServerParameters(command=exe, args=["serve"], env=_env(home))
+
+    async def main():
+        async with stdio_client(params) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                tools = await s.list_tools()
+                assert len(tools.tools) == 6
+                res = await s.call_tool("search_skills", {"query": "browser fetch to Next.js API blocked by CORS"})
+                assert not res.is_error
+                assert res.structured_content["hits"][0]["name"] == "cors-fix-nextjs-api"
+                assert res.structured_content["degraded"] is None  # the bundled model is in use
+    run(main)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_http_transport_over_loopback_validates_origin(home):
+    import httpx
+
+    port = _free_port()
+    exe = shutil.which("skillshelf") or str(Path(sys.executable).parent / "skillshelf")
+    proc = subprocess.Popen([exe, "serve", "--http", "--port", str(port)], env=_env(home),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        for _ in range(100):
+            try:
+                httpx.get(url, timeout=0.5)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+
+        async def main():
+            async with Client(url) as c:
+                tools = await c.list_tools()
+                assert [t.name for t in tools.tools][0] == "search_skills"
+                r = await c.call_tool("search_skills", {"query": "docker image too big"})
+                assert not r.is_error
+        run(main)
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}}
+        bad = httpx.post(url, json=init, headers={"Origin": "http://evil.example",
+                                                  "Accept": "application/json, text/event-stream"})
+        assert bad.status_code in (400, 403)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_non_loopback_bind_requires_token(home):
+    exe = shutil.which("skillshelf") or str(Path(sys.executable).parent / "skillshelf")
+    env = _env(home)
+    env.pop("SKILLSHELF_HTTP_TOKEN", None)
+    p = subprocess.run([exe, "serve", "--http", "--host", "0.0.0.0", "--port", str(_free_port())], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1 and "SKILLSHELF_HTTP_TOKEN" in p.stderr
+
+
+@pytest.mark.skipif(shutil.which("npx") is None, reason="needs Node's npx")
+def test_mcp_inspector_cli(home):
+    exe = shutil.which("skillshelf") or str(Path(sys.executable).parent / "skillshelf")
+    base = ["npx", "-y", "@modelcontextprotocol/inspector@0.15.0", "--cli", exe, "serve"]
+    env = _env(home)
+
+    def call(*args):
+        p = subprocess.run(base + list(args), env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        return json.loads(p.stdout)
+
+    tools = call("--method", "tools/list")
+    assert [t["name"] for t in tools["tools"]][:2] == ["search_skills", "get_skill"]
+    res = call("--method", "tools/call", "--tool-name", "search_skills", "--tool-arg", "query=docker multi-stage")
+    assert res["structuredContent"]["hits"]
+    body = call("--method", "resources/read", "--uri", "skill://workspace/cors-fix-nextjs-api/SKILL.md")
+    assert "cors-fix-nextjs-api" in body["contents"][0]["text"]
