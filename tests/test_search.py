@@ -120,3 +120,49 @@ def test_real_model_confidence_on_clear_hit_and_clear_miss(tmp_path):
     assert hit.hits[0].name == "cors-fix-nextjs-api" and hit.confident and hit.hits[0].match == "likely"
     miss = lib.search("knit a wool scarf with a cable pattern for winter", log=False)
     assert not miss.confident and all(h.match == "weak" for h in miss.hits)
+
+
+def test_lexical_index_bm25f_against_hand_computed_scores(tmp_path):
+    """BM25F arithmetic on fixed data, checked against the formula computed by hand."""
+    import math
+
+    from skillshelf import lexical
+    from skillshelf.store import Store
+
+    store = Store(tmp_path / "db.sqlite")
+    docs = {1: ("alpha", "red apple", "", "", "apple apple pie"), 2: ("beta", "green pear", "", "", "pie crust"),
+            3: ("gamma", "apple tart", "", "", "tart")}
+    with store.tx() as tx:
+        w = lexical.Writer(tx)
+        for rid, fields in docs.items():
+            w.add(rid, fields)
+        w.flush()
+    weights = (4.0, 3.0, 2.0, 1.5, 1.0)
+    idx = lexical.LexicalIndex(store, weights)
+    got = dict(idx.search(["appl"], 10))
+    lens = {rid: [len(lexical.terms(f)) for f in fields] for rid, fields in docs.items()}
+    avg = [sum(lens[r][f] for r in docs) / 3 or 1.0 for f in range(5)]
+    n, df = 3, 2
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def expected(rid):
+        tf = [lexical.terms(f).count("appl") for f in docs[rid]]
+        pseudo = sum(weights[f] * tf[f] / (1 - 0.75 + 0.75 * lens[rid][f] / avg[f]) for f in range(5))
+        return idf * pseudo * 2.2 / (pseudo + 1.2)
+
+    assert set(got) == {1, 3}
+    for rid in (1, 3):
+        assert got[rid] == pytest.approx(expected(rid), rel=1e-5)
+    # updates: a re-indexed doc replaces its old postings; a removed one disappears
+    with store.tx() as tx:
+        w = lexical.Writer(tx)
+        w.add(2, ("beta", "apple", "", "", ""))
+        lexical.remove(tx, 3)
+        w.flush()
+        store.set_meta("generation", "2")
+    assert set(dict(idx.search(["appl"], 10))) == {1, 2}
+    with store.tx() as tx:
+        lexical.compact(tx)
+        store.set_meta("generation", "3")
+    assert set(dict(idx.search(["appl"], 10))) == {1, 2}
+    assert store.db.execute("SELECT COUNT(*) FROM lex_delta").fetchone()[0] == 0

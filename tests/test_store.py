@@ -11,7 +11,7 @@ def test_migrations_from_empty_database(tmp_path):
     assert s.applied_migrations() == [name for name, _ in MIGRATIONS]
     assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {r[0] for r in s.db.execute("SELECT name FROM sqlite_master WHERE type IN ('table','trigger')")}
-    assert {"skills", "skills_fts", "embeddings", "queries", "recommendations", "outcomes",
+    assert {"skills", "lex_docs", "lex_main", "lex_delta", "embeddings", "queries", "recommendations", "outcomes",
             "queries_no_update"} <= tables
     # idempotent: reopening applies nothing
     s.close()

@@ -1,4 +1,4 @@
-from skillshelf.text import fts_text, name_key, tokenize
+from skillshelf.text import name_key, tokenize
 
 
 def test_camel_case_and_compounds_split():
@@ -15,10 +15,11 @@ def test_stopwords_dropped_but_kept_on_request():
     assert "the" in tokenize("the", keep_stopwords=True)
 
 
-def test_fts_text_keeps_raw_and_adds_expansions():
-    t = fts_text("Use NextJsApi here")
-    assert t.startswith("Use NextJsApi here") and "nextjs" in t and "jsapi" in t
-    assert fts_text("plain words only") == "plain words only"
+def test_lexical_terms_are_stemmed_on_both_sides():
+    from skillshelf.lexical import terms
+
+    assert terms("Building Docker images") == terms("build docker image")
+    assert "nextj" in terms("NextJsApi") or "nextjs" in terms("NextJsApi")
 
 
 def test_name_key_joins_copies():

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
+from . import lexical
 from . import skill as skillmod
 from .sources import Found, Root, discover
 from .store import Store, now
-from .text import fts_text, name_key, normalized_body_hash, sha256, tokens_text
+from .text import name_key, normalized_body_hash, sha256
 
 Progress = Callable[[int, int], None]
 
@@ -66,11 +67,11 @@ def scan(roots: list[Root]) -> tuple[list[Found], list[str]]:
     return found, notes
 
 
-def fts_fields(sk: skillmod.Skill) -> tuple[str, str, str, str, str]:
+def lexical_fields(sk: skillmod.Skill) -> tuple[str, str, str, str, str]:
+    """The five BM25F fields of a skill (see ``lexical.FIELDS``)."""
     heads = " ".join(h for _, h in skillmod.headings(sk.body))
     names = sk.name if sk.display_name == sk.name else f"{sk.name} {sk.display_name}"
-    return (tokens_text(names), tokens_text(sk.description), tokens_text(" ".join(sk.tags)),
-            tokens_text(heads), fts_text(sk.body))
+    return (names, sk.description, " ".join(sk.tags), heads, sk.body)
 
 
 def _is_active(sk: skillmod.Skill) -> bool:
@@ -106,10 +107,12 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None) -
 
     total = len(todo)
     with store.tx() as tx:
+        writer = lexical.Writer(tx)
         for i, f in enumerate(todo):
             if progress:
                 progress(i, total)
-            _sync_one(tx, f, existing.get(f.id), report, seen_invalid)
+            _sync_one(tx, writer, f, existing.get(f.id), report, seen_invalid)
+        writer.flush()
         if progress:
             progress(total, total)
         gone = [row for sid, row in existing.items() if sid not in seen_ids]
@@ -128,11 +131,11 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None) -
 
 def _delete_rowid(tx, rowid: int) -> None:
     tx.execute("DELETE FROM skills WHERE rowid=?", (rowid,))
-    tx.execute("DELETE FROM skills_fts WHERE rowid=?", (rowid,))
+    lexical.remove(tx, rowid)
     tx.execute("DELETE FROM skill_vectors WHERE skill_rowid=?", (rowid,))
 
 
-def _sync_one(tx, f: Found, row, report: SyncReport, seen_invalid: set[str]) -> None:
+def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, seen_invalid: set[str]) -> None:
     try:
         data = f.path.read_bytes()
     except OSError as exc:
@@ -176,11 +179,9 @@ def _sync_one(tx, f: Found, row, report: SyncReport, seen_invalid: set[str]) -> 
         rowid = row["rowid"]
         sets = ",".join(f"{k}=?" for k in values)
         tx.execute(f"UPDATE skills SET {sets} WHERE rowid=?", (*values.values(), rowid))
-        tx.execute("DELETE FROM skills_fts WHERE rowid=?", (rowid,))
         tx.execute("DELETE FROM skill_vectors WHERE skill_rowid=?", (rowid,))
         report.updated += 1
-    tx.execute("INSERT INTO skills_fts (rowid, name, description, tags, headings, body) VALUES (?,?,?,?,?,?)",
-               (rowid, *fts_fields(sk)))
+    writer.add(rowid, lexical_fields(sk))
 
 
 # --- embeddings -------------------------------------------------------------------

@@ -144,9 +144,36 @@ def m004_usage(db: sqlite3.Connection) -> None:
         """)
 
 
+def m005_lexical_postings(db: sqlite3.Connection) -> None:
+    # BM25F postings scored with numpy replace FTS5's bm25() (see lexical.py for why).
+    _script(db, """
+    CREATE TABLE lex_docs (
+        docid INTEGER PRIMARY KEY AUTOINCREMENT,
+        skill_rowid INTEGER NOT NULL,
+        alive INTEGER NOT NULL DEFAULT 1,
+        lens BLOB NOT NULL                 -- float32[5]: token counts per field
+    );
+    CREATE INDEX lex_docs_skill ON lex_docs(skill_rowid) WHERE alive = 1;
+    CREATE TABLE lex_main (
+        term TEXT PRIMARY KEY,
+        docids BLOB NOT NULL,              -- int32[n]
+        tfs BLOB NOT NULL                  -- uint16[n, 5]
+    ) WITHOUT ROWID;
+    CREATE TABLE lex_delta (
+        term TEXT NOT NULL,
+        docid INTEGER NOT NULL,
+        tfs BLOB NOT NULL
+    );
+    CREATE INDEX lex_delta_term ON lex_delta(term);
+    DROP TABLE skills_fts;
+    UPDATE skills SET mtime_ns = 0, content_hash = '';
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_skills", m001_skills),
     ("002_lexical", m002_lexical),
     ("003_embeddings", m003_embeddings),
     ("004_usage", m004_usage),
+    ("005_lexical_postings", m005_lexical_postings),
 ]

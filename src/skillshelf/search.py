@@ -12,6 +12,7 @@ import json
 import random
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -19,9 +20,10 @@ import numpy as np
 
 from .config import SearchConfig
 from .errors import ValidationError
+from . import lexical
 from .index import load_vectors
 from .store import Store
-from .text import tokenize, trim
+from .text import trim
 
 MODES = ("find", "brainstorm")
 SCOPES = ("all", "current")
@@ -127,7 +129,11 @@ class Searcher:
         self._vec_gen: tuple | None = None
         self._vec_pos: np.ndarray | None = None   # matrix row -> meta position
         self._mat: np.ndarray | None = None
+        self._row_of: np.ndarray | None = None    # meta position -> matrix row (-1: no vector)
         self._rng = random.Random()
+        self._lex = lexical.LexicalIndex(store, (settings.weight_name, settings.weight_description,
+                                                 settings.weight_tags, settings.weight_headings, settings.weight_body))
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillshelf-embed")
 
     # --- caches -----------------------------------------------------------------
     def _ensure_meta(self) -> _Meta:
@@ -163,6 +169,9 @@ class Searcher:
         pos = np.array([meta.pos.get(int(r), -1) for r in rowids], dtype=np.int64)
         keep = pos >= 0
         self._mat, self._vec_pos, self._vec_gen = np.ascontiguousarray(mat[keep]), pos[keep], key
+        row_of = np.full(len(meta.rowids), -1, dtype=np.int64)
+        row_of[self._vec_pos] = np.arange(len(self._vec_pos))
+        self._row_of = row_of
         return self._mat
 
     def invalidate(self) -> None:
@@ -174,24 +183,14 @@ class Searcher:
     def _query_terms(self, query: str) -> list[str]:
         # Numbers ("1.4 GB", "30%", "2pm") say nothing about which skill fits; identifiers
         # that contain digits ("e164", "v2", "s3") are kept.
-        toks = [t for t in dict.fromkeys(tokenize(query)) if not t.isdigit()]
+        toks = [t for t in dict.fromkeys(lexical.terms(query)) if not t.isdigit()]
         if not toks:
-            toks = list(dict.fromkeys(tokenize(query, keep_stopwords=True)))
+            toks = list(dict.fromkeys(lexical.terms(query, keep_stopwords=True)))
         return toks[:48]
 
     def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
-        """(rowid, score) best first; score = -bm25 (higher is better)."""
-        toks = self._query_terms(query)
-        if not toks:
-            return []
-        match = " OR ".join('"' + t.replace('"', "") + '"' for t in toks)
-        s = self.s
-        rows = self.store.db.execute(
-            "SELECT rowid, bm25(skills_fts, ?, ?, ?, ?, ?) AS r FROM skills_fts WHERE skills_fts MATCH ?"
-            " ORDER BY r LIMIT ?",
-            (s.weight_name, s.weight_description, s.weight_tags, s.weight_headings, s.weight_body, match, limit),
-        ).fetchall()
-        return [(int(r[0]), -float(r[1])) for r in rows]
+        """(skill rowid, BM25F score) best first."""
+        return self._lex.search(self._query_terms(query), limit)
 
     def dense(self, qvec: np.ndarray, mat: np.ndarray, limit: int,
               allowed: np.ndarray | None) -> tuple[list[tuple[int, float]], np.ndarray]:
@@ -234,6 +233,12 @@ class Searcher:
         s = self.s
         ncand = max(s.candidates, limit * 4)
 
+        # The query embedding (onnxruntime) and the FTS5 query (SQLite) both release the GIL:
+        # run them side by side, so latency is the slower of the two rather than the sum.
+        qfuture = None
+        if embedder is not None:
+            qfuture = self._pool.submit(embedder.embed, query)
+
         # lexical list (filtered after retrieval: take extra when filters are on)
         lex_raw = self.lexical(query, ncand * (3 if allowed is not None else 1))
         lex = [(meta.pos[r], sc) for r, sc in lex_raw if r in meta.pos]
@@ -243,12 +248,12 @@ class Searcher:
 
         dense: list[tuple[int, float]] = []
         cos = None
-        if embedder is not None:
+        if qfuture is not None:
             try:
+                qvec = qfuture.result()
                 with self._lock:
                     mat = self._ensure_vectors(embedder, meta)
                 if mat is not None and len(mat):
-                    qvec = embedder.embed(query)
                     dense, cos = self.dense(qvec, mat, ncand, allowed)
                 else:
                     degraded = degraded or "no vectors yet for this model: run `skillshelf sync`"
@@ -300,8 +305,7 @@ class Searcher:
             mask &= meta.active
             filtered = True
         if not include_expired:
-            today = _dt.date.today().isoformat()
-            exp = np.array([bool(e) and e < today for e in meta.expires], dtype=bool)
+            exp = self._expired_mask(meta)
             if exp.any():
                 mask &= ~exp
                 filtered = True
@@ -327,6 +331,14 @@ class Searcher:
             filtered = True
         return mask if filtered else None
 
+    def _expired_mask(self, meta: _Meta) -> np.ndarray:
+        today = _dt.date.today().isoformat()
+        cached = getattr(meta, "_expired", None)
+        if cached is None or cached[0] != today:
+            cached = (today, np.array([bool(e) and e < today for e in meta.expires], dtype=bool))
+            meta._expired = cached  # type: ignore[attr-defined]
+        return cached[1]
+
     def _mmr(self, pool: list[int], rel: dict[int, float], lam: float, limit: int, use_vectors: bool) -> list[int]:
         """Maximal marginal relevance over the collapsed pool.
 
@@ -334,29 +346,29 @@ class Searcher:
         candidate: cosine above ``mmr_redundancy_floor`` (near-duplicates under other names).
         Plain MMR on raw cosine pushes down every skill of the right topic, which is what
         cost the_librarian quality (DESIGN.md: 0.522 → 0.485)."""
-        if not use_vectors or len(pool) <= 1:
+        if not use_vectors or len(pool) <= 1 or self._row_of is None:
             return pool[:limit]
-        inv = {int(p): i for i, p in enumerate(self._vec_pos)} if self._vec_pos is not None else {}
-        vecs = {p: self._mat[inv[p]] for p in pool if p in inv}
-        hi, lo = max(rel[p] for p in pool), min(rel[p] for p in pool)
-        span = (hi - lo) or 1.0
+        rows = self._row_of[np.asarray(pool)]
+        has = rows >= 0
+        vecs = self._mat[np.where(has, rows, 0)]
+        sims = vecs @ vecs.T
+        sims[~has, :] = 0.0
+        sims[:, ~has] = 0.0
         floor = self.s.mmr_redundancy_floor
+        red = np.clip((sims - floor) / (1.0 - floor), 0.0, None)
+        r = np.array([rel[p] for p in pool], dtype=np.float32)
+        span = float(r.max() - r.min()) or 1.0
+        relevance = lam * (r - r.min()) / span
         chosen: list[int] = []
-        rest = list(pool)
-        while rest and len(chosen) < limit:
-            best, best_score = rest[0], -1e9
-            for p in rest:
-                red = 0.0
-                if chosen and p in vecs:
-                    sims = [float(vecs[p] @ vecs[c]) for c in chosen if c in vecs]
-                    if sims:
-                        red = max(0.0, (max(sims) - floor) / (1.0 - floor))
-                score = lam * (rel[p] - lo) / span - (1 - lam) * red
-                if score > best_score:
-                    best, best_score = p, score
-            chosen.append(best)
-            rest.remove(best)
-        return chosen
+        penalty = np.zeros(len(pool), dtype=np.float32)
+        free = np.ones(len(pool), dtype=bool)
+        while free.any() and len(chosen) < limit:
+            score = np.where(free, relevance - (1 - lam) * penalty, -np.inf)
+            i = int(np.argmax(score))
+            chosen.append(i)
+            free[i] = False
+            penalty = np.maximum(penalty, red[i])
+        return [pool[i] for i in chosen]
 
     def _threshold(self) -> float:
         return self.s.confident_threshold or CONFIDENT_COSINE

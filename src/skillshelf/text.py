@@ -3,13 +3,12 @@
 The tokenizer runs on both documents and queries. It splits camelCase, hyphens, dots,
 underscores and slashes, and also emits each adjacent pair joined, so that
 "NextJsApi", "next.js api" and "nextjs api" share the tokens ``nextjs`` and ``api``.
-Stemming is left to FTS5's porter tokenizer, which sees our tokens.
+Stemming happens in ``lexical`` (Snowball, on these tokens).
 """
 
 from __future__ import annotations
 
 import functools
-from collections import Counter
 import hashlib
 import re
 
@@ -23,7 +22,7 @@ what when where which while who why will with would you your
 
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 _CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_a-zA-Z]+", re.UNICODE)
-_COMPOUND_RE = re.compile(r"[\w]+(?:[.\-/_][\w]+)*", re.UNICODE)
+COMPOUND_RE = re.compile(r"[\w]+(?:[.\-/_][\w]+)*", re.UNICODE)
 
 
 _SEP_RE = re.compile(r"[.\-/_]+")
@@ -49,28 +48,11 @@ def _expand(compound: str) -> tuple[tuple[str, bool], ...]:
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """Lower-cased tokens with camelCase/compound splitting and joined neighbour pairs."""
     out: list[str] = []
-    for compound in _COMPOUND_RE.findall(text or ""):
+    for compound in COMPOUND_RE.findall(text or ""):
         for tok, stop in _expand(compound):
             if keep_stopwords or not stop:
                 out.append(tok)
     return out
-
-
-def fts_text(text: str) -> str:
-    """Long text for the FTS table: the raw text (FTS5's unicode61 splits it at C speed)
-    plus the extra tokens only our tokenizer makes (camelCase parts, joined pairs)."""
-    extras: list[str] = []
-    for compound, count in Counter(_COMPOUND_RE.findall(text or "")).items():
-        if compound.isalnum() and (compound[1:].islower() or compound.isdigit() or compound.isupper()):
-            continue  # unicode61 lower-cases these the same way we would
-        toks = [tok for tok, _ in _expand(compound)]
-        extras.extend(toks * count if count > 1 else toks)
-    return f"{text}\n{' '.join(extras)}" if extras else (text or "")
-
-
-def tokens_text(text: str) -> str:
-    """Tokens joined by spaces, the form stored in the FTS table."""
-    return " ".join(tokenize(text))
 
 
 def name_key(name: str) -> str:

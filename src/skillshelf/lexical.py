@@ -1,0 +1,268 @@
+"""BM25F over postings kept in SQLite, scored with numpy.
+
+Why not FTS5's ``bm25()``: it walks every phrase instance of every matched document, so
+an agent's 15-term OR-query cost 25 ms at 5.3k skills and 460 ms at 100k (BENCHMARKS.md).
+Here each term's postings are one BLOB (doc ids + per-field term frequencies); a query
+reads ~15 BLOBs by primary key and adds vectors, so its cost grows with the postings
+of the query's terms, not with document text.
+
+Layout (migration ``005_lexical``):
+  lex_docs(docid, skill_rowid, alive, lens)  one row per indexed version of a skill
+  lex_main(term, docids, tfs)                compacted postings, one row per term
+  lex_delta(term, docid, tfs)                postings written since the last compaction
+A changed skill gets a new docid (its old one is marked dead), so updates are appends;
+``compact`` folds the delta into the main rows when it grows past a bound.
+
+Scoring is BM25F: per-field frequencies are length-normalised per field, weighted, summed
+into one pseudo-frequency, then saturated once (k1) and multiplied by the term's IDF.
+Terms are our tokenizer's tokens, stemmed by the Snowball English stemmer (PyStemmer).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sqlite3
+import struct
+from collections import Counter, defaultdict
+from itertools import chain
+from dataclasses import dataclass
+
+import numpy as np
+
+from .text import COMPOUND_RE, _expand, tokenize
+
+FIELDS = ("name", "description", "tags", "headings", "body")
+NF = len(FIELDS)
+K1 = 1.2
+B = 0.75
+COMPACT_AT = 200_000  # delta rows that trigger a compaction (bounded merge cost, see BENCHMARKS.md)
+MAX_TF = 65535
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+@functools.lru_cache(maxsize=524288)
+def stem(token: str) -> str:
+    return _stemmer().stemWord(token) if token.isascii() else token
+
+
+@functools.lru_cache(maxsize=1 << 20)
+def _compound_terms(compound: str) -> tuple[str, ...]:
+    return tuple(stem(t) for t, stop in _expand(compound) if not stop)
+
+
+def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Stemmed tokens of ``text`` (cached per compound word: vocabularies repeat)."""
+    if keep_stopwords:
+        return [stem(t) for t in tokenize(text, keep_stopwords=True)]
+    return list(chain.from_iterable(map(_compound_terms, COMPOUND_RE.findall(text or ""))))
+
+
+_PACK = struct.Struct("<5H")
+
+
+def doc_postings(fields: tuple[str, ...]) -> tuple[dict[str, bytes], np.ndarray]:
+    """Per-term frequencies (5 × uint16, packed) and the field lengths of one document."""
+    per: dict[str, list[int]] = {}
+    lens = np.zeros(NF, dtype=np.float32)
+    for f, text in enumerate(fields):
+        counts = Counter(terms(text))
+        lens[f] = sum(counts.values())
+        for t, c in counts.items():
+            v = per.get(t)
+            if v is None:
+                v = per[t] = [0, 0, 0, 0, 0]
+            v[f] = c if c < MAX_TF else MAX_TF
+    pack = _PACK.pack
+    return {t: pack(*v) for t, v in per.items()}, lens
+
+
+class Writer:
+    """Indexes skills inside one sync transaction. Small batches go to the delta table;
+    large ones (a first sync, a new root) are merged straight into the main postings."""
+
+    BULK = 200  # documents
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+        self.pending: dict[str, list[tuple[int, bytes]]] = defaultdict(list)
+        self.docs = 0
+
+    def add(self, skill_rowid: int, fields: tuple[str, ...]) -> int:
+        remove(self.db, skill_rowid)
+        per, lens = doc_postings(fields)
+        cur = self.db.execute("INSERT INTO lex_docs (skill_rowid, alive, lens) VALUES (?, 1, ?)",
+                              (skill_rowid, lens.tobytes()))
+        docid = int(cur.lastrowid)
+        for t, packed in per.items():
+            self.pending[t].append((docid, packed))
+        self.docs += 1
+        return docid
+
+    def flush(self) -> None:
+        if self.docs >= self.BULK:
+            _merge(self.db, self.pending)
+        else:
+            self.db.executemany("INSERT INTO lex_delta (term, docid, tfs) VALUES (?, ?, ?)",
+                                [(t, d, b) for t, items in self.pending.items() for d, b in items])
+        self.pending = defaultdict(list)
+        self.docs = 0
+        dead, alive = self.db.execute("SELECT SUM(alive = 0), SUM(alive = 1) FROM lex_docs").fetchone()
+        if delta_size(self.db) > COMPACT_AT or (dead or 0) > 0.2 * (alive or 0) + 100:
+            compact(self.db)
+
+
+def remove(db: sqlite3.Connection, skill_rowid: int) -> None:
+    db.execute("UPDATE lex_docs SET alive = 0 WHERE skill_rowid = ? AND alive = 1", (skill_rowid,))
+
+
+def _merge(db: sqlite3.Connection, pending: dict[str, list[tuple[int, bytes]]]) -> None:
+    """Append new postings to the main rows of their terms (dead docs are dropped at compaction)."""
+    rows = []
+    for term, items in pending.items():
+        new_ids = np.fromiter((d for d, _ in items), dtype=np.int32, count=len(items)).tobytes()
+        new_tfs = b"".join(b for _, b in items)
+        old = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
+        if old:
+            rows.append((term, old[0] + new_ids, old[1] + new_tfs))
+        else:
+            rows.append((term, new_ids, new_tfs))
+    db.executemany("INSERT OR REPLACE INTO lex_main (term, docids, tfs) VALUES (?, ?, ?)", rows)
+
+
+def delta_size(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT COUNT(*) FROM lex_delta").fetchone()[0])
+
+
+def compact(db: sqlite3.Connection) -> int:
+    """Fold delta postings into main and drop dead docs (the caller's transaction)."""
+    alive = {int(r[0]) for r in db.execute("SELECT docid FROM lex_docs WHERE alive = 1")}
+    add_ids: dict[str, list[int]] = defaultdict(list)
+    add_tfs: dict[str, list[bytes]] = defaultdict(list)
+    for term, docid, tfs in db.execute("SELECT term, docid, tfs FROM lex_delta ORDER BY term, docid"):
+        if docid in alive:
+            add_ids[term].append(docid)
+            add_tfs[term].append(tfs)
+    dead = db.execute("SELECT COUNT(*) FROM lex_docs WHERE alive = 0").fetchone()[0]
+    touched = set(add_ids)
+    if dead:
+        touched |= {r[0] for r in db.execute("SELECT term FROM lex_main")}
+    alive_arr = np.array(sorted(alive), dtype=np.int64)
+    rows = []
+    for term in touched:
+        old = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
+        ids = [np.frombuffer(old[0], dtype=np.int32)] if old else []
+        tfs = [np.frombuffer(old[1], dtype=np.uint16).reshape(-1, NF)] if old else []
+        if term in add_ids:
+            ids.append(np.array(add_ids[term], dtype=np.int32))
+            tfs.append(np.frombuffer(b"".join(add_tfs[term]), dtype=np.uint16).reshape(-1, NF))
+        all_ids = np.concatenate(ids)
+        all_tfs = np.vstack(tfs)
+        keep = np.isin(all_ids, alive_arr, assume_unique=False)
+        if keep.all() and term not in add_ids:
+            continue
+        all_ids, all_tfs = all_ids[keep], all_tfs[keep]
+        if len(all_ids):
+            rows.append((term, all_ids.astype(np.int32).tobytes(), np.ascontiguousarray(all_tfs).tobytes()))
+        else:
+            db.execute("DELETE FROM lex_main WHERE term = ?", (term,))
+    db.executemany("INSERT OR REPLACE INTO lex_main (term, docids, tfs) VALUES (?, ?, ?)", rows)
+    db.execute("DELETE FROM lex_delta")
+    db.execute("DELETE FROM lex_docs WHERE alive = 0")
+    return len(rows)
+
+
+@dataclass
+class _State:
+    gen: str
+    to_skill: np.ndarray      # docid -> skill rowid (-1 when dead)
+    lens: np.ndarray          # docid -> field lengths, float32 [n, 5]
+    avg: np.ndarray           # mean field length over live docs
+    n: int
+    norm: np.ndarray          # 1 / (1 - b + b * len / avg): per-field length normalisation
+
+
+class LexicalIndex:
+    """Query side: loads the small per-doc arrays once per index generation."""
+
+    def __init__(self, store, weights: tuple[float, ...]):
+        self.store = store
+        self.weights = np.asarray(weights, dtype=np.float32)
+        self._state: _State | None = None
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _ensure(self) -> _State:
+        gen = self.store.get_meta("generation", "0") or "0"
+        if self._state is not None and self._state.gen == gen:
+            return self._state
+        rows = self.store.db.execute("SELECT docid, skill_rowid, lens FROM lex_docs WHERE alive = 1").fetchall()
+        top = max((r[0] for r in rows), default=0) + 1
+        to_skill = np.full(top, -1, dtype=np.int64)
+        lens = np.zeros((top, NF), dtype=np.float32)
+        for docid, rid, blob in rows:
+            to_skill[docid] = rid
+            lens[docid] = np.frombuffer(blob, dtype=np.float32)
+        live = to_skill >= 0
+        avg = lens[live].mean(axis=0) if live.any() else np.ones(NF, dtype=np.float32)
+        avg[avg == 0] = 1.0
+        norm = (1.0 / ((1 - B) + B * (lens / avg))).astype(np.float32)
+        self._state = _State(gen, to_skill, lens, avg.astype(np.float32), int(live.sum()), norm)
+        self._cache = {}
+        return self._state
+
+    def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        hit = self._cache.get(term)
+        if hit is not None:
+            return hit
+        db = self.store.db
+        ids: list[np.ndarray] = []
+        tfs: list[np.ndarray] = []
+        row = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
+        if row:
+            ids.append(np.frombuffer(row[0], dtype=np.int32))
+            tfs.append(np.frombuffer(row[1], dtype=np.uint16).reshape(-1, NF))
+        delta = db.execute("SELECT docid, tfs FROM lex_delta WHERE term = ?", (term,)).fetchall()
+        if delta:
+            ids.append(np.array([d[0] for d in delta], dtype=np.int32))
+            tfs.append(np.frombuffer(b"".join(d[1] for d in delta), dtype=np.uint16).reshape(-1, NF))
+        if ids:
+            out = (np.concatenate(ids), np.vstack(tfs).astype(np.float32))
+        else:
+            out = (np.zeros(0, dtype=np.int32), np.zeros((0, NF), dtype=np.float32))
+        if len(self._cache) > 4096:
+            self._cache.clear()
+        self._cache[term] = out
+        return out
+
+    def search(self, query_terms: list[str], limit: int) -> list[tuple[int, float]]:
+        """(skill rowid, score) best first."""
+        st = self._ensure()
+        if st.n == 0 or not query_terms:
+            return []
+        scores = np.zeros(len(st.to_skill), dtype=np.float32)
+        for term in dict.fromkeys(query_terms):
+            ids, tfs = self._postings(term)
+            if not len(ids):
+                continue
+            inside = ids < len(st.to_skill)
+            ids, tfs = ids[inside], tfs[inside]
+            live = st.to_skill[ids] >= 0
+            ids, tfs = ids[live], tfs[live]
+            df = len(ids)
+            if df == 0:
+                continue
+            idf = math.log(1 + (st.n - df + 0.5) / (df + 0.5))
+            pseudo = (tfs * st.norm[ids]) @ self.weights
+            scores[ids] += idf * pseudo * (K1 + 1) / (pseudo + K1)
+        k = min(limit, int((scores > 0).sum()))
+        if k == 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top])]
+        return [(int(st.to_skill[d]), float(scores[d])) for d in top]
