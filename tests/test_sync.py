@@ -112,3 +112,18 @@ def test_real_corpus_syncs_and_names_unparsable_files(tmp_path):
     assert rep.added + len(rep.invalid) == len(index)
     assert lib.sync().unchanged == rep.added
     assert len(lib.clashes()) > 100
+
+
+def test_watcher_picks_up_changes_in_the_background(tmp_path):
+    root = tmp_path / "r"
+    write_skill(root, "alpha", description="first")
+    lib = _lib(tmp_path, auto_sync=True)
+    lib.sync()
+    lib.watch(interval=0.2)
+    write_skill(root, "delta-skill", description="walrus tusk polishing")
+    deadline = time.time() + 10
+    while time.time() < deadline and lib.count() < 2:
+        time.sleep(0.1)
+    assert lib.count() == 2
+    assert lib.search("walrus tusk", log=False).hits[0].name == "delta-skill"
+    lib.close()

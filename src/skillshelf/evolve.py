@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from . import skill as skillmod
 from .errors import ConflictError, NotFoundError, ValidationError
 
@@ -559,11 +561,11 @@ class Evolver:
         if mat is None or not len(mat):
             return []
         q = emb.embed(embedding_text(sk.name, sk.description, ",".join(sk.tags)))
-        sims = mat @ q
+        sims = np.where(searcher._has_vec, mat @ q, -1.0)
         out = []
-        for i in sims.argsort()[::-1][:20]:
-            p = int(searcher._vec_pos[i])
-            s = float(sims[i])
+        for p in sims.argsort()[::-1][:20]:
+            p = int(p)
+            s = float(sims[p])
             if s < self.cfg.duplicate_threshold:
                 break
             if meta.names[p] in exclude or not meta.active[p]:

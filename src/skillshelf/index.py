@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -231,14 +230,23 @@ def embed_pending(store: Store, embedder, *, progress: Progress | None = None, b
     return len(uniq)
 
 
-def load_vectors(store: Store, model_id: str) -> tuple[np.ndarray, np.ndarray]:
-    """(rowids, matrix) of every skill's part-0 vector for ``model_id``."""
-    rows = store.db.execute("""
-        SELECT v.skill_rowid, e.vector, e.dim FROM skill_vectors v
+def load_vectors(store: Store, model_id: str, positions: dict[int, int], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every skill's part-0 vector for ``model_id`` as a matrix aligned with ``positions``
+    (skill rowid -> row); rows without a vector are zero. Returns (matrix, has_vector).
+    Rows are copied straight into one preallocated array: no second copy of the matrix."""
+    first = store.db.execute("SELECT e.dim FROM skill_vectors v JOIN embeddings e ON e.text_hash = v.text_hash"
+                             " AND e.model_id = ? WHERE v.part = 0 LIMIT 1", (model_id,)).fetchone()
+    has = np.zeros(n, dtype=bool)
+    if first is None:
+        return np.zeros((n, 0), dtype=np.float32), has
+    mat = np.zeros((n, int(first[0])), dtype=np.float32)
+    cur = store.db.execute("""
+        SELECT v.skill_rowid, e.vector FROM skill_vectors v
         JOIN embeddings e ON e.text_hash = v.text_hash AND e.model_id = ?
-        WHERE v.part = 0 ORDER BY v.skill_rowid""", (model_id,)).fetchall()
-    if not rows:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    dim = rows[0][2]
-    mat = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
-    return np.array([r[0] for r in rows], dtype=np.int64), mat
+        WHERE v.part = 0""", (model_id,))
+    for rowid, blob in cur:
+        p = positions.get(int(rowid))
+        if p is not None:
+            mat[p] = np.frombuffer(blob, dtype="<f4")
+            has[p] = True
+    return mat, has

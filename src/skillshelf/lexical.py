@@ -87,7 +87,8 @@ class Writer:
     """Indexes skills inside one sync transaction. Small batches go to the delta table;
     large ones (a first sync, a new root) are merged straight into the main postings."""
 
-    BULK = 200  # documents
+    BULK = 200    # documents: at or above, merge into main instead of the delta table
+    CHUNK = 1000  # documents held in memory before a merge (bounds RSS on a first sync)
 
     def __init__(self, db: sqlite3.Connection):
         self.db = db
@@ -103,6 +104,8 @@ class Writer:
         for t, packed in per.items():
             self.pending[t].append((docid, packed))
         self.docs += 1
+        if self.docs >= self.CHUNK:
+            self.flush()
         return docid
 
     def flush(self) -> None:
@@ -185,7 +188,8 @@ class _State:
     lens: np.ndarray          # docid -> field lengths, float32 [n, 5]
     avg: np.ndarray           # mean field length over live docs
     n: int
-    norm: np.ndarray          # 1 / (1 - b + b * len / avg): per-field length normalisation
+    wnorm: np.ndarray         # field weight / (1 - b + b * len / avg), per doc and field
+    dead: np.ndarray          # docids whose postings no longer count
 
 
 class LexicalIndex:
@@ -195,7 +199,8 @@ class LexicalIndex:
         self.store = store
         self.weights = np.asarray(weights, dtype=np.float32)
         self._state: _State | None = None
-        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._contrib: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._cached_entries = 0
 
     def _ensure(self) -> _State:
         gen = self.store.get_meta("generation", "0") or "0"
@@ -211,15 +216,14 @@ class LexicalIndex:
         live = to_skill >= 0
         avg = lens[live].mean(axis=0) if live.any() else np.ones(NF, dtype=np.float32)
         avg[avg == 0] = 1.0
-        norm = (1.0 / ((1 - B) + B * (lens / avg))).astype(np.float32)
-        self._state = _State(gen, to_skill, lens, avg.astype(np.float32), int(live.sum()), norm)
-        self._cache = {}
+        wnorm = (self.weights / ((1 - B) + B * (lens / avg))).astype(np.float32)
+        self._state = _State(gen, to_skill, lens, avg.astype(np.float32), int(live.sum()), wnorm,
+                             np.flatnonzero(~live))
+        self._contrib = {}
+        self._cached_entries = 0
         return self._state
 
     def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        hit = self._cache.get(term)
-        if hit is not None:
-            return hit
         db = self.store.db
         ids: list[np.ndarray] = []
         tfs: list[np.ndarray] = []
@@ -235,9 +239,35 @@ class LexicalIndex:
             out = (np.concatenate(ids), np.vstack(tfs).astype(np.float32))
         else:
             out = (np.zeros(0, dtype=np.int32), np.zeros((0, NF), dtype=np.float32))
-        if len(self._cache) > 4096:
-            self._cache.clear()
-        self._cache[term] = out
+        return out
+
+    CACHE_ENTRIES = 4_000_000  # postings kept as ready contributions (~32 MB), per generation
+
+    def _contribution(self, st: _State, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(live docids, idf × saturated BM25F frequency) of one term; cached per generation,
+        since agents' requests share most of their words."""
+        hit = self._contrib.get(term)
+        if hit is not None:
+            return hit
+        ids, tfs = self._postings(term)
+        # Dead docids (replaced or removed versions, until the next compaction) are left
+        # in: filtering every posting list costs more than dropping them from the top-k.
+        if len(ids) and int(ids.max()) >= len(st.to_skill):   # written after our snapshot
+            keep = ids < len(st.to_skill)
+            ids, tfs = ids[keep], tfs[keep]
+        df = len(ids)
+        if df:
+            idf = math.log(1 + (max(st.n, df) - df + 0.5) / (df + 0.5))
+            pseudo = np.einsum("ij,ij->i", tfs, st.wnorm[ids])
+            contrib = (idf * (K1 + 1)) * pseudo / (pseudo + K1)
+        else:
+            contrib = np.zeros(0, dtype=np.float32)
+        out = (ids, contrib.astype(np.float32))
+        self._cached_entries += df
+        if self._cached_entries > self.CACHE_ENTRIES:
+            self._contrib.clear()
+            self._cached_entries = df
+        self._contrib[term] = out
         return out
 
     def search(self, query_terms: list[str], limit: int) -> list[tuple[int, float]]:
@@ -247,20 +277,11 @@ class LexicalIndex:
             return []
         scores = np.zeros(len(st.to_skill), dtype=np.float32)
         for term in dict.fromkeys(query_terms):
-            ids, tfs = self._postings(term)
-            if not len(ids):
-                continue
-            inside = ids < len(st.to_skill)
-            ids, tfs = ids[inside], tfs[inside]
-            live = st.to_skill[ids] >= 0
-            ids, tfs = ids[live], tfs[live]
-            df = len(ids)
-            if df == 0:
-                continue
-            idf = math.log(1 + (st.n - df + 0.5) / (df + 0.5))
-            pseudo = (tfs * st.norm[ids]) @ self.weights
-            scores[ids] += idf * pseudo * (K1 + 1) / (pseudo + K1)
-        k = min(limit, int((scores > 0).sum()))
+            ids, contrib = self._contribution(st, term)
+            if len(ids):
+                scores[ids] += contrib
+        scores[st.dead] = 0.0
+        k = min(limit, int(np.count_nonzero(scores)))
         if k == 0:
             return []
         top = np.argpartition(-scores, k - 1)[:k]

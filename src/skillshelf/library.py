@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import logging
 import os
 import sys
 import threading
@@ -25,10 +24,11 @@ from .sources import Root, current_repo as detect_current_repo, make_roots, prec
 from .store import Store
 from .text import name_key
 
-log = logging.getLogger("skillshelf")
-
 SAMPLES = ("cors-fix-nextjs-api", "docker-multi-stage-build", "git-conventional-commits")
-AUTO_SYNC_INTERVAL = 2.0  # seconds between stat scans before a query (see BENCHMARKS.md)
+# A stat scan of every SKILL.md costs ~0.7 s at 5.3k skills (BENCHMARKS.md: unchanged resync),
+# too much to pay before each query. One-shot commands scan before their first query; a
+# long-running process (the MCP server) calls ``watch()`` and scans in a background thread.
+AUTO_SYNC_INTERVAL = 2.0
 
 
 @dataclass
@@ -167,12 +167,14 @@ class Library:
         self._embedder_error: str | None = None
         self._embedder_lock = threading.Lock()
         self._last_check = 0.0
+        self._watching = False
         self._sync_lock = threading.Lock()
         self.searcher = Searcher(self.store, self.config.search, embedder_provider=self._embedder_state,
                                  canonical=self.config.canonical_prefixes)
 
     # --- lifecycle ------------------------------------------------------------------
     def close(self) -> None:
+        self._watching = False
         self.store.close()
 
     def __enter__(self) -> "Library":
@@ -252,10 +254,29 @@ class Library:
             return report
 
     def _maybe_sync(self) -> None:
-        """Pick up editor changes: a stat scan at most every AUTO_SYNC_INTERVAL seconds."""
-        if not self.config.auto_sync or time.monotonic() - self._last_check < AUTO_SYNC_INTERVAL:
+        """Pick up editor changes: a stat scan at most every AUTO_SYNC_INTERVAL seconds
+        (never on the query path when a watcher thread does it)."""
+        if not self.config.auto_sync or self._watching:
+            return
+        if time.monotonic() - self._last_check < AUTO_SYNC_INTERVAL:
             return
         self.sync(embed=True)
+
+    def watch(self, interval: float = 3.0) -> None:
+        """Rescan the roots every ``interval`` seconds in a daemon thread."""
+        if self._watching or not self.config.auto_sync:
+            return
+        self._watching = True
+
+        def loop() -> None:
+            while self._watching:
+                time.sleep(interval)
+                try:
+                    self.sync(embed=True)
+                except Exception as exc:  # a failed scan must not end the watcher; it is reported
+                    print(f"skillshelf: background sync failed: {exc}", file=sys.stderr)
+
+        threading.Thread(target=loop, name="skillshelf-watch", daemon=True).start()
 
     # --- reading --------------------------------------------------------------------
     def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",

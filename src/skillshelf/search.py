@@ -127,7 +127,7 @@ class Searcher:
         self._gen: str | None = None
         self._meta: _Meta | None = None
         self._vec_gen: tuple | None = None
-        self._vec_pos: np.ndarray | None = None   # matrix row -> meta position
+        self._has_vec: np.ndarray | None = None   # meta position -> has a vector
         self._mat: np.ndarray | None = None
         self._row_of: np.ndarray | None = None    # meta position -> matrix row (-1: no vector)
         self._rng = random.Random()
@@ -162,17 +162,14 @@ class Searcher:
         return m
 
     def _ensure_vectors(self, embedder, meta: _Meta) -> np.ndarray | None:
+        """The vectors as a matrix aligned with the meta positions (zero rows: no vector)."""
         key = (self._gen, embedder.model_id, self.store.get_meta("vectors_generation", "0"))
         if self._mat is not None and self._vec_gen == key:
             return self._mat
-        rowids, mat = load_vectors(self.store, embedder.model_id)
-        pos = np.array([meta.pos.get(int(r), -1) for r in rowids], dtype=np.int64)
-        keep = pos >= 0
-        self._mat, self._vec_pos, self._vec_gen = np.ascontiguousarray(mat[keep]), pos[keep], key
-        row_of = np.full(len(meta.rowids), -1, dtype=np.int64)
-        row_of[self._vec_pos] = np.arange(len(self._vec_pos))
-        self._row_of = row_of
-        return self._mat
+        full, has = load_vectors(self.store, embedder.model_id, meta.pos, len(meta.rowids))
+        self._mat, self._has_vec, self._vec_gen = full, has, key
+        self._row_of = np.where(has, np.arange(len(meta.rowids)), -1)
+        return self._mat if has.any() else None
 
     def invalidate(self) -> None:
         with self._lock:
@@ -194,12 +191,11 @@ class Searcher:
 
     def dense(self, qvec: np.ndarray, mat: np.ndarray, limit: int,
               allowed: np.ndarray | None) -> tuple[list[tuple[int, float]], np.ndarray]:
-        """(meta position, cosine) best first, and the full cosine array by meta position."""
-        sims = mat @ qvec
-        full = np.full(len(self._meta.rowids), -1.0, dtype=np.float32)
-        full[self._vec_pos] = sims
+        """(meta position, cosine) best first, and the cosine of every skill (-1: no vector)."""
+        full = mat @ qvec
+        full[~self._has_vec] = -1.0
         if allowed is not None:
-            full = np.where(allowed, full, -1.0)
+            full[~allowed] = -1.0
         k = min(limit, len(full))
         if k == 0:
             return [], full
@@ -233,11 +229,16 @@ class Searcher:
         s = self.s
         ncand = max(s.candidates, limit * 4)
 
-        # The query embedding (onnxruntime) and the FTS5 query (SQLite) both release the GIL:
-        # run them side by side, so latency is the slower of the two rather than the sum.
+        # The query embedding + matrix product (onnxruntime, BLAS) and the lexical scoring
+        # (SQLite, numpy) mostly release the GIL: run them side by side on the two cores.
         qfuture = None
         if embedder is not None:
-            qfuture = self._pool.submit(embedder.embed, query)
+            with self._lock:
+                mat = self._ensure_vectors(embedder, meta)
+            if mat is None:
+                degraded = degraded or "no vectors yet for this model: run `skillshelf sync`"
+            else:
+                qfuture = self._pool.submit(lambda: self.dense(embedder.embed(query), mat, ncand, allowed))
 
         # lexical list (filtered after retrieval: take extra when filters are on)
         lex_raw = self.lexical(query, ncand * (3 if allowed is not None else 1))
@@ -250,13 +251,7 @@ class Searcher:
         cos = None
         if qfuture is not None:
             try:
-                qvec = qfuture.result()
-                with self._lock:
-                    mat = self._ensure_vectors(embedder, meta)
-                if mat is not None and len(mat):
-                    dense, cos = self.dense(qvec, mat, ncand, allowed)
-                else:
-                    degraded = degraded or "no vectors yet for this model: run `skillshelf sync`"
+                dense, cos = qfuture.result()
             except Exception as exc:  # any backend failure degrades loudly to lexical-only
                 degraded = f"embedder failed: {exc}"
                 dense, cos = [], None

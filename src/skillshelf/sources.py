@@ -15,7 +15,6 @@ Precedence when several skills share a name (lower sorts first, first wins):
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,16 +184,3 @@ def precedence_key(found_kind: str, rel: str, skill_id: str, canonical: list[str
     depth = 0 if rel == "." else rel.count("/") + 1
     canon = any(rel.startswith(p.strip("/")) or skill_id.startswith(p) for p in canonical if p)
     return (KIND_RANK.get(found_kind, 9), 0 if canon else 1, depth, skill_id)
-
-
-def detect_repo_of(path: Path) -> str | None:
-    """Best-effort name of the git repo holding ``path`` (no subprocess when a .git is visible)."""
-    root = git_root(path)
-    if root:
-        return root.name
-    try:
-        out = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=2)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return Path(out.stdout.strip()).name if out.returncode == 0 and out.stdout.strip() else None

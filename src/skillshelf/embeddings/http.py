@@ -45,7 +45,7 @@ class _HTTPEmbedder(Embedder):
             resp = self._client.post(self.url + path, json=payload)
         except httpx.HTTPError as exc:
             raise EmbedderError(f"{self.name} embedder at {self.url} is unreachable: {exc}",
-                                fix=f"start the server or fix embedder_url") from None
+                                fix="start the server or fix embedder_url") from None
         if resp.status_code != 200:
             raise EmbedderError(f"{self.name} embedder answered HTTP {resp.status_code}: {resp.text[:200]}",
                                 fix="check the model name, the URL and the API key")
