@@ -1,39 +1,53 @@
-"""Calibrate the confidence threshold: best cosine among the first three hits, for gap
-requests vs. the others, and the flag rates at each threshold.
+"""Calibrate the confidence threshold: the best cosine (query vs. skill) among the first
+three hits, for gap requests vs. the others, and the flag rates at each threshold.
 
     python bench/calibrate.py --corpus ../shared/corpus --home .bench-home
 """
+
+from __future__ import annotations
+
 import argparse
 import sys
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).parent))
-from pathlib import Path
+
 import numpy as np
-from quality import load_requests
-from skillshelf import Library
-ap = argparse.ArgumentParser()
-ap.add_argument("--corpus", default="../shared/corpus", type=Path)
-ap.add_argument("--home", default=".bench-home", type=Path)
-args = ap.parse_args()
-corpus = args.corpus
-reqs = load_requests(corpus)
-lib = Library(home=args.home, roots=[(corpus/"skills").resolve()], auto_sync=False)
-emb,_ = lib._embedder_state()
-S = lib.searcher
-feats=[]
-for r in reqs:
-    res = lib.search(r["query"], limit=10, log=False)
-    meta=S._meta
-    q = emb.embed(r["query"])
-    cos = S._mat @ q
-    full = np.full(len(meta.rowids), -1.0); full[S._vec_pos]=cos
-    pos=[meta.ids.index(h.id) for h in res.hits[:3]]
-    best = max(full[p] for p in pos) if pos else 0
-    maxall = full.max()
-    feats.append((r["kind"], best, maxall))
-for kind in ("gap","target","free"):
-    v=[f[1] for f in feats if f[0]==kind]; w=[f[2] for f in feats if f[0]==kind]
-    print(kind, len(v), "top3cos pct", np.percentile(v,[10,25,50,75,90]).round(3), "maxall", np.percentile(w,[10,50,90]).round(3))
-g=np.array([f[1] for f in feats if f[0]=="gap"]); o=np.array([f[1] for f in feats if f[0]!="gap"])
-for t in np.arange(0.30,0.60,0.02):
-    print(round(t,2), "gap flagged", (g<t).mean().round(2), "false gap", (o<t).mean().round(2))
+
+sys.path.insert(0, str(Path(__file__).parent))
+from quality import load_requests  # noqa: E402
+
+from skillshelf import Library  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", default="../shared/corpus", type=Path)
+    ap.add_argument("--home", default=".bench-home", type=Path)
+    args = ap.parse_args()
+    reqs = load_requests(args.corpus)
+    lib = Library(home=args.home, roots=[(args.corpus / "skills").resolve()], auto_sync=False)
+    emb, reason = lib._embedder_state()
+    if emb is None:
+        raise SystemExit(f"calibration needs the embedder: {reason}")
+    s = lib.searcher
+    feats = []
+    for r in reqs:
+        res = lib.search(r["query"], limit=10, log=False)
+        q = emb.embed(r["query"])
+        pos = [s._meta.ids.index(h.id) for h in res.hits[:3]]
+        best = max((float(s._mat[p] @ q) for p in pos if s._has_vec[p]), default=0.0)
+        feats.append((r["kind"], best))
+    gaps = np.array([b for k, b in feats if k == "gap"])
+    other = np.array([b for k, b in feats if k != "gap"])
+    print(f"gap requests: {len(gaps)}, median best cosine {np.median(gaps):.3f}; "
+          f"others: {len(other)}, median {np.median(other):.3f}")
+    best_t, best_j = None, -1.0
+    for t in np.arange(0.30, 0.56, 0.01):
+        flagged, false = float((gaps < t).mean()), float((other < t).mean())
+        print(f"threshold {t:.2f}: gaps flagged {flagged:.2f}, good requests flagged {false:.2f}")
+        if flagged - false > best_j:
+            best_t, best_j = t, flagged - false
+    print(f"Youden's J is highest at {best_t:.2f} ({best_j:.2f})")
+
+
+if __name__ == "__main__":
+    main()

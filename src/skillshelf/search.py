@@ -23,7 +23,7 @@ from .errors import ValidationError
 from . import lexical
 from .index import load_vectors
 from .store import Store
-from .text import trim
+from .text import COMPOUND_RE, STOPWORDS, trim
 
 MODES = ("find", "brainstorm")
 SCOPES = ("all", "current")
@@ -183,25 +183,34 @@ class Searcher:
         toks = [t for t in dict.fromkeys(lexical.terms(query)) if not t.isdigit()]
         if not toks:
             toks = list(dict.fromkeys(lexical.terms(query, keep_stopwords=True)))
-        return toks[:48]
+        # Adjacent words also as one joined term: "Process Street" meets the name
+        # "process-street-automation", "spring boot" meets "SpringBoot". Joined terms no
+        # skill contains cost nothing.
+        words = [w.lower() for w in COMPOUND_RE.findall(query)]
+        for a, b in zip(words, words[1:]):
+            if a.isalpha() and b.isalpha() and a not in STOPWORDS and b not in STOPWORDS:
+                joined = lexical.stem(a + b)
+                if joined not in toks:
+                    toks.append(joined)
+        return toks[:64]
 
     def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
         """(skill rowid, BM25F score) best first."""
         return self._lex.search(self._query_terms(query), limit)
 
     def dense(self, qvec: np.ndarray, mat: np.ndarray, limit: int,
-              allowed: np.ndarray | None) -> tuple[list[tuple[int, float]], np.ndarray]:
-        """(meta position, cosine) best first, and the cosine of every skill (-1: no vector)."""
+              allowed: np.ndarray | None) -> list[tuple[int, float]]:
+        """(meta position, cosine) best first."""
         full = mat @ qvec
         full[~self._has_vec] = -1.0
         if allowed is not None:
             full[~allowed] = -1.0
         k = min(limit, len(full))
         if k == 0:
-            return [], full
+            return []
         top = np.argpartition(-full, k - 1)[:k]
         top = top[np.argsort(-full[top])]
-        return [(int(p), float(full[p])) for p in top if full[p] > -1.0], full
+        return [(int(p), float(full[p])) for p in top if full[p] > -1.0]
 
     # --- the pipeline -------------------------------------------------------------
     def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
@@ -232,13 +241,14 @@ class Searcher:
         # The query embedding + matrix product (onnxruntime, BLAS) and the lexical scoring
         # (SQLite, numpy) mostly release the GIL: run them side by side on the two cores.
         qfuture = None
+        mat = None
         if embedder is not None:
             with self._lock:
                 mat = self._ensure_vectors(embedder, meta)
             if mat is None:
                 degraded = degraded or "no vectors yet for this model: run `skillshelf sync`"
             else:
-                qfuture = self._pool.submit(lambda: self.dense(embedder.embed(query), mat, ncand, allowed))
+                qfuture = self._pool.submit(embedder.embed, query)
 
         # lexical list (filtered after retrieval: take extra when filters are on)
         lex_raw = self.lexical(query, ncand * (3 if allowed is not None else 1))
@@ -248,13 +258,27 @@ class Searcher:
         lex = lex[:ncand]
 
         dense: list[tuple[int, float]] = []
-        cos = None
+        qvec = None
         if qfuture is not None:
             try:
-                dense, cos = qfuture.result()
+                qvec = qfuture.result()
             except Exception as exc:  # any backend failure degrades loudly to lexical-only
                 degraded = f"embedder failed: {exc}"
-                dense, cos = [], None
+        if qvec is not None:
+            # Pseudo-relevance feedback (Rocchio): move the query vector toward the vectors of
+            # the top lexical hits, so the dense list searches near what the words matched.
+            probe = qvec
+            top = [p for p, _ in lex[:s.prf_docs] if self._has_vec[p]]
+            if s.prf_weight and top:
+                probe = qvec + s.prf_weight * mat[top].mean(axis=0)
+                probe = probe / (np.linalg.norm(probe) or 1.0)
+            dense = self.dense(probe, mat, ncand, allowed)
+
+        def cos(p: int) -> float | None:
+            """Cosine of the user's own query (not the feedback probe): confidence and match."""
+            if qvec is None or not self._has_vec[p]:
+                return None
+            return float(mat[p] @ qvec)
 
         fused = rrf([[p for p, _ in lex], [p for p, _ in dense]], [s.lexical_weight, s.dense_weight], s.rrf_k)
         if not fused:
@@ -279,7 +303,7 @@ class Searcher:
                     rel[p] -= s.recency_penalty * hits_recent
         pool = sorted(reps, key=lambda p: -rel[p])[: max(limit * 3, 15)]
         lam = s.mmr_lambda_find if mode == "find" else s.mmr_lambda_brainstorm
-        chosen = self._mmr(pool, rel, lam, limit, embedder is not None and cos is not None)
+        chosen = self._mmr(pool, rel, lam, limit, qvec is not None)
 
         confident = self._confident(chosen, cos)
         hits = [self._hit(meta, p, rel[p], cos) for p in chosen]
@@ -369,16 +393,16 @@ class Searcher:
         return self.s.confident_threshold or CONFIDENT_COSINE
 
     def _confident(self, chosen: list[int], cos) -> bool:
-        if not chosen or cos is None:
-            # lexical-only: no calibrated signal; "not confident" (and `degraded` says why)
-            return False
-        return max(float(cos[p]) for p in chosen[:3]) >= self._threshold()
+        sims = [c for c in (cos(p) for p in chosen[:3]) if c is not None]
+        # lexical-only: no calibrated signal; "not confident" (and `degraded` says why)
+        return bool(sims) and max(sims) >= self._threshold()
 
     def _hit(self, meta: _Meta, p: int, score: float, cos) -> Hit:
         group = meta.by_key.get(meta.name_keys[p], [p])
         copy_ids = [meta.ids[i] for i in group if i != p]
         today = _dt.date.today().isoformat()
-        likely = cos is not None and float(cos[p]) >= self._threshold()
+        c = cos(p) if cos is not None else None
+        likely = c is not None and c >= self._threshold()
         return Hit(
             id=meta.ids[p], name=meta.names[p], path=meta.paths[p], score=round(float(score), 4),
             match="likely" if likely else "weak", description=trim(meta.descriptions[p], self.s.description_chars),
