@@ -146,7 +146,7 @@ def part_scale_build(corpus: Path, home: Path, big: Path, target: int) -> dict:
         store.set_meta("generation", "scaled")
         build = time.perf_counter() - t
         store.close()
-        return {"skills": made, "replicate_s": round(build, 1)}
+        return {"skills": base * (copies + 1), "replicate_s": round(build, 1)}
 
 
 def part_scale_search(corpus: Path, big: Path, rounds: int = 2) -> dict:

@@ -222,6 +222,21 @@ class Library:
             self._embedder = emb
             return emb, None
 
+    def warm(self) -> indexmod.SyncReport:
+        """Sync with the files and load the embedding model side by side (two cores), then
+        load the search state, so that the first query is fast (long-running servers)."""
+        loader = threading.Thread(target=self._embedder_state, name="skillshelf-model", daemon=True)
+        loader.start()
+        with self._sync_lock:
+            report = indexmod.sync(self.store, self.roots)
+            self.searcher.warm()
+            loader.join()
+            self._embed_pending(report)
+            self._last_check = time.monotonic()
+        emb, _ = self._embedder_state()
+        self.searcher.warm(emb)
+        return report
+
     def embedder_status(self) -> dict[str, Any]:
         emb, reason = self._embedder_state()
         total = self.store.db.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
@@ -237,21 +252,24 @@ class Library:
         with self._sync_lock:
             report = indexmod.sync(self.store, self.roots, progress=progress)
             if embed:
-                emb, _ = self._embedder_state()
-                if emb is not None:
-                    try:
-                        report.embedded = indexmod.embed_pending(self.store, emb, progress=embed_progress)
-                    except EmbedderError as exc:
-                        # a backend that fails here would fail every query: go lexical-only, loudly
-                        report.notes.append(f"embedding failed: {exc}")
-                        with self._embedder_lock:
-                            self._embedder = None
-                            self._embedder_error = f"embedder failed: {exc}: lexical-only search"
-                    if report.embedded:
-                        self.store.set_meta("vectors_generation",
-                                            str(int(self.store.get_meta("vectors_generation", "0")) + 1))
+                self._embed_pending(report, embed_progress)
             self._last_check = time.monotonic()
             return report
+
+    def _embed_pending(self, report: indexmod.SyncReport, progress=None) -> None:
+        emb, _ = self._embedder_state()
+        if emb is None:
+            return
+        try:
+            report.embedded = indexmod.embed_pending(self.store, emb, progress=progress)
+        except EmbedderError as exc:
+            # a backend that fails here would fail every query: go lexical-only, loudly
+            report.notes.append(f"embedding failed: {exc}")
+            with self._embedder_lock:
+                self._embedder = None
+                self._embedder_error = f"embedder failed: {exc}: lexical-only search"
+        if report.embedded:
+            self.store.set_meta("vectors_generation", str(int(self.store.get_meta("vectors_generation", "0")) + 1))
 
     def _maybe_sync(self) -> None:
         """Pick up editor changes: a stat scan at most every AUTO_SYNC_INTERVAL seconds

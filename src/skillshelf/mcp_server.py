@@ -93,9 +93,8 @@ class LibraryHandle:
     def _open(self) -> None:
         try:
             lib = self._factory()
-            lib.sync(embed=True)
-            lib._embedder_state()  # load the model now, not on the first search
-            lib.watch()            # editor changes are picked up off the request path
+            lib.warm()      # sync ∥ model load, then the search state
+            lib.watch()     # later editor changes are picked up off the request path
             self._lib = lib
         except BaseException as exc:  # reported to every tool call, never kills the server
             self._error = exc

@@ -165,11 +165,21 @@ class Searcher:
         """The vectors as a matrix aligned with the meta positions (zero rows: no vector)."""
         key = (self._gen, embedder.model_id, self.store.get_meta("vectors_generation", "0"))
         if self._mat is not None and self._vec_gen == key:
-            return self._mat
+            return self._mat if self._has_vec.any() else None
         full, has = load_vectors(self.store, embedder.model_id, meta.pos, len(meta.rowids))
         self._mat, self._has_vec, self._vec_gen = full, has, key
         self._row_of = np.where(has, np.arange(len(meta.rowids)), -1)
         return self._mat if has.any() else None
+
+    def warm(self, embedder=None) -> None:
+        """Load the search state now (metadata, lexical arrays, and with an embedder the
+        vector matrix) so the first query does not pay for it."""
+        with self._lock:
+            meta = self._ensure_meta()
+        self._lex._ensure()
+        if embedder is not None:
+            with self._lock:
+                self._ensure_vectors(embedder, meta)
 
     def invalidate(self) -> None:
         with self._lock:
