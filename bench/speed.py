@@ -61,11 +61,12 @@ def part_resync(corpus: Path, home: Path) -> dict:
     return {"unchanged_resync_s_median": round(float(np.median(times)), 3), "unchanged": rep.unchanged}
 
 
-def part_search(corpus: Path, home: Path, rounds: int = 3) -> dict:
+def _measure_search(corpus: Path, home: Path, roots: list[Path], rounds: int) -> dict:
+    """Open the library, time the first search, then warm searches over all requests."""
     from skillshelf import Library
 
     t0 = time.perf_counter()
-    lib = Library(home=home, roots=[corpus / "skills"], auto_sync=False)
+    lib = Library(home=home, roots=roots or None, auto_sync=False)
     qs = queries(corpus)
     first = lib.search(qs[0], log=False)
     cold = time.perf_counter() - t0
@@ -80,94 +81,80 @@ def part_search(corpus: Path, home: Path, rounds: int = 3) -> dict:
             "rss_mb": round(rss_mb())}
 
 
+def part_search(corpus: Path, home: Path, rounds: int = 3) -> dict:
+    return _measure_search(corpus, home, [corpus / "skills"], rounds)
+
+
 def part_scale_build(corpus: Path, home: Path, big: Path, target: int) -> dict:
     """Replicate the indexed corpus inside a copy of the database up to ``target`` skills."""
     from skillshelf.store import Store
 
     shutil.rmtree(big, ignore_errors=True)
     big.mkdir(parents=True)
-    if True:
-        for f in ("skillshelf.db",):
-            shutil.copy(home / f, big / f)
-        store = Store(big / "skillshelf.db")
-        db = store.db
-        rng = random.Random(1)
-        words = [w for w in (corpus / "REQUESTS.md").read_text().split() if w.isalpha() and len(w) > 3]
-        base = db.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
-        max_rowid = db.execute("SELECT MAX(rowid) FROM skills").fetchone()[0]
-        copies = max(0, -(-(target - base) // base))
-        model = db.execute("SELECT model_id FROM embeddings GROUP BY model_id ORDER BY COUNT(*) DESC").fetchone()[0]
-        vec_rows = db.execute("""SELECT v.skill_rowid, e.vector FROM skill_vectors v JOIN embeddings e
-                                 ON e.text_hash=v.text_hash AND e.model_id=? WHERE v.part=0""", (model,)).fetchall()
-        cols = [r[1] for r in db.execute("PRAGMA table_info(skills)") if r[1] != "rowid"]
-        docs = db.execute("SELECT docid, skill_rowid, lens FROM lex_docs WHERE alive = 1").fetchall()
-        max_doc = db.execute("SELECT MAX(docid) FROM lex_docs").fetchone()[0]
-        main_rows = db.execute("SELECT term, docids, tfs FROM lex_main").fetchall()
-        copies = min(copies, (target - 1) // base)
-        t = time.perf_counter()
-        extra_terms: dict[str, list[int]] = {}
-        with store.tx() as tx:
-            for c in range(1, copies + 1):
-                off = c * (max_rowid + 1)
-                doff = c * (max_doc + 1)
-                w = rng.choice(words).lower()
-                sel = ", ".join(
-                    {"id": f"id || '#{c}'", "name": f"name || '-{w}{c}'", "name_key": f"name_key || '{w}{c}'",
-                     "path": f"path || '#{c}'", "description": f"description || ' {w}'",
-                     "content_hash": f"content_hash || '{c}'"}.get(col, col) for col in cols)
-                tx.execute(f"INSERT INTO skills (rowid, {', '.join(cols)}) SELECT rowid + {off}, {sel} FROM skills"
-                           f" WHERE rowid <= {max_rowid}")
-                tx.executemany("INSERT INTO lex_docs (docid, skill_rowid, alive, lens) VALUES (?, ?, 1, ?)",
-                               [(d + doff, r + off, lens) for d, r, lens in docs])
-                extra_terms.setdefault(w, []).extend(d + doff for d, _, _ in docs)
-                rows = []
-                for rid, blob in vec_rows:
-                    v = np.frombuffer(blob, dtype="<f4") + np.random.default_rng(rid * 7919 + c).normal(0, 0.02, 384).astype("<f4")
-                    v = (v / np.linalg.norm(v)).astype("<f4")
-                    rows.append((f"scale-{rid}-{c}", rid + off, v.tobytes()))
-                tx.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, 384, ?)", [(h, model, b) for h, _, b in rows])
-                tx.executemany("INSERT OR IGNORE INTO skill_vectors VALUES (?, 0, ?)", [(r, h) for h, r, _ in rows])
-            # every term's postings, replicated for each copy (plus the copy's perturbation word)
-            out = []
-            for term, ids_b, tfs_b in main_rows:
-                ids = np.frombuffer(ids_b, dtype=np.int32)
-                all_ids = np.concatenate([ids + c * (max_doc + 1) for c in range(copies + 1)]).astype(np.int32)
-                tfs = tfs_b * (copies + 1)
-                if term in extra_terms:
-                    add = np.array(extra_terms.pop(term), dtype=np.int32)
-                    all_ids = np.concatenate([all_ids, add])
-                    tfs += np.tile(np.array([1, 1, 0, 0, 0], dtype=np.uint16), len(add)).tobytes()
-                out.append((term, all_ids.tobytes(), tfs))
-            for term, add in extra_terms.items():
-                out.append((term, np.array(add, dtype=np.int32).tobytes(),
-                            np.tile(np.array([1, 1, 0, 0, 0], dtype=np.uint16), len(add)).tobytes()))
-            tx.executemany("INSERT OR REPLACE INTO lex_main VALUES (?, ?, ?)", out)
-            del out, main_rows
-        store.set_meta("generation", "scaled")
-        build = time.perf_counter() - t
-        store.close()
-        return {"skills": base * (copies + 1), "replicate_s": round(build, 1)}
+    for f in ("skillshelf.db",):
+        shutil.copy(home / f, big / f)
+    store = Store(big / "skillshelf.db")
+    db = store.db
+    rng = random.Random(1)
+    words = [w for w in (corpus / "REQUESTS.md").read_text().split() if w.isalpha() and len(w) > 3]
+    base = db.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
+    max_rowid = db.execute("SELECT MAX(rowid) FROM skills").fetchone()[0]
+    copies = max(0, -(-(target - base) // base))
+    model = db.execute("SELECT model_id FROM embeddings GROUP BY model_id ORDER BY COUNT(*) DESC").fetchone()[0]
+    vec_rows = db.execute("""SELECT v.skill_rowid, e.vector FROM skill_vectors v JOIN embeddings e
+                             ON e.text_hash=v.text_hash AND e.model_id=? WHERE v.part=0""", (model,)).fetchall()
+    cols = [r[1] for r in db.execute("PRAGMA table_info(skills)") if r[1] != "rowid"]
+    docs = db.execute("SELECT docid, skill_rowid, lens FROM lex_docs WHERE alive = 1").fetchall()
+    max_doc = db.execute("SELECT MAX(docid) FROM lex_docs").fetchone()[0]
+    main_rows = db.execute("SELECT term, docids, tfs FROM lex_main").fetchall()
+    copies = min(copies, (target - 1) // base)
+    t = time.perf_counter()
+    extra_terms: dict[str, list[int]] = {}
+    with store.tx() as tx:
+        for c in range(1, copies + 1):
+            off = c * (max_rowid + 1)
+            doff = c * (max_doc + 1)
+            w = rng.choice(words).lower()
+            sel = ", ".join(
+                {"id": f"id || '#{c}'", "name": f"name || '-{w}{c}'", "name_key": f"name_key || '{w}{c}'",
+                 "path": f"path || '#{c}'", "description": f"description || ' {w}'",
+                 "content_hash": f"content_hash || '{c}'"}.get(col, col) for col in cols)
+            tx.execute(f"INSERT INTO skills (rowid, {', '.join(cols)}) SELECT rowid + {off}, {sel} FROM skills"
+                       f" WHERE rowid <= {max_rowid}")
+            tx.executemany("INSERT INTO lex_docs (docid, skill_rowid, alive, lens) VALUES (?, ?, 1, ?)",
+                           [(d + doff, r + off, lens) for d, r, lens in docs])
+            extra_terms.setdefault(w, []).extend(d + doff for d, _, _ in docs)
+            rows = []
+            for rid, blob in vec_rows:
+                v = np.frombuffer(blob, dtype="<f4") + np.random.default_rng(rid * 7919 + c).normal(0, 0.02, 384).astype("<f4")
+                v = (v / np.linalg.norm(v)).astype("<f4")
+                rows.append((f"scale-{rid}-{c}", rid + off, v.tobytes()))
+            tx.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, 384, ?)", [(h, model, b) for h, _, b in rows])
+            tx.executemany("INSERT OR IGNORE INTO skill_vectors VALUES (?, 0, ?)", [(r, h) for h, r, _ in rows])
+        # every term's postings, replicated for each copy (plus the copy's perturbation word)
+        out = []
+        for term, ids_b, tfs_b in main_rows:
+            ids = np.frombuffer(ids_b, dtype=np.int32)
+            all_ids = np.concatenate([ids + c * (max_doc + 1) for c in range(copies + 1)]).astype(np.int32)
+            tfs = tfs_b * (copies + 1)
+            if term in extra_terms:
+                add = np.array(extra_terms.pop(term), dtype=np.int32)
+                all_ids = np.concatenate([all_ids, add])
+                tfs += np.tile(np.array([1, 1, 0, 0, 0], dtype=np.uint16), len(add)).tobytes()
+            out.append((term, all_ids.tobytes(), tfs))
+        for term, add in extra_terms.items():
+            out.append((term, np.array(add, dtype=np.int32).tobytes(),
+                        np.tile(np.array([1, 1, 0, 0, 0], dtype=np.uint16), len(add)).tobytes()))
+        tx.executemany("INSERT OR REPLACE INTO lex_main VALUES (?, ?, ?)", out)
+        del out, main_rows
+    store.set_meta("generation", "scaled")
+    build = time.perf_counter() - t
+    store.close()
+    return {"skills": base * (copies + 1), "replicate_s": round(build, 1)}
 
 
 def part_scale_search(corpus: Path, big: Path, rounds: int = 2) -> dict:
-    from skillshelf import Library
-
-    if True:
-        t0 = time.perf_counter()
-        lib = Library(home=big, auto_sync=False)
-        qs = queries(corpus)
-        first = lib.search(qs[0], log=False)
-        cold = time.perf_counter() - t0
-        lat = []
-        for _ in range(rounds):
-            for q in qs:
-                t = time.perf_counter()
-                lib.search(q, limit=10, log=False)
-                lat.append((time.perf_counter() - t) * 1000)
-        return {"skills": lib.count(), "degraded": first.degraded,
-                "cold_open_and_first_search_s": round(cold, 2),
-                "p50_ms": round(float(np.percentile(lat, 50)), 2), "p99_ms": round(float(np.percentile(lat, 99)), 2),
-                "rss_mb": round(rss_mb())}
+    return _measure_search(corpus, big, [], rounds)
 
 
 def main() -> None:

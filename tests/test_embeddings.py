@@ -1,0 +1,119 @@
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import numpy as np
+import pytest
+
+from skillshelf import Library
+from skillshelf.embeddings import available, create
+from skillshelf.errors import EmbedderError
+
+from conftest import write_skill
+
+
+class _Fake(BaseHTTPRequestHandler):
+    """Answers Ollama's /api/embed and OpenAI's /v1/embeddings with deterministic vectors."""
+
+    calls: list = []
+
+    def log_message(self, *a):  # keep test output clean
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).calls.append((self.path, self.headers.get("Authorization"), body))
+        texts = body["input"]
+        vecs = [[float(len(t)), 1.0, float(i)] for i, t in enumerate(texts)]
+        if self.path == "/api/embed":
+            out = {"embeddings": vecs}
+        elif self.path == "/v1/embeddings":
+            out = {"data": [{"index": i, "embedding": v} for i, v in reversed(list(enumerate(vecs)))]}
+        else:
+            self.send_response(404)
+            self.end_headers()
+            return
+        data = json.dumps(out).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def fake_server():
+    srv = HTTPServer(("127.0.0.1", 0), _Fake)
+    _Fake.calls = []
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+def test_registry_lists_backends_and_refuses_unknown():
+    assert {"minilm", "fastembed", "ollama", "openai", "none"} <= set(available())
+    assert create("none") is None
+    with pytest.raises(EmbedderError, match="unknown embedder"):
+        create("word2vec")
+
+
+def test_ollama_backend_against_a_local_fake(fake_server):
+    e = create("ollama", model="nomic-embed-text", url=fake_server)
+    v = e.embed_batch(["ab", "abcd"])
+    assert v.shape == (2, 3) and np.allclose(np.linalg.norm(v, axis=1), 1.0)
+    assert e.model_id == "ollama:nomic-embed-text" and e.dimensions == 3
+    assert _Fake.calls[0][0] == "/api/embed" and _Fake.calls[0][2]["model"] == "nomic-embed-text"
+
+
+def test_openai_backend_orders_by_index_and_sends_key(fake_server):
+    e = create("openai", model="text-embedding-3-small", url=fake_server + "/v1", api_key="sk-test")
+    v = e.embed_batch(["a", "abc"])
+    # the fake returns the items in reverse order; index puts them back
+    raw = np.array([[1.0, 1.0, 0.0], [3.0, 1.0, 1.0]])
+    assert np.allclose(v, raw / np.linalg.norm(raw, axis=1, keepdims=True))
+    assert _Fake.calls[0][1] == "Bearer sk-test"
+
+
+def test_http_backend_failures_are_clear():
+    with pytest.raises(EmbedderError, match="needs a model name"):
+        create("ollama")
+    e = create("ollama", model="m", url="http://127.0.0.1:9")  # nothing listens on the discard port
+    with pytest.raises(EmbedderError, match="unreachable"):
+        e.embed_batch(["x"])
+
+
+def test_unreachable_backend_degrades_search_loudly(tmp_path):
+    root = tmp_path / "r"
+    write_skill(root, "cors-fix", description="Fix CORS errors in Next.js API routes")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder="ollama", embedder_model="m",
+                  embedder_url="http://127.0.0.1:9", auto_sync=False)
+    rep = lib.sync()
+    assert any("embedding failed" in n for n in rep.notes)
+    res = lib.search("cors", log=False)
+    assert res.hits[0].name == "cors-fix" and "lexical-only" in res.degraded
+
+
+def test_fastembed_missing_names_the_fix():
+    try:
+        import fastembed  # noqa: F401
+    except ImportError:
+        with pytest.raises(EmbedderError, match=r"skillshelf\[fastembed\]"):
+            create("fastembed")
+    else:
+        pytest.skip("fastembed is installed")
+
+
+def test_bundled_model_is_real_and_verified(tmp_path):
+    e = create("minilm")
+    v = e.embed_batch(["How do I fix a CORS error in a Next.js API route?",
+                       "Configure Access-Control-Allow-Origin headers for API routes",
+                       "A recipe for chocolate chip cookies"])
+    assert v.shape == (3, 384) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.2
+    # deterministic
+    assert np.allclose(e.embed("same text"), e.embed("same text"))
+    bad = tmp_path / "model.onnx"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(EmbedderError, match="cannot load model"):
+        create("minilm", model_path=str(bad)).load()
