@@ -30,7 +30,7 @@ def _f(default: Any, why: str, **kw: Any) -> Any:
 class SearchConfig:
     rrf_k: int = _f(60, "RRF constant; 60 is the value from the RRF paper and the seeds")
     lexical_weight: float = _f(1.0, "weight of the BM25 list in the fusion")
-    dense_weight: float = _f(0.5, "weight of the embedding list in the fusion (dense over metadata is the weaker list)")
+    dense_weight: float = _f(1.0, "weight of the embedding list in the fusion (with feedback it is as strong as BM25F)")
     candidates: int = _f(100, "hits taken from each retriever before fusion")
     weight_name: float = _f(4.0, "BM25 column weight of the name (tokens)")
     weight_description: float = _f(3.0, "BM25 column weight of the description")
