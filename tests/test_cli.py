@@ -85,3 +85,34 @@ def test_validate_reports_findings_and_exit_code(tmp_path):
 def test_version():
     r = runner.invoke(app, ["version"])
     assert r.exit_code == 0 and "skillshelf" in r.output
+
+
+def test_evolution_review_and_usage_commands(home, monkeypatch):
+    from skillshelf import Library
+
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    run(home, "init")
+    lib = Library(home, write_policy="propose")
+    lib.save("FIX", target_skill_name="git-conventional-commits", lesson="squash merges keep only the title")
+    r = run(home, "review", "list")
+    assert "git-conventional-commits" in r.output and "FIX" in r.output
+    r = run(home, "review", "approve", "git-conventional-commits")
+    assert r.exit_code == 0 and "version 2" in r.output
+    r = run(home, "history", "git-conventional-commits", "--json")
+    h = json.loads(r.output)
+    assert h["versions"] == [1, 2] and h["changelog"][-1]["trigger"] == "approved"
+    r = run(home, "diff", "git-conventional-commits", "1", "2")
+    assert "+- v2: squash merges keep only the title" in r.output
+    assert run(home, "rollback", "git-conventional-commits", "1").exit_code == 0
+    r = run(home, "search", "commit message format", "--json")
+    qid = json.loads(r.output)["query_id"]
+    r = run(home, "report-outcome", "git-conventional-commits", "--worked", "--note", "clear", "--query-id", str(qid))
+    assert r.exit_code == 0 and "1 reports" in r.output
+    data = json.loads(run(home, "stats", "--json").output)
+    assert data["reports"] == 1 and data["report_rate"] == 1.0
+    assert "## What worked" in run(home, "report").output
+    r = run(home, "deprecate", "docker-multi-stage-build", "--reason", "old")
+    assert r.exit_code == 0
+    r = run(home, "delete", "docker-multi-stage-build", "--yes")
+    assert r.exit_code == 0 and not (home / "skills" / "docker-multi-stage-build").exists()
+    assert run(home, "config").exit_code == 0

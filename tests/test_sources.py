@@ -80,3 +80,24 @@ def test_canonical_prefix_wins(tmp_path):
     lib = Library(home=tmp_path / "h", roots=[r1], embedder="none", auto_sync=False, canonical_prefixes=["b/"])
     lib.sync()
     assert lib.get("dup").description == "b"
+
+
+def test_client_folders_are_found_with_project_before_user(tmp_path):
+    from skillshelf.sources import client_roots
+
+    home = tmp_path / "home"
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    write_skill(home / ".claude" / "skills", "tip", description="user copy")
+    write_skill(project / ".agents" / "skills", "tip", description="project copy")
+    write_skill(home / ".claude" / "plugins" / "market" / "plug" / "skills", "plug-tip", description="from a plugin")
+    (project / "sub").mkdir()
+    roots = client_roots(home=home, cwd=project / "sub")  # the git root above the cwd is the project
+    kinds = {r.label: r.kind for r in roots}
+    assert kinds["project-agents"] == "project" and kinds["user-claude"] == "user"
+    assert any(k == "plugin" for k in kinds.values())
+    from skillshelf.sources import discover, precedence_key
+
+    found = [f for r in roots for f in discover(r)[0]]
+    tips = sorted((f for f in found if f.rel == "tip"), key=lambda f: precedence_key(f.root.kind, f.rel, f.id, []))
+    assert tips[0].root.kind == "project"
