@@ -35,6 +35,7 @@ def home(tmp_path):
     for i in range(6):
         write_skill(h / "skills", f"docker-tip-{i}", description=f"Docker build tip number {i} - cache layers, "
                     "multi-stage builds, small images, non-root users and pinned base images for CI pipelines")
+    Library(h, auto_sync=False).sync()  # indexed (and embedded with the bundled model) before serving
     return h
 
 
@@ -106,6 +107,20 @@ def test_every_tool_in_process(home):
                 assert r.is_error
             assert not (await c.call_tool("search_skills", {"query": "docker"})).is_error
     run(main)
+
+
+def test_files_changed_while_down_show_up_soon_after_start(home):
+    write_skill(home / "skills", "walrus-care", description="Polish walrus tusks safely")
+
+    async def main():
+        async with Client(server_for(home)) as c:
+            for _ in range(50):
+                r = await c.call_tool("search_skills", {"query": "walrus tusks"})
+                if r.structured_content["hits"] and r.structured_content["hits"][0]["name"] == "walrus-care":
+                    return True
+                await anyio.sleep(0.2)
+            return False
+    assert run(main)
 
 
 def test_write_policy_read_only_and_propose(home):

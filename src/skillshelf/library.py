@@ -222,20 +222,21 @@ class Library:
             self._embedder = emb
             return emb, None
 
-    def warm(self) -> indexmod.SyncReport:
-        """Sync with the files and load the embedding model side by side (two cores), then
-        load the search state, so that the first query is fast (long-running servers)."""
+    def warm(self, *, sync: bool = True) -> None:
+        """Load the embedding model and the search state now, so that the first query is
+        fast (long-running servers). With ``sync``, the files are synced first, side by
+        side with the model load (two cores)."""
         loader = threading.Thread(target=self._embedder_state, name="skillshelf-model", daemon=True)
         loader.start()
         with self._sync_lock:
-            report = indexmod.sync(self.store, self.roots)
+            report = indexmod.sync(self.store, self.roots) if sync else None
             self.searcher.warm()
             loader.join()
-            self._embed_pending(report)
-            self._last_check = time.monotonic()
+            if report is not None:
+                self._embed_pending(report)
+                self._last_check = time.monotonic()
         emb, _ = self._embedder_state()
         self.searcher.warm(emb)
-        return report
 
     def embedder_status(self) -> dict[str, Any]:
         emb, reason = self._embedder_state()
@@ -280,15 +281,18 @@ class Library:
             return
         self.sync(embed=True)
 
-    def watch(self, interval: float = 3.0) -> None:
-        """Rescan the roots every ``interval`` seconds in a daemon thread."""
+    def watch(self, interval: float = 3.0, *, now: bool = False) -> None:
+        """Rescan the roots every ``interval`` seconds in a daemon thread (``now``: the first
+        scan at once)."""
         if self._watching or not self.config.auto_sync:
             return
         self._watching = True
 
         def loop() -> None:
+            wait = 0.0 if now else interval
             while self._watching:
-                time.sleep(interval)
+                time.sleep(wait)
+                wait = interval
                 try:
                     self.sync(embed=True)
                 except Exception as exc:  # a failed scan must not end the watcher; it is reported

@@ -93,8 +93,12 @@ class LibraryHandle:
     def _open(self) -> None:
         try:
             lib = self._factory()
-            lib.warm()      # sync ∥ model load, then the search state
-            lib.watch()     # later editor changes are picked up off the request path
+            # Serve from the index at once and rescan the files right after, off the request
+            # path (changes made while the server was down show up within about a second).
+            # An empty index is synced first: there would be nothing to serve.
+            fresh = lib.count() == 0
+            lib.warm(sync=fresh)
+            lib.watch(now=not fresh)
             self._lib = lib
         except BaseException as exc:  # reported to every tool call, never kills the server
             self._error = exc
