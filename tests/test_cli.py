@@ -116,3 +116,18 @@ def test_evolution_review_and_usage_commands(home, monkeypatch):
     r = run(home, "delete", "docker-multi-stage-build", "--yes")
     assert r.exit_code == 0 and not (home / "skills" / "docker-multi-stage-build").exists()
     assert run(home, "config").exit_code == 0
+
+
+def test_roots_are_saved_and_used_by_later_commands(home, tmp_path, monkeypatch):
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    root = tmp_path / "collection"
+    write_skill(root, "zebra-care", description="Care for zebras")
+    run(home, "init", "--no-samples")
+    assert run(home, "roots", "add", str(root)).exit_code == 0
+    assert json.loads(run(home, "roots", "list", "--json").output) == [str(root.resolve())]
+    r = run(home, "search", "zebras", "--json")  # no --root: the saved one is used
+    assert json.loads(r.output)["hits"][0]["name"] == "zebra-care"
+    assert run(home, "roots", "remove", str(root)).exit_code == 0
+    assert json.loads(run(home, "search", "zebras", "--json").output)["hits"] == []
+    r = run(home, "roots", "remove", str(root))
+    assert r.exit_code != 0

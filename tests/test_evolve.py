@@ -141,7 +141,7 @@ def test_failed_write_leaves_old_file(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "replace", boom)
+    monkeypatch.setattr(os, "replace", boom)  # skillshelf.files uses os.replace
     with pytest.raises(OSError):
         lib.save("FIX", target_skill_name="guide", lesson="never lands")
     assert path.read_bytes() == before

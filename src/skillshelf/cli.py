@@ -288,8 +288,10 @@ def demo(query: str = typer.Argument("my fetch to the Next.js API fails with a C
     """One command: init the home, sync, and run a search."""
     from .library import Library
 
-    roots = (state.roots or []) + ([corpus] if corpus else [])
-    lib = Library.init(state.home, roots=roots or None, client_roots=state.client_roots)
+    lib = Library.init(state.home, roots=state.roots or None, client_roots=state.client_roots)
+    if corpus:
+        lib.add_root(corpus)  # saved, so later commands and the server keep it
+        lib = Library(state.home, roots=state.roots or None, client_roots=state.client_roots)
     rep = lib.sync()
     out.print(f"indexed {lib.count()} skills in {lib.config.home} ({rep.added} new, {len(rep.invalid)} invalid)")
     out.print(f"\nsearch: {query}\n")
@@ -372,6 +374,37 @@ def serve(
 
     _serve(argparse.Namespace(home=state.home, root=[str(r) for r in state.roots], client_roots=state.client_roots,
                               http=http, host=host, port=port, write_policy=write_policy))
+
+
+# --- roots ----------------------------------------------------------------------------
+
+roots_app = typer.Typer(help="Read-only skill roots saved in config.toml (used by every command and the server).",
+                        no_args_is_help=True)
+app.add_typer(roots_app, name="roots")
+
+
+@roots_app.command("add")
+def roots_add(path: Path) -> None:
+    """Save a root; run `skillshelf sync` to index it."""
+    roots = _lib().add_root(path)
+    out.print("roots: " + ", ".join(roots))
+
+
+@roots_app.command("remove")
+def roots_remove(path: Path) -> None:
+    """Forget a root (its skills leave the index at the next sync; files are untouched)."""
+    roots = _lib().remove_root(path)
+    out.print("roots: " + (", ".join(roots) or "none"))
+
+
+@roots_app.command("list")
+def roots_list(json_out: bool = typer.Option(False, "--json")) -> None:
+    """The saved roots."""
+    roots = _lib().configured_roots()
+    if json_out:
+        _json(roots)
+        return
+    out.print("\n".join(roots) if roots else "no roots saved; add one with `skillshelf roots add PATH`")
 
 
 # --- evolution ------------------------------------------------------------------------

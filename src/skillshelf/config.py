@@ -101,6 +101,28 @@ def describe(cfg: Config) -> list[tuple[str, Any, str]]:
     return rows
 
 
+def save_setting(home: Path, key: str, value: Any) -> Path:
+    """Set one top-level key in ``<home>/config.toml`` (atomically; other settings are kept,
+    comments are not)."""
+    import tomli_w
+
+    from .files import atomic_write
+
+    path = Path(home) / "config.toml"
+    data: dict[str, Any] = {}
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}", fix="fix the file or delete it") from None
+    if value is None:
+        data.pop(key, None)
+    else:
+        data[key] = value
+    atomic_write(path, tomli_w.dumps(data))
+    return path
+
+
 def _coerce(name: str, kind: Any, value: Any) -> Any:
     default = kind
     try:

@@ -9,17 +9,13 @@ serialized per skill name with a file lock, so concurrent agents cannot lose upd
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import difflib
-import fcntl
 import json
 import os
 import re
 import shutil
-import tempfile
 import unicodedata
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +24,7 @@ import numpy as np
 
 from . import skill as skillmod
 from .errors import ConflictError, NotFoundError, ValidationError
+from .files import atomic_write, locked
 
 ACTIONS = ("ARCHIVE", "FIX", "DERIVE", "MERGE")
 RESERVED = {"con", "prn", "aux", "nul", "com1", "com2", "com3", "com4", "lpt1", "lpt2", "lpt3",
@@ -93,43 +90,6 @@ def inside(base: Path, target: Path) -> Path:
     if t != base_r and base_r not in t.parents:
         raise ValidationError(f"refusing to write outside {base_r}", fix="use a plain skill name")
     return t
-
-
-# --- atomic files and locks ---------------------------------------------------------------
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` so that readers see the old file or the new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-
-
-@contextlib.contextmanager
-def locked(home: Path, name: str) -> Iterator[None]:
-    """An exclusive, cross-process lock per skill name."""
-    d = home / "locks"
-    d.mkdir(parents=True, exist_ok=True)
-    with open(d / f"{name}.lock", "a+") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 # --- lessons and sections -----------------------------------------------------------------

@@ -511,6 +511,39 @@ class Library:
         except ValueError:
             raise ValidationError(f"{before!r} is not a date", fix="use YYYY-MM-DD") from None
 
+    # --- configuration ----------------------------------------------------------------
+    def configured_roots(self) -> list[str]:
+        """Roots saved in config.toml (not the ones given for one command)."""
+        from .config import load
+
+        return [str(p) for p in load(self.config.home).roots]
+
+    def add_root(self, path: str | Path) -> list[str]:
+        """Save a read-only root in config.toml so every later command and the server use it."""
+        from .config import save_setting
+        from .errors import ConfigError
+
+        p = Path(path).expanduser().resolve()
+        if not p.is_dir():
+            raise ConfigError(f"{p} is not a folder", fix="pass the folder that holds skill folders")
+        roots = self.configured_roots()
+        if str(p) not in roots:
+            roots.append(str(p))
+            save_setting(self.config.home, "roots", roots)
+        return roots
+
+    def remove_root(self, path: str | Path) -> list[str]:
+        from .config import save_setting
+
+        p = str(Path(path).expanduser().resolve())
+        roots = self.configured_roots()
+        if p not in roots:
+            raise NotFoundError(f"{p} is not a configured root", suggestions=roots[:3] or None,
+                                fix=None if roots else "no roots are configured")
+        roots.remove(p)
+        save_setting(self.config.home, "roots", roots or None)
+        return roots
+
     # --- evolution ------------------------------------------------------------------
     @property
     def evolver(self):
