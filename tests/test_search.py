@@ -166,3 +166,17 @@ def test_lexical_index_bm25f_against_hand_computed_scores(tmp_path):
         store.set_meta("generation", "3")
     assert set(dict(idx.search(["appl"], 10))) == {1, 2}
     assert store.db.execute("SELECT COUNT(*) FROM lex_delta").fetchone()[0] == 0
+
+
+def test_hit_ref_names_the_copy_to_get(tmp_path):
+    ro = tmp_path / "ro"
+    write_skill(ro, "deep/a/b/tip", name="tip", description="walrus tusk polishing, detailed walrus tusk guide")
+    write_skill(ro, "tip", description="a shorter note on something else")
+    lib = Library(home=tmp_path / "h", roots=[ro], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    hit = lib.search("detailed walrus tusk polishing guide", log=False).hits[0]
+    assert hit.copies == 2
+    # the better match is the deep copy, but the name resolves to the shallower one:
+    # the hit says which id to get instead
+    assert hit.id == "ro:deep/a/b/tip" and lib.get("tip").id == "ro:tip"
+    assert hit.ref == hit.id

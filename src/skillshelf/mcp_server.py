@@ -275,9 +275,14 @@ class SkillshelfServer(MCPServer):
 # --- tools ----------------------------------------------------------------------------------------
 
 def _hit_text(i: int, h: dict[str, Any]) -> str:
+    from .text import trim
+
     extra = f" ×{h['copies']}" if h.get("copies", 1) > 1 else ""
     flags = "".join(f" [{f}]" for f in ("expired",) if h.get(f))
-    return f"{i}. {h['name']}{extra} [{h['match']}]{flags} — {h['description']}"
+    # when the name would resolve to another same-named skill, say which one to get
+    get = f" (get_skill: {h['ref']})" if h.get("ref") and h["ref"] != h["name"] else ""
+    desc = trim(h["description"], 100) if get else h["description"]  # keep 5 hits under ~1.4k chars
+    return f"{i}. {h['name']}{extra} [{h['match']}]{flags}{get} — {desc}"
 
 
 def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
@@ -296,7 +301,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
         except Exception as exc:
             raise _fail(exc) from None
         keep = ("id", "name", "skill_type", "repo", "version", "tags", "description", "score", "match",
-                "lineage", "expired", "active", "copies", "wildcard")
+                "lineage", "expired", "active", "copies", "wildcard", "ref")
         hits = [{k: v for k, v in h.as_dict().items() if k in keep and v not in (None, [], False)}
                 | {"match": h.match, "score": h.score} for h in res.hits]
         lines = [_hit_text(i, h) for i, h in enumerate(hits, 1)]

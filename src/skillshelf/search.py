@@ -55,6 +55,8 @@ class Hit:
     expired: bool = False
     lineage: list[str] = field(default_factory=list)
     wildcard: bool = False
+    ref: str = ""                   # what to pass to get_skill: the name, or the id when the
+                                    # name would resolve to another copy
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -410,6 +412,8 @@ class Searcher:
     def _hit(self, meta: _Meta, p: int, score: float, cos) -> Hit:
         group = meta.by_key.get(meta.name_keys[p], [p])
         copy_ids = [meta.ids[i] for i in group if i != p]
+        same_name = [i for i in group if meta.names[i] == meta.names[p]]
+        winner = min(same_name, key=lambda i: meta.precedence[i])
         today = _dt.date.today().isoformat()
         c = cos(p) if cos is not None else None
         likely = c is not None and c >= self._threshold()
@@ -418,7 +422,8 @@ class Searcher:
             match="likely" if likely else "weak", description=trim(meta.descriptions[p], self.s.description_chars),
             display_name=meta.display[p], skill_type=meta.types[p], repo=meta.repos[p], version=meta.versions[p],
             tags=meta.tags[p], copies=len(group), copy_ids=copy_ids[:10], active=bool(meta.active[p]),
-            expired=bool(meta.expires[p] and meta.expires[p] < today), lineage=meta.lineage[p])
+            expired=bool(meta.expires[p] and meta.expires[p] < today), lineage=meta.lineage[p],
+            ref=meta.names[p] if winner == p else meta.ids[p])
 
     def _wildcards(self, meta: _Meta, exclude: set[int], fallback: set[int], allowed, k: int) -> list[Hit]:
         def pick(ex: set[int]) -> list[int]:
