@@ -161,6 +161,13 @@ def main() -> None:
     reqs = load_requests(args.corpus)
     t0 = time.perf_counter()
     lib = Library(home=args.home, roots=[skills_dir], auto_sync=False)
+    # Measure retrieval, not the anti-repeat policy: queries logged earlier in this home
+    # would otherwise push recently recommended skills down.
+    import dataclasses
+
+    no_recency = dataclasses.replace(lib.config.search, recency_window=0)
+    lib.config = dataclasses.replace(lib.config, search=no_recency)
+    lib.searcher.s = no_recency
     rep = lib.sync()
     print(f"sync: +{rep.added} ~{rep.updated} -{rep.removed}, embedded {rep.embedded} in {time.perf_counter() - t0:.1f}s",
           file=sys.stderr)
