@@ -135,16 +135,7 @@ def show(name: str = typer.Argument(..., help="skill name, id or path"),
          section: Optional[str] = typer.Option(None, help="only this section, e.g. 'Solution'"),
          json_out: bool = typer.Option(False, "--json")) -> None:
     """Show one skill: metadata, findings and body."""
-    from . import skill as skillmod
-
-    lib = _lib()
-    rec = lib.get(name)
-    body = rec.body
-    if section:
-        body = skillmod.section(rec.body, section)
-        if body is None:
-            heads = ", ".join(h for _, h in skillmod.headings(rec.body)) or "none"
-            raise SkillshelfError(f"{rec.name} has no section {section!r}", fix=f"sections: {heads}")
+    rec, body = _lib().read(name, section)
     if json_out:
         d = rec.as_dict()
         d["body"] = body

@@ -353,6 +353,18 @@ class Library:
             raise NotFoundError(f"no skill named {key!r}", suggestions=self.suggest(key))
         return _record(row)
 
+    def read(self, name_or_id: str, section: str | None = None) -> tuple[SkillRecord, str]:
+        """The skill and its body, or only the named section of the body."""
+        rec = self.get(name_or_id)
+        if not section:
+            return rec, rec.body
+        body = skillmod.section(rec.body, section)
+        if body is None:
+            names = [h for lvl, h in skillmod.headings(rec.body) if lvl <= 2]
+            heads = ", ".join(names[:12]) + (", …" if len(names) > 12 else "") if names else "none"
+            raise NotFoundError(f"{rec.name} has no section {section!r}", fix=f"sections: {heads}")
+        return rec, body
+
     def suggest(self, text: str, n: int = 3) -> list[str]:
         names = [r[0] for r in self.store.db.execute("SELECT DISTINCT name FROM skills")]
         close = difflib.get_close_matches(text, names, n=n, cutoff=0.5)

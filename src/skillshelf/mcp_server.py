@@ -313,19 +313,11 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
                                           "degraded": res.degraded})
 
     def get_skill(name: str, section: str = "") -> Annotated[CallToolResult, SkillOut]:
-        from .skill import headings, section as pick
-
         lib = handle.get()
         try:
-            rec = lib.get(name)
+            rec, body = lib.read(name, section or None)
         except Exception as exc:
             raise _fail(exc) from None
-        body = rec.body
-        if section:
-            body = pick(rec.body, section)
-            if body is None:
-                heads = ", ".join(h for lvl, h in headings(rec.body) if lvl <= 3) or "none"
-                raise ToolError(f"{rec.name} has no section {section!r}. Sections: {heads}")
         files = rec.files()
         meta = {"display_name": rec.display_name, "description": rec.description, "skill_type": rec.skill_type,
                 "tags": rec.tags, "repo": rec.repo, "lineage": rec.lineage, "active": rec.active,
