@@ -310,10 +310,8 @@ class Library:
             tags = [t for t in tags.split(",") if t.strip()]
         if repo_scope == "current" and not current_repo:
             current_repo = detect_current_repo()
-        recent = worked = None
-        if mode == "find" or mode == "brainstorm":
-            recent = usagemod.recent_counts(self.store, self.config.search.recency_window)
-            worked = usagemod.worked_latest(self.store) if recent else None
+        recent = usagemod.recent_counts(self.store, self.config.search.recency_window)
+        worked = usagemod.worked_latest(self.store, list(recent)) if recent else None
         result = self.searcher.search(query, limit=limit, mode=mode, repo_scope=repo_scope,
                                       current_repo=current_repo, tags=tags, skill_type=skill_type,
                                       include_inactive=include_inactive, include_expired=include_expired,

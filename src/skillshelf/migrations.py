@@ -170,10 +170,16 @@ def m005_lexical_postings(db: sqlite3.Connection) -> None:
     """)
 
 
+def m006_outcome_skill_index(db: sqlite3.Connection) -> None:
+    # the recency exemption reads the latest outcome of recently shown skills on every query
+    db.execute("CREATE INDEX out_skill ON outcomes(skill_id, id)")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_skills", m001_skills),
     ("002_lexical", m002_lexical),
     ("003_embeddings", m003_embeddings),
     ("004_usage", m004_usage),
     ("005_lexical_postings", m005_lexical_postings),
+    ("006_outcome_skill_index", m006_outcome_skill_index),
 ]

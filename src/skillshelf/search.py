@@ -131,7 +131,6 @@ class Searcher:
         self._vec_gen: tuple | None = None
         self._has_vec: np.ndarray | None = None   # meta position -> has a vector
         self._mat: np.ndarray | None = None
-        self._row_of: np.ndarray | None = None    # meta position -> matrix row (-1: no vector)
         self._rng = random.Random()
         self._lex = lexical.LexicalIndex(store, (settings.weight_name, settings.weight_description,
                                                  settings.weight_tags, settings.weight_headings, settings.weight_body))
@@ -170,7 +169,6 @@ class Searcher:
             return self._mat if self._has_vec.any() else None
         full, has = load_vectors(self.store, embedder.model_id, meta.pos, len(meta.rowids))
         self._mat, self._has_vec, self._vec_gen = full, has, key
-        self._row_of = np.where(has, np.arange(len(meta.rowids)), -1)
         return self._mat if has.any() else None
 
     def warm(self, embedder=None) -> None:
@@ -182,11 +180,6 @@ class Searcher:
         if embedder is not None:
             with self._lock:
                 self._ensure_vectors(embedder, meta)
-
-    def invalidate(self) -> None:
-        with self._lock:
-            self._gen = None
-            self._vec_gen = None
 
     # --- retrievers ---------------------------------------------------------------
     def _query_terms(self, query: str) -> list[str]:
@@ -377,11 +370,11 @@ class Searcher:
         candidate: cosine above ``mmr_redundancy_floor`` (near-duplicates under other names).
         Plain MMR on raw cosine pushes down every skill of the right topic, which is what
         cost the_librarian quality (DESIGN.md: 0.522 → 0.485)."""
-        if not use_vectors or len(pool) <= 1 or self._row_of is None:
+        if not use_vectors or len(pool) <= 1 or self._mat is None:
             return pool[:limit]
-        rows = self._row_of[np.asarray(pool)]
-        has = rows >= 0
-        vecs = self._mat[np.where(has, rows, 0)]
+        idx = np.asarray(pool)
+        has = self._has_vec[idx]
+        vecs = self._mat[idx]
         sims = vecs @ vecs.T
         sims[~has, :] = 0.0
         sims[:, ~has] = 0.0

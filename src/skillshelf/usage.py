@@ -57,13 +57,16 @@ def recent_counts(store: Store, window: int) -> dict[str, int]:
     return {r[0]: int(r[1]) for r in rows}
 
 
-def worked_latest(store: Store, skill_ids: list[str] | None = None) -> set[str]:
-    """Skills whose latest outcome was 'worked' (exempt from the recency penalty)."""
-    rows = store.db.execute("""
-        SELECT o.skill_id, o.name, o.worked FROM outcomes o
-        JOIN (SELECT COALESCE(skill_id, name) AS k, MAX(id) AS mid FROM outcomes GROUP BY k) last
-        ON last.mid = o.id""")
-    return {r[0] for r in rows if r[2] and r[0]}
+def worked_latest(store: Store, skill_ids: list[str]) -> set[str]:
+    """Those of ``skill_ids`` whose latest outcome was 'worked' (exempt from the recency penalty)."""
+    if not skill_ids:
+        return set()
+    q = ",".join("?" * len(skill_ids))
+    rows = store.db.execute(f"""
+        SELECT o.skill_id, o.worked FROM outcomes o
+        JOIN (SELECT skill_id, MAX(id) AS mid FROM outcomes WHERE skill_id IN ({q}) GROUP BY skill_id) last
+        ON last.mid = o.id""", skill_ids)
+    return {r[0] for r in rows if r[1]}
 
 
 # --- statistics -----------------------------------------------------------------
