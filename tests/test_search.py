@@ -180,3 +180,43 @@ def test_hit_ref_names_the_copy_to_get(tmp_path):
     # the hit says which id to get instead
     assert hit.id == "ro:deep/a/b/tip" and lib.get("tip").id == "ro:tip"
     assert hit.ref == hit.id
+
+
+def test_dense_list_scores_each_skill_by_its_better_vector(tmp_path):
+    """Max-sim over the metadata and body vectors; a skill without a body vector keeps its
+    metadata score; a skill with no vector at all is left out."""
+    import numpy as np
+
+    root = tmp_path / "r"
+    for name in ("a", "b", "c", "d"):
+        write_skill(root, name, description=f"skill {name}")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    s = lib.searcher
+    s._has_vec = np.array([True, True, True, False])
+    s._has_body = np.array([True, False, True, False])
+    meta_scores = np.array([0.2, 0.5, 0.6, 0.9], dtype=np.float32)
+    body_scores = np.array([0.9, 0.99, 0.1, 0.95], dtype=np.float32)
+    ranked = s.dense(meta_scores, body_scores, 10, None)
+    assert [p for p, _ in ranked] == [0, 2, 1]
+    assert [round(v, 2) for _, v in ranked] == [0.9, 0.6, 0.5]
+    assert [p for p, _ in s.dense(meta_scores, body_scores, 10, np.array([False, True, True, True]))] == [2, 1]
+
+
+def test_a_body_only_match_reaches_the_dense_list(tmp_path):
+    """The body's opening is embedded: a request worded like the body, not the
+    description, finds the skill through the dense list alone."""
+    root = tmp_path / "r"
+    write_skill(root, "tusk-care", description="General maintenance notes",
+                body="# Steps\n\nPolish walrus tusks with beeswax every spring.\n")
+    for i in range(5):
+        write_skill(root, f"other-{i}", description=f"General maintenance notes number {i}")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    emb, _ = lib._embedder_state()
+    s = lib.searcher
+    meta = s._ensure_meta()
+    mat = s._ensure_vectors(emb, meta)
+    q, meta_scores, body_scores = s._embed_and_score(emb, "polish walrus tusks beeswax", mat, s._bmat)
+    top = s.dense(meta_scores, body_scores, 1, None)[0][0]
+    assert meta.names[top] == "tusk-care"

@@ -86,15 +86,33 @@ def test_embeddings_are_cached_by_text_and_model(tmp_path):
     write_skill(root, "beta", description="second")
     emb = FakeEmbedder()
     lib = _lib(tmp_path, embedder=emb)
-    assert lib.sync().embedded == 2
+    # two metadata texts, and one body text the two skills share (embedded once)
+    assert lib.sync().embedded == 3
     assert lib.sync().embedded == 0
-    # body change with the same name/description reuses the cached vector
+    # a body change re-embeds the body vector only; the metadata vector is reused
     p = root / "alpha" / "SKILL.md"
     p.write_text(p.read_text() + "\nmore body\n")
-    assert lib.sync().embedded == 0
+    assert lib.sync().embedded == 1
+    parts = lib.store.db.execute("SELECT part, COUNT(*) FROM skill_vectors GROUP BY part").fetchall()
+    assert [tuple(r) for r in parts] == [(0, 2), (1, 2)]
     # a different model re-embeds instead of mixing vector spaces
     lib2 = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(dim=32), auto_sync=False)
-    assert lib2.sync().embedded == 2
+    assert lib2.sync().embedded == 4
+
+
+def test_body_vector_setting_change_reembeds_bodies_and_zero_turns_them_off(tmp_path):
+    import dataclasses
+
+    root = tmp_path / "r"
+    write_skill(root, "alpha", description="first", body="# Steps\n\nPolish the walrus tusk.\n")
+    lib = _lib(tmp_path, embedder=FakeEmbedder())
+    assert lib.sync().embedded == 2
+    lib.config = dataclasses.replace(lib.config, search=dataclasses.replace(lib.config.search, body_vector_tokens=64))
+    assert lib.sync().embedded == 1          # the body vector means something else now
+    lib.config = dataclasses.replace(lib.config, search=dataclasses.replace(lib.config.search, body_vector_tokens=0))
+    lib.sync()
+    parts = [r[0] for r in lib.store.db.execute("SELECT part FROM skill_vectors")]
+    assert parts == [0]
 
 
 @pytest.mark.skipif(not corpus_available(), reason="corpus not present")

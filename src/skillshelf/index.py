@@ -9,6 +9,7 @@ already computed for the same text (keyed by text hash + model id).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -184,58 +185,105 @@ def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, s
 
 
 # --- embeddings -------------------------------------------------------------------
+# Each skill has up to two vectors (``skill_vectors.part``): 0 = name + description + tags,
+# 1 = the opening of the body. Search scores a skill by the better of the two (max-sim):
+# many descriptions say little ("Automate X via Rube MCP"), and work on skill routing at
+# ~80k skills found the body worth 29-44 points of Hit@1 (BENCHMARKS.md has our figures).
+PART_META, PART_BODY = 0, 1
+
+_FENCE_RE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.M | re.S)
+_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_HTML_RE = re.compile(r"</?[A-Za-z][^>]*>")
+# Markdown marks, list bullets and numbering, table rules, task boxes: tokens that would
+# fill the token budget without saying anything.
+_MARK_RE = re.compile(r"^[ \t]*(?:[-+*]|\d+[.)])[ \t]+|[#>*`|_~=]+|(?<!\w)-+(?!\w)|\[[ xX]\]", re.M)
+
 
 def embedding_text(name: str, description: str, tags: str) -> str:
-    """What the dense index sees for one skill: name, description and tags. (The body is
-    left to BM25: embedding it costs minutes per 5k skills on a laptop CPU.)"""
+    """What the dense index sees of a skill's metadata: name, description and tags."""
     head = f"{name.replace('-', ' ')}: {description}"
     return f"{head} (tags: {tags.replace(',', ', ')})" if tags else head
 
 
-def embed_pending(store: Store, embedder, *, progress: Progress | None = None, batch: int = 64) -> int:
-    """Compute missing vectors for the embedder's model; returns how many texts were embedded."""
-    db = store.db
-    model_id = embedder.model_id
-    rows = db.execute("""
-        SELECT s.rowid, s.name, s.description, s.tags FROM skills s
+def body_embedding_text(body: str, words: int = 300) -> str:
+    """The opening of a body as prose: code blocks, link targets and Markdown marks
+    dropped, bounded by words (the embedder then cuts it to ``body_vector_tokens``)."""
+    text = _FENCE_RE.sub(" ", body or "")
+    text = _LINK_RE.sub(r"\1", text)
+    text = _HTML_RE.sub(" ", text)
+    text = _MARK_RE.sub(" ", text)
+    return " ".join(text.split()[:words])
+
+
+def _missing(db, model_id: str, part: int, cols: str) -> list:
+    return db.execute(f"""
+        SELECT s.rowid, {cols} FROM skills s
         WHERE NOT EXISTS (SELECT 1 FROM skill_vectors v JOIN embeddings e
                           ON e.text_hash = v.text_hash AND e.model_id = ?
-                          WHERE v.skill_rowid = s.rowid AND v.part = 0)""", (model_id,)).fetchall()
-    if not rows:
+                          WHERE v.skill_rowid = s.rowid AND v.part = ?)""", (model_id, part)).fetchall()
+
+
+def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Progress | None = None,
+                  batch: int = 64) -> int:
+    """Compute missing vectors for the embedder's model (metadata, and with ``body_tokens``
+    the body's opening); returns how many distinct texts were embedded."""
+    db = store.db
+    model_id = embedder.model_id
+    # The body setting is part of what a part-1 vector means: a change re-embeds them.
+    body_key = f"t{body_tokens}" if body_tokens else ""
+    if (store.get_meta("body_vectors", "") or "") != body_key:
+        with store.tx() as tx:
+            tx.execute("DELETE FROM skill_vectors WHERE part = ?", (PART_BODY,))
+            store.set_meta("body_vectors", body_key)
+    items: list[tuple[int, int, str, str, int | None]] = []   # rowid, part, hash, text, max_tokens
+    for r in _missing(db, model_id, PART_META, "s.name, s.description, s.tags"):
+        t = embedding_text(r["name"], r["description"], r["tags"])
+        items.append((r["rowid"], PART_META, sha256(t), t, None))
+    if body_tokens:
+        for r in _missing(db, model_id, PART_BODY, "s.body"):
+            t = body_embedding_text(r["body"])
+            if t:
+                items.append((r["rowid"], PART_BODY, sha256(f"body-{body_key}:{t}"), t, body_tokens))
+    if not items:
         return 0
-    items = [(r["rowid"], embedding_text(r["name"], r["description"], r["tags"])) for r in rows]
-    hashes = [sha256(t) for _, t in items]
-    have = set()
+    have: set[str] = set()
+    hashes = list({h for _, _, h, _, _ in items})
     for i in range(0, len(hashes), 500):
         chunk = hashes[i:i + 500]
         q = ",".join("?" * len(chunk))
         have.update(r[0] for r in db.execute(
             f"SELECT text_hash FROM embeddings WHERE model_id=? AND text_hash IN ({q})", (model_id, *chunk)))
-    need = [(h, t) for (rowid, t), h in zip(items, hashes) if h not in have]
-    uniq = list(dict((h, t) for h, t in need).items())
+    uniq = {h: (t, mt) for _, _, h, t, mt in items if h not in have}
+    # Similar lengths side by side: batches carry little padding.
+    todo = sorted(uniq.items(), key=lambda kv: (kv[1][1] or 0, len(kv[1][0])))
     done = 0
-    for i in range(0, len(uniq), batch * 4):
-        part = uniq[i:i + batch * 4]
-        vecs = embedder.embed_batch([t for _, t in part])
+    step = batch * 4
+    for i in range(0, len(todo), step):
+        part = todo[i:i + step]
+        rows = []
+        for mt in dict.fromkeys(m for _, (_, m) in part):
+            group = [(h, t) for h, (t, m) in part if m == mt]
+            vecs = embedder.embed_batch([t for _, t in group], max_tokens=mt)
+            rows.extend((h, model_id, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes())
+                        for (h, _), v in zip(group, vecs))
         with store.tx() as tx:
-            tx.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?)",
-                           [(h, model_id, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes())
-                            for (h, _), v in zip(part, vecs)])
+            tx.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?)", rows)
         done += len(part)
         if progress:
-            progress(done, len(uniq))
+            progress(done, len(todo))
     with store.tx() as tx:
-        tx.executemany("INSERT OR REPLACE INTO skill_vectors VALUES (?, 0, ?)",
-                       [(rowid, h) for (rowid, _), h in zip(items, hashes)])
+        tx.executemany("INSERT OR REPLACE INTO skill_vectors VALUES (?, ?, ?)",
+                       [(rowid, part, h) for rowid, part, h, _, _ in items])
     return len(uniq)
 
 
-def load_vectors(store: Store, model_id: str, positions: dict[int, int], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every skill's part-0 vector for ``model_id`` as a matrix aligned with ``positions``
+def load_vectors(store: Store, model_id: str, positions: dict[int, int], n: int,
+                 part: int = PART_META) -> tuple[np.ndarray, np.ndarray]:
+    """Every skill's ``part`` vector for ``model_id`` as a matrix aligned with ``positions``
     (skill rowid -> row); rows without a vector are zero. Returns (matrix, has_vector).
     Rows are copied straight into one preallocated array: no second copy of the matrix."""
     first = store.db.execute("SELECT e.dim FROM skill_vectors v JOIN embeddings e ON e.text_hash = v.text_hash"
-                             " AND e.model_id = ? WHERE v.part = 0 LIMIT 1", (model_id,)).fetchone()
+                             " AND e.model_id = ? WHERE v.part = ? LIMIT 1", (model_id, part)).fetchone()
     has = np.zeros(n, dtype=bool)
     if first is None:
         return np.zeros((n, 0), dtype=np.float32), has
@@ -243,7 +291,7 @@ def load_vectors(store: Store, model_id: str, positions: dict[int, int], n: int)
     cur = store.db.execute("""
         SELECT v.skill_rowid, e.vector FROM skill_vectors v
         JOIN embeddings e ON e.text_hash = v.text_hash AND e.model_id = ?
-        WHERE v.part = 0""", (model_id,))
+        WHERE v.part = ?""", (model_id, part))
     for rowid, blob in cur:
         p = positions.get(int(rowid))
         if p is not None:

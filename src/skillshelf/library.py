@@ -262,7 +262,8 @@ class Library:
         if emb is None:
             return
         try:
-            report.embedded = indexmod.embed_pending(self.store, emb, progress=progress)
+            report.embedded = indexmod.embed_pending(self.store, emb, progress=progress,
+                                                       body_tokens=self.config.search.body_vector_tokens)
         except EmbedderError as exc:
             # a backend that fails here would fail every query: go lexical-only, loudly
             report.notes.append(f"embedding failed: {exc}")

@@ -21,7 +21,7 @@ import numpy as np
 from .config import SearchConfig
 from .errors import ValidationError
 from . import lexical
-from .index import load_vectors
+from .index import PART_BODY, PART_META, load_vectors
 from .store import Store
 from .text import COMPOUND_RE, STOPWORDS, trim
 
@@ -129,8 +129,10 @@ class Searcher:
         self._gen: str | None = None
         self._meta: _Meta | None = None
         self._vec_gen: tuple | None = None
-        self._has_vec: np.ndarray | None = None   # meta position -> has a vector
-        self._mat: np.ndarray | None = None
+        self._has_vec: np.ndarray | None = None   # meta position -> has a metadata vector
+        self._mat: np.ndarray | None = None       # metadata vectors (part 0), aligned with meta
+        self._bmat: np.ndarray | None = None      # body vectors (part 1), or None when there are none
+        self._has_body: np.ndarray | None = None
         self._rng = random.Random()
         self._lex = lexical.LexicalIndex(store, (settings.weight_name, settings.weight_description,
                                                  settings.weight_tags, settings.weight_headings, settings.weight_body))
@@ -163,12 +165,16 @@ class Searcher:
         return m
 
     def _ensure_vectors(self, embedder, meta: _Meta) -> np.ndarray | None:
-        """The vectors as a matrix aligned with the meta positions (zero rows: no vector)."""
+        """The metadata vectors as a matrix aligned with the meta positions (zero rows: no
+        vector); the body vectors are loaded beside it into ``_bmat``."""
         key = (self._gen, embedder.model_id, self.store.get_meta("vectors_generation", "0"))
         if self._mat is not None and self._vec_gen == key:
             return self._mat if self._has_vec.any() else None
-        full, has = load_vectors(self.store, embedder.model_id, meta.pos, len(meta.rowids))
+        self._mat = self._bmat = None   # free the old matrices before loading the new ones
+        full, has = load_vectors(self.store, embedder.model_id, meta.pos, len(meta.rowids), PART_META)
+        body, has_body = load_vectors(self.store, embedder.model_id, meta.pos, len(meta.rowids), PART_BODY)
         self._mat, self._has_vec, self._vec_gen = full, has, key
+        self._bmat, self._has_body = (body, has_body) if has_body.any() else (None, None)
         return self._mat if has.any() else None
 
     def warm(self, embedder=None) -> None:
@@ -203,19 +209,31 @@ class Searcher:
         """(skill rowid, BM25F score) best first."""
         return self._lex.search(self._query_terms(query), limit)
 
-    def dense(self, qvec: np.ndarray, mat: np.ndarray, limit: int,
+    def _embed_and_score(self, embedder, query: str, mat: np.ndarray,
+                         bmat: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The query vector and its dot products with both matrices (runs beside the
+        lexical list: onnxruntime and BLAS release the GIL)."""
+        q = embedder.embed(query)
+        return q, mat @ q, (bmat @ q if bmat is not None else None)
+
+    def dense(self, meta_scores: np.ndarray, body_scores: np.ndarray | None, limit: int,
               allowed: np.ndarray | None) -> list[tuple[int, float]]:
-        """(meta position, cosine) best first."""
-        full = mat @ qvec
-        full[~self._has_vec] = -1.0
+        """(meta position, score) best first: each skill scored by the better of its
+        metadata and body vectors (max-sim)."""
+        if body_scores is not None:
+            full = np.where(self._has_body, np.maximum(meta_scores, body_scores), meta_scores)
+            full[~(self._has_vec | self._has_body)] = -np.inf
+        else:
+            full = meta_scores.copy()
+            full[~self._has_vec] = -np.inf
         if allowed is not None:
-            full[~allowed] = -1.0
+            full[~allowed] = -np.inf
         k = min(limit, len(full))
         if k == 0:
             return []
         top = np.argpartition(-full, k - 1)[:k]
         top = top[np.argsort(-full[top])]
-        return [(int(p), float(full[p])) for p in top if full[p] > -1.0]
+        return [(int(p), float(full[p])) for p in top if full[p] > -np.inf]
 
     # --- the pipeline -------------------------------------------------------------
     def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
@@ -246,14 +264,15 @@ class Searcher:
         # The query embedding + matrix product (onnxruntime, BLAS) and the lexical scoring
         # (SQLite, numpy) mostly release the GIL: run them side by side on the two cores.
         qfuture = None
-        mat = None
+        mat = bmat = None
         if embedder is not None:
             with self._lock:
                 mat = self._ensure_vectors(embedder, meta)
+                bmat = self._bmat
             if mat is None:
                 degraded = degraded or "no vectors yet for this model: run `skillshelf sync`"
             else:
-                qfuture = self._pool.submit(embedder.embed, query)
+                qfuture = self._pool.submit(self._embed_and_score, embedder, query, mat, bmat)
 
         # lexical list (filtered after retrieval: take extra when filters are on)
         lex_raw = self.lexical(query, ncand * (3 if allowed is not None else 1))
@@ -266,18 +285,23 @@ class Searcher:
         qvec = None
         if qfuture is not None:
             try:
-                qvec = qfuture.result()
+                qvec, meta_scores, body_scores = qfuture.result()
             except Exception as exc:  # any backend failure degrades loudly to lexical-only
                 degraded = f"embedder failed: {exc}"
         if qvec is not None:
-            # Pseudo-relevance feedback (Rocchio): move the query vector toward the vectors of
-            # the top lexical hits, so the dense list searches near what the words matched.
-            probe = qvec
+            # Pseudo-relevance feedback (Rocchio): the probe is the query vector plus the
+            # mean metadata vector of the top lexical hits, so the dense list searches near
+            # what the words matched. Scores are linear in the probe, so the query's own
+            # products (computed above, beside the lexical list) are reused and only the
+            # feedback part is added; the probe's norm is one factor for every skill and
+            # does not change the order.
             top = [p for p, _ in lex[:s.prf_docs] if self._has_vec[p]]
             if s.prf_weight and top:
-                probe = qvec + s.prf_weight * mat[top].mean(axis=0)
-                probe = probe / (np.linalg.norm(probe) or 1.0)
-            dense = self.dense(probe, mat, ncand, allowed)
+                fb = s.prf_weight * mat[top].mean(axis=0)
+                meta_scores = meta_scores + mat @ fb
+                if body_scores is not None:
+                    body_scores = body_scores + bmat @ fb
+            dense = self.dense(meta_scores, body_scores, ncand, allowed)
 
         def cos(p: int) -> float | None:
             """Cosine of the user's own query (not the feedback probe): confidence and match."""

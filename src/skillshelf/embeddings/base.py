@@ -16,12 +16,15 @@ class Embedder(ABC):
     """Turns texts into L2-normalised float32 vectors.
 
     Capability attributes: ``local`` (runs on this machine, no network), ``max_tokens``
-    (longer input is truncated), ``batch_size``."""
+    (longer input is truncated), ``batch_size``, ``token_truncation`` (honours a per-call
+    ``max_tokens``; other backends embed what they are given, so callers bound long text
+    by words first)."""
 
     name: str = ""
     local: bool = True
     max_tokens: int = 256
     batch_size: int = 32
+    token_truncation: bool = False
 
     @property
     @abstractmethod
@@ -36,14 +39,16 @@ class Embedder(ABC):
         """Load the model now (otherwise the first embed call does)."""
 
     @abstractmethod
-    def _embed(self, texts: list[str]) -> np.ndarray: ...
+    def _embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray: ...
 
-    def embed_batch(self, texts: list[str]) -> np.ndarray:
+    def embed_batch(self, texts: list[str], *, max_tokens: int | None = None) -> np.ndarray:
+        """Vectors for ``texts``; ``max_tokens`` truncates each text where the backend can
+        (``token_truncation``), else the backend's own limit applies."""
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         out = []
         for i in range(0, len(texts), self.batch_size):
-            out.append(np.asarray(self._embed(texts[i:i + self.batch_size]), dtype=np.float32))
+            out.append(np.asarray(self._embed(texts[i:i + self.batch_size], max_tokens), dtype=np.float32))
         vecs = np.vstack(out)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         norms[norms == 0] = 1.0

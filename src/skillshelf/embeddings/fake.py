@@ -27,7 +27,7 @@ class FakeEmbedder(Embedder):
     def dimensions(self) -> int:
         return self._dim
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         from ..errors import EmbedderError
 
         if self._fail:

@@ -47,6 +47,6 @@ class FastEmbedEmbedder(Embedder):
             raise EmbedderError(f"fastembed cannot load {self.model}: {exc}",
                                 fix="point model_path at a local model folder, or pick another embedder") from None
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         self.load()
         return np.asarray(list(self._impl.embed(texts)), dtype=np.float32)

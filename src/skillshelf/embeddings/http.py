@@ -72,7 +72,7 @@ class OllamaEmbedder(_HTTPEmbedder):
     name = "ollama"
     default_url = "http://127.0.0.1:11434"
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         data = self._post("/api/embed", {"model": self.model, "input": texts})
         return self._check(data.get("embeddings"), len(texts))
 
@@ -81,7 +81,7 @@ class OpenAIEmbedder(_HTTPEmbedder):
     name = "openai"
     default_url = "https://api.openai.com/v1"
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         data = self._post("/embeddings", {"model": self.model, "input": texts})
         items = data.get("data")
         if not isinstance(items, list):

@@ -20,6 +20,8 @@ class MiniLMEmbedder(Embedder):
     name = "minilm"
     local = True
     batch_size = 32
+    token_truncation = True
+    POSITIONS = 512  # the model's position embeddings: nothing longer can be embedded
 
     def __init__(self, model_path: str | Path | None = None, tokenizer_path: str | Path | None = None,
                  verify: bool = True, max_tokens: int = 64, **_: object):
@@ -74,9 +76,11 @@ class MiniLMEmbedder(Embedder):
                 tok = Tokenizer.from_file(str(tok_path))
             except Exception as exc:  # tokenizers raises a bare Exception on a bad file
                 raise EmbedderError(f"cannot load tokenizer {tok_path}: {exc}", fix="reinstall skillshelf") from None
-            # Override the shipped settings: no fixed padding; pad per batch; truncate at 256.
+            # Override the shipped settings: no fixed padding (pad per batch). The tokenizer
+            # truncates at the model's limit only; each call cuts to its own max_tokens, so
+            # concurrent calls with different limits never change shared tokenizer state.
             tok.no_padding()
-            tok.enable_truncation(max_length=self.max_tokens)
+            tok.enable_truncation(max_length=self.POSITIONS)
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = 0
             # Without this, onnxruntime's spinning threads slow the next numpy step ~10× on 2 cores.
@@ -90,25 +94,29 @@ class MiniLMEmbedder(Embedder):
             self._inputs = {i.name for i in sess.get_inputs()}
             self._tok, self._session = tok, sess
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         if self._session is None:
             self.load()
-        encs = self._tok.encode_batch(texts)
-        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
+        limit = max(2, min(int(max_tokens or self.max_tokens), self.POSITIONS))
+        seqs = []
+        for enc in self._tok.encode_batch(texts):
+            ids = enc.ids
+            # same cut as the tokenizer's own truncation: [CLS] + first tokens + [SEP]
+            seqs.append(ids if len(ids) <= limit else ids[:limit - 1] + ids[-1:])
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         # length-sorted sub-batches keep padding small
         step = 16
         for s in range(0, len(order), step):
             idx = order[s:s + step]
-            width = max(len(encs[i].ids) for i in idx)
+            width = max(len(seqs[i]) for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
-            types = np.zeros((len(idx), width), dtype=np.int64)
+            types = np.zeros((len(idx), width), dtype=np.int64)   # single segment: all zeros
             for r, i in enumerate(idx):
-                n = len(encs[i].ids)
-                ids[r, :n] = encs[i].ids
+                n = len(seqs[i])
+                ids[r, :n] = seqs[i]
                 mask[r, :n] = 1
-                types[r, :n] = encs[i].type_ids
             feed = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feed["token_type_ids"] = types
