@@ -33,7 +33,8 @@ def main() -> None:
     for r in reqs:
         res = lib.search(r["query"], limit=10, log=False)
         q = emb.embed(r["query"])
-        pos = [s._meta.ids.index(h.id) for h in res.hits[:3]]
+        rowids = [lib.store.db.execute("SELECT rowid FROM skills WHERE id=?", (h.id,)).fetchone()[0] for h in res.hits[:3]]
+        pos = [int(p) for p in s._meta.positions(rowids) if p >= 0]
         best = max((float(s._mat[p] @ q) for p in pos if s._has_vec[p]), default=0.0)
         feats.append((r["kind"], best))
     gaps = np.array([b for k, b in feats if k == "gap"])

@@ -101,8 +101,8 @@ def part_scale_build(corpus: Path, home: Path, big: Path, target: int) -> dict:
     max_rowid = db.execute("SELECT MAX(rowid) FROM skills").fetchone()[0]
     copies = max(0, -(-(target - base) // base))
     model = db.execute("SELECT model_id FROM embeddings GROUP BY model_id ORDER BY COUNT(*) DESC").fetchone()[0]
-    vec_rows = db.execute("""SELECT v.skill_rowid, e.vector FROM skill_vectors v JOIN embeddings e
-                             ON e.text_hash=v.text_hash AND e.model_id=? WHERE v.part=0""", (model,)).fetchall()
+    vec_rows = db.execute("""SELECT v.skill_rowid, v.part, e.vector FROM skill_vectors v JOIN embeddings e
+                             ON e.text_hash=v.text_hash AND e.model_id=?""", (model,)).fetchall()
     cols = [r[1] for r in db.execute("PRAGMA table_info(skills)") if r[1] != "rowid"]
     docs = db.execute("SELECT docid, skill_rowid, lens FROM lex_docs WHERE alive = 1").fetchall()
     max_doc = db.execute("SELECT MAX(docid) FROM lex_docs").fetchone()[0]
@@ -125,12 +125,14 @@ def part_scale_build(corpus: Path, home: Path, big: Path, target: int) -> dict:
                            [(d + doff, r + off, lens) for d, r, lens in docs])
             extra_terms.setdefault(w, []).extend(d + doff for d, _, _ in docs)
             rows = []
-            for rid, blob in vec_rows:
-                v = np.frombuffer(blob, dtype="<f4") + np.random.default_rng(rid * 7919 + c).normal(0, 0.02, 384).astype("<f4")
+            for rid, part, blob in vec_rows:   # every part (metadata and body vectors)
+                noise = np.random.default_rng(rid * 7919 + c * 31 + part).normal(0, 0.02, 384).astype("<f4")
+                v = np.frombuffer(blob, dtype="<f4") + noise
                 v = (v / np.linalg.norm(v)).astype("<f4")
-                rows.append((f"scale-{rid}-{c}", rid + off, v.tobytes()))
-            tx.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, 384, ?)", [(h, model, b) for h, _, b in rows])
-            tx.executemany("INSERT OR IGNORE INTO skill_vectors VALUES (?, 0, ?)", [(r, h) for h, r, _ in rows])
+                rows.append((f"scale-{rid}-{part}-{c}", rid + off, part, v.tobytes()))
+            tx.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, 384, ?)",
+                           [(h, model, b) for h, _, _, b in rows])
+            tx.executemany("INSERT OR IGNORE INTO skill_vectors VALUES (?, ?, ?)", [(r, p, h) for h, r, p, _ in rows])
         # every term's postings, replicated for each copy (plus the copy's perturbation word)
         out = []
         for term, ids_b, tfs_b in main_rows:

@@ -219,4 +219,4 @@ def test_a_body_only_match_reaches_the_dense_list(tmp_path):
     mat = s._ensure_vectors(emb, meta)
     q, meta_scores, body_scores = s._embed_and_score(emb, "polish walrus tusks beeswax", mat, s._bmat)
     top = s.dense(meta_scores, body_scores, 1, None)[0][0]
-    assert meta.names[top] == "tusk-care"
+    assert s.rows([top])[top]["name"] == "tusk-care"

@@ -522,16 +522,15 @@ class Evolver:
             return []
         q = emb.embed(embedding_text(sk.name, sk.description, ",".join(sk.tags)))
         sims = np.where(searcher._has_vec, mat @ q, -1.0)
+        top = [int(p) for p in sims.argsort()[::-1][:20] if sims[p] >= self.cfg.duplicate_threshold]
+        rows = searcher.rows(top)
         out = []
-        for p in sims.argsort()[::-1][:20]:
-            p = int(p)
-            s = float(sims[p])
-            if s < self.cfg.duplicate_threshold:
-                break
-            if meta.names[p] in exclude or not meta.active[p]:
+        for p in top:
+            row = rows.get(p)
+            if row is None or row["name"] in exclude or not meta.active[p]:
                 continue
-            out.append({"name": meta.names[p], "id": meta.ids[p], "similarity": round(s, 3),
-                        "suggestion": f"MERGE with source_skill_names='{sk.name}, {meta.names[p]}'"})
+            out.append({"name": row["name"], "id": row["id"], "similarity": round(float(sims[p]), 3),
+                        "suggestion": f"MERGE with source_skill_names='{sk.name}, {row['name']}'"})
         return out[:5]
 
     # versions ----------------------------------------------------------------------------------

@@ -80,25 +80,33 @@ class SearchResult:
 
 @dataclass
 class _Meta:
-    """Per-skill fields needed to filter, collapse and display, indexed by position."""
+    """The per-skill state kept in memory between queries: numbers only, indexed by
+    position (skills in rowid order). Display fields are read from SQLite for the few
+    hits shown, and filters on repo, tags and type are answered by SQL and cached, so
+    100k skills cost a few MB here instead of ~150 MB of Python strings."""
 
-    rowids: np.ndarray
-    pos: dict[int, int]
-    ids: list[str]
-    names: list[str]
-    name_keys: list[str]
-    paths: list[str]
-    descriptions: list[str]
-    display: list[str]
-    types: list[str | None]
-    repos: list[str | None]
-    versions: list[int]
-    tags: list[list[str]]
-    active: np.ndarray
-    expires: list[str | None]
-    lineage: list[list[str]]
-    precedence: list[tuple]
-    by_key: dict[str, list[int]]
+    rowids: np.ndarray          # int64, ascending: position -> skill rowid
+    group: np.ndarray           # int32 copy group (same name key) per position
+    group_order: np.ndarray     # positions sorted by group ...
+    group_start: np.ndarray     # ... and each group's offset into group_order
+    active: np.ndarray          # bool
+    expires: np.ndarray         # int32 date ordinal of expires_on, 0 = never
+
+    def positions(self, rowids) -> np.ndarray:
+        """Positions of skill rowids (-1 where the rowid is not in this snapshot)."""
+        r = np.asarray(rowids, dtype=np.int64)
+        p = np.searchsorted(self.rowids, r)
+        p[p >= len(self.rowids)] = 0
+        return np.where(self.rowids[p] == r, p, -1) if len(self.rowids) else np.full(len(r), -1)
+
+    def members(self, p: int) -> np.ndarray:
+        """Positions of the copies in ``p``'s group, ``p`` included."""
+        g = self.group[p]
+        return self.group_order[self.group_start[g]:self.group_start[g + 1]]
+
+
+_HIT_COLS = ("rowid, id, name, path, description, display_name, skill_type, repo, version, tags, active,"
+             " expires_on, metadata, kind, rel, name_key")
 
 
 def rrf(lists: list[list[int]], weights: list[float], k: int) -> dict[int, float]:
@@ -108,6 +116,14 @@ def rrf(lists: list[list[int]], weights: list[float], k: int) -> dict[int, float
         for rank, p in enumerate(lst, start=1):
             fused[p] = fused.get(p, 0.0) + w / (k + rank)
     return fused
+
+
+def _ordinal(day: str | None) -> int:
+    """Date ordinal of an ISO date (0 for none or unreadable: never expires)."""
+    try:
+        return _dt.date.fromisoformat(day[:10]).toordinal() if day else 0
+    except ValueError:
+        return 0
 
 
 def _lineage(meta_json: str) -> list[str]:
@@ -134,6 +150,7 @@ class Searcher:
         self._bmat: np.ndarray | None = None      # body vectors (part 1), or None when there are none
         self._has_body: np.ndarray | None = None
         self._rng = random.Random()
+        self._masks: dict[tuple, np.ndarray] = {}
         self._lex = lexical.LexicalIndex(store, (settings.weight_name, settings.weight_description,
                                                  settings.weight_tags, settings.weight_headings, settings.weight_body))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillshelf-embed")
@@ -143,26 +160,51 @@ class Searcher:
         gen = self.store.get_meta("generation", "0")
         if self._meta is not None and gen == self._gen:
             return self._meta
-        from .sources import precedence_key
-
-        rows = self.store.db.execute(
-            "SELECT rowid, id, name, name_key, path, description, display_name, skill_type, repo, version, tags,"
-            " active, expires_on, metadata, kind, rel FROM skills ORDER BY rowid").fetchall()
-        rowids = np.array([r[0] for r in rows], dtype=np.int64)
-        by_key: dict[str, list[int]] = {}
-        for i, r in enumerate(rows):
-            by_key.setdefault(r[3], []).append(i)
-        m = _Meta(
-            rowids=rowids, pos={int(r[0]): i for i, r in enumerate(rows)}, ids=[r[1] for r in rows],
-            names=[r[2] for r in rows], name_keys=[r[3] for r in rows], paths=[r[4] for r in rows],
-            descriptions=[r[5] for r in rows], display=[r[6] or r[2] for r in rows], types=[r[7] for r in rows],
-            repos=[r[8] for r in rows], versions=[r[9] for r in rows],
-            tags=[[t for t in (r[10] or "").split(",") if t] for r in rows],
-            active=np.array([bool(r[11]) for r in rows], dtype=bool), expires=[r[12] for r in rows],
-            lineage=[_lineage(r[13]) for r in rows],
-            precedence=[precedence_key(r[14], r[15], r[1], self._canonical) for r in rows], by_key=by_key)
-        self._meta, self._gen = m, gen
+        rows = self.store.db.execute("SELECT rowid, name_key, active, expires_on FROM skills ORDER BY rowid")
+        keys: dict[str, int] = {}
+        rowids, group, active, expires = [], [], [], []
+        for rid, key, act, exp in rows:
+            rowids.append(rid)
+            group.append(keys.setdefault(key, len(keys)))
+            active.append(bool(act))
+            expires.append(_ordinal(exp))
+        g = np.asarray(group, dtype=np.int32)
+        order = np.argsort(g, kind="stable").astype(np.int32)
+        start = np.searchsorted(g[order], np.arange(len(keys) + 1)).astype(np.int32)
+        m = _Meta(rowids=np.asarray(rowids, dtype=np.int64), group=g, group_order=order, group_start=start,
+                  active=np.asarray(active, dtype=bool), expires=np.asarray(expires, dtype=np.int32))
+        self._meta, self._gen, self._masks = m, gen, {}
         return m
+
+    def _sql_mask(self, meta: _Meta, key: tuple, sql: str, args: tuple = (), keep=None) -> np.ndarray:
+        """Positions whose rows ``sql`` selects (rowid first, optionally tested by ``keep``
+        on the rest of the row), cached for this index generation."""
+        cached = self._masks.get(key)
+        if cached is not None:
+            return cached
+        rows = self.store.db.execute(sql, args).fetchall()
+        ids = [r[0] for r in rows if keep is None or keep(r)]
+        mask = np.zeros(len(meta.rowids), dtype=bool)
+        pos = meta.positions(ids)
+        mask[pos[pos >= 0]] = True
+        if len(self._masks) > 64:
+            self._masks.clear()
+        self._masks[key] = mask
+        return mask
+
+    def rows(self, positions: list[int]) -> dict[int, Any]:
+        """The skills rows (``_HIT_COLS``) at these positions, by position."""
+        meta = self._meta
+        rids = [int(meta.rowids[p]) for p in positions]
+        out: dict[int, Any] = {}
+        for i in range(0, len(rids), 500):
+            chunk = rids[i:i + 500]
+            q = ",".join("?" * len(chunk))
+            found = self.store.db.execute(f"SELECT {_HIT_COLS} FROM skills WHERE rowid IN ({q})", chunk).fetchall()
+            for r, p in zip(found, meta.positions([r[0] for r in found])):
+                if p >= 0:
+                    out[int(p)] = r
+        return out
 
     def _ensure_vectors(self, embedder, meta: _Meta) -> np.ndarray | None:
         """The metadata vectors as a matrix aligned with the meta positions (zero rows: no
@@ -171,8 +213,8 @@ class Searcher:
         if self._mat is not None and self._vec_gen == key:
             return self._mat if self._has_vec.any() else None
         self._mat = self._bmat = None   # free the old matrices before loading the new ones
-        full, has = load_vectors(self.store, embedder.model_id, meta.pos, len(meta.rowids), PART_META)
-        body, has_body = load_vectors(self.store, embedder.model_id, meta.pos, len(meta.rowids), PART_BODY)
+        full, has = load_vectors(self.store, embedder.model_id, meta.rowids, PART_META)
+        body, has_body = load_vectors(self.store, embedder.model_id, meta.rowids, PART_BODY)
         self._mat, self._has_vec, self._vec_gen = full, has, key
         self._bmat, self._has_body = (body, has_body) if has_body.any() else (None, None)
         return self._mat if has.any() else None
@@ -276,7 +318,8 @@ class Searcher:
 
         # lexical list (filtered after retrieval: take extra when filters are on)
         lex_raw = self.lexical(query, ncand * (3 if allowed is not None else 1))
-        lex = [(meta.pos[r], sc) for r, sc in lex_raw if r in meta.pos]
+        lex_pos = meta.positions([r for r, _ in lex_raw])
+        lex = [(int(p), sc) for p, (_, sc) in zip(lex_pos, lex_raw) if p >= 0]
         if allowed is not None:
             lex = [(p, sc) for p, sc in lex if allowed[p]]
         lex = lex[:ncand]
@@ -315,34 +358,47 @@ class Searcher:
 
         # collapse copies (same name key): the best-ranked one stands for the group
         order = sorted(fused, key=lambda p: -fused[p])
-        groups: dict[str, int] = {}
+        groups: dict[int, int] = {}
         reps: list[int] = []
         for p in order:
-            k = meta.name_keys[p]
+            k = int(meta.group[p])
             if k not in groups:
                 groups[k] = p
                 reps.append(p)
 
         top = fused[reps[0]]
         rel = {p: fused[p] / top for p in reps}
-        if recent:
-            for p in reps:
-                hits_recent = recent.get(meta.ids[p], 0)
-                if hits_recent and not (worked and meta.ids[p] in worked):
-                    rel[p] -= s.recency_penalty * hits_recent
+        for p, times in self._recent_positions(meta, recent, worked).items():
+            if p in rel:
+                rel[p] -= s.recency_penalty * times
         pool = sorted(reps, key=lambda p: -rel[p])[: max(limit * 3, 15)]
         lam = s.mmr_lambda_find if mode == "find" else s.mmr_lambda_brainstorm
         chosen = self._mmr(pool, rel, lam, limit, qvec is not None)
 
         confident = self._confident(chosen, cos)
-        hits = [self._hit(meta, p, rel[p], cos) for p in chosen]
+        rows = self.rows(chosen)
+        hits = [self._hit(meta, rows[p], p, rel[p], cos) for p in chosen]
         if mode == "brainstorm" and s.wildcards:
             # "outside the relevant set": not shown and not among the next-best candidates;
             # a small library falls back to "not shown"
-            shown = {i for p in chosen for i in meta.by_key.get(meta.name_keys[p], [p])}
+            shown = {int(i) for p in chosen for i in meta.members(p)}
             hits.extend(self._wildcards(meta, shown | set(pool[: limit * 2]), shown, allowed, s.wildcards))
         return SearchResult(query, mode, hits, confident, degraded,
                             latency_ms=(time.perf_counter() - t0) * 1000)
+
+    def _recent_positions(self, meta: _Meta, recent: dict[str, int] | None,
+                          worked: set[str] | None) -> dict[int, int]:
+        """Position -> recent appearances, for recently shown skills not reported as worked."""
+        ids = [i for i in (recent or {}) if not (worked and i in worked)]
+        out: dict[int, int] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            q = ",".join("?" * len(chunk))
+            found = self.store.db.execute(f"SELECT rowid, id FROM skills WHERE id IN ({q})", chunk).fetchall()
+            for (_, sid), p in zip(found, meta.positions([r[0] for r in found])):
+                if p >= 0:
+                    out[int(p)] = recent[sid]
+        return out
 
     def _allowed(self, meta: _Meta, repo_scope, current_repo, tags, skill_type, include_inactive,
                  include_expired) -> np.ndarray | None:
@@ -362,12 +418,14 @@ class Searcher:
                 raise ValidationError("repo_scope 'current' needs the current repo",
                                       fix="pass current_repo, set WORKSPACE_FOLDER, or run inside a git repo")
             want = current_repo.lower()
-            mask &= np.array([(r is None or r == "" or r.lower() in (want, "global", "*")) for r in meta.repos])
+            mask &= self._sql_mask(meta, ("repo", want), "SELECT rowid FROM skills WHERE repo IS NULL OR repo = ''"
+                                   " OR lower(repo) IN (?, 'global', '*')", (want,))
             filtered = True
         if tags:
             want_tags = {t.strip().lower() for t in tags if t.strip()}
             if want_tags:
-                mask &= np.array([bool(want_tags & set(t)) for t in meta.tags])
+                mask &= self._sql_mask(meta, ("tags", *sorted(want_tags)), "SELECT rowid, tags FROM skills"
+                                       " WHERE tags != ''", keep=lambda r: bool(want_tags & set(r[1].split(","))))
                 filtered = True
         if skill_type:
             st = skill_type.strip().upper()
@@ -375,17 +433,12 @@ class Searcher:
 
             if st not in SKILL_TYPES:
                 raise ValidationError(f"unknown skill_type {skill_type!r}", fix=f"use one of {', '.join(SKILL_TYPES)}")
-            mask &= np.array([t == st for t in meta.types])
+            mask &= self._sql_mask(meta, ("type", st), "SELECT rowid FROM skills WHERE skill_type = ?", (st,))
             filtered = True
         return mask if filtered else None
 
     def _expired_mask(self, meta: _Meta) -> np.ndarray:
-        today = _dt.date.today().isoformat()
-        cached = getattr(meta, "_expired", None)
-        if cached is None or cached[0] != today:
-            cached = (today, np.array([bool(e) and e < today for e in meta.expires], dtype=bool))
-            meta._expired = cached  # type: ignore[attr-defined]
-        return cached[1]
+        return (meta.expires > 0) & (meta.expires < _dt.date.today().toordinal())
 
     def _mmr(self, pool: list[int], rel: dict[int, float], lam: float, limit: int, use_vectors: bool) -> list[int]:
         """Maximal marginal relevance over the collapsed pool.
@@ -426,34 +479,43 @@ class Searcher:
         # lexical-only: no calibrated signal; "not confident" (and `degraded` says why)
         return bool(sims) and max(sims) >= self._threshold()
 
-    def _hit(self, meta: _Meta, p: int, score: float, cos) -> Hit:
-        group = meta.by_key.get(meta.name_keys[p], [p])
-        copy_ids = [meta.ids[i] for i in group if i != p]
-        same_name = [i for i in group if meta.names[i] == meta.names[p]]
-        winner = min(same_name, key=lambda i: meta.precedence[i])
-        today = _dt.date.today().isoformat()
+    def _hit(self, meta: _Meta, row, p: int, score: float, cos) -> Hit:
+        group = meta.members(p)
+        copy_ids: list[str] = []
+        ref = row["name"]
+        if len(group) > 1:
+            from .sources import precedence_key
+
+            rows = self.rows([int(i) for i in group])
+            copy_ids = [rows[int(i)]["id"] for i in group if int(i) != p and int(i) in rows]
+            same = [r for r in rows.values() if r["name"] == row["name"]]
+            winner = min(same, key=lambda r: precedence_key(r["kind"], r["rel"], r["id"], self._canonical))
+            ref = row["name"] if winner["id"] == row["id"] else row["id"]
         c = cos(p) if cos is not None else None
         likely = c is not None and c >= self._threshold()
         return Hit(
-            id=meta.ids[p], name=meta.names[p], path=meta.paths[p], score=round(float(score), 4),
-            match="likely" if likely else "weak", description=trim(meta.descriptions[p], self.s.description_chars),
-            display_name=meta.display[p], skill_type=meta.types[p], repo=meta.repos[p], version=meta.versions[p],
-            tags=meta.tags[p], copies=len(group), copy_ids=copy_ids[:10], active=bool(meta.active[p]),
-            expired=bool(meta.expires[p] and meta.expires[p] < today), lineage=meta.lineage[p],
-            ref=meta.names[p] if winner == p else meta.ids[p])
+            id=row["id"], name=row["name"], path=row["path"], score=round(float(score), 4),
+            match="likely" if likely else "weak", description=trim(row["description"], self.s.description_chars),
+            display_name=row["display_name"] or row["name"], skill_type=row["skill_type"], repo=row["repo"],
+            version=row["version"], tags=[t for t in (row["tags"] or "").split(",") if t], copies=len(group),
+            copy_ids=copy_ids[:10], active=bool(row["active"]),
+            expired=bool(meta.expires[p] and meta.expires[p] < _dt.date.today().toordinal()),
+            lineage=_lineage(row["metadata"]), ref=ref)
 
     def _wildcards(self, meta: _Meta, exclude: set[int], fallback: set[int], allowed, k: int) -> list[Hit]:
-        def pick(ex: set[int]) -> list[int]:
-            return [i for i in range(len(meta.rowids)) if i not in ex and meta.active[i]
-                    and (allowed is None or allowed[i])]
+        def pick(ex: set[int]) -> np.ndarray:
+            ok = meta.active.copy() if allowed is None else (meta.active & allowed)
+            ok[list(ex)] = False
+            return np.flatnonzero(ok)
 
         cand = pick(exclude)
         if len(cand) < k:
             cand = pick(fallback)
-        picks = self._rng.sample(cand, min(k, len(cand)))
+        picks = [int(cand[i]) for i in self._rng.sample(range(len(cand)), min(k, len(cand)))]
+        rows = self.rows(picks)
         out = []
         for p in picks:
-            h = self._hit(meta, p, 0.0, None)
+            h = self._hit(meta, rows[p], p, 0.0, None)
             h.wildcard = True
             out.append(h)
         return out

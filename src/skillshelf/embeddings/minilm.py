@@ -86,6 +86,9 @@ class MiniLMEmbedder(Embedder):
             # Without this, onnxruntime's spinning threads slow the next numpy step ~10× on 2 cores.
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+            # The arena keeps the largest batch's buffers for good (~80 MB after a 16 × 128
+            # batch); without it a query costs the same (BENCHMARKS.md) and memory goes back.
+            opts.enable_cpu_mem_arena = False
             opts.log_severity_level = 3
             try:
                 sess = ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
