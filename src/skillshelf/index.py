@@ -215,12 +215,14 @@ def body_embedding_text(body: str, words: int = 300) -> str:
     return " ".join(text.split()[:words])
 
 
-def _missing(db, model_id: str, part: int, cols: str) -> list:
+def _missing(db, model_id: str, part: int, cols: str):
+    """Skills without a ``part`` vector for the model (a cursor: bodies are read one row at
+    a time, not all held at once)."""
     return db.execute(f"""
         SELECT s.rowid, {cols} FROM skills s
         WHERE NOT EXISTS (SELECT 1 FROM skill_vectors v JOIN embeddings e
                           ON e.text_hash = v.text_hash AND e.model_id = ?
-                          WHERE v.skill_rowid = s.rowid AND v.part = ?)""", (model_id, part)).fetchall()
+                          WHERE v.skill_rowid = s.rowid AND v.part = ?)""", (model_id, part))
 
 
 def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Progress | None = None,
