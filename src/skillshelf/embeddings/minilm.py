@@ -26,7 +26,8 @@ class MiniLMEmbedder(Embedder):
     def __init__(self, model_path: str | Path | None = None, tokenizer_path: str | Path | None = None,
                  verify: bool = True, max_tokens: int = 64, **_: object):
         # 64 tokens hold name + description for 70% of skills; on a 2-core CPU the model runs
-        # ~2,700 tokens/s, so this bound is what keeps a full index of 5k skills near a minute.
+        # ~2,700-9,000 tokens/s, so this bound keeps the metadata vectors of 5k skills under a minute.
+        # (Body vectors ask for their own limit per call: search.body_vector_tokens.)
         self.max_tokens = int(max_tokens)
         self._model_path = Path(model_path) if model_path else None
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path else None
