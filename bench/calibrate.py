@@ -35,7 +35,7 @@ def main() -> None:
         q = emb.embed(r["query"])
         rowids = [lib.store.db.execute("SELECT rowid FROM skills WHERE id=?", (h.id,)).fetchone()[0] for h in res.hits[:3]]
         pos = [int(p) for p in s._meta.positions(rowids) if p >= 0]
-        best = max((float(s._mat[p] @ q) for p in pos if s._has_vec[p]), default=0.0)
+        best = max((float(s._vindex.dot([p], q)[0]) for p in pos if s._vindex.has[p]), default=0.0)
         feats.append((r["kind"], best))
     gaps = np.array([b for k, b in feats if k == "gap"])
     other = np.array([b for k, b in feats if k != "gap"])

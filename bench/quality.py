@@ -154,6 +154,7 @@ def main() -> None:
     ap.add_argument("--home", default=".bench-home", type=Path)
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument("--sq8", action="store_true", help="force the faiss 8-bit vector index (search.sq8_above=1)")
     ap.add_argument("--dump", type=Path, help="write per-request features for calibration (JSONL)")
     args = ap.parse_args()
 
@@ -165,7 +166,7 @@ def main() -> None:
     # would otherwise push recently recommended skills down.
     import dataclasses
 
-    no_recency = dataclasses.replace(lib.config.search, recency_window=0)
+    no_recency = dataclasses.replace(lib.config.search, recency_window=0, **({"sq8_above": 1} if args.sq8 else {}))
     lib.config = dataclasses.replace(lib.config, search=no_recency)
     lib.searcher.s = no_recency
     rep = lib.sync()

@@ -182,6 +182,21 @@ def test_hit_ref_names_the_copy_to_get(tmp_path):
     assert hit.ref == hit.id
 
 
+def _indexes_from_first_components(meta_first, body_first, has, has_body):
+    """Unit vectors whose product with e0 is the given first component."""
+    import numpy as np
+
+    from skillshelf.vectors import ExactIndex
+
+    def unit(first):
+        m = np.zeros((len(first), 4), dtype=np.float32)
+        m[:, 0] = first
+        m[:, 1] = np.sqrt(1 - np.square(first))
+        return m
+
+    return ExactIndex(unit(meta_first), np.array(has)), ExactIndex(unit(body_first), np.array(has_body))
+
+
 def test_dense_list_scores_each_skill_by_its_better_vector(tmp_path):
     """Max-sim over the metadata and body vectors; a skill without a body vector keeps its
     metadata score; a skill with no vector at all is left out."""
@@ -193,14 +208,15 @@ def test_dense_list_scores_each_skill_by_its_better_vector(tmp_path):
     lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
     lib.sync()
     s = lib.searcher
-    s._has_vec = np.array([True, True, True, False])
-    s._has_body = np.array([True, False, True, False])
-    meta_scores = np.array([0.2, 0.5, 0.6, 0.9], dtype=np.float32)
-    body_scores = np.array([0.9, 0.99, 0.1, 0.95], dtype=np.float32)
-    ranked = s.dense(meta_scores, body_scores, 10, None)
+    s._vindex, s._bindex = _indexes_from_first_components(
+        [0.2, 0.5, 0.6, 0.9], [0.9, 0.99, 0.1, 0.95], [True, True, True, False], [True, False, True, False])
+    probe = np.array([1, 0, 0, 0], dtype=np.float32)
+    ranked = s.dense(probe, 10, None)
     assert [p for p, _ in ranked] == [0, 2, 1]
     assert [round(v, 2) for _, v in ranked] == [0.9, 0.6, 0.5]
-    assert [p for p, _ in s.dense(meta_scores, body_scores, 10, np.array([False, True, True, True]))] == [2, 1]
+    assert [p for p, _ in s.dense(probe, 10, np.array([False, True, True, True]))] == [2, 1]
+    # a top-k cut keeps the skills best by their better score
+    assert [p for p, _ in s.dense(probe, 1, None)] == [0]
 
 
 def test_a_body_only_match_reaches_the_dense_list(tmp_path):
@@ -215,8 +231,6 @@ def test_a_body_only_match_reaches_the_dense_list(tmp_path):
     lib.sync()
     emb, _ = lib._embedder_state()
     s = lib.searcher
-    meta = s._ensure_meta()
-    mat = s._ensure_vectors(emb, meta)
-    q, meta_scores, body_scores = s._embed_and_score(emb, "polish walrus tusks beeswax", mat, s._bmat)
-    top = s.dense(meta_scores, body_scores, 1, None)[0][0]
+    s._ensure_vectors(emb, s._ensure_meta())
+    top = s.dense(emb.embed("polish walrus tusks beeswax"), 1, None)[0][0]
     assert s.rows([top])[top]["name"] == "tusk-care"

@@ -41,6 +41,8 @@ class SearchConfig:
     prf_docs: int = _f(3, "how many top lexical hits feed the query vector")
     body_vector_tokens: int = _f(128, "tokens of each body's opening embedded as a second vector, scored max-sim"
                                       " with the metadata vector (0 = off: indexing ~2.5x faster, quality lower)")
+    sq8_above: int = _f(20_000, "above this many skills, vectors go in a faiss 8-bit index when faiss-cpu is"
+                               " installed (4x less memory, approximate scores); 0 = always exact float32")
     mmr_redundancy_floor: float = _f(0.8, "cosine above which two hits count as redundant in MMR")
     mmr_lambda_find: float = _f(0.7, "MMR relevance/diversity balance for find (the_librarian)")
     mmr_lambda_brainstorm: float = _f(0.45, "MMR balance for brainstorm: more variety")

@@ -517,19 +517,20 @@ class Evolver:
 
         searcher = self.lib.searcher
         meta = searcher._ensure_meta()
-        mat = searcher._ensure_vectors(emb, meta)
-        if mat is None or not len(mat):
+        vi = searcher._ensure_vectors(emb, meta)
+        if vi is None:
             return []
         q = emb.embed(embedding_text(sk.name, sk.description, ",".join(sk.tags)))
-        sims = np.where(searcher._has_vec, mat @ q, -1.0)
-        top = [int(p) for p in sims.argsort()[::-1][:20] if sims[p] >= self.cfg.duplicate_threshold]
+        pos, sims = vi.top(q, 20)
+        top = [int(p) for p, sim in zip(pos, sims) if sim >= self.cfg.duplicate_threshold]
+        sims = dict(zip(top, (float(x) for x in sims)))
         rows = searcher.rows(top)
         out = []
         for p in top:
             row = rows.get(p)
             if row is None or row["name"] in exclude or not meta.active[p]:
                 continue
-            out.append({"name": row["name"], "id": row["id"], "similarity": round(float(sims[p]), 3),
+            out.append({"name": row["name"], "id": row["id"], "similarity": round(sims[p], 3),
                         "suggestion": f"MERGE with source_skill_names='{sk.name}, {row['name']}'"})
         return out[:5]
 

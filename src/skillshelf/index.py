@@ -278,27 +278,3 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
                        [(rowid, part, h) for rowid, part, h, _, _ in items])
     return len(uniq)
 
-
-def load_vectors(store: Store, model_id: str, rowids: np.ndarray,
-                 part: int = PART_META) -> tuple[np.ndarray, np.ndarray]:
-    """Every skill's ``part`` vector for ``model_id`` as a matrix aligned with ``rowids``
-    (row i belongs to skill rowids[i]); rows without a vector are zero. Returns (matrix,
-    has_vector). Rows are copied straight into one preallocated array: no second copy."""
-    positions = {int(r): i for i, r in enumerate(rowids)}
-    n = len(rowids)
-    first = store.db.execute("SELECT e.dim FROM skill_vectors v JOIN embeddings e ON e.text_hash = v.text_hash"
-                             " AND e.model_id = ? WHERE v.part = ? LIMIT 1", (model_id, part)).fetchone()
-    has = np.zeros(n, dtype=bool)
-    if first is None:
-        return np.zeros((n, 0), dtype=np.float32), has
-    mat = np.zeros((n, int(first[0])), dtype=np.float32)
-    cur = store.db.execute("""
-        SELECT v.skill_rowid, e.vector FROM skill_vectors v
-        JOIN embeddings e ON e.text_hash = v.text_hash AND e.model_id = ?
-        WHERE v.part = ?""", (model_id, part))
-    for rowid, blob in cur:
-        p = positions.get(int(rowid))
-        if p is not None:
-            mat[p] = np.frombuffer(blob, dtype="<f4")
-            has[p] = True
-    return mat, has

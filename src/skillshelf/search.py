@@ -20,8 +20,8 @@ import numpy as np
 
 from .config import SearchConfig
 from .errors import ValidationError
-from . import lexical
-from .index import PART_BODY, PART_META, load_vectors
+from . import lexical, vectors
+from .index import PART_BODY, PART_META
 from .store import Store
 from .text import COMPOUND_RE, STOPWORDS, trim
 
@@ -145,10 +145,8 @@ class Searcher:
         self._gen: str | None = None
         self._meta: _Meta | None = None
         self._vec_gen: tuple | None = None
-        self._has_vec: np.ndarray | None = None   # meta position -> has a metadata vector
-        self._mat: np.ndarray | None = None       # metadata vectors (part 0), aligned with meta
-        self._bmat: np.ndarray | None = None      # body vectors (part 1), or None when there are none
-        self._has_body: np.ndarray | None = None
+        self._vindex: vectors.ExactIndex | None = None   # metadata vectors (part 0), aligned with meta
+        self._bindex: vectors.ExactIndex | None = None   # body vectors (part 1), or None
         self._rng = random.Random()
         self._masks: dict[tuple, np.ndarray] = {}
         self._lex = lexical.LexicalIndex(store, (settings.weight_name, settings.weight_description,
@@ -206,18 +204,18 @@ class Searcher:
                     out[int(p)] = r
         return out
 
-    def _ensure_vectors(self, embedder, meta: _Meta) -> np.ndarray | None:
-        """The metadata vectors as a matrix aligned with the meta positions (zero rows: no
-        vector); the body vectors are loaded beside it into ``_bmat``."""
+    def _ensure_vectors(self, embedder, meta: _Meta) -> vectors.ExactIndex | None:
+        """The metadata vector index aligned with the meta positions (None: no vectors yet);
+        the body vector index is loaded beside it into ``_bindex``."""
         key = (self._gen, embedder.model_id, self.store.get_meta("vectors_generation", "0"))
-        if self._mat is not None and self._vec_gen == key:
-            return self._mat if self._has_vec.any() else None
-        self._mat = self._bmat = None   # free the old matrices before loading the new ones
-        full, has = load_vectors(self.store, embedder.model_id, meta.rowids, PART_META)
-        body, has_body = load_vectors(self.store, embedder.model_id, meta.rowids, PART_BODY)
-        self._mat, self._has_vec, self._vec_gen = full, has, key
-        self._bmat, self._has_body = (body, has_body) if has_body.any() else (None, None)
-        return self._mat if has.any() else None
+        if self._vec_gen == key:
+            return self._vindex
+        self._vindex = self._bindex = None   # free the old indexes before loading the new ones
+        big = self.s.sq8_above
+        self._vindex = vectors.load(self.store, embedder.model_id, meta.rowids, PART_META, sq8_above=big)
+        self._bindex = vectors.load(self.store, embedder.model_id, meta.rowids, PART_BODY, sq8_above=big)
+        self._vec_gen = key
+        return self._vindex
 
     def warm(self, embedder=None) -> None:
         """Load the search state now (metadata, lexical arrays, and with an embedder the
@@ -251,31 +249,25 @@ class Searcher:
         """(skill rowid, BM25F score) best first."""
         return self._lex.search(self._query_terms(query), limit)
 
-    def _embed_and_score(self, embedder, query: str, mat: np.ndarray,
-                         bmat: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """The query vector and its dot products with both matrices (runs beside the
-        lexical list: onnxruntime and BLAS release the GIL)."""
-        q = embedder.embed(query)
-        return q, mat @ q, (bmat @ q if bmat is not None else None)
-
-    def dense(self, meta_scores: np.ndarray, body_scores: np.ndarray | None, limit: int,
-              allowed: np.ndarray | None) -> list[tuple[int, float]]:
+    def dense(self, probe: np.ndarray, limit: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
         """(meta position, score) best first: each skill scored by the better of its
-        metadata and body vectors (max-sim)."""
-        if body_scores is not None:
-            full = np.where(self._has_body, np.maximum(meta_scores, body_scores), meta_scores)
-            full[~(self._has_vec | self._has_body)] = -np.inf
+        metadata and body vectors (max-sim). Exact from the two indexes' top lists: a
+        skill in the top ``limit`` by its better score is in the top ``limit`` of the
+        index that gives it that score."""
+        vi, bi = self._vindex, self._bindex
+        pos, _ = vi.top(probe, limit, allowed)
+        if bi is None:
+            cand = pos
         else:
-            full = meta_scores.copy()
-            full[~self._has_vec] = -np.inf
-        if allowed is not None:
-            full[~allowed] = -np.inf
-        k = min(limit, len(full))
-        if k == 0:
+            bpos, _ = bi.top(probe, limit, allowed)
+            cand = np.union1d(pos, bpos)
+        if not len(cand):
             return []
-        top = np.argpartition(-full, k - 1)[:k]
-        top = top[np.argsort(-full[top])]
-        return [(int(p), float(full[p])) for p in top if full[p] > -np.inf]
+        best = np.where(vi.has[cand], vi.dot(cand, probe), -np.inf)
+        if bi is not None:
+            best = np.maximum(best, np.where(bi.has[cand], bi.dot(cand, probe), -np.inf))
+        order = np.argsort(-best, kind="stable")[:limit]
+        return [(int(cand[i]), float(best[i])) for i in order]
 
     # --- the pipeline -------------------------------------------------------------
     def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
@@ -306,15 +298,14 @@ class Searcher:
         # The query embedding + matrix product (onnxruntime, BLAS) and the lexical scoring
         # (SQLite, numpy) mostly release the GIL: run them side by side on the two cores.
         qfuture = None
-        mat = bmat = None
+        vi = None
         if embedder is not None:
             with self._lock:
-                mat = self._ensure_vectors(embedder, meta)
-                bmat = self._bmat
-            if mat is None:
+                vi = self._ensure_vectors(embedder, meta)
+            if vi is None:
                 degraded = degraded or "no vectors yet for this model: run `skillshelf sync`"
             else:
-                qfuture = self._pool.submit(self._embed_and_score, embedder, query, mat, bmat)
+                qfuture = self._pool.submit(embedder.embed, query)
 
         # lexical list (filtered after retrieval: take extra when filters are on)
         lex_raw = self.lexical(query, ncand * (3 if allowed is not None else 1))
@@ -328,29 +319,28 @@ class Searcher:
         qvec = None
         if qfuture is not None:
             try:
-                qvec, meta_scores, body_scores = qfuture.result()
+                qvec = qfuture.result()
             except Exception as exc:  # any backend failure degrades loudly to lexical-only
                 degraded = f"embedder failed: {exc}"
         if qvec is not None:
-            # Pseudo-relevance feedback (Rocchio): the probe is the query vector plus the
-            # mean metadata vector of the top lexical hits, so the dense list searches near
-            # what the words matched. Scores are linear in the probe, so the query's own
-            # products (computed above, beside the lexical list) are reused and only the
-            # feedback part is added; the probe's norm is one factor for every skill and
-            # does not change the order.
-            top = [p for p, _ in lex[:s.prf_docs] if self._has_vec[p]]
+            # Pseudo-relevance feedback (Rocchio): move the query vector toward the metadata
+            # vectors of the top lexical hits, so the dense list searches near what the words
+            # matched (for both the metadata and the body vectors).
+            probe = qvec
+            top = [p for p, _ in lex[:s.prf_docs] if vi.has[p]]
             if s.prf_weight and top:
-                fb = s.prf_weight * mat[top].mean(axis=0)
-                meta_scores = meta_scores + mat @ fb
-                if body_scores is not None:
-                    body_scores = body_scores + bmat @ fb
-            dense = self.dense(meta_scores, body_scores, ncand, allowed)
+                probe = qvec + s.prf_weight * vi.vectors(top).mean(axis=0)
+                probe = (probe / (np.linalg.norm(probe) or 1.0)).astype(np.float32)
+            dense = self.dense(probe, ncand, allowed)
+
+        cos_cache: dict[int, float | None] = {}
 
         def cos(p: int) -> float | None:
             """Cosine of the user's own query (not the feedback probe): confidence and match."""
-            if qvec is None or not self._has_vec[p]:
-                return None
-            return float(mat[p] @ qvec)
+            if p not in cos_cache:
+                ok = qvec is not None and vi is not None and vi.has[p]
+                cos_cache[p] = float(vi.dot([p], qvec)[0]) if ok else None
+            return cos_cache[p]
 
         fused = rrf([[p for p, _ in lex], [p for p, _ in dense]], [s.lexical_weight, s.dense_weight], s.rrf_k)
         if not fused:
@@ -447,11 +437,12 @@ class Searcher:
         candidate: cosine above ``mmr_redundancy_floor`` (near-duplicates under other names).
         Plain MMR on raw cosine pushes down every skill of the right topic, which is what
         cost the_librarian quality (DESIGN.md: 0.522 → 0.485)."""
-        if not use_vectors or len(pool) <= 1 or self._mat is None:
+        vi = self._vindex
+        if not use_vectors or len(pool) <= 1 or vi is None:
             return pool[:limit]
         idx = np.asarray(pool)
-        has = self._has_vec[idx]
-        vecs = self._mat[idx]
+        has = vi.has[idx]
+        vecs = vi.vectors(idx)
         sims = vecs @ vecs.T
         sims[~has, :] = 0.0
         sims[:, ~has] = 0.0

@@ -1,0 +1,156 @@
+"""The dense index: one skill vector per row, aligned with the search state's positions.
+
+Two implementations behind one small interface (``top``, ``dot``, ``vectors``, ``has``):
+
+- ``ExactIndex``: a float32 matrix in memory, brute-force products with numpy. Exact;
+  the default for libraries up to ``search.sq8_above`` skills.
+- ``SQ8Index``: faiss' scalar quantizer, 8 bits per dimension (a quarter of the memory:
+  38 MB instead of 154 MB per 100k × 384 vectors) with SIMD inner products. Used above
+  that size when the optional ``faiss-cpu`` package is installed (``skillshelf[scale]``);
+  imported only then. Its scores are approximate (quantisation error ~0.003 on a cosine),
+  so the few vectors the pipeline reads back (feedback, confidence, MMR) are decoded.
+
+Both are loaded from SQLite in chunks in position order, so a large library never holds
+a float32 copy of all its vectors at once while the SQ8 index is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from .store import Store
+
+CHUNK = 8192            # rows read from SQLite per step while loading (and the SQ8 training sample)
+
+
+class ExactIndex:
+    kind = "exact"
+
+    def __init__(self, mat: np.ndarray, has: np.ndarray):
+        self.mat, self.has = mat, has
+
+    def vectors(self, positions) -> np.ndarray:
+        return self.mat[np.asarray(positions, dtype=np.int64)]
+
+    def dot(self, positions, q: np.ndarray) -> np.ndarray:
+        """Scores of ``q`` against the vectors at ``positions``."""
+        return self.vectors(positions) @ q
+
+    def scores(self, q: np.ndarray) -> np.ndarray:
+        return self.mat @ q
+
+    def top(self, q: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, scores) of the ``k`` best rows that have a vector (and are allowed)."""
+        full = self.scores(q)
+        ok = self.has if allowed is None else (self.has & allowed)
+        full[~ok] = -np.inf
+        k = min(k, int(ok.sum()))
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        top = np.argpartition(-full, k - 1)[:k]
+        top = top[np.argsort(-full[top])]
+        return top, full[top]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.mat.nbytes)
+
+
+class SQ8Index(ExactIndex):
+    kind = "faiss-sq8"
+
+    def __init__(self, index, has: np.ndarray):
+        self.index, self.has = index, has
+
+    def vectors(self, positions) -> np.ndarray:
+        pos = np.asarray(positions, dtype=np.int64)
+        if not len(pos):
+            return np.zeros((0, self.index.d), dtype=np.float32)
+        return self.index.reconstruct_batch(pos).astype(np.float32)
+
+    def scores(self, q: np.ndarray) -> np.ndarray:   # not used on the query path
+        d, i = self.index.search(q[None, :].astype(np.float32), self.index.ntotal)
+        out = np.empty(self.index.ntotal, dtype=np.float32)
+        out[i[0]] = d[0]
+        return out
+
+    def top(self, q: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        import faiss
+
+        ok = self.has if allowed is None else (self.has & allowed)
+        k = min(k, int(ok.sum()))
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        params = None
+        if not ok.all():
+            # faiss tests bit i of byte i >> 3, least significant bit first
+            bits = np.packbits(ok.astype(np.uint8), bitorder="little")
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(len(ok), faiss.swig_ptr(bits)))
+            self._bits = bits   # the selector points into this buffer: keep it alive for the call
+        d, i = self.index.search(q[None, :].astype(np.float32), k, params=params)
+        keep = i[0] >= 0
+        return i[0][keep].astype(np.int64), d[0][keep]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.index.sa_code_size() * self.index.ntotal)
+
+
+def _chunks(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(float32 block, has block) in position order, CHUNK rows at a time; rows without a
+    vector are zero."""
+    n = len(rowids)
+    for start in range(0, n, CHUNK):
+        ids = rowids[start:start + CHUNK]
+        block = np.zeros((len(ids), dim), dtype=np.float32)
+        has = np.zeros(len(ids), dtype=bool)
+        lo, hi = int(ids[0]), int(ids[-1])
+        cur = store.db.execute("""
+            SELECT v.skill_rowid, e.vector FROM skill_vectors v
+            JOIN embeddings e ON e.text_hash = v.text_hash AND e.model_id = ?
+            WHERE v.part = ? AND v.skill_rowid BETWEEN ? AND ?""", (model_id, part, lo, hi))
+        for rowid, blob in cur:
+            p = int(np.searchsorted(ids, rowid))
+            if p < len(ids) and ids[p] == rowid:
+                block[p] = np.frombuffer(blob, dtype="<f4")
+                has[p] = True
+        yield block, has
+
+
+def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_above: int = 0) -> ExactIndex | None:
+    """The index of ``part`` vectors for ``model_id`` aligned with ``rowids`` (ascending),
+    or None when no skill has such a vector. ``sq8_above``: use the faiss SQ8 index when
+    the library has more skills than this and faiss is installed (0 = never)."""
+    first = store.db.execute("SELECT e.dim FROM skill_vectors v JOIN embeddings e ON e.text_hash = v.text_hash"
+                             " AND e.model_id = ? WHERE v.part = ? LIMIT 1", (model_id, part)).fetchone()
+    if first is None or not len(rowids):
+        return None
+    dim = int(first[0])
+    n = len(rowids)
+    has = np.zeros(n, dtype=bool)
+    if sq8_above and n > sq8_above:
+        try:
+            import faiss
+        except ImportError:
+            faiss = None
+        if faiss is not None:
+            index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+            start = 0
+            for block, h in _chunks(store, model_id, rowids, part, dim):
+                has[start:start + len(h)] = h
+                start += len(h)
+                if not index.is_trained:
+                    # the quantiser's per-dimension ranges, from the first block's vectors
+                    # (values outside them are clipped: a small error on a few skills)
+                    index.train(block[h] if h.any() else block)
+                index.add(block)
+            return SQ8Index(index, has) if has.any() else None
+    mat = np.zeros((n, dim), dtype=np.float32)
+    start = 0
+    for block, h in _chunks(store, model_id, rowids, part, dim):
+        mat[start:start + len(h)] = block
+        has[start:start + len(h)] = h
+        start += len(h)
+    return ExactIndex(mat, has) if has.any() else None

@@ -1,0 +1,80 @@
+"""The dense index: exact float32 and faiss SQ8, loaded in chunks, aligned with positions."""
+
+import sys
+
+import numpy as np
+import pytest
+
+from skillshelf import Library, vectors
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.index import PART_META
+
+from conftest import write_skill
+
+TOPICS = ["docker", "cors", "postgres", "kafka", "react", "terraform", "pytest", "graphql", "redis", "nginx"]
+
+
+def _lib(tmp_path, n=60):
+    root = tmp_path / "r"
+    for i in range(n):
+        a, b = TOPICS[i % 10], TOPICS[(i * 3 + 1) % 10]
+        write_skill(root, f"s{i:03d}", description=f"{a} and {b} recipes, variant {i}",
+                    body=f"# Steps\n\nUse {b} with {a}; step {i}.\n")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(dim=64), auto_sync=False)
+    lib.sync()
+    emb, _ = lib._embedder_state()
+    return lib, emb
+
+
+def test_chunked_loading_keeps_rows_aligned(tmp_path, monkeypatch):
+    lib, emb = _lib(tmp_path)
+    monkeypatch.setattr(vectors, "CHUNK", 7)       # many chunk borders
+    meta = lib.searcher._ensure_meta()
+    idx = vectors.load(lib.store, emb.model_id, meta.rowids, PART_META)
+    assert isinstance(idx, vectors.ExactIndex) and idx.has.all()
+    for p in (0, 6, 7, 33, len(meta.rowids) - 1):
+        row = lib.searcher.rows([p])[p]
+        want = emb.embed(f"{row['name']}: {row['description']}")
+        assert np.allclose(idx.vectors([p])[0], want, atol=1e-6)
+
+
+def test_sq8_index_agrees_with_the_exact_one(tmp_path):
+    pytest.importorskip("faiss")
+    lib, emb = _lib(tmp_path)
+    rowids = lib.searcher._ensure_meta().rowids
+    exact = vectors.load(lib.store, emb.model_id, rowids, PART_META)
+    sq8 = vectors.load(lib.store, emb.model_id, rowids, PART_META, sq8_above=10)
+    assert isinstance(sq8, vectors.SQ8Index) and sq8.nbytes * 3 < exact.nbytes
+    assert np.abs(sq8.vectors(range(len(rowids))) - exact.mat).max() < 0.02
+    q = emb.embed("docker cors recipes")
+    e_pos, e_sc = exact.top(q, 10)
+    s_pos, s_sc = sq8.top(q, 10)
+    assert len(set(e_pos[:5]) & set(s_pos[:10])) == 5
+    assert np.allclose(np.sort(e_sc)[::-1][:3], np.sort(s_sc)[::-1][:3], atol=0.03)
+    # filters: only allowed rows come back, in both
+    allowed = np.zeros(len(rowids), dtype=bool)
+    allowed[::3] = True
+    for idx in (exact, sq8):
+        pos, _ = idx.top(q, 10, allowed)
+        assert len(pos) == 10 and allowed[pos].all()
+    # a row without a vector never comes back
+    sq8.has[e_pos[0]] = False
+    assert e_pos[0] not in set(sq8.top(q, 10)[0])
+
+
+def test_search_uses_sq8_when_large_and_exact_without_faiss(tmp_path, monkeypatch):
+    pytest.importorskip("faiss")
+    import dataclasses
+
+    lib, emb = _lib(tmp_path)
+    exact_hits = [h.name for h in lib.search("kafka and redis recipes", log=False).hits[:3]]
+    lib.searcher.s = dataclasses.replace(lib.searcher.s, sq8_above=10)
+    lib.searcher._vec_gen = None
+    res = lib.search("kafka and redis recipes", log=False)
+    assert isinstance(lib.searcher._vindex, vectors.SQ8Index) and isinstance(lib.searcher._bindex, vectors.SQ8Index)
+    assert res.degraded is None and [h.name for h in res.hits[:3]] == exact_hits
+    # faiss missing: the same setting falls back to the exact index
+    monkeypatch.setitem(sys.modules, "faiss", None)
+    lib.searcher._vec_gen = None
+    lib.search("kafka", log=False)
+    assert type(lib.searcher._vindex) is vectors.ExactIndex
