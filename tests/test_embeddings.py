@@ -164,3 +164,39 @@ def test_bundled_model_is_real_and_verified(tmp_path):
     bad.write_bytes(b"not a model")
     with pytest.raises(EmbedderError, match="cannot load model"):
         create("minilm", model_path=str(bad)).load()
+
+
+def test_int8_model_is_derived_once_cached_and_close_to_float32(tmp_path, monkeypatch, capsys):
+    from skillshelf.embeddings import quantize
+    from skillshelf.embeddings.minilm import MODEL_SHA256
+
+    monkeypatch.setenv("SKILLSHELF_CACHE", str(tmp_path / "cache"))
+    texts = ["How do I fix a CORS error in a Next.js API route?", "Shrink a 1.4 GB Node Docker image",
+             "Write Conventional Commits messages", "Automate Process Street checklists via Rube MCP"]
+    q8 = create("minilm")
+    v8 = q8.embed_batch(texts)
+    target = quantize.derived_path(MODEL_SHA256)
+    assert target.is_file() and "deriving the 8-bit embedding model" in capsys.readouterr().err
+    assert q8.model_id.endswith("dq8-t64") and q8.precision == "int8"
+    f32 = create("minilm", precision="float32")
+    assert f32.model_id.endswith("int8-t64")          # vectors of the two never mix
+    assert np.all(np.sum(v8 * f32.embed_batch(texts), axis=1) > 0.99)
+    # a second load reuses the file
+    stamp = target.stat().st_mtime_ns
+    create("minilm").load()
+    assert target.stat().st_mtime_ns == stamp and "deriving" not in capsys.readouterr().err
+    # a damaged cache file is rebuilt, not fatal
+    target.write_bytes(b"damaged")
+    again = create("minilm")
+    assert np.allclose(again.embed_batch(texts), v8, atol=1e-5) and again.precision == "int8"
+
+
+def test_int8_model_without_onnx_falls_back_loudly(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SKILLSHELF_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(sys.modules, "onnxruntime.quantization", None)   # as if onnx were missing
+    e = create("minilm")
+    v = e.embed("CORS error in a Next.js API route")
+    assert v.shape == (384,) and e.precision == "float32" and e.model_id.endswith("int8-t64")
+    assert "8-bit model unavailable" in capsys.readouterr().err
+    with pytest.raises(EmbedderError, match="unknown embedder precision"):
+        create("minilm", precision="fp16")

