@@ -200,3 +200,14 @@ def test_int8_model_without_onnx_falls_back_loudly(tmp_path, monkeypatch, capsys
     assert "8-bit model unavailable" in capsys.readouterr().err
     with pytest.raises(EmbedderError, match="unknown embedder precision"):
         create("minilm", precision="fp16")
+
+
+def test_a_vector_does_not_depend_on_its_batch():
+    """The cache keys vectors by text: embedding a text alone or among others, short or
+    long, must give the same vector (the 8-bit model quantises activations per call)."""
+    for precision in ("int8", "float32"):
+        e = create("minilm", precision=precision)
+        text = "Fix CORS errors in Next.js API routes"
+        alone = e.embed(text)
+        batch = e.embed_batch(["x " * 200, text, "short", "another text of middling length here"])
+        assert np.allclose(batch[1], alone, atol=1e-5), precision

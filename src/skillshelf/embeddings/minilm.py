@@ -22,6 +22,8 @@ class MiniLMEmbedder(Embedder):
     name = "minilm"
     local = True
     batch_size = 32
+    sub_batch = 16          # most sequences per onnxruntime call (length-sorted, padded to the longest)
+    call_tokens = 512       # ... and about this many tokens per call
     token_truncation = True
     POSITIONS = 512  # the model's position embeddings: nothing longer can be embedded
 
@@ -145,10 +147,22 @@ class MiniLMEmbedder(Embedder):
             seqs.append(ids if len(ids) <= limit else ids[:limit - 1] + ids[-1:])
         order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        # length-sorted sub-batches keep padding small
-        step = 16
-        for s in range(0, len(order), step):
-            idx = order[s:s + step]
+        # Length-sorted sub-batches keep padding small; each holds about ``call_tokens``
+        # tokens, so long texts go a few at a time (their activations stay in cache: on
+        # 2 cores, 4 × 128 tokens per call ran ~1.6x faster than 16 × 128).
+        # The 8-bit model quantises activations per call, over the whole padded batch, so
+        # a text's vector would depend on its batch companions: it runs one text per call,
+        # which keeps every vector a function of its text alone (the cache relies on it).
+        most = 1 if self.precision == "int8" else self.sub_batch
+        s = 0
+        while s < len(order):
+            width = len(seqs[order[s]])
+            take = 1
+            while (s + take < len(order) and take < most
+                   and (take + 1) * len(seqs[order[s + take]]) <= self.call_tokens):
+                take += 1
+            idx = order[s:s + take]
+            s += take
             width = max(len(seqs[i]) for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
