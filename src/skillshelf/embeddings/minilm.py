@@ -4,6 +4,7 @@ run with onnxruntime + tokenizers + numpy. No PyTorch, no download."""
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 import threading
 from importlib import resources
@@ -44,6 +45,8 @@ class MiniLMEmbedder(Embedder):
         self._session = None
         self._tok = None
         self._lock = threading.Lock()
+        self.workers = max(1, min(os.cpu_count() or 1, 8))
+        self._pool = None
 
     @property
     def model_id(self) -> str:
@@ -93,7 +96,7 @@ class MiniLMEmbedder(Embedder):
             tok.no_padding()
             tok.enable_truncation(max_length=self.POSITIONS)
             opts = ort.SessionOptions()
-            opts.intra_op_num_threads = 0
+            opts.intra_op_num_threads = 1   # parallelism comes from concurrent calls (see _embed)
             # Without this, onnxruntime's spinning threads slow the next numpy step ~10× on 2 cores.
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
@@ -136,6 +139,14 @@ class MiniLMEmbedder(Embedder):
         self.precision = "float32"
         return None
 
+    def _runner(self):
+        from concurrent.futures import ThreadPoolExecutor
+
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="skillshelf-onnx")
+            return self._pool
+
     def _embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         if self._session is None:
             self.load()
@@ -154,28 +165,38 @@ class MiniLMEmbedder(Embedder):
         # a text's vector would depend on its batch companions: it runs one text per call,
         # which keeps every vector a function of its text alone (the cache relies on it).
         most = 1 if self.precision == "int8" else self.sub_batch
+        calls: list[list[int]] = []
         s = 0
         while s < len(order):
-            width = len(seqs[order[s]])
             take = 1
             while (s + take < len(order) and take < most
                    and (take + 1) * len(seqs[order[s + take]]) <= self.call_tokens):
                 take += 1
-            idx = order[s:s + take]
+            calls.append(order[s:s + take])
             s += take
+
+        def run(idx: list[int]) -> None:
             width = max(len(seqs[i]) for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
-            types = np.zeros((len(idx), width), dtype=np.int64)   # single segment: all zeros
             for r, i in enumerate(idx):
                 n = len(seqs[i])
                 ids[r, :n] = seqs[i]
                 mask[r, :n] = 1
             feed = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
-                feed["token_type_ids"] = types
+                feed["token_type_ids"] = np.zeros_like(ids)   # single segment
             hidden = self._session.run(None, feed)[0]
             m = mask[..., None].astype(np.float32)
-            pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
-            out[idx] = pooled
+            out[idx] = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+
+        # Each call runs on one core; several calls run side by side (a session may be run
+        # from several threads). On 2 cores this embeds a corpus ~1.7x faster than one call
+        # at a time on two intra-op threads, and a lone query keeps the other core free for
+        # the lexical list.
+        if len(calls) == 1 or self.workers <= 1:
+            for idx in calls:
+                run(idx)
+        else:
+            list(self._runner().map(run, calls))
         return out
