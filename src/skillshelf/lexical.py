@@ -24,6 +24,7 @@ import functools
 import math
 import sqlite3
 import struct
+from array import array
 from collections import Counter, defaultdict
 from itertools import chain
 from dataclasses import dataclass
@@ -67,12 +68,22 @@ def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
 _PACK = struct.Struct("<5H")
 
 
+def _field_counts(text: str) -> Counter:
+    """Term frequencies of one field: each distinct compound word is expanded once and
+    counted as often as it occurs (the same counts as ``Counter(terms(text))``)."""
+    counts: Counter = Counter()
+    for compound, c in Counter(COMPOUND_RE.findall(text or "")).items():
+        for t in _compound_terms(compound):
+            counts[t] += c
+    return counts
+
+
 def doc_postings(fields: tuple[str, ...]) -> tuple[dict[str, bytes], np.ndarray]:
     """Per-term frequencies (5 × uint16, packed) and the field lengths of one document."""
     per: dict[str, list[int]] = {}
     lens = np.zeros(NF, dtype=np.float32)
     for f, text in enumerate(fields):
-        counts = Counter(terms(text))
+        counts = _field_counts(text)
         lens[f] = sum(counts.values())
         for t, c in counts.items():
             v = per.get(t)
@@ -87,13 +98,15 @@ class Writer:
     """Indexes skills inside one sync transaction. Small batches go to the delta table;
     large ones (a first sync, a new root) are merged straight into the main postings."""
 
-    BULK = 200    # documents: at or above, merge into main instead of the delta table
-    CHUNK = 1000  # documents held in memory before a merge (bounds RSS on a first sync)
+    BULK = 200              # documents: at or above, merge into main instead of the delta table
+    FLUSH_AT = 4_000_000    # postings held in memory before a merge (~14 bytes each: bounds RSS)
 
     def __init__(self, db: sqlite3.Connection):
         self.db = db
-        self.pending: dict[str, list[tuple[int, bytes]]] = defaultdict(list)
+        # term -> (docids, packed frequencies): compact arrays, not a tuple per posting
+        self.pending: dict[str, tuple[array, bytearray]] = {}
         self.docs = 0
+        self.postings = 0
 
     def add(self, skill_rowid: int, fields: tuple[str, ...]) -> int:
         remove(self.db, skill_rowid)
@@ -101,10 +114,16 @@ class Writer:
         cur = self.db.execute("INSERT INTO lex_docs (skill_rowid, alive, lens) VALUES (?, 1, ?)",
                               (skill_rowid, lens.tobytes()))
         docid = int(cur.lastrowid)
+        pending = self.pending
         for t, packed in per.items():
-            self.pending[t].append((docid, packed))
+            entry = pending.get(t)
+            if entry is None:
+                entry = pending[t] = (array("i"), bytearray())
+            entry[0].append(docid)
+            entry[1].extend(packed)
         self.docs += 1
-        if self.docs >= self.CHUNK:
+        self.postings += len(per)
+        if self.postings >= self.FLUSH_AT:
             self.flush()
         return docid
 
@@ -112,10 +131,12 @@ class Writer:
         if self.docs >= self.BULK:
             _merge(self.db, self.pending)
         else:
+            size = _PACK.size
             self.db.executemany("INSERT INTO lex_delta (term, docid, tfs) VALUES (?, ?, ?)",
-                                [(t, d, b) for t, items in self.pending.items() for d, b in items])
-        self.pending = defaultdict(list)
-        self.docs = 0
+                                [(t, d, bytes(tfs[i * size:(i + 1) * size]))
+                                 for t, (ids, tfs) in self.pending.items() for i, d in enumerate(ids)])
+        self.pending = {}
+        self.docs = self.postings = 0
         dead, alive = self.db.execute("SELECT SUM(alive = 0), SUM(alive = 1) FROM lex_docs").fetchone()
         if delta_size(self.db) > COMPACT_AT or (dead or 0) > 0.2 * (alive or 0) + 100:
             compact(self.db)
@@ -125,17 +146,19 @@ def remove(db: sqlite3.Connection, skill_rowid: int) -> None:
     db.execute("UPDATE lex_docs SET alive = 0 WHERE skill_rowid = ? AND alive = 1", (skill_rowid,))
 
 
-def _merge(db: sqlite3.Connection, pending: dict[str, list[tuple[int, bytes]]]) -> None:
+def _merge(db: sqlite3.Connection, pending: dict[str, tuple[array, bytearray]]) -> None:
     """Append new postings to the main rows of their terms (dead docs are dropped at compaction)."""
+    known = {r[0] for r in db.execute("SELECT term FROM lex_main")} if pending else set()
     rows = []
-    for term, items in pending.items():
-        new_ids = np.fromiter((d for d, _ in items), dtype=np.int32, count=len(items)).tobytes()
-        new_tfs = b"".join(b for _, b in items)
-        old = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
+    for term, (ids, tfs) in pending.items():
+        new_ids = np.asarray(ids, dtype="<i4").tobytes()
+        old = None
+        if term in known:
+            old = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
         if old:
-            rows.append((term, old[0] + new_ids, old[1] + new_tfs))
+            rows.append((term, old[0] + new_ids, old[1] + bytes(tfs)))
         else:
-            rows.append((term, new_ids, new_tfs))
+            rows.append((term, new_ids, bytes(tfs)))
     db.executemany("INSERT OR REPLACE INTO lex_main (term, docids, tfs) VALUES (?, ?, ?)", rows)
 
 
