@@ -111,11 +111,14 @@ def _chunks(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: int
             SELECT v.skill_rowid, e.vector FROM skill_vectors v
             JOIN embeddings e ON e.text_hash = v.text_hash AND e.model_id = ?
             WHERE v.part = ? AND v.skill_rowid BETWEEN ? AND ?""", (model_id, part, lo, hi))
-        for rowid, blob in cur:
-            p = int(np.searchsorted(ids, rowid))
-            if p < len(ids) and ids[p] == rowid:
-                block[p] = np.frombuffer(blob, dtype="<f4")
-                has[p] = True
+        rows = cur.fetchall()
+        if rows:
+            rid = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
+            p = np.minimum(np.searchsorted(ids, rid), len(ids) - 1)
+            ok = ids[p] == rid
+            block[p[ok]] = vecs[ok]
+            has[p[ok]] = True
         yield block, has
 
 
