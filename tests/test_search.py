@@ -234,3 +234,37 @@ def test_a_body_only_match_reaches_the_dense_list(tmp_path):
     s._ensure_vectors(emb, s._ensure_meta())
     top = s.dense(emb.embed("polish walrus tusks beeswax"), 1, None)[0][0]
     assert s.rows([top])[top]["name"] == "tusk-care"
+
+
+def test_searches_stay_consistent_while_the_index_changes(tmp_path):
+    """A sync in another thread (the server's watcher) changes the index generation
+    mid-search: every hit must still name the skill its path holds."""
+    import threading
+
+    root = tmp_path / "r"
+    for i in range(30):
+        write_skill(root, f"topic-{i:02d}", description=f"docker compose recipe number {i}")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def churn():
+        try:
+            for i in range(30, 45):
+                write_skill(root, f"topic-{i:02d}", description=f"docker compose recipe number {i}")
+                lib.sync()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            stop.set()
+
+    t = threading.Thread(target=churn)
+    t.start()
+    checked = 0
+    while not stop.is_set() or checked < 10:
+        for h in lib.search("docker compose recipe", limit=10, log=False).hits:
+            assert h.path.endswith(f"/{h.name}/SKILL.md")
+        checked += 1
+    t.join()
+    assert not errors and lib.count() == 45

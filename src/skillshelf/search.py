@@ -85,6 +85,7 @@ class _Meta:
     hits shown, and filters on repo, tags and type are answered by SQL and cached, so
     100k skills cost a few MB here instead of ~150 MB of Python strings."""
 
+    gen: str                    # the index generation this snapshot belongs to
     rowids: np.ndarray          # int64, ascending: position -> skill rowid
     group: np.ndarray           # int32 copy group (same name key) per position
     group_order: np.ndarray     # positions sorted by group ...
@@ -169,7 +170,7 @@ class Searcher:
         g = np.asarray(group, dtype=np.int32)
         order = np.argsort(g, kind="stable").astype(np.int32)
         start = np.searchsorted(g[order], np.arange(len(keys) + 1)).astype(np.int32)
-        m = _Meta(rowids=np.asarray(rowids, dtype=np.int64), group=g, group_order=order, group_start=start,
+        m = _Meta(gen=gen, rowids=np.asarray(rowids, dtype=np.int64), group=g, group_order=order, group_start=start,
                   active=np.asarray(active, dtype=bool), expires=np.asarray(expires, dtype=np.int32))
         self._meta, self._gen, self._masks = m, gen, {}
         return m
@@ -190,9 +191,10 @@ class Searcher:
         self._masks[key] = mask
         return mask
 
-    def rows(self, positions: list[int]) -> dict[int, Any]:
-        """The skills rows (``_HIT_COLS``) at these positions, by position."""
-        meta = self._meta
+    def rows(self, positions: list[int], meta: _Meta | None = None) -> dict[int, Any]:
+        """The skills rows (``_HIT_COLS``) at these positions of ``meta`` (default: the
+        current snapshot), by position."""
+        meta = meta or self._meta
         rids = [int(meta.rowids[p]) for p in positions]
         out: dict[int, Any] = {}
         for i in range(0, len(rids), 500):
@@ -207,7 +209,8 @@ class Searcher:
     def _ensure_vectors(self, embedder, meta: _Meta) -> vectors.ExactIndex | None:
         """The metadata vector index aligned with the meta positions (None: no vectors yet);
         the body vector index is loaded beside it into ``_bindex``."""
-        key = (self._gen, embedder.model_id, self.store.get_meta("vectors_generation", "0"))
+        # keyed by the snapshot the vectors are aligned with, not by whatever is current
+        key = (meta.gen, embedder.model_id, self.store.get_meta("vectors_generation", "0"))
         if self._vec_gen == key:
             return self._vindex
         self._vindex = self._bindex = None   # free the old indexes before loading the new ones
@@ -249,12 +252,14 @@ class Searcher:
         """(skill rowid, BM25F score) best first."""
         return self._lex.search(self._query_terms(query), limit)
 
-    def dense(self, probe: np.ndarray, limit: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
+    def dense(self, probe: np.ndarray, limit: int, allowed: np.ndarray | None,
+              vi: vectors.ExactIndex | None = None, bi: vectors.ExactIndex | None = None) -> list[tuple[int, float]]:
         """(meta position, score) best first: each skill scored by the better of its
         metadata and body vectors (max-sim). Exact from the two indexes' top lists: a
         skill in the top ``limit`` by its better score is in the top ``limit`` of the
         index that gives it that score."""
-        vi, bi = self._vindex, self._bindex
+        if vi is None:
+            vi, bi = self._vindex, self._bindex
         pos, _ = vi.top(probe, limit, allowed)
         if bi is None:
             cand = pos
@@ -298,10 +303,11 @@ class Searcher:
         # The query embedding + matrix product (onnxruntime, BLAS) and the lexical scoring
         # (SQLite, numpy) mostly release the GIL: run them side by side on the two cores.
         qfuture = None
-        vi = None
+        vi = bi = None
         if embedder is not None:
-            with self._lock:
+            with self._lock:   # the meta snapshot and its two indexes, taken together
                 vi = self._ensure_vectors(embedder, meta)
+                bi = self._bindex
             if vi is None:
                 degraded = degraded or "no vectors yet for this model: run `skillshelf sync`"
             else:
@@ -331,7 +337,7 @@ class Searcher:
             if s.prf_weight and top:
                 probe = qvec + s.prf_weight * vi.vectors(top).mean(axis=0)
                 probe = (probe / (np.linalg.norm(probe) or 1.0)).astype(np.float32)
-            dense = self.dense(probe, ncand, allowed)
+            dense = self.dense(probe, ncand, allowed, vi, bi)
 
         cos_cache: dict[int, float | None] = {}
 
@@ -363,10 +369,10 @@ class Searcher:
                 rel[p] -= s.recency_penalty * times
         pool = sorted(reps, key=lambda p: -rel[p])[: max(limit * 3, 15)]
         lam = s.mmr_lambda_find if mode == "find" else s.mmr_lambda_brainstorm
-        chosen = self._mmr(pool, rel, lam, limit, qvec is not None)
+        chosen = self._mmr(pool, rel, lam, limit, vi if qvec is not None else None)
 
         confident = self._confident(chosen, cos)
-        rows = self.rows(chosen)
+        rows = self.rows(chosen, meta)
         hits = [self._hit(meta, rows[p], p, rel[p], cos) for p in chosen]
         if mode == "brainstorm" and s.wildcards:
             # "outside the relevant set": not shown and not among the next-best candidates;
@@ -430,15 +436,15 @@ class Searcher:
     def _expired_mask(self, meta: _Meta) -> np.ndarray:
         return (meta.expires > 0) & (meta.expires < _dt.date.today().toordinal())
 
-    def _mmr(self, pool: list[int], rel: dict[int, float], lam: float, limit: int, use_vectors: bool) -> list[int]:
+    def _mmr(self, pool: list[int], rel: dict[int, float], lam: float, limit: int,
+             vi: vectors.ExactIndex | None) -> list[int]:
         """Maximal marginal relevance over the collapsed pool.
 
         Relevance is min-max scaled over the pool, and only redundancy counts against a
         candidate: cosine above ``mmr_redundancy_floor`` (near-duplicates under other names).
         Plain MMR on raw cosine pushes down every skill of the right topic, which is what
         cost the_librarian quality (DESIGN.md: 0.522 → 0.485)."""
-        vi = self._vindex
-        if not use_vectors or len(pool) <= 1 or vi is None:
+        if len(pool) <= 1 or vi is None:
             return pool[:limit]
         idx = np.asarray(pool)
         has = vi.has[idx]
@@ -477,7 +483,7 @@ class Searcher:
         if len(group) > 1:
             from .sources import precedence_key
 
-            rows = self.rows([int(i) for i in group])
+            rows = self.rows([int(i) for i in group], meta)
             copy_ids = [rows[int(i)]["id"] for i in group if int(i) != p and int(i) in rows]
             same = [r for r in rows.values() if r["name"] == row["name"]]
             winner = min(same, key=lambda r: precedence_key(r["kind"], r["rel"], r["id"], self._canonical))
@@ -503,7 +509,7 @@ class Searcher:
         if len(cand) < k:
             cand = pick(fallback)
         picks = [int(cand[i]) for i in self._rng.sample(range(len(cand)), min(k, len(cand)))]
-        rows = self.rows(picks)
+        rows = self.rows(picks, meta)
         out = []
         for p in picks:
             h = self._hit(meta, rows[p], p, 0.0, None)

@@ -87,8 +87,8 @@ class SQ8Index(ExactIndex):
         if not ok.all():
             # faiss tests bit i of byte i >> 3, least significant bit first
             bits = np.packbits(ok.astype(np.uint8), bitorder="little")
+            # the selector points into ``bits``, a local that lives until the search returns
             params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(len(ok), faiss.swig_ptr(bits)))
-            self._bits = bits   # the selector points into this buffer: keep it alive for the call
         d, i = self.index.search(q[None, :].astype(np.float32), k, params=params)
         keep = i[0] >= 0
         return i[0][keep].astype(np.int64), d[0][keep]
