@@ -78,7 +78,10 @@ def _is_active(sk: skillmod.Skill) -> bool:
     return (sk.metadata.get("status") or "active").lower() not in ("inactive", "deprecated", "merged")
 
 
-def sync(store: Store, roots: list[Root], *, progress: Progress | None = None) -> SyncReport:
+def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
+         on_skill: Callable[[skillmod.Skill], None] | None = None) -> SyncReport:
+    """Bring the index up to date with the files; ``on_skill`` sees each added or changed
+    skill as it is indexed (a ``Prefetch``)."""
     import time
 
     t0 = time.perf_counter()
@@ -111,7 +114,7 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None) -
         for i, f in enumerate(todo):
             if progress:
                 progress(i, total)
-            _sync_one(tx, writer, f, existing.get(f.id), report, seen_invalid)
+            _sync_one(tx, writer, f, existing.get(f.id), report, seen_invalid, on_skill)
         writer.flush()
         if progress:
             progress(total, total)
@@ -135,7 +138,8 @@ def _delete_rowid(tx, rowid: int) -> None:
     tx.execute("DELETE FROM skill_vectors WHERE skill_rowid=?", (rowid,))
 
 
-def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, seen_invalid: set[str]) -> None:
+def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, seen_invalid: set[str],
+              on_skill: Callable[[skillmod.Skill], None] | None = None) -> None:
     try:
         data = f.path.read_bytes()
     except OSError as exc:
@@ -182,6 +186,8 @@ def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, s
         tx.execute("DELETE FROM skill_vectors WHERE skill_rowid=?", (rowid,))
         report.updated += 1
     writer.add(rowid, lexical_fields(sk))
+    if on_skill is not None:
+        on_skill(sk)
 
 
 # --- embeddings -------------------------------------------------------------------
@@ -215,6 +221,19 @@ def body_embedding_text(body: str, words: int = 300) -> str:
     return " ".join(text.split()[:words])
 
 
+def meta_job(name: str, description: str, tags: str) -> tuple[str, str, int | None]:
+    """(cache hash, text, max_tokens) of a skill's metadata vector."""
+    t = embedding_text(name, description, tags)
+    return sha256(t), t, None
+
+
+def body_job(body: str, body_tokens: int) -> tuple[str, str, int] | None:
+    """(cache hash, text, max_tokens) of a skill's body vector, or None for an empty body.
+    The token setting is part of the hash: changing it gives new vectors."""
+    t = body_embedding_text(body)
+    return (sha256(f"body-t{body_tokens}:{t}"), t, body_tokens) if t and body_tokens else None
+
+
 def _missing(db, model_id: str, part: int, cols: str):
     """Skills without a ``part`` vector for the model (a cursor: bodies are read one row at
     a time, not all held at once)."""
@@ -226,9 +245,10 @@ def _missing(db, model_id: str, part: int, cols: str):
 
 
 def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Progress | None = None,
-                  batch: int = 64) -> int:
+                  batch: int = 64, ready: dict[str, np.ndarray] | None = None) -> int:
     """Compute missing vectors for the embedder's model (metadata, and with ``body_tokens``
-    the body's opening); returns how many distinct texts were embedded."""
+    the body's opening); returns how many distinct texts were embedded. ``ready``: vectors
+    already computed for some hashes (a ``Prefetch``), stored instead of embedded again."""
     db = store.db
     model_id = embedder.model_id
     # The body setting is part of what a part-1 vector means: a change re-embeds them.
@@ -239,13 +259,12 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
             store.set_meta("body_vectors", body_key)
     items: list[tuple[int, int, str, str, int | None]] = []   # rowid, part, hash, text, max_tokens
     for r in _missing(db, model_id, PART_META, "s.name, s.description, s.tags"):
-        t = embedding_text(r["name"], r["description"], r["tags"])
-        items.append((r["rowid"], PART_META, sha256(t), t, None))
+        items.append((r["rowid"], PART_META, *meta_job(r["name"], r["description"], r["tags"])))
     if body_tokens:
         for r in _missing(db, model_id, PART_BODY, "s.body"):
-            t = body_embedding_text(r["body"])
-            if t:
-                items.append((r["rowid"], PART_BODY, sha256(f"body-{body_key}:{t}"), t, body_tokens))
+            job = body_job(r["body"], body_tokens)
+            if job:
+                items.append((r["rowid"], PART_BODY, *job))
     if not items:
         return 0
     have: set[str] = set()
@@ -256,8 +275,17 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
         have.update(r[0] for r in db.execute(
             f"SELECT text_hash FROM embeddings WHERE model_id=? AND text_hash IN ({q})", (model_id, *chunk)))
     uniq = {h: (t, mt) for _, _, h, t, mt in items if h not in have}
+    if ready:
+        done_rows = [(h, model_id, int(ready[h].shape[0]), np.asarray(ready[h], dtype="<f4").tobytes())
+                     for h in uniq if h in ready]
+        for i in range(0, len(done_rows), 1000):
+            with store.tx() as tx:
+                tx.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?)", done_rows[i:i + 1000])
+        todo_uniq = {h: v for h, v in uniq.items() if h not in ready}
+    else:
+        todo_uniq = uniq
     # Similar lengths side by side: batches carry little padding.
-    todo = sorted(uniq.items(), key=lambda kv: (kv[1][1] or 0, len(kv[1][0])))
+    todo = sorted(todo_uniq.items(), key=lambda kv: (kv[1][1] or 0, len(kv[1][0])))
     done = 0
     step = batch * 4
     for i in range(0, len(todo), step):
@@ -278,3 +306,66 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
                        [(rowid, part, h) for rowid, part, h, _, _ in items])
     return len(uniq)
 
+
+class Prefetch:
+    """Embeds the texts of the skills a sync adds or changes while the sync goes on, in a
+    background thread: the model (which releases the GIL) works while Python builds the
+    lexical index. ``finish`` hands the vectors to ``embed_pending``, which stores them
+    instead of embedding those texts again. A failure here is left to ``embed_pending``,
+    which then embeds (and reports) as usual."""
+
+    BATCH = 128
+
+    def __init__(self, store: Store, embedder, body_tokens: int):
+        import queue
+        import threading
+
+        self.store, self.embedder, self.body_tokens = store, embedder, body_tokens
+        self.ready: dict[str, np.ndarray] = {}
+        self._seen: set[str] = set()
+        self._queue: queue.Queue = queue.Queue()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="skillshelf-prefetch", daemon=True)
+        self._thread.start()
+
+    def add(self, sk: skillmod.Skill) -> None:
+        jobs = [meta_job(sk.name, sk.description, ",".join(sk.tags)), body_job(sk.body, self.body_tokens)]
+        for job in jobs:
+            if job and job[0] not in self._seen:
+                self._seen.add(job[0])
+                self._queue.put(job)
+
+    def _run(self) -> None:
+        import queue
+
+        model_id = self.embedder.model_id
+        done = False
+        while not done:
+            jobs = [self._queue.get()]
+            while len(jobs) < self.BATCH:
+                try:
+                    jobs.append(self._queue.get(timeout=0.05))
+                except queue.Empty:
+                    break
+            if None in jobs:
+                done = True
+                jobs = [j for j in jobs if j is not None]
+            if self._error is not None or not jobs:
+                continue
+            try:
+                hashes = [h for h, _, _ in jobs]
+                q = ",".join("?" * len(hashes))
+                cached = {r[0] for r in self.store.db.execute(
+                    f"SELECT text_hash FROM embeddings WHERE model_id=? AND text_hash IN ({q})", (model_id, *hashes))}
+                for mt in dict.fromkeys(m for _, _, m in jobs):
+                    group = [(h, t) for h, t, m in jobs if m == mt and h not in cached]
+                    if group:
+                        vecs = self.embedder.embed_batch([t for _, t in group], max_tokens=mt)
+                        self.ready.update((h, v) for (h, _), v in zip(group, vecs))
+            except BaseException as exc:  # left to embed_pending, which embeds and reports as usual
+                self._error = exc
+
+    def finish(self) -> dict[str, np.ndarray]:
+        self._queue.put(None)
+        self._thread.join()
+        return {} if self._error is not None else self.ready

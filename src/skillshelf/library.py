@@ -252,18 +252,26 @@ class Library:
     # --- sync -----------------------------------------------------------------------
     def sync(self, *, progress=None, embed: bool = True, embed_progress=None) -> indexmod.SyncReport:
         with self._sync_lock:
-            report = indexmod.sync(self.store, self.roots, progress=progress)
+            # A local model embeds the changed skills while the lexical index is being built.
+            emb = self._embedder_state()[0] if embed else None
+            pre = indexmod.Prefetch(self.store, emb, self.config.search.body_vector_tokens) \
+                if emb is not None and emb.local else None
+            try:
+                report = indexmod.sync(self.store, self.roots, progress=progress,
+                                       on_skill=pre.add if pre else None)
+            finally:
+                ready = pre.finish() if pre else None
             if embed:
-                self._embed_pending(report, embed_progress)
+                self._embed_pending(report, embed_progress, ready)
             self._last_check = time.monotonic()
             return report
 
-    def _embed_pending(self, report: indexmod.SyncReport, progress=None) -> None:
+    def _embed_pending(self, report: indexmod.SyncReport, progress=None, ready=None) -> None:
         emb, _ = self._embedder_state()
         if emb is None:
             return
         try:
-            report.embedded = indexmod.embed_pending(self.store, emb, progress=progress,
+            report.embedded = indexmod.embed_pending(self.store, emb, progress=progress, ready=ready,
                                                        body_tokens=self.config.search.body_vector_tokens)
         except EmbedderError as exc:
             # a backend that fails here would fail every query: go lexical-only, loudly
