@@ -145,3 +145,42 @@ def test_watcher_picks_up_changes_in_the_background(tmp_path):
     assert lib.count() == 2
     assert lib.search("walrus tusk", log=False).hits[0].name == "delta-skill"
     lib.close()
+
+
+def test_first_sync_embeds_beside_the_lexical_index_and_stores_the_same_vectors(tmp_path, monkeypatch):
+    import numpy as np
+
+    from skillshelf import index as indexmod
+
+    root = tmp_path / "r"
+    for i in range(12):
+        write_skill(root, f"skill-{i:02d}", description=f"recipe {i} for docker builds",
+                    body=f"# Steps\n\nStep {i}: cache the layers.\n")
+    seen = {}
+    real = indexmod.embed_pending
+
+    def spy(*a, **k):
+        seen["ready"] = len(k.get("ready") or {})
+        return real(*a, **k)
+
+    monkeypatch.setattr(indexmod, "embed_pending", spy)
+    emb = FakeEmbedder()
+    lib = _lib(tmp_path, embedder=emb)
+    rep = lib.sync()
+    assert rep.embedded == 24 and seen["ready"] == 24     # every text came from the prefetch
+    # stored vectors are what embedding the text now gives
+    row = lib.store.db.execute("""SELECT s.name, s.description, e.vector FROM skills s
+        JOIN skill_vectors v ON v.skill_rowid = s.rowid AND v.part = 0
+        JOIN embeddings e ON e.text_hash = v.text_hash AND e.model_id = ?""", (emb.model_id,)).fetchone()
+    want = emb.embed(indexmod.embedding_text(row["name"], row["description"], ""))
+    assert np.allclose(np.frombuffer(row["vector"], dtype="<f4"), want)
+
+
+def test_a_failing_model_during_sync_is_reported_and_search_degrades(tmp_path):
+    root = tmp_path / "r"
+    write_skill(root, "alpha", description="walrus tusk polishing")
+    lib = _lib(tmp_path, embedder=FakeEmbedder(fail=True))
+    rep = lib.sync()
+    assert any("embedding failed" in n for n in rep.notes)
+    res = lib.search("walrus tusk", log=False)
+    assert res.hits[0].name == "alpha" and "lexical-only" in res.degraded
