@@ -244,10 +244,11 @@ class Library:
         total = self.store.db.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
         if emb is None:
             return {"name": self.config.embedder, "ok": False, "degraded": reason, "skills": total, "vectors": 0}
-        vecs = self.store.db.execute("""SELECT COUNT(*) FROM skill_vectors v JOIN embeddings e
-            ON e.text_hash=v.text_hash AND e.model_id=? WHERE v.part=0""", (emb.model_id,)).fetchone()[0]
+        counts = dict(self.store.db.execute("""SELECT v.part, COUNT(*) FROM skill_vectors v JOIN embeddings e
+            ON e.text_hash=v.text_hash AND e.model_id=? GROUP BY v.part""", (emb.model_id,)).fetchall())
         return {"name": self.config.embedder, "ok": True, "model_id": emb.model_id, "dimensions": emb.dimensions,
-                "degraded": None, "skills": total, "vectors": vecs}
+                "degraded": None, "skills": total, "vectors": counts.get(0, 0), "body_vectors": counts.get(1, 0),
+                "body_vector_tokens": self.config.search.body_vector_tokens}
 
     # --- sync -----------------------------------------------------------------------
     def sync(self, *, progress=None, embed: bool = True, embed_progress=None) -> indexmod.SyncReport:
@@ -489,7 +490,8 @@ class Library:
                                 "embedded: run `skillshelf sync`"))
         else:
             checks.append(Check("embedder", "ok", f"{emb['model_id']} ({emb['dimensions']} dims), "
-                                f"{emb['vectors']} skills embedded"))
+                                f"{emb['vectors']} skills embedded, {emb['body_vectors']} body vectors"
+                                f" ({emb['body_vector_tokens']} tokens)"))
         return DoctorReport(checks, roots, invalid, clashes, emb)
 
     # --- usage ----------------------------------------------------------------------

@@ -70,12 +70,6 @@ class SQ8Index(ExactIndex):
             return np.zeros((0, self.index.d), dtype=np.float32)
         return self.index.reconstruct_batch(pos).astype(np.float32)
 
-    def scores(self, q: np.ndarray) -> np.ndarray:   # not used on the query path
-        d, i = self.index.search(q[None, :].astype(np.float32), self.index.ntotal)
-        out = np.empty(self.index.ntotal, dtype=np.float32)
-        out[i[0]] = d[0]
-        return out
-
     def top(self, q: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         import faiss
 
