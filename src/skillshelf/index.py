@@ -325,10 +325,13 @@ class Prefetch:
         self._seen: set[str] = set()
         self._queue: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
+        # started by the first skill: a sync that changes nothing (the watcher's, every few
+        # seconds) starts no thread
         self._thread = threading.Thread(target=self._run, name="skillshelf-prefetch", daemon=True)
-        self._thread.start()
 
     def add(self, sk: skillmod.Skill) -> None:
+        if not self._thread.is_alive() and not self._seen:
+            self._thread.start()
         jobs = [meta_job(sk.name, sk.description, ",".join(sk.tags)), body_job(sk.body, self.body_tokens)]
         for job in jobs:
             if job and job[0] not in self._seen:
@@ -366,6 +369,8 @@ class Prefetch:
                 self._error = exc
 
     def finish(self) -> dict[str, np.ndarray]:
+        if not self._seen:
+            return {}
         self._queue.put(None)
         self._thread.join()
         return {} if self._error is not None else self.ready
