@@ -300,8 +300,9 @@ class Searcher:
         s = self.s
         ncand = max(s.candidates, limit * 4)
 
-        # The query embedding + matrix product (onnxruntime, BLAS) and the lexical scoring
-        # (SQLite, numpy) mostly release the GIL: run them side by side on the two cores.
+        # The query embedding (onnxruntime releases the GIL) runs on the other core while the
+        # lexical list is scored; the dense top-k needs the lexical top hits (feedback), so
+        # it comes after both.
         qfuture = None
         vi = bi = None
         if embedder is not None:
