@@ -234,6 +234,18 @@ def body_job(body: str, body_tokens: int) -> tuple[str, str, int] | None:
     return (sha256(f"body-t{body_tokens}:{t}"), t, body_tokens) if t and body_tokens else None
 
 
+def cached_hashes(db, model_id: str, hashes) -> set[str]:
+    """Those of ``hashes`` that already have a vector for the model."""
+    hashes = list(hashes)
+    have: set[str] = set()
+    for i in range(0, len(hashes), 500):
+        chunk = hashes[i:i + 500]
+        q = ",".join("?" * len(chunk))
+        have.update(r[0] for r in db.execute(
+            f"SELECT text_hash FROM embeddings WHERE model_id=? AND text_hash IN ({q})", (model_id, *chunk)))
+    return have
+
+
 def _missing(db, model_id: str, part: int, cols: str):
     """Skills without a ``part`` vector for the model (a cursor: bodies are read one row at
     a time, not all held at once)."""
@@ -267,13 +279,7 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
                 items.append((r["rowid"], PART_BODY, *job))
     if not items:
         return 0
-    have: set[str] = set()
-    hashes = list({h for _, _, h, _, _ in items})
-    for i in range(0, len(hashes), 500):
-        chunk = hashes[i:i + 500]
-        q = ",".join("?" * len(chunk))
-        have.update(r[0] for r in db.execute(
-            f"SELECT text_hash FROM embeddings WHERE model_id=? AND text_hash IN ({q})", (model_id, *chunk)))
+    have = cached_hashes(db, model_id, {h for _, _, h, _, _ in items})
     uniq = {h: (t, mt) for _, _, h, t, mt in items if h not in have}
     if ready:
         done_rows = [(h, model_id, int(ready[h].shape[0]), np.asarray(ready[h], dtype="<f4").tobytes())
@@ -356,10 +362,7 @@ class Prefetch:
             if self._error is not None or not jobs:
                 continue
             try:
-                hashes = [h for h, _, _ in jobs]
-                q = ",".join("?" * len(hashes))
-                cached = {r[0] for r in self.store.db.execute(
-                    f"SELECT text_hash FROM embeddings WHERE model_id=? AND text_hash IN ({q})", (model_id, *hashes))}
+                cached = cached_hashes(self.store.db, model_id, [h for h, _, _ in jobs])
                 for mt in dict.fromkeys(m for _, _, m in jobs):
                     group = [(h, t) for h, t, m in jobs if m == mt and h not in cached]
                     if group:

@@ -225,17 +225,16 @@ class Library:
 
     def warm(self, *, sync: bool = True) -> None:
         """Load the embedding model and the search state now, so that the first query is
-        fast (long-running servers). With ``sync``, the files are synced first, side by
-        side with the model load (two cores)."""
-        loader = threading.Thread(target=self._embedder_state, name="skillshelf-model", daemon=True)
-        loader.start()
-        with self._sync_lock:
-            report = indexmod.sync(self.store, self.roots) if sync else None
+        fast (long-running servers). With ``sync`` (an empty index), the files are synced
+        first by ``sync()``, whose model embeds beside the lexical indexing; otherwise the
+        model loads beside the search state (two cores)."""
+        if sync:
+            self.sync()
+        else:
+            loader = threading.Thread(target=self._embedder_state, name="skillshelf-model", daemon=True)
+            loader.start()
             self.searcher.warm()
             loader.join()
-            if report is not None:
-                self._embed_pending(report)
-                self._last_check = time.monotonic()
         emb, _ = self._embedder_state()
         self.searcher.warm(emb)
 

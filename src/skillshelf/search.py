@@ -373,8 +373,10 @@ class Searcher:
         chosen = self._mmr(pool, rel, lam, limit, vi if qvec is not None else None)
 
         confident = self._confident(chosen, cos)
-        rows = self.rows(chosen, meta)
-        hits = [self._hit(meta, rows[p], p, rel[p], cos) for p in chosen]
+        # one read for the shown hits and their copies (each hit names its copies and the
+        # copy a lookup by name would return)
+        rows = self.rows(list({int(i) for p in chosen for i in meta.members(p)} | set(chosen)), meta)
+        hits = [self._hit(meta, rows, p, rel[p], cos) for p in chosen]
         if mode == "brainstorm" and s.wildcards:
             # "outside the relevant set": not shown and not among the next-best candidates;
             # a small library falls back to "not shown"
@@ -477,16 +479,17 @@ class Searcher:
         # lexical-only: no calibrated signal; "not confident" (and `degraded` says why)
         return bool(sims) and max(sims) >= self._threshold()
 
-    def _hit(self, meta: _Meta, row, p: int, score: float, cos) -> Hit:
+    def _hit(self, meta: _Meta, rows: dict[int, Any], p: int, score: float, cos) -> Hit:
+        """The hit at position ``p``; ``rows`` holds its row and its copies' rows."""
+        row = rows[p]
         group = meta.members(p)
         copy_ids: list[str] = []
         ref = row["name"]
         if len(group) > 1:
             from .sources import precedence_key
 
-            rows = self.rows([int(i) for i in group], meta)
             copy_ids = [rows[int(i)]["id"] for i in group if int(i) != p and int(i) in rows]
-            same = [r for r in rows.values() if r["name"] == row["name"]]
+            same = [rows[int(i)] for i in group if int(i) in rows and rows[int(i)]["name"] == row["name"]]
             winner = min(same, key=lambda r: precedence_key(r["kind"], r["rel"], r["id"], self._canonical))
             ref = row["name"] if winner["id"] == row["id"] else row["id"]
         c = cos(p) if cos is not None else None
@@ -510,10 +513,10 @@ class Searcher:
         if len(cand) < k:
             cand = pick(fallback)
         picks = [int(cand[i]) for i in self._rng.sample(range(len(cand)), min(k, len(cand)))]
-        rows = self.rows(picks, meta)
+        rows = self.rows(list({int(i) for p in picks for i in meta.members(p)}), meta)
         out = []
         for p in picks:
-            h = self._hit(meta, rows[p], p, 0.0, None)
+            h = self._hit(meta, rows, p, 0.0, None)
             h.wildcard = True
             out.append(h)
         return out
