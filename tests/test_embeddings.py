@@ -178,6 +178,10 @@ def test_int8_model_is_derived_once_cached_and_close_to_float32(tmp_path, monkey
     target = quantize.derived_path(MODEL_SHA256)
     assert target.is_file() and "deriving the 8-bit embedding model" in capsys.readouterr().err
     assert q8.model_id.endswith("dq8-t64") and q8.precision == "int8"
+    import onnx
+
+    ops = {n.op_type for n in onnx.load(str(target)).graph.node}
+    assert "Gelu" in ops and "IsNaN" not in ops and "MatMulInteger" in ops   # simplified, quantised
     f32 = create("minilm", precision="float32")
     assert f32.model_id.endswith("int8-t64")          # vectors of the two never mix
     assert np.all(np.sum(v8 * f32.embed_batch(texts), axis=1) > 0.99)
@@ -211,3 +215,47 @@ def test_a_vector_does_not_depend_on_its_batch():
         alone = e.embed(text)
         batch = e.embed_batch(["x " * 200, text, "short", "another text of middling length here"])
         assert np.allclose(batch[1], alone, atol=1e-5), precision
+
+
+def _graph(where_fill: float):
+    """x → Softmax → Where(IsNaN(p), fill, p) → erf-GELU spelled out in five operators."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    consts = {"zero": where_fill, "sqrt2": 2 ** 0.5, "one": 1.0, "half": 0.5}
+    nodes = [
+        helper.make_node("Softmax", ["x"], ["p"], axis=-1),
+        helper.make_node("IsNaN", ["p"], ["nan"]),
+        helper.make_node("Where", ["nan", "zero", "p"], ["q"]),
+        helper.make_node("Div", ["q", "sqrt2"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["a"]),
+        helper.make_node("Mul", ["half", "a"], ["h"]),
+        helper.make_node("Mul", ["q", "h"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+        [numpy_helper.from_array(np.array(v, dtype=np.float32), k) for k, v in consts.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_derived_model_rewrites_are_exact_and_only_where_they_match():
+    import onnxruntime as ort
+    from skillshelf.embeddings.quantize import simplify
+
+    x = (np.random.default_rng(0).normal(size=(2, 8)) * 3).astype(np.float32)
+
+    def run(model):
+        return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+
+    model = _graph(0.0)
+    before = run(model)
+    assert simplify(model) == 2                      # one guard dropped, one GELU fused
+    ops = [n.op_type for n in model.graph.node]
+    assert ops == ["Softmax", "Gelu"]
+    assert np.allclose(run(model), before, atol=1e-6)
+    # a Where that is not a NaN guard to zero is not the pattern: left alone
+    other = _graph(0.25)
+    assert simplify(other) == 1 and "Where" in [n.op_type for n in other.graph.node]
+    assert np.allclose(run(other), run(_graph(0.25)), atol=1e-6)
