@@ -166,6 +166,18 @@ def test_lexical_index_bm25f_against_hand_computed_scores(tmp_path):
         store.set_meta("generation", "3")
     assert set(dict(idx.search(["appl"], 10))) == {1, 2}
     assert store.db.execute("SELECT COUNT(*) FROM lex_delta").fetchone()[0] == 0
+    # the per-term cache drops the least recently used term first, and scores stay exact
+    before = {t: dict(idx.search([t], 10)) for t in ("appl", "pie", "red")}
+    assert [len(before[t]) for t in ("appl", "pie", "red")] == [2, 1, 1]
+    idx._contrib.clear()
+    idx._cached_entries = 0
+    idx.CACHE_ENTRIES = 3
+    idx.search(["appl"], 10)
+    idx.search(["pie"], 10)
+    idx.search(["appl"], 10)                       # used again: now the most recent
+    idx.search(["red"], 10)                        # over the bound: "pie", the least recent, goes
+    assert list(idx._contrib) == ["appl", "red"] and idx._cached_entries == 3
+    assert {t: dict(idx.search([t], 10)) for t in before} == before
 
 
 def test_hit_ref_names_the_copy_to_get(tmp_path):

@@ -25,7 +25,7 @@ import math
 import sqlite3
 import struct
 from array import array
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from itertools import chain
 from dataclasses import dataclass
 
@@ -211,7 +211,7 @@ class _State:
     lens: np.ndarray          # docid -> field lengths, float32 [n, 5]
     avg: np.ndarray           # mean field length over live docs
     n: int
-    wnorm: np.ndarray         # field weight / (1 - b + b * len / avg), per doc and field
+    wnorm: np.ndarray         # field weight / (1 - b + b * len / avg), per field and doc [5, n]
     dead: np.ndarray          # docids whose postings no longer count
 
 
@@ -222,7 +222,7 @@ class LexicalIndex:
         self.store = store
         self.weights = np.asarray(weights, dtype=np.float32)
         self._state: _State | None = None
-        self._contrib: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._contrib: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cached_entries = 0
 
     def _ensure(self) -> _State:
@@ -239,10 +239,12 @@ class LexicalIndex:
         live = to_skill >= 0
         avg = lens[live].mean(axis=0) if live.any() else np.ones(NF, dtype=np.float32)
         avg[avg == 0] = 1.0
-        wnorm = (self.weights / ((1 - B) + B * (lens / avg))).astype(np.float32)
+        # field-major: weighing a term gathers one contiguous row per field (np.take), ~2x
+        # faster than a fancy-indexed [postings, 5] gather
+        wnorm = np.ascontiguousarray((self.weights / ((1 - B) + B * (lens / avg))).T, dtype=np.float32)
         self._state = _State(gen, to_skill, lens, avg.astype(np.float32), int(live.sum()), wnorm,
                              np.flatnonzero(~live))
-        self._contrib = {}
+        self._contrib = OrderedDict()
         self._cached_entries = 0
         return self._state
 
@@ -259,18 +261,19 @@ class LexicalIndex:
             ids.append(np.array([d[0] for d in delta], dtype=np.int32))
             tfs.append(np.frombuffer(b"".join(d[1] for d in delta), dtype=np.uint16).reshape(-1, NF))
         if ids:
-            out = (np.concatenate(ids), np.vstack(tfs).astype(np.float32))
-        else:
-            out = (np.zeros(0, dtype=np.int32), np.zeros((0, NF), dtype=np.float32))
-        return out
+            return np.concatenate(ids), np.vstack(tfs)
+        return np.zeros(0, dtype=np.int32), np.zeros((0, NF), dtype=np.uint16)
 
     CACHE_ENTRIES = 4_000_000  # postings kept as ready contributions (~32 MB), per generation
 
     def _contribution(self, st: _State, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(live docids, idf × saturated BM25F frequency) of one term; cached per generation,
-        since agents' requests share most of their words."""
+        since agents' requests share most of their words. The least recently used terms
+        go first when the cache is full: the common words, whose long postings cost the
+        most to weigh, stay (at 100k skills one request's terms hold ~300k postings)."""
         hit = self._contrib.get(term)
         if hit is not None:
+            self._contrib.move_to_end(term)
             return hit
         ids, tfs = self._postings(term)
         # Dead docids (replaced or removed versions, until the next compaction) are left
@@ -281,15 +284,17 @@ class LexicalIndex:
         df = len(ids)
         if df:
             idf = math.log(1 + (max(st.n, df) - df + 0.5) / (df + 0.5))
-            pseudo = np.einsum("ij,ij->i", tfs, st.wnorm[ids])
+            pseudo = np.zeros(df, dtype=np.float32)
+            for f in range(NF):
+                pseudo += tfs[:, f] * st.wnorm[f].take(ids)
             contrib = (idf * (K1 + 1)) * pseudo / (pseudo + K1)
         else:
             contrib = np.zeros(0, dtype=np.float32)
-        out = (ids, contrib.astype(np.float32))
+        out = (ids, contrib.astype(np.float32, copy=False))
         self._cached_entries += df
-        if self._cached_entries > self.CACHE_ENTRIES:
-            self._contrib.clear()
-            self._cached_entries = df
+        while self._cached_entries > self.CACHE_ENTRIES and self._contrib:
+            _, (old_ids, _) = self._contrib.popitem(last=False)
+            self._cached_entries -= len(old_ids)
         self._contrib[term] = out
         return out
 
