@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .text import COMPOUND_RE, _expand, tokenize
+from .text import COMPOUND_RE, expand, tokenize
 
 FIELDS = ("name", "description", "tags", "headings", "body")
 NF = len(FIELDS)
@@ -48,14 +48,16 @@ def _stemmer():
     return Stemmer.Stemmer("english")
 
 
-@functools.lru_cache(maxsize=524288)
+# Bounded caches: the words that recur stay; a corpus' long tail of rare compounds (paths,
+# identifiers, hashes: ~220k distinct ones in 5.3k skills) would otherwise hold ~180 MB.
+@functools.lru_cache(maxsize=1 << 16)
 def stem(token: str) -> str:
     return _stemmer().stemWord(token) if token.isascii() else token
 
 
-@functools.lru_cache(maxsize=1 << 20)
+@functools.lru_cache(maxsize=1 << 16)
 def _compound_terms(compound: str) -> tuple[str, ...]:
-    return tuple(stem(t) for t, stop in _expand(compound) if not stop)
+    return tuple(stem(t) for t, stop in expand(compound) if not stop)
 
 
 def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:

@@ -28,9 +28,8 @@ COMPOUND_RE = re.compile(r"[\w]+(?:[.\-/_][\w]+)*", re.UNICODE)
 _SEP_RE = re.compile(r"[.\-/_]+")
 
 
-@functools.lru_cache(maxsize=262144)
-def _expand(compound: str) -> tuple[tuple[str, bool], ...]:
-    """Tokens of one compound word as (token, is_stopword); cached: vocabularies repeat."""
+def expand(compound: str) -> tuple[tuple[str, bool], ...]:
+    """Tokens of one compound word as (token, is_stopword)."""
     if compound.isalnum() and (compound.islower() or compound.isdigit()):
         return ((compound, compound in STOPWORDS),)
     pieces: list[str] = []
@@ -43,6 +42,11 @@ def _expand(compound: str) -> tuple[tuple[str, bool], ...]:
         if i:
             out.append((pieces[i - 1] + p, False))
     return tuple(out)
+
+
+# cached for ``tokenize``: vocabularies repeat (Zipf), so a bounded cache keeps the words
+# that recur; the rare ones (paths, identifiers, hashes) would only fill memory
+_expand = functools.lru_cache(maxsize=1 << 15)(expand)
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
