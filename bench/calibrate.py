@@ -1,5 +1,7 @@
 """Calibrate the confidence threshold: the best cosine (query vs. skill) among the first
-three hits, for gap requests vs. the others, and the flag rates at each threshold.
+three hits, for gap requests vs. the others, and the flag rates at each threshold. Two
+signals side by side: the metadata vector's cosine, and the better of the metadata and body
+vectors' cosines (max-sim, the score the dense list ranks by).
 
     python bench/calibrate.py --corpus ../shared/corpus --home .bench-home
 """
@@ -35,19 +37,23 @@ def main() -> None:
         q = emb.embed(r["query"])
         rowids = [lib.store.db.execute("SELECT rowid FROM skills WHERE id=?", (h.id,)).fetchone()[0] for h in res.hits[:3]]
         pos = [int(p) for p in s._meta.positions(rowids) if p >= 0]
-        best = max((float(s._vindex.dot([p], q)[0]) for p in pos if s._vindex.has[p]), default=0.0)
-        feats.append((r["kind"], best))
-    gaps = np.array([b for k, b in feats if k == "gap"])
-    other = np.array([b for k, b in feats if k != "gap"])
-    print(f"gap requests: {len(gaps)}, median best cosine {np.median(gaps):.3f}; "
-          f"others: {len(other)}, median {np.median(other):.3f}")
-    best_t, best_j = None, -1.0
-    for t in np.arange(0.30, 0.56, 0.01):
-        flagged, false = float((gaps < t).mean()), float((other < t).mean())
-        print(f"threshold {t:.2f}: gaps flagged {flagged:.2f}, good requests flagged {false:.2f}")
-        if flagged - false > best_j:
-            best_t, best_j = t, flagged - false
-    print(f"Youden's J is highest at {best_t:.2f} ({best_j:.2f})")
+        meta = max((float(s._vindex.dot([p], q)[0]) for p in pos if s._vindex.has[p]), default=0.0)
+        body = max((float(s._bindex.dot([p], q)[0]) for p in pos if s._bindex is not None and s._bindex.has[p]),
+                   default=0.0)
+        feats.append((r["kind"], meta, max(meta, body)))
+    for name, col in (("metadata cosine", 1), ("max-sim cosine", 2)):
+        gaps = np.array([f[col] for f in feats if f[0] == "gap"])
+        other = np.array([f[col] for f in feats if f[0] != "gap"])
+        auc = float(np.mean([(g < other).mean() + 0.5 * (g == other).mean() for g in gaps]))
+        print(f"\n{name}: gap requests: {len(gaps)}, median best cosine {np.median(gaps):.3f}; "
+              f"others: {len(other)}, median {np.median(other):.3f}; AUC {auc:.3f}")
+        best_t, best_j = None, -1.0
+        for t in np.arange(0.30, 0.56, 0.01):
+            flagged, false = float((gaps < t).mean()), float((other < t).mean())
+            print(f"threshold {t:.2f}: gaps flagged {flagged:.2f}, good requests flagged {false:.2f}")
+            if flagged - false > best_j:
+                best_t, best_j = t, flagged - false
+        print(f"Youden's J is highest at {best_t:.2f} ({best_j:.2f})")
 
 
 if __name__ == "__main__":

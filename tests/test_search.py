@@ -280,3 +280,22 @@ def test_searches_stay_consistent_while_the_index_changes(tmp_path):
         checked += 1
     t.join()
     assert not errors and lib.count() == 45
+
+
+def test_confidence_scores_a_skill_by_its_better_vector(tmp_path):
+    """A terse description over a body that says exactly what the request needs: the body
+    vector makes the match likely (confidence uses the same max-sim score as ranking)."""
+    root = tmp_path / "r"
+    write_skill(root, "acme-helper", description="Internal helper for the Acme team.",
+                body="# Acme helper\n\nRotate a leaked AWS access key and purge the secret from the git history "
+                     "with git filter-repo, then force-push and tell collaborators to re-clone.\n")
+    lib = Library(home=tmp_path / "h", roots=[root], auto_sync=False)
+    lib.sync()
+    q = "an AWS access key was committed to our repo; rotate it and purge it from git history"
+    res = lib.search(q, log=False)
+    s, emb = lib.searcher, lib._embedder_state()[0]
+    qv = emb.embed(q)
+    meta_cos = float(s._vindex.dot([0], qv)[0])
+    body_cos = float(s._bindex.dot([0], qv)[0])
+    assert meta_cos < s._threshold() <= body_cos
+    assert res.hits[0].name == "acme-helper" and res.hits[0].match == "likely" and res.confident
