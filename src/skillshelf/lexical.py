@@ -26,7 +26,7 @@ import sqlite3
 import struct
 from array import array
 from collections import Counter, OrderedDict, defaultdict
-from itertools import chain
+from itertools import chain, islice
 from dataclasses import dataclass
 
 import numpy as np
@@ -148,20 +148,24 @@ def remove(db: sqlite3.Connection, skill_rowid: int) -> None:
     db.execute("UPDATE lex_docs SET alive = 0 WHERE skill_rowid = ? AND alive = 1", (skill_rowid,))
 
 
-def _merge(db: sqlite3.Connection, pending: dict[str, tuple[array, bytearray]]) -> None:
-    """Append new postings to the main rows of their terms (dead docs are dropped at compaction)."""
+def _merge(db: sqlite3.Connection, pending: dict[str, tuple[array, bytearray]], step: int = 20_000) -> None:
+    """Append new postings to the main rows of their terms (dead docs are dropped at compaction).
+    ``pending`` is emptied as it goes, ``step`` terms at a time, so the postings are never held
+    twice (as arrays and as row bytes) in full."""
     known = {r[0] for r in db.execute("SELECT term FROM lex_main")} if pending else set()
-    rows = []
-    for term, (ids, tfs) in pending.items():
-        new_ids = np.asarray(ids, dtype="<i4").tobytes()
-        old = None
-        if term in known:
-            old = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
-        if old:
-            rows.append((term, old[0] + new_ids, old[1] + bytes(tfs)))
-        else:
-            rows.append((term, new_ids, bytes(tfs)))
-    db.executemany("INSERT OR REPLACE INTO lex_main (term, docids, tfs) VALUES (?, ?, ?)", rows)
+    while pending:
+        rows = []
+        for term in list(islice(pending, step)):
+            ids, tfs = pending.pop(term)
+            new_ids = np.asarray(ids, dtype="<i4").tobytes()
+            old = None
+            if term in known:
+                old = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
+            if old:
+                rows.append((term, old[0] + new_ids, old[1] + bytes(tfs)))
+            else:
+                rows.append((term, new_ids, bytes(tfs)))
+        db.executemany("INSERT OR REPLACE INTO lex_main (term, docids, tfs) VALUES (?, ?, ?)", rows)
 
 
 def delta_size(db: sqlite3.Connection) -> int:
