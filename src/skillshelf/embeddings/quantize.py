@@ -19,6 +19,7 @@ the ``onnx`` package (onnxruntime's quantiser is built on it), imported only her
 from __future__ import annotations
 
 import logging
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -93,7 +94,7 @@ def simplify(model) -> int:
         for i in n.input:
             users.setdefault(i, []).append(n)
     scalars = {i.name: float(numpy_helper.to_array(i).reshape(-1)[0]) for i in g.initializer
-               if int(numpy_helper.to_array(i).size) == 1}
+               if math.prod(i.dims) == 1}   # (dims () or (1,): no weight tensor is converted)
 
     def is_const(name: str, value: float) -> bool:
         return name in scalars and abs(scalars[name] - value) < 1e-6
