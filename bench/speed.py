@@ -181,11 +181,14 @@ def main() -> None:
         fn = {"full": lambda: part_full(corpus, home), "resync": lambda: part_resync(corpus, home),
               "search": lambda: part_search(corpus, home),
               "scale-build": lambda: part_scale_build(corpus, home, big, args.scale),
-              "scale-search": lambda: part_scale_search(corpus, big)}
+              "scale-search": lambda: part_scale_search(corpus, big),
+              "scale-reopen": lambda: part_scale_search(corpus, big)}
         print(json.dumps(fn[args.part]()))
         return
     results = {}
-    parts = (["full"] if not args.skip_full else []) + ["resync", "search", "scale-build", "scale-search"]
+    # scale-reopen: the same library opened again in a new process, now with its vector cache file
+    parts = (["full"] if not args.skip_full else []) + ["resync", "search", "scale-build", "scale-search",
+                                                        "scale-reopen"]
     for part in parts:
         cmd = [sys.executable, __file__, "--corpus", str(corpus), "--home", str(home), "--scale", str(args.scale),
                "--part", part]

@@ -78,3 +78,51 @@ def test_search_uses_sq8_when_large_and_exact_without_faiss(tmp_path, monkeypatc
     lib.searcher._vec_gen = None
     lib.search("kafka", log=False)
     assert type(lib.searcher._vindex) is vectors.ExactIndex
+
+
+def test_vector_cache_file_is_written_reused_and_never_stale(tmp_path, monkeypatch):
+    lib, emb = _lib(tmp_path)
+    monkeypatch.setattr(vectors, "CACHE_ABOVE", 10)
+    monkeypatch.setattr(vectors, "CHUNK", 16)
+    rowids = lib.searcher._ensure_meta().rowids
+    cache = lib.store.path.parent / "vector-cache"
+    first = vectors.load(lib.store, emb.model_id, rowids, PART_META)
+    files = list(cache.glob("part0-*.npy"))
+    assert len(files) == 1 and not list(cache.glob(".*tmp"))
+    # served from the file now: SQLite's vectors are not read again
+    monkeypatch.setattr(vectors, "_chunks", lambda *a, **k: pytest.fail("read SQLite despite the cache"))
+    again = vectors.load(lib.store, emb.model_id, rowids, PART_META)
+    assert np.array_equal(again.mat, first.mat) and np.array_equal(again.has, first.has)
+    monkeypatch.undo()
+    monkeypatch.setattr(vectors, "CACHE_ABOVE", 10)
+    # a changed skill: new generation, new file, the old one removed, the new vector served
+    skill = tmp_path / "r" / "s000" / "SKILL.md"
+    skill.write_text(skill.read_text().replace("variant 0", "walrus tusk polishing"))
+    lib.sync()
+    rowids = lib.searcher._ensure_meta().rowids
+    changed = vectors.load(lib.store, emb.model_id, rowids, PART_META)
+    assert [f.name for f in cache.glob("part0-*.npy")] != [f.name for f in files] and not files[0].exists()
+    p = int(lib.searcher._meta.positions([lib.store.db.execute(
+        "SELECT rowid FROM skills WHERE name='s000'").fetchone()[0]])[0])
+    assert not np.allclose(changed.vectors([p]), first.vectors([p]))
+    # a damaged (truncated) file is ignored and rewritten
+    (f,) = cache.glob("part0-*.npy")
+    f.write_bytes(f.read_bytes()[:-100])
+    again = vectors.load(lib.store, emb.model_id, rowids, PART_META)
+    assert np.array_equal(again.mat, changed.mat) and f.stat().st_size > 100 * 64
+
+
+def test_a_rebuilt_database_never_reads_the_old_cache(tmp_path, monkeypatch):
+    lib, emb = _lib(tmp_path)
+    monkeypatch.setattr(vectors, "CACHE_ABOVE", 10)
+    rowids = lib.searcher._ensure_meta().rowids
+    vectors.load(lib.store, emb.model_id, rowids, PART_META)
+    old_id = lib.store.get_meta("index_id")
+    lib.store.close()
+    for f in (tmp_path / "h").glob("skillshelf.db*"):
+        f.unlink()
+    lib2 = Library(home=tmp_path / "h", roots=[tmp_path / "r"], embedder=FakeEmbedder(dim=64), auto_sync=False)
+    lib2.sync()
+    assert lib2.store.get_meta("index_id") not in (None, old_id)
+    assert vectors.cache_path(lib2.store, emb.model_id, lib2.searcher._ensure_meta().rowids, PART_META, 64) \
+        not in set((tmp_path / "h" / "vector-cache").glob("*.npy"))

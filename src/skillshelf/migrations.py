@@ -175,6 +175,14 @@ def m006_outcome_skill_index(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX out_skill ON outcomes(skill_id, id)")
 
 
+def m007_index_id(db: sqlite3.Connection) -> None:
+    # a random id per database: files derived from it (the vector cache) name the database
+    # they came from, so a rebuilt database never reads another one's files
+    import secrets
+
+    db.execute("INSERT OR IGNORE INTO meta VALUES ('index_id', ?)", (secrets.token_hex(8),))
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_skills", m001_skills),
     ("002_lexical", m002_lexical),
@@ -182,4 +190,5 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("004_usage", m004_usage),
     ("005_lexical_postings", m005_lexical_postings),
     ("006_outcome_skill_index", m006_outcome_skill_index),
+    ("007_index_id", m007_index_id),
 ]

@@ -12,17 +12,29 @@ Two implementations behind one small interface (``top``, ``dot``, ``vectors``, `
 
 Both are loaded from SQLite in chunks in position order, so a large library never holds
 a float32 copy of all its vectors at once while the SQ8 index is built.
+
+Above ``CACHE_ABOVE`` skills the vectors, once read in position order, are also written to
+a derived file beside the database (``vector-cache/``, one ``.npy`` per part), named by a
+hash of everything they depend on: the database's id, the model, the part, the index and
+vector generations, and the positions' rowids. Reading SQLite's vectors costs one B-tree
+look-up per skill (~3-5 s at 100k); the file is read sequentially, in the same chunks.
+Deleting the folder loses nothing; a file that does not match is ignored and rewritten.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 
 from .store import Store
 
 CHUNK = 8192            # rows read from SQLite per step while loading (and the SQ8 training sample)
+CACHE_ABOVE = 20_000    # skills: below this, SQLite reads the vectors in well under a second
 
 
 class ExactIndex:
@@ -116,6 +128,81 @@ def _chunks(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: int
         yield block, has
 
 
+def cache_path(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: int) -> Path:
+    key = hashlib.sha256("\0".join([
+        store.get_meta("index_id", "") or "", model_id, str(part), str(dim),
+        store.get_meta("generation", "0") or "0", store.get_meta("vectors_generation", "0") or "0",
+    ]).encode() + np.ascontiguousarray(rowids, dtype="<i8").tobytes()).hexdigest()[:24]
+    return store.path.parent / "vector-cache" / f"part{part}-{key}.npy"
+
+
+def _cached_chunks(path: Path, n: int, dim: int) -> Iterator[tuple[np.ndarray, np.ndarray]] | None:
+    """The chunks of a cache file, or None when it is missing or does not hold an (n, dim)
+    float32 matrix in full."""
+    try:
+        f = open(path, "rb")
+    except OSError:
+        return None
+    try:
+        if np.lib.format.read_magic(f) != (1, 0):
+            raise ValueError("format version")
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        if shape != (n, dim) or fortran or dtype != np.dtype("<f4"):
+            raise ValueError("shape")
+        if os.fstat(f.fileno()).st_size != f.tell() + n * dim * 4:
+            raise ValueError("size")
+    except (ValueError, OSError):
+        f.close()
+        return None
+
+    def gen() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        with f:
+            for start in range(0, n, CHUNK):
+                rows = min(CHUNK, n - start)
+                block = np.fromfile(f, dtype="<f4", count=rows * dim).reshape(rows, dim)
+                yield block, block.any(axis=1)   # a stored vector is never all zeros
+
+    return gen()
+
+
+def _caching(chunks: Iterator[tuple[np.ndarray, np.ndarray]], path: Path, part: int, n: int,
+             dim: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Pass ``chunks`` through while writing them to ``path`` (atomically, when all were
+    seen; other cache files of the same part are then removed). A file that cannot be
+    written is skipped: the vectors are served from SQLite all the same."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    f = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(tmp, "wb")
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": (n, dim)})
+    except OSError:
+        f = None
+    done = False
+    try:
+        for block, has in chunks:
+            if f is not None:
+                try:
+                    f.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
+                except OSError:
+                    f.close()
+                    f = None
+            yield block, has
+        done = True
+    finally:
+        if f is not None:
+            f.close()
+            try:
+                if done:
+                    os.replace(tmp, path)
+                    for old in path.parent.glob(f"part{part}-*.npy"):
+                        if old != path:
+                            old.unlink(missing_ok=True)
+            except OSError:
+                pass
+            tmp.unlink(missing_ok=True)
+
+
 def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_above: int = 0) -> ExactIndex | None:
     """The index of ``part`` vectors for ``model_id`` aligned with ``rowids`` (ascending),
     or None when no skill has such a vector. ``sq8_above``: use the faiss SQ8 index when
@@ -127,6 +214,14 @@ def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_abov
     dim = int(first[0])
     n = len(rowids)
     has = np.zeros(n, dtype=bool)
+    chunks = None
+    if n > CACHE_ABOVE:
+        path = cache_path(store, model_id, rowids, part, dim)
+        chunks = _cached_chunks(path, n, dim)
+        if chunks is None:
+            chunks = _caching(_chunks(store, model_id, rowids, part, dim), path, part, n, dim)
+    if chunks is None:
+        chunks = _chunks(store, model_id, rowids, part, dim)
     if sq8_above and n > sq8_above:
         try:
             import faiss
@@ -135,7 +230,7 @@ def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_abov
         if faiss is not None:
             index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
             start = 0
-            for block, h in _chunks(store, model_id, rowids, part, dim):
+            for block, h in chunks:
                 has[start:start + len(h)] = h
                 start += len(h)
                 if not index.is_trained:
@@ -146,7 +241,7 @@ def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_abov
             return SQ8Index(index, has) if has.any() else None
     mat = np.zeros((n, dim), dtype=np.float32)
     start = 0
-    for block, h in _chunks(store, model_id, rowids, part, dim):
+    for block, h in chunks:
         mat[start:start + len(h)] = block
         has[start:start + len(h)] = h
         start += len(h)
