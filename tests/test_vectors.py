@@ -126,3 +126,28 @@ def test_a_rebuilt_database_never_reads_the_old_cache(tmp_path, monkeypatch):
     assert lib2.store.get_meta("index_id") not in (None, old_id)
     assert vectors.cache_path(lib2.store, emb.model_id, lib2.searcher._ensure_meta().rowids, PART_META, 64) \
         not in set((tmp_path / "h" / "vector-cache").glob("*.npy"))
+
+
+def test_a_body_setting_put_back_never_serves_the_other_settings_vectors(tmp_path, monkeypatch):
+    """Changing search.body_vector_tokens and back re-links vectors that are all cached:
+    nothing new is embedded, yet the skills' vectors changed, so the search state and the
+    cache file must not be the ones of the other setting."""
+    import dataclasses
+
+    from skillshelf.index import PART_BODY
+
+    lib, emb = _lib(tmp_path)
+    monkeypatch.setattr(vectors, "CACHE_ABOVE", 10)
+
+    def body_vectors(tokens):
+        lib.config = dataclasses.replace(lib.config, search=dataclasses.replace(lib.config.search,
+                                                                                body_vector_tokens=tokens))
+        lib.sync()
+        rowids = lib.searcher._ensure_meta().rowids
+        return vectors.load(lib.store, emb.model_id, rowids, PART_BODY).mat.copy()
+
+    first = body_vectors(128)
+    other = body_vectors(3)            # FakeEmbedder truncates by words: other vectors
+    assert not np.allclose(first, other)
+    back = body_vectors(128)           # all cached already: nothing is embedded
+    assert np.allclose(back, first)

@@ -269,6 +269,7 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
         with store.tx() as tx:
             tx.execute("DELETE FROM skill_vectors WHERE part = ?", (PART_BODY,))
             store.set_meta("body_vectors", body_key)
+            _bump_vectors_generation(store)
     items: list[tuple[int, int, str, str, int | None]] = []   # rowid, part, hash, text, max_tokens
     for r in _missing(db, model_id, PART_META, "s.name, s.description, s.tags"):
         items.append((r["rowid"], PART_META, *meta_job(r["name"], r["description"], r["tags"])))
@@ -310,7 +311,15 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
     with store.tx() as tx:
         tx.executemany("INSERT OR REPLACE INTO skill_vectors VALUES (?, ?, ?)",
                        [(rowid, part, h) for rowid, part, h, _, _ in items])
+        _bump_vectors_generation(store)
     return len(uniq)
+
+
+def _bump_vectors_generation(store: Store) -> None:
+    """Mark the skills' vectors as changed (inside the caller's transaction): search state
+    and the vector cache files are keyed by it. Bumped whenever skill_vectors rows change,
+    even when every text was already embedded (a reverted edit, a body setting put back)."""
+    store.set_meta("vectors_generation", str(int(store.get_meta("vectors_generation", "0") or 0) + 1))
 
 
 class Prefetch:

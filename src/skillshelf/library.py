@@ -279,8 +279,6 @@ class Library:
             with self._embedder_lock:
                 self._embedder = None
                 self._embedder_error = f"embedder failed: {exc}: lexical-only search"
-        if report.embedded:
-            self.store.set_meta("vectors_generation", str(int(self.store.get_meta("vectors_generation", "0")) + 1))
 
     def _maybe_sync(self) -> None:
         """Pick up editor changes: a stat scan at most every AUTO_SYNC_INTERVAL seconds

@@ -13,6 +13,7 @@ from .base import Embedder
 class FakeEmbedder(Embedder):
     name = "fake"
     local = True
+    token_truncation = True
 
     def __init__(self, dim: int = 64, fail: bool = False, **_: object):
         self._dim = int(dim)
@@ -35,7 +36,7 @@ class FakeEmbedder(Embedder):
         self.calls += 1
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         for r, t in enumerate(texts):
-            for tok in tokenize(t):
+            for tok in tokenize(t)[:max_tokens or None]:   # a token limit cuts the text, as models do
                 h = int.from_bytes(hashlib.blake2b(tok.encode(), digest_size=8).digest(), "little")
                 out[r, h % self._dim] += 1.0 if (h >> 32) & 1 else -1.0
             if not out[r].any():
