@@ -151,3 +151,14 @@ def test_a_body_setting_put_back_never_serves_the_other_settings_vectors(tmp_pat
     assert not np.allclose(first, other)
     back = body_vectors(128)           # all cached already: nothing is embedded
     assert np.allclose(back, first)
+
+
+def test_a_cache_that_cannot_be_written_is_skipped(tmp_path, monkeypatch):
+    lib, emb = _lib(tmp_path)
+    rowids = lib.searcher._ensure_meta().rowids
+    plain = vectors.load(lib.store, emb.model_id, rowids, PART_META)
+    monkeypatch.setattr(vectors, "CACHE_ABOVE", 10)
+    (tmp_path / "h" / "vector-cache").write_text("a file where the folder should be")
+    idx = vectors.load(lib.store, emb.model_id, rowids, PART_META)
+    assert np.array_equal(idx.mat, plain.mat) and (tmp_path / "h" / "vector-cache").is_file()
+    assert not list((tmp_path / "h").glob(".*.tmp"))

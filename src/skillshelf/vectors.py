@@ -190,17 +190,22 @@ def _caching(chunks: Iterator[tuple[np.ndarray, np.ndarray]], path: Path, part: 
             yield block, has
         done = True
     finally:
+        written = False
         if f is not None:
-            f.close()
             try:
-                if done:
-                    os.replace(tmp, path)
-                    for old in path.parent.glob(f"part{part}-*.npy"):
-                        if old != path:
-                            old.unlink(missing_ok=True)
+                f.close()
+                written = done
             except OSError:
                 pass
-            tmp.unlink(missing_ok=True)
+        try:
+            if written:
+                os.replace(tmp, path)
+                for old in path.parent.glob(f"part{part}-*.npy"):
+                    if old != path:
+                        old.unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)   # still there only after a failed or unfinished write
+        except OSError:
+            pass
 
 
 def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_above: int = 0) -> ExactIndex | None:
