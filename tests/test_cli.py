@@ -70,6 +70,11 @@ def test_user_errors_are_one_line_without_traceback(home, monkeypatch):
     p = subprocess.run([sys.executable, "-m", "skillshelf.cli", "--home", str(home), "--root", "/nonexistent/x",
                         "list"], capture_output=True, text=True)
     assert p.returncode == 1 and "does not exist" in p.stderr and "Traceback" not in p.stderr
+    # a usage mistake (a global option after the command, an unknown option) is a usage error, not a crash
+    p = subprocess.run([sys.executable, "-m", "skillshelf.cli", "--home", str(home), "search", "cors", "--root", "x"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "No such option" in p.stderr and "--root" in p.stderr
+    assert "Traceback" not in p.stderr and "Usage:" in p.stderr
 
 
 def test_validate_reports_findings_and_exit_code(tmp_path):

@@ -507,13 +507,28 @@ def main() -> None:
     except typer.Abort:
         err.print("aborted")
         sys.exit(1)
-    except Exception as exc:  # click's usage errors
+    except _usage_errors() as exc:   # unknown option, missing argument, bad value: usage + one line
+        exc.show()
+        sys.exit(exc.exit_code)
+
+
+def _usage_errors() -> tuple[type[BaseException], ...]:
+    """Click's usage error classes: typer >= 0.2x carries its own copy of click (its errors
+    derive from ``typer.exceptions.TyperException``); older typer uses click itself."""
+    kinds: list[type[BaseException]] = []
+    try:
+        from typer.exceptions import TyperException
+
+        kinds.append(TyperException)
+    except ImportError:
+        pass
+    try:
         import click
 
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+        kinds.append(click.ClickException)
+    except ImportError:
+        pass
+    return tuple(kinds)
 
 
 if __name__ == "__main__":
