@@ -75,6 +75,9 @@ def test_user_errors_are_one_line_without_traceback(home, monkeypatch):
                        capture_output=True, text=True)
     assert p.returncode == 2 and "No such option" in p.stderr and "--root" in p.stderr
     assert "Traceback" not in p.stderr and "Usage:" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "skillshelf.cli", "--home", str(home), "list", "--limit", "0"],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "limit 0 is out of range" in p.stderr
 
 
 def test_validate_reports_findings_and_exit_code(tmp_path):

@@ -115,7 +115,7 @@ def list_(
     """List skills (every match with --json unless --limit is given)."""
     lib = _lib()
     recs = lib.list(root=root, skill_type=skill_type, tag=tag, name_contains=name, invalid_only=invalid,
-                    limit=limit if (limit or json_out) else (limit or 200))
+                    limit=limit if limit is not None or json_out else 200)
     if json_out:
         _json([r.as_dict(body=False) for r in recs])
         return

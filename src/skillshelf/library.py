@@ -382,6 +382,8 @@ class Library:
     def list(self, *, root: str | None = None, skill_type: str | None = None, tag: str | None = None,
              name_contains: str | None = None, include_inactive: bool = True, invalid_only: bool = False,
              limit: int | None = None) -> list[SkillRecord]:
+        if limit is not None and int(limit) < 1:
+            raise ValidationError(f"limit {limit} is out of range", fix="use a limit of 1 or more (or none for all)")
         self._maybe_sync()
         where, args = [], []
         if root:
