@@ -135,7 +135,7 @@ def test_real_corpus_syncs_and_names_unparsable_files(tmp_path):
 def test_watcher_picks_up_changes_in_the_background(tmp_path):
     root = tmp_path / "r"
     write_skill(root, "alpha", description="first")
-    lib = _lib(tmp_path, auto_sync=True)
+    lib = _lib(tmp_path, auto_sync=True, embedder=FakeEmbedder())
     lib.sync()
     lib.watch(interval=0.2)
     write_skill(root, "delta-skill", description="walrus tusk polishing")
@@ -143,6 +143,11 @@ def test_watcher_picks_up_changes_in_the_background(tmp_path):
     while time.time() < deadline and lib.count() < 2:
         time.sleep(0.1)
     assert lib.count() == 2
+    # the watcher also reloads the search state, so the next query does not wait for it
+    gen = lib.store.get_meta("generation")
+    while time.time() < deadline and (lib.searcher._vec_gen or ("",))[0] != gen:
+        time.sleep(0.05)
+    assert lib.searcher._gen == gen and lib.searcher._vec_gen[0] == gen
     assert lib.search("walrus tusk", log=False).hits[0].name == "delta-skill"
     lib.close()
 

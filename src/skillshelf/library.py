@@ -302,7 +302,11 @@ class Library:
                 time.sleep(wait)
                 wait = interval
                 try:
-                    self.sync(embed=True)
+                    rep = self.sync(embed=True)
+                    if rep.changed or rep.embedded:
+                        # reload the search state here, not in the next query: at 100k skills
+                        # that is seconds the agent would otherwise wait for
+                        self.searcher.warm(self._embedder_state()[0])
                 except Exception as exc:  # a failed scan must not end the watcher; it is reported
                     print(f"skillshelf: background sync failed: {exc}", file=sys.stderr)
 
