@@ -167,6 +167,38 @@ def part_scale_search(corpus: Path, big: Path, rounds: int = 2) -> dict:
     return _measure_search(corpus, big, [], rounds)
 
 
+def part_scale_reload(big: Path) -> dict:
+    """A change to 10 skills of the 100k library, as a long-running server sees it: the
+    search state reloaded with the previous load's vectors reused (unchanged skills from the
+    previous vector file, the rest from SQLite), against a full reload from SQLite."""
+    from skillshelf import Library
+
+    lib = Library(home=big, roots=None, auto_sync=False)
+    emb, _ = lib._embedder_state()
+    lib.searcher.warm(emb)
+    db = lib.store.db
+    # 10 skills' metadata vectors now point at other (existing) texts' vectors
+    hashes = [r[0] for r in db.execute("SELECT text_hash FROM skill_vectors WHERE part = 0 LIMIT 10")]
+    rowids = [r[0] for r in db.execute("SELECT skill_rowid FROM skill_vectors WHERE part = 0"
+                                       " ORDER BY skill_rowid DESC LIMIT 10")]
+    with lib.store.tx() as tx:
+        tx.executemany("UPDATE skill_vectors SET text_hash = ? WHERE skill_rowid = ? AND part = 0",
+                       list(zip(hashes, rowids)))
+        lib.store.set_meta("vectors_generation", str(int(lib.store.get_meta("vectors_generation", "0")) + 1))
+    t = time.perf_counter()
+    lib.searcher.warm(emb)
+    incremental = time.perf_counter() - t
+    # the same state loaded from scratch: no previous load, no vector file
+    lib.searcher._vindex = lib.searcher._bindex = lib.searcher._vec_gen = None
+    for f in (big / "vector-cache").glob("*.npy"):
+        f.unlink()
+    t = time.perf_counter()
+    lib.searcher.warm(emb)
+    full = time.perf_counter() - t
+    return {"skills": lib.count(), "reload_after_10_changes_s": round(incremental, 2),
+            "full_reload_from_sqlite_s": round(full, 2), "rss_mb": round(rss_mb())}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default="../shared/corpus", type=Path)
@@ -182,13 +214,15 @@ def main() -> None:
               "search": lambda: part_search(corpus, home),
               "scale-build": lambda: part_scale_build(corpus, home, big, args.scale),
               "scale-search": lambda: part_scale_search(corpus, big),
-              "scale-reopen": lambda: part_scale_search(corpus, big)}
+              "scale-reopen": lambda: part_scale_search(corpus, big),
+              "scale-reload": lambda: part_scale_reload(big)}
         print(json.dumps(fn[args.part]()))
         return
     results = {}
     # scale-reopen: the same library opened again in a new process, now with its vector cache file
+    # scale-reload (last: it changes the copy): the search state reloaded after a change to 10 skills
     parts = (["full"] if not args.skip_full else []) + ["resync", "search", "scale-build", "scale-search",
-                                                        "scale-reopen"]
+                                                        "scale-reopen", "scale-reload"]
     for part in parts:
         cmd = [sys.executable, __file__, "--corpus", str(corpus), "--home", str(home), "--scale", str(args.scale),
                "--part", part]

@@ -162,3 +162,89 @@ def test_a_cache_that_cannot_be_written_is_skipped(tmp_path, monkeypatch):
     idx = vectors.load(lib.store, emb.model_id, rowids, PART_META)
     assert np.array_equal(idx.mat, plain.mat) and (tmp_path / "h" / "vector-cache").is_file()
     assert not list((tmp_path / "h").glob(".*.tmp"))
+
+
+def _change_three(tmp_path, lib):
+    """Edit one skill, remove one, add one; returns the new rowids."""
+    import shutil
+
+    skill = tmp_path / "r" / "s005" / "SKILL.md"
+    skill.write_text(skill.read_text().replace("variant 5", "walrus tusk polishing"))
+    shutil.rmtree(tmp_path / "r" / "s010")
+    write_skill(tmp_path / "r", "s999", description="narwhal horn care", body="# Steps\n\nOil it.\n")
+    lib.sync()
+    return lib.searcher._ensure_meta().rowids
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_reload_after_a_change_reuses_unchanged_vectors_and_equals_a_full_load(tmp_path, monkeypatch, cached):
+    from skillshelf.index import PART_BODY
+
+    lib, emb = _lib(tmp_path)
+    if cached:
+        monkeypatch.setattr(vectors, "CACHE_ABOVE", 10)
+    monkeypatch.setattr(vectors, "CHUNK", 16)
+    rowids = lib.searcher._ensure_meta().rowids
+    before = {part: vectors.load(lib.store, emb.model_id, rowids, part) for part in (PART_META, PART_BODY)}
+    old_files = set((tmp_path / "h" / "vector-cache").glob("*.npy"))
+    assert len(old_files) == (2 if cached else 0)
+    rowids = _change_three(tmp_path, lib)
+    with monkeypatch.context() as m:             # the reference: a full load, writing no cache file
+        m.setattr(vectors, "CACHE_ABOVE", 10 ** 9)
+        full = {part: vectors.load(lib.store, emb.model_id, rowids, part) for part in (PART_META, PART_BODY)}
+    fetched = []
+    real_fetch = vectors._fetch
+    monkeypatch.setattr(vectors, "_chunks", lambda *a, **k: pytest.fail("a full read despite the previous load"))
+    monkeypatch.setattr(vectors, "_fetch", lambda *a: fetched.append(len(a[4])) or real_fetch(*a))
+    for part in (PART_META, PART_BODY):
+        inc = vectors.load(lib.store, emb.model_id, rowids, part, previous=vectors.previous(before[part]))
+        assert np.array_equal(inc.mat, full[part].mat) and np.array_equal(inc.has, full[part].has)
+    # read from SQLite: the edited skill's metadata and the new skill's two vectors, nothing else
+    assert fetched == [2, 1]
+    if cached:                                   # the new state is cached for the next process, the old is gone
+        now = set((tmp_path / "h" / "vector-cache").glob("*.npy"))
+        assert len(now) == 2 and not now & old_files
+
+
+def test_a_reload_after_many_changes_loads_in_full(tmp_path, monkeypatch):
+    lib, emb = _lib(tmp_path)
+    rowids = lib.searcher._ensure_meta().rowids
+    before = vectors.load(lib.store, emb.model_id, rowids, PART_META)
+    for i in range(0, 60, 2):                    # half the skills change
+        f = tmp_path / "r" / f"s{i:03d}" / "SKILL.md"
+        f.write_text(f.read_text().replace(f"variant {i}", f"rewritten {i}"))
+    lib.sync()
+    rowids = lib.searcher._ensure_meta().rowids
+    calls = []
+    real = vectors._chunks
+    monkeypatch.setattr(vectors, "_chunks", lambda *a, **k: calls.append(1) or real(*a, **k))
+    again = vectors.load(lib.store, emb.model_id, rowids, PART_META, previous=vectors.previous(before))
+    assert calls == [1] and again.has.all()
+
+
+def test_sq8_reload_after_a_change_equals_a_full_load(tmp_path, monkeypatch):
+    pytest.importorskip("faiss")
+    lib, emb = _lib(tmp_path)
+    monkeypatch.setattr(vectors, "CACHE_ABOVE", 10)
+    rowids = lib.searcher._ensure_meta().rowids
+    before = vectors.load(lib.store, emb.model_id, rowids, PART_META, sq8_above=10)
+    assert isinstance(before, vectors.SQ8Index) and vectors.previous(before).path.is_file()
+    rowids = _change_three(tmp_path, lib)
+    with monkeypatch.context() as m:
+        m.setattr(vectors, "CACHE_ABOVE", 10 ** 9)
+        full = vectors.load(lib.store, emb.model_id, rowids, PART_META, sq8_above=10)
+    monkeypatch.setattr(vectors, "_chunks", lambda *a, **k: pytest.fail("a full read despite the previous file"))
+    inc = vectors.load(lib.store, emb.model_id, rowids, PART_META, sq8_above=10, previous=vectors.previous(before))
+    assert isinstance(inc, vectors.SQ8Index)
+    assert np.array_equal(inc.vectors(range(len(rowids))), full.vectors(range(len(rowids))))
+    assert np.array_equal(inc.has, full.has)
+    # without its file, an SQ8 load has nothing to reuse: it reads SQLite in full
+    monkeypatch.undo()
+    monkeypatch.setattr(vectors, "CACHE_ABOVE", 10)
+    for f in (tmp_path / "h" / "vector-cache").glob("*.npy"):
+        f.unlink()
+    calls = []
+    real = vectors._chunks
+    monkeypatch.setattr(vectors, "_chunks", lambda *a, **k: calls.append(1) or real(*a, **k))
+    again = vectors.load(lib.store, emb.model_id, rowids, PART_META, sq8_above=10, previous=vectors.previous(before))
+    assert calls == [1] and np.array_equal(again.vectors(range(len(rowids))), full.vectors(range(len(rowids))))

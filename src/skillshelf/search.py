@@ -214,10 +214,15 @@ class Searcher:
         key = (meta.gen, embedder.model_id, self.store.get_meta("vectors_generation", "0"))
         if self._vec_gen == key:
             return self._vindex
-        self._vindex = self._bindex = None   # free the old indexes before loading the new ones
+        # what the new load may reuse (unchanged skills' vectors), then free the old indexes
+        # before loading the new ones
+        prev = vectors.previous(self._vindex), vectors.previous(self._bindex)
+        self._vindex = self._bindex = None
         big = self.s.sq8_above
-        self._vindex = vectors.load(self.store, embedder.model_id, meta.rowids, PART_META, sq8_above=big)
-        self._bindex = vectors.load(self.store, embedder.model_id, meta.rowids, PART_BODY, sq8_above=big)
+        self._vindex = vectors.load(self.store, embedder.model_id, meta.rowids, PART_META, sq8_above=big,
+                                    previous=prev[0])
+        self._bindex = vectors.load(self.store, embedder.model_id, meta.rowids, PART_BODY, sq8_above=big,
+                                    previous=prev[1])
         self._vec_gen = key
         return self._vindex
 

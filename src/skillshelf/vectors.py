@@ -19,6 +19,11 @@ hash of everything they depend on: the database's id, the model, the part, the i
 vector generations, and the positions' rowids. Reading SQLite's vectors costs one B-tree
 look-up per skill (~3-5 s at 100k); the file is read sequentially, in the same chunks.
 Deleting the folder loses nothing; a file that does not match is ignored and rewritten.
+
+After a change (a long-running server's watcher), ``load`` is given the ``previous`` load
+of the same part: skills whose text hash is unchanged take their vector from the previous
+cache file (or matrix), and only the others are read from SQLite. The chunks are the same as
+a full load's, so the result is too; above a quarter of changed skills it loads in full.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +45,7 @@ CACHE_ABOVE = 20_000    # skills: below this, SQLite reads the vectors in well u
 
 class ExactIndex:
     kind = "exact"
+    provenance: "Previous | None" = None   # set by load(): what a later load may reuse
 
     def __init__(self, mat: np.ndarray, has: np.ndarray):
         self.mat, self.has = mat, has
@@ -128,6 +135,107 @@ def _chunks(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: int
         yield block, has
 
 
+@dataclass
+class Previous:
+    """What a later ``load`` of the same part can reuse: the positions' rowids and text
+    hashes, which had a vector, and where the vectors are (a cache file, else the matrix)."""
+
+    model_id: str
+    dim: int
+    rowids: np.ndarray
+    hashes: np.ndarray          # int64 per position: hash of its text hash, this process only (0 = none)
+    has: np.ndarray
+    path: Path | None
+    mat: np.ndarray | None
+
+
+def previous(index: ExactIndex | None) -> Previous | None:
+    """The reusable part of a loaded index (it holds no reference to a faiss index)."""
+    return getattr(index, "provenance", None)
+
+
+def _position_hashes(store: Store, rowids: np.ndarray, part: int) -> np.ndarray:
+    rows = store.db.execute("SELECT skill_rowid, text_hash FROM skill_vectors WHERE part = ?", (part,)).fetchall()
+    out = np.zeros(len(rowids), dtype=np.int64)
+    if rows and len(rowids):
+        rid = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        # Python's string hash: compared only within this process; | 1: never 0 ("no vector row")
+        h = np.fromiter((hash(r[1]) | 1 for r in rows), dtype=np.int64, count=len(rows))
+        p = np.minimum(np.searchsorted(rowids, rid), len(rowids) - 1)
+        ok = rowids[p] == rid
+        out[p[ok]] = h[ok]
+    return out
+
+
+def _fetch(store: Store, model_id: str, rowids: np.ndarray, part: int, positions: np.ndarray,
+           dim: int) -> dict[int, np.ndarray]:
+    """Vectors of the skills at ``positions``, by position (those without one are absent)."""
+    out: dict[int, np.ndarray] = {}
+    for i in range(0, len(positions), 500):
+        pos = positions[i:i + 500]
+        by_rowid = {int(rowids[p]): int(p) for p in pos}
+        q = ",".join("?" * len(pos))
+        for rid, blob in store.db.execute(f"""
+                SELECT v.skill_rowid, e.vector FROM skill_vectors v
+                JOIN embeddings e ON e.text_hash = v.text_hash AND e.model_id = ?
+                WHERE v.part = ? AND v.skill_rowid IN ({q})""", (model_id, part, *by_rowid)):
+            out[by_rowid[rid]] = np.frombuffer(blob, dtype="<f4", count=dim)
+    return out
+
+
+def _remapped_chunks(prev: Previous | None, store: Store, model_id: str, rowids: np.ndarray, part: int,
+                     dim: int, hashes: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]] | None:
+    """The chunks of a full load, built from ``prev`` for the skills whose text is unchanged
+    and from SQLite for the rest; None when there is nothing to reuse, or too little."""
+    if prev is None or prev.model_id != model_id or prev.dim != dim or not len(prev.rowids):
+        return None
+    n = len(rowids)
+    oldpos = np.minimum(np.searchsorted(prev.rowids, rowids), len(prev.rowids) - 1)
+    reuse = (prev.rowids[oldpos] == rowids) & (hashes != 0) & (prev.hashes[oldpos] == hashes) & prev.has[oldpos]
+    need = np.flatnonzero((hashes != 0) & ~reuse)
+    if len(need) > n // 4:
+        return None
+    source = None
+    if prev.path is not None:
+        old = _cached_chunks(prev.path, len(prev.rowids), dim, opened_only=True)
+        source = old
+    if source is None and prev.mat is None:
+        return None
+    fetched = _fetch(store, model_id, rowids, part, need, dim)
+
+    def rows(f, idx: np.ndarray) -> np.ndarray:
+        """Rows ``idx`` (ascending) of the previous vectors."""
+        if f is None:
+            return prev.mat[idx]
+        lo, hi = int(idx[0]), int(idx[-1]) + 1
+        f.seek(f.data_offset + lo * dim * 4)
+        span = np.fromfile(f, dtype="<f4", count=(hi - lo) * dim).reshape(hi - lo, dim)
+        return span[idx - lo]
+
+    def gen() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        f = source
+        try:
+            for start in range(0, n, CHUNK):
+                end = min(n, start + CHUNK)
+                block = np.zeros((end - start, dim), dtype=np.float32)
+                has = np.zeros(end - start, dtype=bool)
+                r = np.flatnonzero(reuse[start:end])
+                if len(r):
+                    block[r] = rows(f, oldpos[start:end][r])
+                    has[r] = True
+                for p in need[(need >= start) & (need < end)]:
+                    v = fetched.get(int(p))
+                    if v is not None:
+                        block[p - start] = v
+                        has[p - start] = True
+                yield block, has
+        finally:
+            if f is not None:
+                f.close()
+
+    return gen()
+
+
 def cache_path(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: int) -> Path:
     key = hashlib.sha256("\0".join([
         store.get_meta("index_id", "") or "", model_id, str(part), str(dim),
@@ -136,9 +244,10 @@ def cache_path(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: 
     return store.path.parent / "vector-cache" / f"part{part}-{key}.npy"
 
 
-def _cached_chunks(path: Path, n: int, dim: int) -> Iterator[tuple[np.ndarray, np.ndarray]] | None:
+def _cached_chunks(path: Path, n: int, dim: int, *, opened_only: bool = False):
     """The chunks of a cache file, or None when it is missing or does not hold an (n, dim)
-    float32 matrix in full."""
+    float32 matrix in full. ``opened_only``: the open file instead, positioned at its data
+    (``data_offset``), for reading rows at random."""
     try:
         f = open(path, "rb")
     except OSError:
@@ -154,6 +263,9 @@ def _cached_chunks(path: Path, n: int, dim: int) -> Iterator[tuple[np.ndarray, n
     except (ValueError, OSError):
         f.close()
         return None
+    if opened_only:
+        f.data_offset = f.tell()
+        return f
 
     def gen() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         with f:
@@ -208,10 +320,13 @@ def _caching(chunks: Iterator[tuple[np.ndarray, np.ndarray]], path: Path, part: 
             pass
 
 
-def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_above: int = 0) -> ExactIndex | None:
+def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_above: int = 0,
+         previous: Previous | None = None) -> ExactIndex | None:
     """The index of ``part`` vectors for ``model_id`` aligned with ``rowids`` (ascending),
     or None when no skill has such a vector. ``sq8_above``: use the faiss SQ8 index when
-    the library has more skills than this and faiss is installed (0 = never)."""
+    the library has more skills than this and faiss is installed (0 = never). ``previous``:
+    an earlier load of this part (``vectors.previous(index)``), whose vectors are reused
+    for the skills that did not change."""
     first = store.db.execute("SELECT e.dim FROM skill_vectors v JOIN embeddings e ON e.text_hash = v.text_hash"
                              " AND e.model_id = ? WHERE v.part = ? LIMIT 1", (model_id, part)).fetchone()
     if first is None or not len(rowids):
@@ -219,14 +334,21 @@ def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_abov
     dim = int(first[0])
     n = len(rowids)
     has = np.zeros(n, dtype=bool)
-    chunks = None
-    if n > CACHE_ABOVE:
-        path = cache_path(store, model_id, rowids, part, dim)
-        chunks = _cached_chunks(path, n, dim)
-        if chunks is None:
-            chunks = _caching(_chunks(store, model_id, rowids, part, dim), path, part, n, dim)
+    hashes = _position_hashes(store, rowids, part)
+    path = cache_path(store, model_id, rowids, part, dim) if n > CACHE_ABOVE else None
+    chunks = _cached_chunks(path, n, dim) if path is not None else None
     if chunks is None:
-        chunks = _chunks(store, model_id, rowids, part, dim)
+        chunks = _remapped_chunks(previous, store, model_id, rowids, part, dim, hashes)
+        if chunks is None:
+            chunks = _chunks(store, model_id, rowids, part, dim)
+        if path is not None:
+            chunks = _caching(chunks, path, part, n, dim)
+
+    def done(index: ExactIndex | None) -> ExactIndex | None:
+        if index is not None:
+            index.provenance = Previous(model_id, dim, rowids, hashes, index.has, path,
+                                        getattr(index, "mat", None) if path is None else None)
+        return index
     if sq8_above and n > sq8_above:
         try:
             import faiss
@@ -243,11 +365,11 @@ def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_abov
                     # (values outside them are clipped: a small error on a few skills)
                     index.train(block[h] if h.any() else block)
                 index.add(block)
-            return SQ8Index(index, has) if has.any() else None
+            return done(SQ8Index(index, has)) if has.any() else None
     mat = np.zeros((n, dim), dtype=np.float32)
     start = 0
     for block, h in chunks:
         mat[start:start + len(h)] = block
         has[start:start + len(h)] = h
         start += len(h)
-    return ExactIndex(mat, has) if has.any() else None
+    return done(ExactIndex(mat, has)) if has.any() else None
