@@ -189,3 +189,22 @@ def test_a_failing_model_during_sync_is_reported_and_search_degrades(tmp_path):
     assert any("embedding failed" in n for n in rep.notes)
     res = lib.search("walrus tusk", log=False)
     assert res.hits[0].name == "alpha" and "lexical-only" in res.degraded
+
+
+def test_listing_does_not_load_the_model_unless_something_changed(tmp_path):
+    root = tmp_path / "r"
+    write_skill(root, "alpha", description="first")
+    lib = _lib(tmp_path, auto_sync=True, embedder=FakeEmbedder())
+    lib.sync()
+    asked = []
+    real = lib._embedder_state
+    lib._embedder_state = lambda: asked.append(1) or real()
+    lib._last_check = 0.0
+    lib.list()
+    assert asked == []                       # nothing changed: no model, no embedding
+    write_skill(root, "beta", description="second")
+    lib._last_check = 0.0
+    assert {r.name for r in lib.list()} == {"alpha", "beta"}
+    assert asked                             # a change: its vectors are made right away
+    status = lib.embedder_status()
+    assert status["vectors"] == status["skills"] == 2

@@ -168,7 +168,7 @@ class Library:
         self._embedder_lock = threading.Lock()
         self._last_check = 0.0
         self._watching = False
-        self._sync_lock = threading.Lock()
+        self._sync_lock = threading.RLock()   # re-entered by _maybe_sync around sync()
         self.searcher = Searcher(self.store, self.config.search, embedder_provider=self._embedder_state,
                                  canonical=self.config.canonical_prefixes)
 
@@ -280,14 +280,19 @@ class Library:
                 self._embedder = None
                 self._embedder_error = f"embedder failed: {exc}: lexical-only search"
 
-    def _maybe_sync(self) -> None:
+    def _maybe_sync(self, *, embed: bool = False) -> None:
         """Pick up editor changes: a stat scan at most every AUTO_SYNC_INTERVAL seconds
-        (never on the query path when a watcher thread does it)."""
+        (never on the query path when a watcher thread does it). The model is loaded to
+        embed only what changed, or with ``embed`` (a search, which needs it anyway) to
+        fill any missing vector: listing or reading skills never loads it for nothing."""
         if not self.config.auto_sync or self._watching:
             return
         if time.monotonic() - self._last_check < AUTO_SYNC_INTERVAL:
             return
-        self.sync(embed=True)
+        with self._sync_lock:
+            report = self.sync(embed=embed)
+            if not embed and report.changed:
+                self._embed_pending(report)
 
     def watch(self, interval: float = 3.0, *, now: bool = False) -> None:
         """Rescan the roots every ``interval`` seconds in a daemon thread (``now``: the first
@@ -317,7 +322,7 @@ class Library:
                current_repo: str | None = None, tags: list[str] | str | None = None,
                skill_type: str | None = None, include_inactive: bool = False, include_expired: bool = False,
                log: bool = True, client: str | None = None) -> SearchResult:
-        self._maybe_sync()
+        self._maybe_sync(embed=True)
         if isinstance(tags, str):
             tags = [t for t in tags.split(",") if t.strip()]
         if repo_scope == "current" and not current_repo:
