@@ -176,18 +176,18 @@ def _change_three(tmp_path, lib):
     return lib.searcher._ensure_meta().rowids
 
 
-@pytest.mark.parametrize("cached", [False, True])
-def test_a_reload_after_a_change_reuses_unchanged_vectors_and_equals_a_full_load(tmp_path, monkeypatch, cached):
+def test_a_reload_after_a_change_reuses_unchanged_vectors_and_equals_a_full_load(tmp_path, monkeypatch):
     from skillshelf.index import PART_BODY
 
     lib, emb = _lib(tmp_path)
-    if cached:
-        monkeypatch.setattr(vectors, "CACHE_ABOVE", 10)
-    monkeypatch.setattr(vectors, "CHUNK", 16)
     rowids = lib.searcher._ensure_meta().rowids
+    # below CACHE_ABOVE a load is quick and leaves nothing to reuse (no hashes read, no file)
+    assert vectors.previous(vectors.load(lib.store, emb.model_id, rowids, PART_META)) is None
+    monkeypatch.setattr(vectors, "CACHE_ABOVE", 10)
+    monkeypatch.setattr(vectors, "CHUNK", 16)
     before = {part: vectors.load(lib.store, emb.model_id, rowids, part) for part in (PART_META, PART_BODY)}
     old_files = set((tmp_path / "h" / "vector-cache").glob("*.npy"))
-    assert len(old_files) == (2 if cached else 0)
+    assert len(old_files) == 2
     rowids = _change_three(tmp_path, lib)
     with monkeypatch.context() as m:             # the reference: a full load, writing no cache file
         m.setattr(vectors, "CACHE_ABOVE", 10 ** 9)
@@ -201,13 +201,13 @@ def test_a_reload_after_a_change_reuses_unchanged_vectors_and_equals_a_full_load
         assert np.array_equal(inc.mat, full[part].mat) and np.array_equal(inc.has, full[part].has)
     # read from SQLite: the edited skill's metadata and the new skill's two vectors, nothing else
     assert fetched == [2, 1]
-    if cached:                                   # the new state is cached for the next process, the old is gone
-        now = set((tmp_path / "h" / "vector-cache").glob("*.npy"))
-        assert len(now) == 2 and not now & old_files
+    now = set((tmp_path / "h" / "vector-cache").glob("*.npy"))   # the new state cached, the old gone
+    assert len(now) == 2 and not now & old_files
 
 
 def test_a_reload_after_many_changes_loads_in_full(tmp_path, monkeypatch):
     lib, emb = _lib(tmp_path)
+    monkeypatch.setattr(vectors, "CACHE_ABOVE", 10)
     rowids = lib.searcher._ensure_meta().rowids
     before = vectors.load(lib.store, emb.model_id, rowids, PART_META)
     for i in range(0, 60, 2):                    # half the skills change

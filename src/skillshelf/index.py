@@ -234,6 +234,15 @@ def body_job(body: str, body_tokens: int) -> tuple[str, str, int] | None:
     return (sha256(f"body-t{body_tokens}:{t}"), t, body_tokens) if t and body_tokens else None
 
 
+def embed_jobs(embedder, jobs) -> dict[str, np.ndarray]:
+    """Vectors of (hash, text, max_tokens) jobs by hash, one ``embed_batch`` per token limit."""
+    out: dict[str, np.ndarray] = {}
+    for mt in dict.fromkeys(m for _, _, m in jobs):
+        group = [(h, t) for h, t, m in jobs if m == mt]
+        out.update(zip((h for h, _ in group), embedder.embed_batch([t for _, t in group], max_tokens=mt)))
+    return out
+
+
 def cached_hashes(db, model_id: str, hashes) -> set[str]:
     """Those of ``hashes`` that already have a vector for the model."""
     hashes = list(hashes)
@@ -297,12 +306,8 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
     step = batch * 4
     for i in range(0, len(todo), step):
         part = todo[i:i + step]
-        rows = []
-        for mt in dict.fromkeys(m for _, (_, m) in part):
-            group = [(h, t) for h, (t, m) in part if m == mt]
-            vecs = embedder.embed_batch([t for _, t in group], max_tokens=mt)
-            rows.extend((h, model_id, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes())
-                        for (h, _), v in zip(group, vecs))
+        vecs = embed_jobs(embedder, [(h, t, m) for h, (t, m) in part])
+        rows = [(h, model_id, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes()) for h, v in vecs.items()]
         with store.tx() as tx:
             tx.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?)", rows)
         done += len(part)
@@ -372,11 +377,7 @@ class Prefetch:
                 continue
             try:
                 cached = cached_hashes(self.store.db, model_id, [h for h, _, _ in jobs])
-                for mt in dict.fromkeys(m for _, _, m in jobs):
-                    group = [(h, t) for h, t, m in jobs if m == mt and h not in cached]
-                    if group:
-                        vecs = self.embedder.embed_batch([t for _, t in group], max_tokens=mt)
-                        self.ready.update((h, v) for (h, _), v in zip(group, vecs))
+                self.ready.update(embed_jobs(self.embedder, [j for j in jobs if j[0] not in cached]))
             except BaseException as exc:  # left to embed_pending, which embeds and reports as usual
                 self._error = exc
 

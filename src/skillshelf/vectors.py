@@ -22,8 +22,9 @@ Deleting the folder loses nothing; a file that does not match is ignored and rew
 
 After a change (a long-running server's watcher), ``load`` is given the ``previous`` load
 of the same part: skills whose text hash is unchanged take their vector from the previous
-cache file (or matrix), and only the others are read from SQLite. The chunks are the same as
-a full load's, so the result is too; above a quarter of changed skills it loads in full.
+cache file, and only the others are read from SQLite. The chunks are the same as a full
+load's, so the result is too; above a quarter of changed skills it loads in full. (Below
+``CACHE_ABOVE`` a full load is quick, and there is no file to reuse.)
 """
 
 from __future__ import annotations
@@ -111,6 +112,15 @@ class SQ8Index(ExactIndex):
         return int(self.index.sa_code_size() * self.index.ntotal)
 
 
+def _rows(store: Store, model_id: str, part: int, where: str, args: tuple) -> list:
+    """(skill rowid, vector blob) of the ``part`` vectors for the model, for the skills
+    ``where`` selects (a condition on ``v.skill_rowid``)."""
+    return store.db.execute(f"""
+        SELECT v.skill_rowid, e.vector FROM skill_vectors v
+        JOIN embeddings e ON e.text_hash = v.text_hash AND e.model_id = ?
+        WHERE v.part = ? AND {where}""", (model_id, part, *args)).fetchall()
+
+
 def _chunks(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(float32 block, has block) in position order, CHUNK rows at a time; rows without a
     vector are zero."""
@@ -119,12 +129,7 @@ def _chunks(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: int
         ids = rowids[start:start + CHUNK]
         block = np.zeros((len(ids), dim), dtype=np.float32)
         has = np.zeros(len(ids), dtype=bool)
-        lo, hi = int(ids[0]), int(ids[-1])
-        cur = store.db.execute("""
-            SELECT v.skill_rowid, e.vector FROM skill_vectors v
-            JOIN embeddings e ON e.text_hash = v.text_hash AND e.model_id = ?
-            WHERE v.part = ? AND v.skill_rowid BETWEEN ? AND ?""", (model_id, part, lo, hi))
-        rows = cur.fetchall()
+        rows = _rows(store, model_id, part, "v.skill_rowid BETWEEN ? AND ?", (int(ids[0]), int(ids[-1])))
         if rows:
             rid = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
@@ -138,19 +143,18 @@ def _chunks(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: int
 @dataclass
 class Previous:
     """What a later ``load`` of the same part can reuse: the positions' rowids and text
-    hashes, which had a vector, and where the vectors are (a cache file, else the matrix)."""
+    hashes, which had a vector, and the cache file holding the vectors."""
 
     model_id: str
     dim: int
     rowids: np.ndarray
     hashes: np.ndarray          # int64 per position: hash of its text hash, this process only (0 = none)
     has: np.ndarray
-    path: Path | None
-    mat: np.ndarray | None
+    path: Path
 
 
 def previous(index: ExactIndex | None) -> Previous | None:
-    """The reusable part of a loaded index (it holds no reference to a faiss index)."""
+    """The reusable part of a loaded index (it holds no reference to the index itself)."""
     return getattr(index, "provenance", None)
 
 
@@ -172,13 +176,9 @@ def _fetch(store: Store, model_id: str, rowids: np.ndarray, part: int, positions
     """Vectors of the skills at ``positions``, by position (those without one are absent)."""
     out: dict[int, np.ndarray] = {}
     for i in range(0, len(positions), 500):
-        pos = positions[i:i + 500]
-        by_rowid = {int(rowids[p]): int(p) for p in pos}
-        q = ",".join("?" * len(pos))
-        for rid, blob in store.db.execute(f"""
-                SELECT v.skill_rowid, e.vector FROM skill_vectors v
-                JOIN embeddings e ON e.text_hash = v.text_hash AND e.model_id = ?
-                WHERE v.part = ? AND v.skill_rowid IN ({q})""", (model_id, part, *by_rowid)):
+        by_rowid = {int(rowids[p]): int(p) for p in positions[i:i + 500]}
+        where = f"v.skill_rowid IN ({','.join('?' * len(by_rowid))})"
+        for rid, blob in _rows(store, model_id, part, where, tuple(by_rowid)):
             out[by_rowid[rid]] = np.frombuffer(blob, dtype="<f4", count=dim)
     return out
 
@@ -195,25 +195,19 @@ def _remapped_chunks(prev: Previous | None, store: Store, model_id: str, rowids:
     need = np.flatnonzero((hashes != 0) & ~reuse)
     if len(need) > n // 4:
         return None
-    source = None
-    if prev.path is not None:
-        old = _cached_chunks(prev.path, len(prev.rowids), dim, opened_only=True)
-        source = old
-    if source is None and prev.mat is None:
+    f = _cached_chunks(prev.path, len(prev.rowids), dim, opened_only=True)
+    if f is None:
         return None
     fetched = _fetch(store, model_id, rowids, part, need, dim)
 
-    def rows(f, idx: np.ndarray) -> np.ndarray:
-        """Rows ``idx`` (ascending) of the previous vectors."""
-        if f is None:
-            return prev.mat[idx]
+    def old_rows(idx: np.ndarray) -> np.ndarray:
+        """Rows ``idx`` (ascending) of the previous file."""
         lo, hi = int(idx[0]), int(idx[-1]) + 1
         f.seek(f.data_offset + lo * dim * 4)
         span = np.fromfile(f, dtype="<f4", count=(hi - lo) * dim).reshape(hi - lo, dim)
         return span[idx - lo]
 
     def gen() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        f = source
         try:
             for start in range(0, n, CHUNK):
                 end = min(n, start + CHUNK)
@@ -221,7 +215,7 @@ def _remapped_chunks(prev: Previous | None, store: Store, model_id: str, rowids:
                 has = np.zeros(end - start, dtype=bool)
                 r = np.flatnonzero(reuse[start:end])
                 if len(r):
-                    block[r] = rows(f, oldpos[start:end][r])
+                    block[r] = old_rows(oldpos[start:end][r])
                     has[r] = True
                 for p in need[(need >= start) & (need < end)]:
                     v = fetched.get(int(p))
@@ -230,8 +224,7 @@ def _remapped_chunks(prev: Previous | None, store: Store, model_id: str, rowids:
                         has[p - start] = True
                 yield block, has
         finally:
-            if f is not None:
-                f.close()
+            f.close()
 
     return gen()
 
@@ -325,30 +318,35 @@ def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_abov
     """The index of ``part`` vectors for ``model_id`` aligned with ``rowids`` (ascending),
     or None when no skill has such a vector. ``sq8_above``: use the faiss SQ8 index when
     the library has more skills than this and faiss is installed (0 = never). ``previous``:
-    an earlier load of this part (``vectors.previous(index)``), whose vectors are reused
-    for the skills that did not change."""
+    an earlier load of this part (``vectors.previous(index)``; above ``CACHE_ABOVE``), whose
+    file's vectors are reused for the skills that did not change."""
     first = store.db.execute("SELECT e.dim FROM skill_vectors v JOIN embeddings e ON e.text_hash = v.text_hash"
                              " AND e.model_id = ? WHERE v.part = ? LIMIT 1", (model_id, part)).fetchone()
     if first is None or not len(rowids):
         return None
     dim = int(first[0])
     n = len(rowids)
-    has = np.zeros(n, dtype=bool)
-    hashes = _position_hashes(store, rowids, part)
-    path = cache_path(store, model_id, rowids, part, dim) if n > CACHE_ABOVE else None
-    chunks = _cached_chunks(path, n, dim) if path is not None else None
+    chunks = path = hashes = None
+    if n > CACHE_ABOVE:
+        path = cache_path(store, model_id, rowids, part, dim)
+        hashes = _position_hashes(store, rowids, part)
+        chunks = _cached_chunks(path, n, dim)
+        if chunks is None:   # not cached yet: build it (from the previous file where it can) and write it
+            built = (_remapped_chunks(previous, store, model_id, rowids, part, dim, hashes)
+                     or _chunks(store, model_id, rowids, part, dim))
+            chunks = _caching(built, path, part, n, dim)
     if chunks is None:
-        chunks = _remapped_chunks(previous, store, model_id, rowids, part, dim, hashes)
-        if chunks is None:
-            chunks = _chunks(store, model_id, rowids, part, dim)
-        if path is not None:
-            chunks = _caching(chunks, path, part, n, dim)
+        chunks = _chunks(store, model_id, rowids, part, dim)
 
-    def done(index: ExactIndex | None) -> ExactIndex | None:
-        if index is not None:
-            index.provenance = Previous(model_id, dim, rowids, hashes, index.has, path,
-                                        getattr(index, "mat", None) if path is None else None)
-        return index
+    index = _build(chunks, n, dim, sq8_above)
+    if index is not None and path is not None:
+        index.provenance = Previous(model_id, dim, rowids, hashes, index.has, path)
+    return index
+
+
+def _build(chunks: Iterator[tuple[np.ndarray, np.ndarray]], n: int, dim: int, sq8_above: int) -> ExactIndex | None:
+    """The index of ``n`` rows from ``chunks`` (None when no row has a vector)."""
+    has = np.zeros(n, dtype=bool)
     if sq8_above and n > sq8_above:
         try:
             import faiss
@@ -365,11 +363,11 @@ def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_abov
                     # (values outside them are clipped: a small error on a few skills)
                     index.train(block[h] if h.any() else block)
                 index.add(block)
-            return done(SQ8Index(index, has)) if has.any() else None
+            return SQ8Index(index, has) if has.any() else None
     mat = np.zeros((n, dim), dtype=np.float32)
     start = 0
     for block, h in chunks:
         mat[start:start + len(h)] = block
         has[start:start + len(h)] = h
         start += len(h)
-    return done(ExactIndex(mat, has)) if has.any() else None
+    return ExactIndex(mat, has) if has.any() else None
