@@ -18,8 +18,27 @@ from .errors import SkillshelfError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="skillshelf: a local-first librarian for agent skills.")
-out = Console(soft_wrap=True, highlight=False)
-err = Console(stderr=True, highlight=False)
+# Skill text comes from strangers: Rich markup and emoji codes are off on both consoles (a
+# description holding "[/bold]" would crash the print), and every text goes through
+# ``_clean`` (terminal control sequences). Our own styling uses ``Text(..., style=...)``.
+out = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, markup=False, emoji=False)
+
+# C0 controls except tab and newline, DEL, and C1 controls (ESC starts every terminal escape
+# sequence; C1 CSI/OSC do the same on some terminals). Each is shown as a visible stand-in.
+_CONTROL = {c: chr(0x2400 + c) for c in range(0x20) if c not in (0x09, 0x0A)}
+_CONTROL[0x7F] = "\u2421"
+_CONTROL.update({c: "\ufffd" for c in range(0x80, 0xA0)})
+
+
+def _clean(text: Any) -> str:
+    """Text safe to print on a terminal: control characters (C0 but tab and newline, DEL, C1)
+    become visible stand-ins (ESC -> ␛); CRLF line ends become LF. The consoles print it with
+    markup off, so brackets stay literal."""
+    s = "" if text is None else str(text)
+    if "\r\n" in s:
+        s = s.replace("\r\n", "\n")
+    return s.translate(_CONTROL)
 
 
 class State:
@@ -343,7 +362,8 @@ def report(since: Optional[str] = typer.Option(None, help="YYYY-MM-DD"),
 def prune_usage(before: str = typer.Option(..., help="delete usage rows older than this date (YYYY-MM-DD)"),
                 yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
     """Delete old usage rows (the only way usage rows are ever deleted)."""
-    if not yes and not typer.confirm(f"Delete all usage rows before {before}?"):
+    if not yes and not typer.confirm(f"Delete all usage rows before {_clean(before)}?"):
+        err.print("nothing deleted")
         raise typer.Exit(1)
     n = _lib().prune_usage(before)
     out.print(f"deleted {n} rows")
@@ -448,7 +468,8 @@ def delete(name: str, yes: bool = typer.Option(False, "--yes", help="do not ask"
     """Delete a workspace skill: its folder, its history and its index rows."""
     lib = _lib()
     rec = lib.get(name)
-    if not yes and not typer.confirm(f"Delete {rec.name} ({rec.path}) and its history?"):
+    if not yes and not typer.confirm(_clean(f"Delete {rec.name} ({rec.path}) and its history?")):
+        err.print("nothing deleted")
         raise typer.Exit(1)
     res = lib.delete(rec.id)
     out.print(f"deleted {res['name']}")
@@ -496,20 +517,31 @@ def review_reject(name: str, reason: str = typer.Option(..., help="why")) -> Non
     out.print(f"rejected {name}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """The console script's entry: run the command and exit with its code (0 ok, 1 error,
+    2 usage error). ``standalone_mode=False`` lets this function print domain errors as one
+    line; click then *returns* the code of a ``typer.Exit`` instead of exiting, so it is
+    passed on here (ignoring it made every failure exit 0)."""
+    sys.exit(run(argv))
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run one command line and return its exit code (errors are printed, never raised)."""
     try:
-        app(standalone_mode=False)
+        rv = app(args=argv, prog_name="skillshelf", standalone_mode=False)
     except SkillshelfError as exc:
-        err.print(f"error: {exc}", markup=False)
-        sys.exit(1)
+        err.print(f"error: {_clean(str(exc))}")
+        return 1
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except typer.Abort:
         err.print("aborted")
-        sys.exit(1)
+        return 1
     except _usage_errors() as exc:   # unknown option, missing argument, bad value: usage + one line
         exc.show()
-        sys.exit(exc.exit_code)
+        return exc.exit_code
+    # a command returns None; click returns the code of a typer.Exit (or Ctrl-C's 130)
+    return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 
 
 def _usage_errors() -> tuple[type[BaseException], ...]:

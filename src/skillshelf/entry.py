@@ -8,8 +8,18 @@ import argparse
 import sys
 
 
+class _NotServe(Exception):
+    """The arguments are not a well-formed ``serve`` command line: the full CLI parses them
+    again and gives its one usage message."""
+
+
+class _ServeParser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print its own usage and exit 2
+        raise _NotServe(message)
+
+
 def _serve_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="skillshelf", add_help=False)
+    p = _ServeParser(prog="skillshelf", add_help=False, allow_abbrev=False)
     p.add_argument("--home")
     p.add_argument("--root", action="append", default=[])
     p.add_argument("--client-roots", dest="client_roots", action="store_true", default=None)
@@ -23,18 +33,18 @@ def _serve_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = sys.argv[1:] if argv is None else list(argv)
     if "serve" in argv and not any(a in ("-h", "--help") for a in argv):
         try:
             ns = _serve_parser().parse_args(argv)
-        except SystemExit:
+        except _NotServe:
             ns = None
         if ns is not None and ns.command == "serve":
             _serve(ns)
             return
     from .cli import main as cli_main
 
-    cli_main()
+    cli_main(argv)
 
 
 def _serve(ns: argparse.Namespace) -> None:
