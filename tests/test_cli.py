@@ -139,3 +139,42 @@ def test_roots_are_saved_and_used_by_later_commands(home, tmp_path, monkeypatch)
     assert json.loads(run(home, "search", "zebras", "--json").output)["hits"] == []
     r = run(home, "roots", "remove", str(root))
     assert r.exit_code != 0
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """The command line in-process through ``cli.run`` (what the console script runs): the
+    exit code, stdout and stderr."""
+    from skillshelf.cli import run
+
+    capsys.readouterr()
+    code = run([str(a) for a in args])
+    o = capsys.readouterr()
+    return code, o.out, o.err
+
+
+HOSTILE = ('---\nname: evil\ndescription: "Reads [/etc/hosts] and [/bold] then \\x1b[31mred\\x1b[0m :warning: \\x9b2J"\n'
+           'metadata:\n  display-name: "[/bold]"\n  tags: "[/x], y"\n---\n\n# [/bold] body \x1b[2J\n\n## Solution\n\nx\n')
+
+
+def test_skill_text_is_printed_literally_and_without_control_sequences(home, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    root = tmp_path / "r"
+    (root / "evil").mkdir(parents=True)
+    (root / "evil" / "SKILL.md").write_text(HOSTILE, encoding="utf-8")
+    g = ["--home", home, "--root", root]
+    assert cli(capsys, *g, "init")[0] == 0
+    for args in (["show", "evil"], ["search", "hosts red"], ["list"], ["history", "evil"], ["stats"],
+                 ["report"], ["doctor"], ["list", "--json"], ["show", "evil", "--json"]):
+        code, o, e = cli(capsys, *g, *args)
+        assert code in (0, 1) and "Traceback" not in e and "MarkupError" not in e, (args, e)
+        assert "\x1b" not in o + e and "\x9b" not in o + e, args
+        if args[0] in ("show", "search") and "--json" not in args:
+            assert "[/etc/hosts] and [/bold] then ␛[31mred␛[0m :warning:" in o, o
+        if args == ["show", "evil"]:
+            assert o.startswith("[/bold]") and "# [/bold] body ␛[2J" in o
+    # JSON keeps the data (escaped), it does not replace it
+    code, o, _ = cli(capsys, *g, "show", "evil", "--json")
+    assert json.loads(o)["description"].endswith("\x1b[31mred\x1b[0m :warning: \x9b2J")
+    # a hostile argument in an error message is made visible too
+    code, _, e = cli(capsys, *g, "show", "no\x1b[31mpe")
+    assert code == 1 and "\x1b" not in e

@@ -5,6 +5,8 @@ Domain errors become one line on stderr (problem — fix) and exit code 1."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -12,18 +14,13 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from . import __version__
 from .errors import SkillshelfError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="skillshelf: a local-first librarian for agent skills.")
-# Skill text comes from strangers: Rich markup and emoji codes are off on both consoles (a
-# description holding "[/bold]" would crash the print), and every text goes through
-# ``_clean`` (terminal control sequences). Our own styling uses ``Text(..., style=...)``.
-out = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
-err = Console(stderr=True, highlight=False, markup=False, emoji=False)
-
 # C0 controls except tab and newline, DEL, and C1 controls (ESC starts every terminal escape
 # sequence; C1 CSI/OSC do the same on some terminals). Each is shown as a visible stand-in.
 _CONTROL = {c: chr(0x2400 + c) for c in range(0x20) if c not in (0x09, 0x0A)}
@@ -33,12 +30,51 @@ _CONTROL.update({c: "\ufffd" for c in range(0x80, 0xA0)})
 
 def _clean(text: Any) -> str:
     """Text safe to print on a terminal: control characters (C0 but tab and newline, DEL, C1)
-    become visible stand-ins (ESC -> ␛); CRLF line ends become LF. The consoles print it with
-    markup off, so brackets stay literal."""
+    become visible stand-ins (ESC -> ␛); CRLF line ends become LF. The consoles print with
+    markup and emoji codes off, so "[/bold]" or ":x:" in a skill stay literal text."""
     s = "" if text is None else str(text)
     if "\r\n" in s:
         s = s.replace("\r\n", "\n")
     return s.translate(_CONTROL)
+
+
+class _SafeConsole(Console):
+    """Skill text comes from strangers: every string printed goes through ``_clean``, and Rich
+    markup is off (a description holding "[/bold]" would otherwise crash the print). Our own
+    styling is a ``Text`` built with ``_styled``."""
+
+    def __init__(self, **kw: Any):
+        super().__init__(highlight=False, markup=False, emoji=False, **kw)
+
+    def print(self, *objects: Any, **kw: Any) -> None:
+        super().print(*(_clean(o) if isinstance(o, str) else o for o in objects), **kw)
+
+
+class _SafeTable(Table):
+    def add_row(self, *cells: Any, **kw: Any) -> None:
+        super().add_row(*(_clean(c) if isinstance(c, str) else c for c in cells), **kw)
+
+
+def _table(*columns: str, **kw: Any) -> Table:
+    return _SafeTable(*columns, box=None, **kw)
+
+
+def _styled(*parts: str | tuple[str, str]) -> Text:
+    """A line of plain strings and (text, style) pairs, every text cleaned."""
+    return Text.assemble(*((_clean(p[0]), p[1]) if isinstance(p, tuple) else _clean(p) for p in parts))
+
+
+def _write(text: str) -> None:
+    """Raw text to stdout (reports, diffs), control characters made visible."""
+    sys.stdout.write(_clean(text))
+
+
+out = _SafeConsole(soft_wrap=True)
+err = _SafeConsole(stderr=True)
+if not out.is_terminal and not os.environ.get("COLUMNS"):
+    # piped or redirected: Rich would cut tables to 80 columns ("workspace:cors-…"); a pipe
+    # gets whole ids and names instead
+    out.width = 400
 
 
 class State:
@@ -70,7 +106,16 @@ def _lib(**kw: Any):
 
 
 def _json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    """JSON on stdout. JSON escapes C0 controls itself; C1 controls (which some terminals
+    obey) are written as \\u escapes too, so the data is unchanged and safe to print."""
+    _write_json_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _write_json_text(text: str) -> None:
+    sys.stdout.write(_C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
+
+
+_C1 = re.compile("[\x7f-\x9f]")
 
 
 # --- setup ----------------------------------------------------------------------------
@@ -138,7 +183,7 @@ def list_(
     if json_out:
         _json([r.as_dict(body=False) for r in recs])
         return
-    table = Table("name", "type", "version", "tags", "id", box=None)
+    table = _table("name", "type", "version", "tags", "id")
     for r in recs:
         flag = "" if r.active else " (inactive)"
         flag += " (expired)" if r.expired else ""
@@ -161,7 +206,7 @@ def show(name: str = typer.Argument(..., help="skill name, id or path"),
         d["files"] = rec.files()
         _json(d)
         return
-    out.print(f"[bold]{rec.display_name}[/bold]  ({rec.id})")
+    out.print(_styled((rec.display_name, "bold"), f"  ({rec.id})"))
     out.print(f"path     {rec.path}")
     out.print(f"type     {rec.skill_type or '-'}   version {rec.version}   tags {', '.join(rec.tags) or '-'}")
     if rec.lineage:
@@ -177,7 +222,7 @@ def show(name: str = typer.Argument(..., help="skill name, id or path"),
     if files:
         out.print("files    " + ", ".join(files))
     out.print("")
-    out.print(body, markup=False)
+    out.print(body)
 
 
 @app.command()
@@ -207,7 +252,7 @@ def search(
     if not res.hits:
         out.print("no skills matched")
         return
-    table = Table("#", "name", "match", "score", "description", box=None)
+    table = _table("#", "name", "match", "score", "description")
     for i, h in enumerate(res.hits, 1):
         name = h.name + (f" ×{h.copies}" if h.copies > 1 else "") + (" (wildcard)" if h.wildcard else "")
         table.add_row(str(i), name, h.match, f"{h.score:.2f}", h.description)
@@ -234,7 +279,7 @@ def validate(paths: list[Path] = typer.Argument(..., help="SKILL.md files or fol
         out.print(f"{'FAIL' if errors else 'ok  '} {p}")
         for f in fs:
             where = f":{f.line}" if f.line else ""
-            out.print(f"  {f.severity:7} {f.rule}{where}: {f.message}", markup=False)
+            out.print(f"  {f.severity:7} {f.rule}{where}: {f.message}")
     if not json_out:
         out.print(f"{len(results) - bad} valid, {bad} invalid of {len(results)} files")
     if bad:
@@ -251,21 +296,21 @@ def doctor(json_out: bool = typer.Option(False, "--json")) -> None:
         if not rep.ok:
             raise typer.Exit(1)
         return
-    marks = {"ok": "[green]ok  [/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]FAIL[/red]"}
+    marks = {"ok": ("ok  ", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
     for c in rep.checks:
-        out.print(f"{marks[c.status]} {c.name}: {c.detail}")
+        out.print(_styled(marks[c.status], f" {c.name}: {c.detail}"))
     out.print("\nroots:")
     for r in rep.roots:
         out.print(f"  {r['label']:20} {r['kind']:9} {'rw' if r['writable'] else 'ro'} {r['skill_files']:6} {r['path']}")
     if rep.invalid_files:
         out.print("\ninvalid files (skipped):")
         for i in rep.invalid_files:
-            out.print(f"  {i['path']}{':' + str(i['line']) if i['line'] else ''}: {i['message']}", markup=False)
+            out.print(f"  {i['path']}{':' + str(i['line']) if i['line'] else ''}: {i['message']}")
     if rep.clashes:
         out.print(f"\nname clashes ({len(rep.clashes)}; the first id wins a lookup by name):")
         for c in rep.clashes:
             out.print(f"  {c.name}: {c.winner}  (also: {', '.join(c.others[:3])}"
-                      f"{' …' if len(c.others) > 3 else ''})", markup=False)
+                      f"{' …' if len(c.others) > 3 else ''})")
     if not rep.ok:
         raise typer.Exit(1)
 
@@ -280,7 +325,7 @@ def config(json_out: bool = typer.Option(False, "--json")) -> None:
     if json_out:
         _json({k: v for k, v, _ in rows})
         return
-    table = Table("setting", "value", "why", box=None)
+    table = _table("setting", "value", "why")
     for k, v, why in rows:
         table.add_row(k, str(v), why)
     out.print(table)
@@ -307,7 +352,7 @@ def demo(query: str = typer.Argument("my fetch to the Next.js API fails with a C
     out.print(f"\nsearch: {query}\n")
     res = lib.search(query, limit=5, client="cli")
     for i, h in enumerate(res.hits, 1):
-        out.print(f"{i}. {h.name} [{h.match}] — {h.description}", markup=False)
+        out.print(f"{i}. {h.name} [{h.match}] — {h.description}")
     out.print("\nconfident match" if res.confident else "\nno confident match")
     if res.hits:
         out.print(f"\nread it: skillshelf show {res.hits[0].name}")
@@ -334,16 +379,16 @@ def stats(since: Optional[str] = typer.Option(None, help="YYYY-MM-DD"),
         return
     out.print(f"{st.queries} queries ({st.finds} finds), {st.reports} reports, report rate {st.report_rate:.0%}, "
               f"confident {st.confident_rate:.0%}")
-    t = Table("most used", "recommended", "reports", "success", "last used", box=None, title="most used")
+    t = _table("most used", "recommended", "reports", "success", "last used", title="most used")
     for u in st.most_used[:15]:
         t.add_row(u.name, str(u.recommended), str(u.reports),
                   "-" if u.success_rate is None else f"{u.success_rate:.0%}", u.last_used or "-")
     out.print(t)
-    t = Table("skill", "worked", "reports", "rate", box=None, title="low success (rewrite candidates)")
+    t = _table("skill", "worked", "reports", "rate", title="low success (rewrite candidates)")
     for u in st.low_success[:15]:
         t.add_row(u.name, str(u.worked), str(u.reports), f"{(u.success_rate or 0):.0%}")
     out.print(t)
-    t = Table("request", "times", "last seen", box=None, title="gaps (no confident match)")
+    t = _table("request", "times", "last seen", title="gaps (no confident match)")
     for g in st.gaps[:15]:
         t.add_row(g.query, str(g.count), g.last_seen[:10])
     out.print(t)
@@ -355,7 +400,8 @@ def stats(since: Optional[str] = typer.Option(None, help="YYYY-MM-DD"),
 def report(since: Optional[str] = typer.Option(None, help="YYYY-MM-DD"),
            fmt: str = typer.Option("md", "--format", help="md | json")) -> None:
     """A usage report: what worked, the rewrite list, the kill list, the gaps."""
-    sys.stdout.write(_lib().usage_report(since=since, fmt=fmt))
+    text = _lib().usage_report(since=since, fmt=fmt)
+    _write_json_text(text) if fmt == "json" else _write(text)
 
 
 @app.command("prune-usage")
@@ -433,14 +479,13 @@ def history(name: str, json_out: bool = typer.Option(False, "--json")) -> None:
         out.print("lineage: " + " → ".join(h["lineage"] + [h["name"]]))
     for e in h["changelog"]:
         frm = f"v{e['from_version']}" if e["from_version"] else "new"
-        out.print(f"  {e['at']}  {e['action']:8} {frm} → v{e['to_version']}  [{e['trigger']}] {e['reason']}",
-                  markup=False)
+        out.print(f"  {e['at']}  {e['action']:8} {frm} → v{e['to_version']}  [{e['trigger']}] {e['reason']}")
 
 
 @app.command()
 def diff(name: str, v1: int, v2: int) -> None:
     """Unified diff between two versions of a skill."""
-    sys.stdout.write(_lib().diff(name, v1, v2) or "(no differences)\n")
+    _write(_lib().diff(name, v1, v2) or "(no differences)\n")
 
 
 @app.command()
@@ -490,7 +535,7 @@ def review_list(json_out: bool = typer.Option(False, "--json")) -> None:
     if not drafts:
         out.print("no drafts waiting")
     for d in drafts:
-        out.print(f"{d['name']:32} {d['action']:8} {d['proposed_at']}  {d['reason']}", markup=False)
+        out.print(f"{d['name']:32} {d['action']:8} {d['proposed_at']}  {d['reason']}")
 
 
 @review_app.command("show")
@@ -498,7 +543,7 @@ def review_show(name: str) -> None:
     """The draft's SKILL.md as it would be written."""
     d = _lib().review.show(name)
     out.print(f"draft {d['name']} ({str(d['args'].get('action', '')).upper()}, proposed {d['proposed_at']})\n")
-    out.print(d["text"], markup=False)
+    out.print(d["text"])
 
 
 @review_app.command("approve")
