@@ -5,7 +5,7 @@ def test_public_api_is_pinned():
     assert skillshelf.__all__ == [
         "ConfigError", "ConflictError", "EmbedderError", "Finding", "Hit", "Library", "NotFoundError",
         "PolicyError", "SearchResult", "Skill", "SkillFormatError", "SkillRecord", "SkillshelfError",
-        "StoreError", "ValidationError", "__version__",
+        "StoreError", "ValidationError", "WriteError", "__version__",
     ]
     for name in skillshelf.__all__:
         assert hasattr(skillshelf, name), name
@@ -13,7 +13,7 @@ def test_public_api_is_pinned():
 
 def test_errors_share_one_base():
     for name in ("ConfigError", "ConflictError", "EmbedderError", "NotFoundError", "PolicyError",
-                 "SkillFormatError", "StoreError", "ValidationError"):
+                 "SkillFormatError", "StoreError", "ValidationError", "WriteError"):
         assert issubclass(getattr(skillshelf, name), skillshelf.SkillshelfError)
 
 

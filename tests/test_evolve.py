@@ -8,6 +8,7 @@ import pytest
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.errors import ConflictError, NotFoundError, PolicyError, ValidationError
+from skillshelf.errors import WriteError
 from skillshelf.evolve import merge_lessons
 
 from conftest import write_skill
@@ -46,8 +47,9 @@ def test_fix_merges_lessons_and_keeps_unsent_sections(tmp_path):
     assert "## When to Use" in body and body.index("When to Use") < body.index("Solution")
     assert "- v1: first lesson" in body and "- v2: second lesson" in body
     assert body.count("## Lessons Learned") == 1
-    lib.save("FIX", target_skill_name="guide", lesson="second lesson")  # the same lesson again
-    assert lib.get("guide").body.count("second lesson") == 1
+    with pytest.raises(ValidationError, match="leaves guide as it is"):  # the same lesson again: no new version
+        lib.save("FIX", target_skill_name="guide", lesson="second lesson", author="agent")
+    assert lib.get("guide").body.count("second lesson") == 1 and lib.get("guide").version == 2
     with pytest.raises(ValidationError):
         lib.save("FIX", name="", target_skill_name="")
 
@@ -142,7 +144,7 @@ def test_failed_write_leaves_old_file(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", boom)  # skillshelf.files uses os.replace
-    with pytest.raises(OSError):
+    with pytest.raises(WriteError, match="No space left on device.*free some disk space"):
         lib.save("FIX", target_skill_name="guide", lesson="never lands")
     assert path.read_bytes() == before
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".tmp-")]

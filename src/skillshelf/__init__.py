@@ -26,6 +26,7 @@ _EXPORTS = {
     "SkillshelfError": "errors",
     "StoreError": "errors",
     "ValidationError": "errors",
+    "WriteError": "errors",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -10,7 +10,8 @@ these into a one-line CLI message, an MCP ``isError`` result or an HTTP status.
     ├── NotFoundError          no skill (or version, or draft) by that name or id
     ├── PolicyError            the write policy forbids the operation
     ├── ConflictError          the target already exists / a concurrent change
-    ├── StoreError             the database cannot be opened or migrated
+    ├── StoreError             the database cannot be opened or migrated, or is damaged
+    ├── WriteError             a file could not be written (permissions, full disk); nothing changed
     └── EmbedderError          an embedding backend is missing or broken
 """
 
@@ -67,6 +68,10 @@ class ConflictError(SkillshelfError):
 
 class StoreError(SkillshelfError):
     """The database cannot be opened, read or migrated."""
+
+
+class WriteError(SkillshelfError):
+    """A file could not be written; the previous file is intact."""
 
 
 class EmbedderError(SkillshelfError):

@@ -9,6 +9,7 @@ serialized per skill name with a file lock, so concurrent agents cannot lose upd
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import difflib
 import json
@@ -22,14 +23,22 @@ from typing import Any
 
 import numpy as np
 
+from . import overlay as overlaymod
 from . import skill as skillmod
-from .errors import ConflictError, NotFoundError, ValidationError
-from .files import atomic_write, locked
+from .errors import ConflictError, NotFoundError, SkillshelfError, ValidationError, WriteError
+from .files import (MAX_SKILL_BYTES, FileRefused, append_line, atomic_write, contained, is_disk_full, locked,
+                    read_text_bounded)
 
 ACTIONS = ("ARCHIVE", "FIX", "DERIVE", "MERGE")
 RESERVED = {"con", "prn", "aux", "nul", "com1", "com2", "com3", "com4", "lpt1", "lpt2", "lpt3",
             "history", "drafts", "skills", "references", "scripts", "assets"}
 LESSONS = "Lessons Learned"
+MAX_LESSON_CHARS = 2_000
+MAX_REASON_CHARS = 1_000
+MAX_CHANGELOG_BYTES = 20_000_000
+# Control characters (C0 but tab and newline, DEL, C1): an ESC in a description reaches
+# every terminal that prints it, a NUL truncates C strings. Refused in what is written.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def today() -> str:
@@ -61,9 +70,28 @@ def check_new_name(name: Any) -> str:
     return name
 
 
+def check_text(value: Any, what: str, *, max_chars: int | None = None) -> str:
+    """Text a caller wants written: a string, no control characters (tab and newline are
+    fine), at most ``max_chars``. Returns it with CRLF made LF."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be text, not {type(value).__name__}", fix=f"pass {what} as a string")
+    value = value.replace("\r\n", "\n").replace("\r", "\n")
+    m = _CONTROL_RE.search(value)
+    if m:
+        raise ValidationError(f"{what} holds the control character U+{ord(m.group()):04X} at position {m.start()}",
+                              fix="remove control characters (escape sequences, NUL) from the text")
+    if max_chars is not None and len(value) > max_chars:
+        raise ValidationError(f"{what} is {len(value):,} characters; the limit is {max_chars:,}",
+                              fix=f"shorten {what}")
+    return value
+
+
 def check_body(body: Any, max_bytes: int) -> str:
     if not isinstance(body, str) or not body.strip():
         raise ValidationError("the skill body is empty", fix="send the Markdown body (When to Use, Solution, ...)")
+    body = check_text(body, "the body")
     if body.lstrip("\ufeff \n").startswith("---"):
         raise ValidationError("the body carries its own frontmatter",
                               fix="send only the Markdown body; pass name, description and tags as arguments")
@@ -76,6 +104,7 @@ def check_body(body: Any, max_bytes: int) -> str:
 def check_description(description: Any) -> str:
     if not isinstance(description, str) or not description.strip():
         raise ValidationError("the description is empty", fix="say what the skill does and when to use it")
+    check_text(description, "the description")
     description = " ".join(description.split())
     if len(description) > skillmod.MAX_DESCRIPTION:
         raise ValidationError(f"the description is {len(description)} characters; the limit is "
@@ -83,13 +112,16 @@ def check_description(description: Any) -> str:
     return description
 
 
-def inside(base: Path, target: Path) -> Path:
-    """``target`` resolved, refusing anything outside ``base``."""
-    base_r = base.resolve()
-    t = target.resolve()
-    if t != base_r and base_r not in t.parents:
-        raise ValidationError(f"refusing to write outside {base_r}", fix="use a plain skill name")
-    return t
+def name_dir(base: Path, name: Any) -> Path:
+    """The folder ``base/<name>`` for a skill name, refusing any name that is not a plain
+    spec name (a-z, 0-9, single hyphens): names come from files strangers wrote, and
+    ``../../x`` or ``..`` must never become a path. The result is checked to lie inside
+    ``base`` (a symlinked folder cannot lead out either)."""
+    if not isinstance(name, str) or len(name) > skillmod.MAX_NAME or not skillmod.NAME_RE.match(name):
+        raise ValidationError(f"the skill name {str(name)[:80]!r} cannot be used as a folder name",
+                              fix="rename the skill (its SKILL.md name and its folder) to 1-64 characters of "
+                                  "a-z, 0-9 and single hyphens")
+    return contained(base, Path(base) / name)
 
 
 # --- lessons and sections -----------------------------------------------------------------
@@ -142,14 +174,13 @@ def split_sections(body: str) -> tuple[str, list[tuple[str, str]]]:
     pre: list[str] = []
     sections: list[tuple[str, list[str]]] = []
     fence = False
-    pat = re.compile(r"^#{%d}\s+(.+?)\s*#*\s*$" % level)
     for line in lines:
         s = line.lstrip()
         if s.startswith("```") or s.startswith("~~~"):
             fence = not fence
-        m = None if fence else pat.match(line)
-        if m:
-            sections.append((m.group(1).strip(), [line]))
+        h = None if fence else skillmod.heading(line)
+        if h and h[0] == level:
+            sections.append((h[1].strip(), [line]))
         elif sections:
             sections[-1][1].append(line)
         else:
@@ -198,45 +229,54 @@ class ChangelogEntry:
 
 
 class History:
+    """``<home>/history/<name>/``: every version's full text and the changelog. Every path
+    is built by :func:`name_dir`: a name that is not a plain spec name has no history."""
+
     def __init__(self, home: Path):
         self.base = home / "history"
 
     def dir(self, name: str) -> Path:
-        return inside(self.base.parent, self.base / name)
+        return name_dir(self.base, name)
+
+    def _existing(self, name: str) -> Path | None:
+        try:
+            d = self.dir(name)
+        except ValidationError:
+            return None
+        return d if d.is_dir() else None
 
     def save_version(self, name: str, version: int, text: str) -> None:
-        atomic_write(self.dir(name) / f"v{version}.md", text)
+        atomic_write(self.dir(name) / f"v{int(version)}.md", text)
 
     def versions(self, name: str) -> list[int]:
-        d = self.base / name
-        if not d.is_dir():
+        d = self._existing(name)
+        if d is None:
             return []
-        return sorted(int(p.stem[1:]) for p in d.glob("v*.md") if p.stem[1:].isdigit())
+        return sorted(int(p.stem[1:]) for p in d.glob("v*.md") if p.stem[1:].isdigit() and len(p.stem) < 12)
 
     def text(self, name: str, version: int) -> str:
-        p = self.base / name / f"v{version}.md"
-        if not p.is_file():
+        d = self._existing(name)
+        p = d / f"v{int(version)}.md" if d is not None else None
+        if p is None or not p.is_file():
             have = ", ".join(f"v{v}" for v in self.versions(name)) or "none"
             raise NotFoundError(f"{name} has no version {version}", fix=f"versions kept: {have}")
-        return p.read_text(encoding="utf-8")
+        return read_text_bounded(p, MAX_SKILL_BYTES)
 
     def append(self, entry: ChangelogEntry) -> None:
-        d = self.dir(entry.name)
-        d.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(entry.as_dict(), ensure_ascii=False) + "\n"
-        with open(d / "changelog.jsonl", "a", encoding="utf-8") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        append_line(self.dir(entry.name) / "changelog.jsonl", json.dumps(entry.as_dict(), ensure_ascii=False))
 
     def changelog(self, name: str) -> list[ChangelogEntry]:
-        p = self.base / name / "changelog.jsonl"
-        if not p.is_file():
+        d = self._existing(name)
+        if d is None or not (d / "changelog.jsonl").is_file():
             return []
         out = []
-        for line in p.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                out.append(ChangelogEntry(**json.loads(line)))
+        fields = set(ChangelogEntry.__dataclass_fields__)
+        for line in read_text_bounded(d / "changelog.jsonl", MAX_CHANGELOG_BYTES).splitlines():
+            try:
+                data = json.loads(line)
+                out.append(ChangelogEntry(**{k: v for k, v in data.items() if k in fields}))
+            except (ValueError, TypeError, AttributeError):
+                continue  # a line torn by a crash, or edited by hand: skipped, the rest is kept
         return out
 
     def diff(self, name: str, v1: int, v2: int) -> str:
@@ -245,7 +285,9 @@ class History:
                                             fromfile=f"{name}/v{v1}", tofile=f"{name}/v{v2}"))
 
     def remove(self, name: str) -> None:
-        shutil.rmtree(self.base / name, ignore_errors=True)
+        d = self._existing(name)
+        if d is not None:
+            shutil.rmtree(d)
 
 
 # --- the result of a save -----------------------------------------------------------------------
@@ -306,6 +348,19 @@ def parse_tags(tags: Any) -> list[str] | None:
     return skillmod.split_tags(tags)
 
 
+def _same_content(a: skillmod.Skill, b: skillmod.Skill) -> bool:
+    """Equal but for the bookkeeping a write always changes (version, last-modified, and
+    who wrote it)."""
+    skip = ("version", "last-modified", "author")
+    return a.replace(metadata={k: v for k, v in a.metadata.items() if k not in skip}) == \
+        b.replace(metadata={k: v for k, v in b.metadata.items() if k not in skip})
+
+
+def _lock_key(name: str) -> str:
+    """Writers of one skill name (its workspace folder, history and index rows) share a lock."""
+    return "skill:" + name
+
+
 # --- operations -------------------------------------------------------------------------------
 
 @dataclass
@@ -333,6 +388,15 @@ class Evolver:
         rows = self.lib._rows_by_name(name)
         return rows[0] if rows else None
 
+    @staticmethod
+    def _read(path: str | Path) -> str:
+        try:
+            return read_text_bounded(path, MAX_SKILL_BYTES)
+        except FileRefused:
+            raise
+        except OSError as exc:
+            raise NotFoundError(f"cannot read {path}: {exc.strerror}", fix="run `skillshelf sync` and try again") from None
+
     def _require(self, name: Any, what: str):
         if not isinstance(name, str) or not name.strip():
             raise ValidationError(f"{what} is required for this action", fix=f"pass {what}")
@@ -345,11 +409,31 @@ class Evolver:
         if action not in ACTIONS:
             raise ValidationError(f"unknown action {a.get('action')!r}", fix=f"use one of {', '.join(ACTIONS)}")
         tags = parse_tags(a.get("tags"))
-        common = dict(skill_type=a.get("skill_type") or None, repo=a.get("repo_name") or None,
-                      ttl_days=a.get("ttl_days") or None, display_name=a.get("display_name") or None,
-                      author=a.get("author") or None)
-        lesson = (a.get("lesson") or "").strip() or None
+        common = dict(skill_type=check_text(a.get("skill_type"), "skill_type", max_chars=40) or None,
+                      repo=check_text(a.get("repo_name"), "repo_name", max_chars=200) or None,
+                      ttl_days=a.get("ttl_days") or None,
+                      display_name=check_text(a.get("display_name"), "display_name", max_chars=200) or None,
+                      author=check_text(a.get("author"), "author", max_chars=200) or None)
+        for t in tags or []:
+            check_text(t, "a tag", max_chars=100)
+        lesson = check_text(a.get("lesson"), "the lesson", max_chars=MAX_LESSON_CHARS).strip() or None
+        check_text(a.get("reason"), "the reason", max_chars=MAX_REASON_CHARS)
         max_b = self.cfg.max_body_bytes
+        plan = self._plan(action, a, tags, common, lesson, max_b)
+        # lessons accumulate: the body that results is held to the same limit as a sent one
+        size = len(plan.skill.body.encode("utf-8"))
+        if size > max_b:
+            raise ValidationError(f"the skill's body would grow to {size:,} bytes; the limit is {max_b:,}",
+                                  fix="send a FIX with a shorter body that condenses its Lessons Learned")
+        return plan
+
+    def _next_version(self, name: str, current: int) -> int:
+        """One above the file's version and every version in history: a version number is
+        never given twice, even after a hand edit or a crash between two steps."""
+        return max([current, *self.history.versions(name)]) + 1
+
+    def _plan(self, action: str, a: dict[str, Any], tags: list[str] | None, common: dict[str, Any],
+              lesson: str | None, max_b: int) -> Plan:
 
         if action == "ARCHIVE":
             name = check_new_name(a.get("name"))
@@ -357,21 +441,26 @@ class Evolver:
                 raise ConflictError(f"a skill named {name!r} exists already",
                                     fix="use FIX to improve it or DERIVE to branch from it")
             body = check_body(a.get("body"), max_b)
-            lessons = merge_lessons(lesson_lines(body), [], lesson, 1)
-            meta = build_metadata({}, tags=tags, version=1, source="agent", **common)
+            version = self._next_version(name, 0)   # 1, unless an old history of the name is kept
+            lessons = merge_lessons(lesson_lines(body), [], lesson, version)
+            meta = build_metadata({}, tags=tags, version=version, source="agent", **common)
             sk = skillmod.Skill(name=name, description=check_description(a.get("description")),
                                 body=compose_body(body, None, lessons), license=None, metadata=meta)
             return Plan(action, name, sk, None, [], [], None)
 
         if action == "FIX":
             target = self._require(a.get("target_skill_name") or a.get("name"), "target_skill_name")
-            current_text = Path(target.path).read_text(encoding="utf-8-sig")
+            current_text = self._read(target.path)
             cur = skillmod.parse_strict(current_text, folder_name=Path(target.path).parent.name, path=target.path)
-            version = cur.version + 1
+            name = check_new_name(cur.name if skillmod.NAME_RE.match(cur.name) else target.name)
+            version = self._next_version(name, cur.version)
             new_body = check_body(a["body"], max_b) if a.get("body") else None
             lessons = merge_lessons(lesson_lines(cur.body), lesson_lines(new_body or ""), lesson, version)
+            # who asks is not a change: the author alone (every MCP call carries one) must
+            # not bump a version
+            changes = {k: v for k, v in common.items() if k != "author"}
             if new_body is None and not lesson and not a.get("description") and tags is None \
-                    and not any(common.values()):
+                    and not any(changes.values()):
                 raise ValidationError("FIX needs something to change",
                                       fix="pass a body, a lesson, a description or metadata")
             meta = build_metadata(cur.metadata, tags=tags, version=version, **common)
@@ -379,9 +468,14 @@ class Evolver:
             if target.kind != "workspace":
                 origin = target.id
                 meta["origin"] = target.id
-            sk = cur.replace(name=cur.name if skillmod.NAME_RE.match(cur.name) else check_new_name(target.name),
+            # a fork keeps every key of the original (unknown ones included)
+            sk = cur.replace(name=name,
                              description=check_description(a["description"]) if a.get("description") else cur.description,
-                             body=compose_body(cur.body, new_body, lessons), metadata=meta, extra={})
+                             body=compose_body(cur.body, new_body, lessons), metadata=meta)
+            if target.kind == "workspace" and _same_content(sk, cur):
+                raise ValidationError(f"this FIX leaves {name} as it is",
+                                      fix="pass a body, lesson, description or metadata that differs from the "
+                                          "current skill")
             return Plan(action, sk.name, sk, cur.version, [target.id], [], current_text, origin)
 
         if action == "DERIVE":
@@ -390,10 +484,11 @@ class Evolver:
             if self._find(name) is not None:
                 raise ConflictError(f"a skill named {name!r} exists already", fix="pick a new name, or FIX that skill")
             body = check_body(a["body"], max_b) if a.get("body") else parent.body
-            lessons = merge_lessons(lesson_lines(body), [], lesson, 1)
+            version = self._next_version(name, 0)
+            lessons = merge_lessons(lesson_lines(body), [], lesson, version)
             meta = build_metadata({k: v for k, v in parent.metadata.items()
                                    if k in ("skill-type", "tags", "repo", "license")},
-                                  tags=tags, version=1, source="agent", **common)
+                                  tags=tags, version=version, source="agent", **common)
             meta["derived-from"] = parent.name
             meta["lineage"] = ", ".join(parent.lineage + [parent.name])
             sk = skillmod.Skill(name=name,
@@ -426,8 +521,8 @@ class Evolver:
         if existing is not None:
             rec = next(r for r in recs if r.name == name)
             base_version = rec.version
-            prev_text = Path(rec.path).read_text(encoding="utf-8-sig")
-        version = base_version + 1
+            prev_text = self._read(rec.path)
+        version = self._next_version(name, base_version) if existing is not None else 1
         lessons = merge_lessons(all_lessons, lesson_lines(body), lesson, version)
         union: list[str] = []
         for r in recs:
@@ -442,72 +537,143 @@ class Evolver:
 
     # writing --------------------------------------------------------------------------------
     def _skill_path(self, name: str) -> Path:
-        ws = self.cfg.workspace
-        return inside(ws, ws / name / "SKILL.md")
+        return name_dir(self.cfg.workspace, name) / "SKILL.md"
 
-    def _write_skill(self, sk: skillmod.Skill) -> Path:
-        problems = skillmod.validate_for_write(sk, sk.name)
+    def _write(self, path: Path, text: str) -> None:
+        """An atomic write whose failure (permissions, full disk, read-only folder) is one
+        clear error; the previous file is left as it was."""
+        try:
+            atomic_write(path, text)
+        except OSError as exc:
+            fix = "free some disk space and try again" if is_disk_full(exc) else \
+                f"check that {path.parent} is writable (or pass --home with a writable folder)"
+            raise WriteError(f"cannot write {path}: {exc.strerror or exc}; nothing was changed", fix=fix) from None
+
+    def _write_skill(self, sk: skillmod.Skill, *, keep_keys: bool = False) -> Path:
+        problems = skillmod.validate_for_write(sk, sk.name, keep_unknown_keys=keep_keys)
         if problems:
             raise ValidationError(f"the result would not be a valid skill: {problems[0].message}",
                                   fix="fix the arguments and try again")
         path = self._skill_path(sk.name)
-        atomic_write(path, sk.render())
+        self._write(path, sk.render())
         return path
 
+    def _refs(self, args: dict[str, Any]) -> set[str]:
+        """Lock keys for every skill a change may write, from its references resolved as
+        they stand now (a name, an id like ``workspace:foo`` or a path all lead to the same
+        key). Re-checked against the plan once the locks are held."""
+        refs = [args.get("name"), args.get("target_skill_name")]
+        srcs = args.get("source_skill_names") or []
+        refs += [x for x in re.split(r"[,\n]", srcs)] if isinstance(srcs, str) else list(srcs)
+        keys: set[str] = set()
+        for ref in refs:
+            if not isinstance(ref, str) or not ref.strip():
+                continue
+            try:
+                keys.add(_lock_key(self.lib.get(ref.strip()).name))
+            except SkillshelfError:
+                keys.add(_lock_key(ref.strip()))   # a new name, or one the plan will refuse
+        return keys
+
     def apply(self, args: dict[str, Any], *, trigger: str = "agent") -> SaveResult:
-        name_hint = str(args.get("name") or args.get("target_skill_name") or "").strip() or "_"
-        lock_name = re.sub(r"[^a-z0-9-]", "_", name_hint.lower())[:64] or "_"
-        with locked(self.cfg.home, lock_name):
-            self.lib.sync(embed=False)
-            plan = self.plan(args)
-            if plan.name != lock_name:
-                # FIX resolves a target whose real name may differ in case; lock that too
-                with locked(self.cfg.home, plan.name):
+        """Plan and write one change. The locks are taken on the skills the change resolves
+        to before the plan is made (and the plan is made again if a reference moved while
+        they were taken), so two writers of one skill never plan from the same version."""
+        for _ in range(5):
+            keys = self._refs(args)
+            with locked(self.cfg.home, *keys):
+                self.lib.sync(embed=False)
+                plan = self.plan(args)
+                need = {_lock_key(plan.name)} | {_lock_key(r.name) for r in plan.deactivate}
+                if need <= keys:
                     return self._commit(plan, args, trigger)
-            return self._commit(plan, args, trigger)
+        raise ConflictError("the skills this change names kept changing while it was planned",
+                            fix="try again in a moment")
 
     def _commit(self, plan: Plan, args: dict[str, Any], trigger: str) -> SaveResult:
+        # Order matters for a crash at any point: history first (an extra version file is
+        # harmless), then SKILL.md (the commit point), then the changelog and the index.
         if plan.previous_text is not None and plan.from_version is not None:
             if plan.from_version not in self.history.versions(plan.name):
-                self.history.save_version(plan.name, plan.from_version, plan.previous_text)
-        path = self._write_skill(plan.skill)
-        self.history.save_version(plan.name, plan.skill.version, plan.skill.render())
+                self._save_version(plan.name, plan.from_version, plan.previous_text)
+        problems = skillmod.validate_for_write(plan.skill, plan.skill.name, keep_unknown_keys=plan.action == "FIX")
+        if problems:
+            raise ValidationError(f"the result would not be a valid skill: {problems[0].message}",
+                                  fix="fix the arguments and try again")
+        self._save_version(plan.name, plan.skill.version, plan.skill.render())
+        path = self._write_skill(plan.skill, keep_keys=plan.action == "FIX")
+        notes: list[str] = []
         for rec in plan.deactivate:
-            self._set_status(rec, "merged", {"merged-into": plan.name}, trigger=trigger,
-                             reason=f"merged into {plan.name}")
+            try:
+                self._set_status(rec, "merged", {"merged-into": plan.name}, trigger=trigger,
+                                 reason=f"merged into {plan.name}")
+            except SkillshelfError as exc:
+                notes.append(f"{rec.name} could not be marked merged: {exc}")
         entry = ChangelogEntry(at=now_iso(), action=plan.action, name=plan.name, from_version=plan.from_version,
                                to_version=plan.skill.version, trigger=trigger, reason=str(args.get("reason") or ""),
                                sources=plan.sources, author=str(args.get("author") or ""))
-        self.history.append(entry)
-        self.lib.sync(embed=True)
-        dups = self.duplicates(plan.skill, exclude={plan.name} | {r.name for r in plan.deactivate}) \
-            if plan.action in ("ARCHIVE", "DERIVE", "MERGE") else []
+        notes += self._after_write(lambda: self.history.append(entry))
+        dups: list[dict] = []
+
+        def index() -> None:
+            self.lib.sync(embed=True)
+            if plan.action in ("ARCHIVE", "DERIVE", "MERGE"):
+                dups.extend(self.duplicates(plan.skill, exclude={plan.name} | {r.name for r in plan.deactivate}))
+
+        notes += self._after_write(index)
         msg = f"{plan.action} {plan.name}: version {plan.skill.version}"
         if plan.origin:
             msg += f" (workspace copy overriding read-only {plan.origin})"
+        if notes:
+            msg += " (saved; " + "; ".join(notes) + ")"
         return SaveResult("saved", plan.action, plan.name, plan.skill.version, str(path), entry.as_dict(), dups, msg)
 
+    @staticmethod
+    def _after_write(step) -> list[str]:
+        """Run a step that follows a write that happened: its failure (a busy or damaged
+        database, a full disk) is reported beside the success, never instead of it. An
+        agent told "failed" would write again; the index catches up at the next sync."""
+        import sqlite3
+
+        try:
+            step()
+        except (SkillshelfError, OSError, sqlite3.Error) as exc:
+            return [f"the index will catch up at the next sync ({type(exc).__name__}: {str(exc)[:200]})"]
+        return []
+
+    def _save_version(self, name: str, version: int, text: str) -> None:
+        try:
+            self.history.save_version(name, version, text)
+        except OSError as exc:
+            fix = "free some disk space and try again" if is_disk_full(exc) else \
+                f"check that {self.history.base} is writable"
+            raise WriteError(f"cannot write the history of {name}: {exc.strerror or exc}; nothing was changed",
+                             fix=fix) from None
+
     def _set_status(self, rec, status: str, extra: dict[str, str], *, trigger: str, reason: str) -> None:
-        """Mark a skill inactive (in place in the workspace; as an overriding copy otherwise)."""
-        text = Path(rec.path).read_text(encoding="utf-8-sig")
-        cur = skillmod.parse_strict(text, folder_name=Path(rec.path).parent.name, path=rec.path)
+        """Mark a skill inactive: in its file for a workspace skill, as an overlay in the
+        store for a skill of a read-only root (another collection's file is never forked)."""
         if rec.kind != "workspace":
-            extra = {**extra, "origin": rec.id}
-            check_new_name(cur.name)
+            overlaymod.set_state(self.lib.store, rec.id, status="deprecated", reason=reason[:300] or status)
+            return
+        text = self._read(rec.path)
+        cur = skillmod.parse_strict(text, folder_name=Path(rec.path).parent.name, path=rec.path)
+        name = check_new_name(cur.name)
         meta = dict(cur.metadata)
         meta.update(extra)
         meta["status"] = status
         if reason:
             meta["status-reason"] = reason[:300]
-        version = cur.version + 1
+        version = self._next_version(name, cur.version)
         meta["version"] = str(version)
         meta["last-modified"] = today()
-        sk = cur.replace(metadata=meta, extra={})
-        if cur.version not in self.history.versions(cur.name):
-            self.history.save_version(cur.name, cur.version, text)
-        self._write_skill(sk)
-        self.history.save_version(cur.name, version, sk.render())
-        self.history.append(ChangelogEntry(now_iso(), status.upper(), cur.name, cur.version, version, trigger, reason))
+        sk = cur.replace(metadata=meta)
+        if cur.version not in self.history.versions(name):
+            self._save_version(name, cur.version, text)
+        self._save_version(name, version, sk.render())
+        self._write_skill(sk, keep_keys=True)
+        self._after_write(lambda: self.history.append(
+            ChangelogEntry(now_iso(), status.upper(), name, cur.version, version, trigger, reason)))
 
     def duplicates(self, sk: skillmod.Skill, exclude: set[str]) -> list[dict]:
         emb, _ = self.lib._embedder_state()
@@ -534,126 +700,187 @@ class Evolver:
                         "suggestion": f"MERGE with source_skill_names='{sk.name}, {row['name']}'"})
         return out[:5]
 
+    # one skill, locked ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _locked_record(self, ref: str):
+        """The skill ``ref`` resolves to, with its lock held and resolved again under it."""
+        for _ in range(5):
+            name = self.lib.get(ref).name
+            with locked(self.cfg.home, _lock_key(name)):
+                self.lib.sync(embed=False)
+                rec = self.lib.get(ref)
+                if rec.name == name:
+                    yield rec
+                    return
+        raise ConflictError(f"{ref} kept changing while it was being locked", fix="try again in a moment")
+
     # versions ----------------------------------------------------------------------------------
     def rollback(self, name: str, version: int, *, author: str = "") -> SaveResult:
-        rec = self.lib.get(name)
-        with locked(self.cfg.home, rec.name):
-            old = skillmod.parse_strict(self.history.text(rec.name, int(version)), folder_name=rec.name)
-            cur_text = Path(rec.path).read_text(encoding="utf-8-sig")
+        with self._locked_record(name) as rec:
+            if rec.kind != "workspace":
+                raise ValidationError(f"{rec.name} lives in the read-only root {rec.root} and has no versions here",
+                                      fix="FIX it to make a workspace copy with versions")
+            sname = check_new_name(rec.name)
+            old = skillmod.parse_strict(self.history.text(sname, int(version)), folder_name=sname)
+            cur_text = self._read(rec.path)
             cur = skillmod.parse_strict(cur_text, folder_name=Path(rec.path).parent.name, path=rec.path)
-            if cur.version not in self.history.versions(rec.name):
-                self.history.save_version(rec.name, cur.version, cur_text)
-            new_version = cur.version + 1
+            if cur.version not in self.history.versions(sname):
+                self._save_version(sname, cur.version, cur_text)
+            new_version = self._next_version(sname, cur.version)
             sk = old.with_metadata(version=str(new_version), last_modified=today())
-            path = self._write_skill(sk)
-            self.history.save_version(rec.name, new_version, sk.render())
-            entry = ChangelogEntry(now_iso(), "ROLLBACK", rec.name, cur.version, new_version, "person",
+            self._save_version(sname, new_version, sk.render())
+            path = self._write_skill(sk, keep_keys=True)
+            entry = ChangelogEntry(now_iso(), "ROLLBACK", sname, cur.version, new_version, "person",
                                    f"rolled back to v{version}", [rec.id], author)
-            self.history.append(entry)
-        self.lib.sync(embed=True)
-        return SaveResult("saved", "ROLLBACK", rec.name, new_version, str(path), entry.as_dict(),
-                          message=f"{rec.name} is now v{new_version} (the text of v{version})")
+            notes = self._after_write(lambda: self.history.append(entry))
+            notes += self._after_write(lambda: self.lib.sync(embed=True))
+        msg = f"{sname} is now v{new_version} (the text of v{version})"
+        return SaveResult("saved", "ROLLBACK", sname, new_version, str(path), entry.as_dict(),
+                          message=msg + (" (" + "; ".join(notes) + ")" if notes else ""))
 
     # lifecycle ---------------------------------------------------------------------------------
-    def extend_ttl(self, name: str, days: int) -> SaveResult:
-        if not isinstance(days, int) or days < 1:
-            raise ValidationError("days must be a positive number", fix="e.g. skillshelf extend-ttl NAME 90")
+    def extend_ttl(self, name: str, days: int) -> SaveResult | dict:
+        """Push the expiry DAYS further: from the current expiry, or from today when there is
+        none or it has passed. What is printed is what is stored."""
+        if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= skillmod.MAX_TTL_DAYS:
+            raise ValidationError(f"days must be a number from 1 to {skillmod.MAX_TTL_DAYS:,}",
+                                  fix="e.g. skillshelf extend-ttl NAME 90")
         rec = self.lib.get(name)
-        sk = rec.to_skill()
-        start = skillmod.parse_date(sk.metadata.get("last-modified") or sk.metadata.get("created")) \
-            or _dt.date.today()
-        exp = sk.expires_on() or _dt.date.today()
-        new_exp = max(exp, _dt.date.today()) + _dt.timedelta(days=days)
-        ttl = (new_exp - start).days
-        return self.apply({"action": "FIX", "target_skill_name": rec.name, "ttl_days": ttl,
-                           "reason": f"TTL extended by {days} days (expires {new_exp.isoformat()})"},
-                          trigger="person")
+        today_d = _dt.date.today()
+        current = skillmod.parse_date(rec.expires_on)
+        new_exp = max(current or today_d, today_d) + _dt.timedelta(days=days)
+        if rec.kind != "workspace":
+            ov = overlaymod.set_state(self.lib.store, rec.id, expires_on=new_exp.isoformat())
+            return {"name": rec.name, "id": rec.id, "expires_on": ov.expires_on,
+                    "message": f"{rec.name} now expires on {ov.expires_on} (kept in the library; "
+                               f"the read-only file in {rec.root} is untouched)"}
+        # a FIX sets last-modified to today, from which ttl-days counts
+        ttl = (new_exp - today_d).days
+        res = self.apply({"action": "FIX", "target_skill_name": rec.id, "ttl_days": ttl,
+                          "reason": f"TTL extended by {days} days (expires {new_exp.isoformat()})"},
+                         trigger="person")
+        res.message = f"{res.name} now expires on {new_exp.isoformat()} (v{res.version})"
+        return res
 
     def deprecate(self, name: str, reason: str) -> dict:
-        if not reason or not reason.strip():
+        reason = check_text(reason, "the reason", max_chars=MAX_REASON_CHARS).strip()
+        if not reason:
             raise ValidationError("a reason is required to deprecate a skill", fix="pass --reason '...'")
         rec = self.lib.get(name)
-        with locked(self.cfg.home, rec.name):
-            self._set_status(rec, "inactive", {}, trigger="person", reason=reason.strip())
-        self.lib.sync(embed=False)
-        return {"name": rec.name, "status": "inactive", "reason": reason.strip()}
+        if rec.kind != "workspace":
+            self._set_status(rec, "inactive", {}, trigger="person", reason=reason)
+            return {"name": rec.name, "id": rec.id, "status": "deprecated", "reason": reason,
+                    "message": f"{rec.name} is deprecated (kept in the library; the read-only file in "
+                               f"{rec.root} is untouched)"}
+        with self._locked_record(rec.id) as rec:
+            self._set_status(rec, "inactive", {}, trigger="person", reason=reason)
+        self._after_write(lambda: self.lib.sync(embed=False))
+        return {"name": rec.name, "id": rec.id, "status": "inactive", "reason": reason,
+                "message": f"{rec.name} is inactive: {reason}"}
 
     def delete(self, name: str) -> dict:
         rec = self.lib.get(name)
         if rec.kind != "workspace":
             raise ValidationError(f"{rec.name} lives in the read-only root {rec.root}",
-                                  fix="delete it there by hand, or `deprecate` it to hide it")
-        with locked(self.cfg.home, rec.name):
-            folder = inside(self.cfg.workspace, Path(rec.path).parent)
-            shutil.rmtree(folder)
-            self.history.remove(rec.name)
-        self.lib.sync(embed=False)
+                                  fix=f"delete it there by hand, or hide it with `skillshelf deprecate {rec.id} "
+                                      "--reason ...` (kept in the library, the file is untouched)")
+        with self._locked_record(rec.id) as rec:
+            # never the workspace itself, never outside it
+            folder = contained(self.cfg.workspace, Path(rec.path).parent)
+            try:
+                shutil.rmtree(folder)
+            except OSError as exc:
+                raise WriteError(f"cannot delete {folder}: {exc.strerror or exc}",
+                                 fix=f"check that {folder.parent} is writable") from None
+            if skillmod.NAME_RE.match(rec.name) and not self.lib._rows_by_name(rec.name)[1:]:
+                self.history.remove(rec.name)
+        self._after_write(lambda: self.lib.sync(embed=False))
         return {"name": rec.name, "deleted": str(folder)}
 
 
 # --- review queue ---------------------------------------------------------------------------------
 
 class ReviewQueue:
-    """Drafts written under the ``propose`` policy, kept apart from live skills."""
+    """Drafts written under the ``propose`` policy, kept apart from live skills, one folder
+    per draft name (a plain spec name: see :func:`name_dir`)."""
 
     def __init__(self, evolver: Evolver):
         self.ev = evolver
         self.base = evolver.cfg.drafts
 
+    def _lock(self, name: str):
+        return locked(self.ev.cfg.home, "draft:" + name)
+
     def propose(self, args: dict[str, Any]) -> SaveResult:
         plan = self.ev.plan(args)           # validates now: a bad draft is refused at once
-        folder = inside(self.base.parent, self.base / plan.name)
-        if (folder / "draft.json").exists():
-            raise ConflictError(f"a draft for {plan.name!r} is already waiting for review",
-                                fix=f"ask a person to run `skillshelf review approve {plan.name}` or reject it")
-        atomic_write(folder / "SKILL.md", plan.skill.render())
-        atomic_write(folder / "draft.json", json.dumps({"args": args, "proposed_at": now_iso()}, indent=2))
+        folder = name_dir(self.base, plan.name)
+        with self._lock(plan.name):
+            if (folder / "draft.json").exists():
+                raise ConflictError(f"a draft for {plan.name!r} is already waiting for review",
+                                    fix=f"ask a person to run `skillshelf review approve {plan.name}` or reject it")
+            self.ev._write(folder / "SKILL.md", plan.skill.render())
+            self.ev._write(folder / "draft.json", json.dumps({"args": args, "proposed_at": now_iso()}, indent=2))
         return SaveResult("draft", plan.action, plan.name, plan.skill.version, str(folder / "SKILL.md"), None,
                           message=f"draft saved for review: a person approves it with "
                                   f"`skillshelf review approve {plan.name}`")
+
+    def _read_draft(self, folder: Path) -> dict | None:
+        try:
+            data = json.loads(read_text_bounded(folder / "draft.json", MAX_SKILL_BYTES * 2))
+        except (OSError, ValueError, SkillshelfError):
+            return None
+        return data if isinstance(data, dict) and isinstance(data.get("args"), dict) else None
 
     def list(self) -> list[dict]:
         out = []
         if not self.base.is_dir():
             return out
         for d in sorted(self.base.iterdir()):
-            f = d / "draft.json"
-            if f.is_file():
-                data = json.loads(f.read_text(encoding="utf-8"))
-                a = data["args"]
-                out.append({"name": d.name, "action": str(a.get("action", "")).upper(),
-                            "reason": a.get("reason", ""), "author": a.get("author", ""),
-                            "proposed_at": data.get("proposed_at"), "path": str(d / "SKILL.md")})
+            if not skillmod.NAME_RE.match(d.name) or not d.is_dir():
+                continue
+            data = self._read_draft(d)
+            if data is None:
+                continue
+            a = data["args"]
+            out.append({"name": d.name, "action": str(a.get("action", "")).upper(),
+                        "reason": a.get("reason", ""), "author": a.get("author", ""),
+                        "proposed_at": data.get("proposed_at"), "path": str(d / "SKILL.md")})
         return out
 
     def _load(self, name: str) -> tuple[Path, dict]:
-        folder = inside(self.base.parent, self.base / name)
-        f = folder / "draft.json"
-        if not f.is_file():
-            raise NotFoundError(f"no draft named {name!r}", suggestions=[d["name"] for d in self.list()][:3],
-                                fix=None if self.list() else "there are no drafts waiting")
-        return folder, json.loads(f.read_text(encoding="utf-8"))
+        try:
+            folder = name_dir(self.base, name)
+        except ValidationError:
+            folder = None
+        data = self._read_draft(folder) if folder is not None else None
+        if data is None:
+            names = [d["name"] for d in self.list()]
+            raise NotFoundError(f"no draft named {str(name)[:80]!r}", suggestions=names[:3],
+                                fix=None if names else "there are no drafts waiting")
+        return folder, data
 
     def show(self, name: str) -> dict:
         folder, data = self._load(name)
         return {"name": name, "args": data["args"], "proposed_at": data.get("proposed_at"),
-                "text": (folder / "SKILL.md").read_text(encoding="utf-8")}
+                "text": read_text_bounded(folder / "SKILL.md", MAX_SKILL_BYTES)}
 
     def approve(self, name: str, *, reviewer: str = "") -> SaveResult:
-        folder, data = self._load(name)
-        args = dict(data["args"])
-        if reviewer:
-            args["reason"] = (args.get("reason") or "") + f" (approved by {reviewer})"
-        res = self.ev.apply(args, trigger="approved")
-        shutil.rmtree(folder)
+        with self._lock(name):
+            folder, data = self._load(name)
+            args = dict(data["args"])
+            if reviewer:
+                args["reason"] = (args.get("reason") or "") + f" (approved by {reviewer})"
+            res = self.ev.apply(args, trigger="approved")
+            shutil.rmtree(folder, ignore_errors=True)
         return res
 
     def reject(self, name: str, reason: str) -> dict:
-        if not reason or not reason.strip():
+        reason = check_text(reason, "the reason", max_chars=MAX_REASON_CHARS).strip()
+        if not reason:
             raise ValidationError("a reason is required to reject a draft", fix="pass --reason '...'")
-        folder, data = self._load(name)
-        log = self.base / "rejected.jsonl"
-        with open(log, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"name": name, "reason": reason.strip(), "at": now_iso(), "args": data["args"]}) + "\n")
-        shutil.rmtree(folder)
-        return {"name": name, "rejected": True, "reason": reason.strip()}
+        with self._lock(name):
+            folder, data = self._load(name)
+            append_line(self.base / "rejected.jsonl",
+                        json.dumps({"name": name, "reason": reason, "at": now_iso(), "args": data["args"]}))
+            shutil.rmtree(folder, ignore_errors=True)
+        return {"name": name, "rejected": True, "reason": reason}

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import lexical
+from . import overlay as overlaymod
 from . import skill as skillmod
+from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from .sources import Found, Root, discover
 from .store import Store, now
 from .text import name_key, normalized_body_hash, sha256
@@ -57,11 +59,13 @@ class SyncReport:
                 "notes": self.notes, "seconds": round(self.seconds, 3)}
 
 
-def scan(roots: list[Root]) -> tuple[list[Found], list[str]]:
+def scan(roots: list[Root], exclude: tuple = ()) -> tuple[list[Found], list[str]]:
+    """Every SKILL.md of every root; ``exclude``: folders never walked into from a
+    read-only root (the library's home, whose workspace is a root of its own)."""
     found: list[Found] = []
     notes: list[str] = []
     for root in roots:
-        f, n = discover(root)
+        f, n = discover(root, () if root.kind == "workspace" else exclude)
         found.extend(f)
         notes.extend(n)
     return found, notes
@@ -78,17 +82,27 @@ def _is_active(sk: skillmod.Skill) -> bool:
     return (sk.metadata.get("status") or "active").lower() not in ("inactive", "deprecated", "merged")
 
 
+BATCH_MIN, BATCH_MAX = 500, 5_000
+
+
 def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
-         on_skill: Callable[[skillmod.Skill], None] | None = None) -> SyncReport:
+         on_skill: Callable[[skillmod.Skill], None] | None = None, exclude: tuple = ()) -> SyncReport:
     """Bring the index up to date with the files; ``on_skill`` sees each added or changed
-    skill as it is indexed (a ``Prefetch``)."""
+    skill as it is indexed (a ``Prefetch``).
+
+    Safe beside other processes syncing the same database: every decision about a row is
+    taken inside the write transaction that acts on it (rows read before it began may be
+    stale). Work is committed in batches, so a first index of a large collection keeps its
+    progress if it is interrupted and searches can use what is indexed so far. One bad file
+    is reported invalid; it never stops the rest."""
     import time
 
     t0 = time.perf_counter()
     report = SyncReport()
-    found, report.notes = scan(roots)
+    found, report.notes = scan(roots, exclude)
     db = store.db
-    existing = {r["id"]: r for r in db.execute("SELECT rowid, id, mtime_ns, size, content_hash FROM skills")}
+    # A first look outside any transaction, to skip unchanged files cheaply; re-checked below.
+    snapshot = {r["id"]: (r["mtime_ns"], r["size"]) for r in db.execute("SELECT id, mtime_ns, size FROM skills")}
     invalid_rows = {r["path"]: r for r in db.execute("SELECT * FROM invalid_files")}
     seen_ids: set[str] = set()
     seen_invalid: set[str] = set()
@@ -97,39 +111,92 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
         if f.id in seen_ids:
             continue
         seen_ids.add(f.id)
-        row = existing.get(f.id)
-        if row is not None and row["mtime_ns"] == f.mtime_ns and row["size"] == f.size:
+        if snapshot.get(f.id) == (f.mtime_ns, f.size):
             report.unchanged += 1
             continue
         inv = invalid_rows.get(str(f.path))
-        if row is None and inv is not None and inv["mtime_ns"] == f.mtime_ns and inv["size"] == f.size:
+        if f.id not in snapshot and inv is not None and inv["mtime_ns"] == f.mtime_ns and inv["size"] == f.size:
             seen_invalid.add(str(f.path))
             report.invalid.append(InvalidFile(str(f.path), inv["rule"], inv["message"], inv["line"]))
             continue
         todo.append(f)
 
     total = len(todo)
+    batch = max(BATCH_MIN, min(BATCH_MAX, total // 10 or 1))
+    changed_before = 0
+    for start in range(0, total, batch) if total else ():
+        chunk = todo[start:start + batch]
+        with store.tx() as tx:
+            rows = _rows_for(tx, [f.id for f in chunk])
+            writer = lexical.Writer(tx)
+            for i, f in enumerate(chunk):
+                if progress:
+                    progress(start + i, total)
+                _sync_isolated(tx, writer, f, rows.get(f.id), report, seen_invalid, on_skill)
+            writer.flush()
+            if report.added + report.updated + report.removed > changed_before:
+                changed_before = report.added + report.updated + report.removed
+                _bump_generation(store)
+    if progress:
+        progress(total, total)
     with store.tx() as tx:
-        writer = lexical.Writer(tx)
-        for i, f in enumerate(todo):
-            if progress:
-                progress(i, total)
-            _sync_one(tx, writer, f, existing.get(f.id), report, seen_invalid, on_skill)
-        writer.flush()
-        if progress:
-            progress(total, total)
-        gone = [row for sid, row in existing.items() if sid not in seen_ids]
-        for row in gone:
-            _delete_rowid(tx, row["rowid"])
-            report.removed += 1
-        for path in invalid_rows:
+        # rows whose file is gone, decided on the rows as they are now
+        for row in tx.execute("SELECT rowid, id FROM skills").fetchall():
+            if row["id"] not in seen_ids:
+                _delete_rowid(tx, row["rowid"])
+                report.removed += 1
+        for (path,) in tx.execute("SELECT path FROM invalid_files").fetchall():
             if path not in seen_invalid:
                 tx.execute("DELETE FROM invalid_files WHERE path=?", (path,))
-        if report.changed:
-            store.set_meta("generation", str(int(store.get_meta("generation", "0") or 0) + 1))
+        if report.added + report.updated + report.removed > changed_before:
+            _bump_generation(store)
         store.set_meta("last_sync", now())
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _bump_generation(store: Store) -> None:
+    store.set_meta("generation", str(int(store.get_meta("generation", "0") or 0) + 1))
+
+
+def _rows_for(tx, ids: list[str]) -> dict:
+    out = {}
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        q = ",".join("?" * len(part))
+        out.update((r["id"], r) for r in tx.execute(
+            f"SELECT rowid, id, mtime_ns, size, content_hash FROM skills WHERE id IN ({q})", part))
+    return out
+
+
+def _sync_isolated(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, seen_invalid: set[str],
+                   on_skill) -> None:
+    """``_sync_one`` in a savepoint: a file whose row cannot be written (a value SQLite
+    refuses, a bug we have not met yet) is rolled back alone and reported invalid."""
+    import sqlite3
+
+    if row is not None and row["mtime_ns"] == f.mtime_ns and row["size"] == f.size:
+        report.unchanged += 1          # another process indexed it meanwhile
+        return
+    tx.execute("SAVEPOINT one_file")
+    try:
+        _sync_one(tx, writer, f, row, report, seen_invalid, on_skill)
+    except (sqlite3.Error, ValueError, TypeError, OverflowError, RecursionError) as exc:
+        tx.execute("ROLLBACK TO one_file")
+        _mark_invalid(tx, f, row, report, seen_invalid, "file.unindexable",
+                      f"could not be indexed ({type(exc).__name__}: {str(exc)[:200]})", None)
+    tx.execute("RELEASE one_file")
+
+
+def _mark_invalid(tx, f: Found, row, report: SyncReport, seen_invalid: set[str], rule: str, message: str,
+                  line: int | None) -> None:
+    tx.execute("INSERT OR REPLACE INTO invalid_files VALUES (?,?,?,?,?,?,?,?)",
+               (str(f.path), f.root.label, f.rel, rule, message, line, f.mtime_ns, f.size))
+    seen_invalid.add(str(f.path))
+    report.invalid.append(InvalidFile(str(f.path), rule, message, line))
+    if row is not None:
+        _delete_rowid(tx, row["rowid"])
+        report.removed += 1
 
 
 def _delete_rowid(tx, rowid: int) -> None:
@@ -141,7 +208,10 @@ def _delete_rowid(tx, rowid: int) -> None:
 def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, seen_invalid: set[str],
               on_skill: Callable[[skillmod.Skill], None] | None = None) -> None:
     try:
-        data = f.path.read_bytes()
+        data = read_bounded(f.path, MAX_SKILL_BYTES)
+    except FileRefused as exc:
+        _mark_invalid(tx, f, row, report, seen_invalid, exc.rule, exc.message, None)
+        return
     except OSError as exc:
         report.notes.append(f"cannot read {f.path}: {exc.strerror}")
         return
@@ -153,13 +223,7 @@ def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, s
     parsed = skillmod.parse(data, folder_name=f.folder.name if f.rel != "." else f.root.path.name)
     if parsed.skill is None:
         bad = next(x for x in parsed.findings if x.severity == "fatal")
-        tx.execute("INSERT OR REPLACE INTO invalid_files VALUES (?,?,?,?,?,?,?,?)",
-                   (str(f.path), f.root.label, f.rel, bad.rule, bad.message, bad.line, f.mtime_ns, f.size))
-        seen_invalid.add(str(f.path))
-        report.invalid.append(InvalidFile(str(f.path), bad.rule, bad.message, bad.line))
-        if row is not None:
-            _delete_rowid(tx, row["rowid"])
-            report.removed += 1
+        _mark_invalid(tx, f, row, report, seen_invalid, bad.rule, bad.message, bad.line)
         return
     tx.execute("DELETE FROM invalid_files WHERE path=?", (str(f.path),))
     sk = parsed.skill
@@ -185,6 +249,7 @@ def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, s
         tx.execute(f"UPDATE skills SET {sets} WHERE rowid=?", (*values.values(), rowid))
         tx.execute("DELETE FROM skill_vectors WHERE skill_rowid=?", (rowid,))
         report.updated += 1
+    overlaymod.apply_to_row(tx, f.id)
     writer.add(rowid, lexical_fields(sk))
     if on_skill is not None:
         on_skill(sk)
@@ -197,9 +262,39 @@ def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, s
 # ~80k skills found the body worth 29-44 points of Hit@1 (BENCHMARKS.md has our figures).
 PART_META, PART_BODY = 0, 1
 
-_FENCE_RE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.M | re.S)
-_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_HTML_RE = re.compile(r"</?[A-Za-z][^>]*>")
+# Every pattern here is linear on any input (bodies come from strangers): bounded
+# repeats instead of open ones, and code fences removed by a line scan, not a regex
+# (a lazy ``.*?`` to a closing fence rescans the rest of the body for every unclosed one).
+_LINK_RE = re.compile(r"!?\[([^\]]{0,300})\]\([^)]{0,300}\)")
+_HTML_RE = re.compile(r"</?[A-Za-z][^>]{0,300}>")
+# the opening of a body that the body vector can use: 300 words fit in far less
+BODY_PREFIX_CHARS = 100_000
+
+
+def strip_fences(text: str) -> str:
+    """``text`` without fenced code blocks. An opening fence that is never closed is kept
+    as text (and scanning goes on after it), as a Markdown reader shows it. Linear: a
+    marker with no closer after it cannot open again, so at most two restarts happen."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i, n = 0, len(lines)
+    while i < n:
+        s = lines[i].lstrip(" \t")
+        marker = s[:3] if s.startswith(("```", "~~~")) else ""
+        if not marker:
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i + 1
+        while j < n and not lines[j].lstrip(" \t").startswith(marker):
+            j += 1
+        if j < n:
+            out.append(" ")
+            i = j + 1
+        else:
+            out.append(lines[i])        # unclosed: kept as text
+            i += 1
+    return "\n".join(out)
 # Markdown marks, list bullets and numbering, table rules, task boxes: tokens that would
 # fill the token budget without saying anything.
 _MARK_RE = re.compile(r"^[ \t]*(?:[-+*]|\d+[.)])[ \t]+|[#>*`|_~=]+|(?<!\w)-+(?!\w)|\[[ xX]\]", re.M)
@@ -214,7 +309,7 @@ def embedding_text(name: str, description: str, tags: str) -> str:
 def body_embedding_text(body: str, words: int = 300) -> str:
     """The opening of a body as prose: code blocks, link targets and Markdown marks
     dropped, bounded by words (the embedder then cuts it to ``body_vector_tokens``)."""
-    text = _FENCE_RE.sub(" ", body or "")
+    text = strip_fences(body or "")[:BODY_PREFIX_CHARS]
     text = _LINK_RE.sub(r"\1", text)
     text = _HTML_RE.sub(" ", text)
     text = _MARK_RE.sub(" ", text)

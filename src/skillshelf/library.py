@@ -158,7 +158,12 @@ class Library:
         if isinstance(embedder, str):  # a backend name is a setting; an instance is used as is
             overrides["embedder"], embedder = embedder, None
         self.config = config or load_config(home, roots=roots or None, **overrides)
-        self.roots: list[Root] = make_roots(self.config.workspace, list(self.config.roots),
+        # A saved root that has gone (unmounted, deleted) must not break every command, the
+        # fix (`roots remove`) included: it is left out and reported (``missing_roots``,
+        # doctor). A root given for this call only must exist (make_roots raises).
+        self.missing_roots = self.config.missing_roots()
+        gone = {m.path for m in self.missing_roots}
+        self.roots: list[Root] = make_roots(self.config.workspace, [p for p in self.config.roots if p not in gone],
                                             include_clients=self.config.client_roots)
         self.config.workspace.mkdir(parents=True, exist_ok=True)
         self.store = Store(self.config.db_path)
@@ -258,13 +263,38 @@ class Library:
                 if emb is not None and emb.local else None
             try:
                 report = indexmod.sync(self.store, self.roots, progress=progress,
-                                       on_skill=pre.add if pre else None)
+                                       on_skill=pre.add if pre else None, exclude=(self.config.home,))
             finally:
                 ready = pre.finish() if pre else None
+            self._clean_temp_files(report)
             if embed:
                 self._embed_pending(report, embed_progress, ready)
             self._last_check = time.monotonic()
             return report
+
+    TEMP_AGE = 600.0
+
+    def _clean_temp_files(self, report: indexmod.SyncReport) -> None:
+        """Remove ``.tmp-*`` files an interrupted write (kill -9, power loss) left in the
+        library's own folders; only old ones, never a write in progress."""
+        now = time.time()
+        if now - getattr(self, "_temp_cleaned", 0.0) < self.TEMP_AGE:
+            return
+        self._temp_cleaned = now
+        for base in (self.config.workspace, self.config.home / "history", self.config.drafts):
+            if not base.is_dir():
+                continue
+            for dirpath, _dirs, files in os.walk(base):
+                for f in files:
+                    if not f.startswith(".tmp-"):
+                        continue
+                    p = Path(dirpath) / f
+                    try:
+                        if now - p.lstat().st_mtime > self.TEMP_AGE:
+                            p.unlink()
+                            report.notes.append(f"removed {p}, left by an interrupted write")
+                    except OSError:
+                        continue
 
     def _embed_pending(self, report: indexmod.SyncReport, progress=None, ready=None) -> None:
         emb, _ = self._embedder_state()
@@ -465,12 +495,18 @@ class Library:
                             else f"{cfg.config_path} (absent: defaults in use)"))
         checks.append(Check("database", "ok", f"{cfg.db_path}; migrations: {', '.join(self.store.applied_migrations())}"))
         checks.append(Check("write policy", "ok", cfg.write_policy))
+        for m in self.missing_roots:
+            # its skills have left the index: the owner has to restore the folder or forget it
+            checks.append(Check("missing root", "fail", f"{m.message}: its skills are not indexed; {m.fix}"))
         found, notes = indexmod.scan(self.roots)
         roots = []
         for r in self.roots:
             n = sum(1 for f in found if f.root.label == r.label)
             roots.append({"label": r.label, "path": str(r.path), "kind": r.kind, "writable": r.writable,
                           "exists": r.path.is_dir(), "skill_files": n})
+        for m in self.missing_roots:
+            roots.append({"label": "-", "path": str(m.path), "kind": "missing", "writable": False,
+                          "exists": False, "skill_files": 0})
         indexed = {row[0] for row in self.store.db.execute("SELECT id FROM skills")}
         invalid = self.invalid_files()
         on_disk = {f.id for f in found}
@@ -543,10 +579,11 @@ class Library:
 
     # --- configuration ----------------------------------------------------------------
     def configured_roots(self) -> list[str]:
-        """Roots saved in config.toml (not the ones given for one command)."""
-        from .config import load
+        """Roots saved in config.toml (not the ones from the environment or given for one
+        command), including any that no longer exist."""
+        from .config import saved_roots
 
-        return [str(p) for p in load(self.config.home).roots]
+        return [str(p) for p in saved_roots(self.config.home)]
 
     def add_root(self, path: str | Path) -> list[str]:
         """Save a read-only root in config.toml so every later command and the server use it."""
@@ -554,6 +591,8 @@ class Library:
         from .errors import ConfigError
 
         p = Path(path).expanduser().resolve()
+        if not p.exists():
+            raise ConfigError(f"{p} does not exist", fix="pass the folder that holds skill folders")
         if not p.is_dir():
             raise ConfigError(f"{p} is not a folder", fix="pass the folder that holds skill folders")
         roots = self.configured_roots()
@@ -563,14 +602,20 @@ class Library:
         return roots
 
     def remove_root(self, path: str | Path) -> list[str]:
+        """Forget a saved root, given by its path (it may no longer exist) or its label."""
         from .config import save_setting
 
-        p = str(Path(path).expanduser().resolve())
         roots = self.configured_roots()
-        if p not in roots:
-            raise NotFoundError(f"{p} is not a configured root", suggestions=roots[:3] or None,
-                                fix=None if roots else "no roots are configured")
-        roots.remove(p)
+        wanted = Path(path).expanduser()
+        target = wanted.resolve()  # strict=False: a root that has gone still resolves
+        by_label = {r.label: str(r.path) for r in self.roots if r.kind == "other"}
+        match = [r for r in roots if Path(r).expanduser().resolve() == target]
+        if not match and str(path) in by_label:
+            match = [r for r in roots if Path(r).expanduser().resolve() == Path(by_label[str(path)])]
+        if not match:
+            raise NotFoundError(f"{target} is not a saved root", suggestions=roots[:3] or None,
+                                fix=None if roots else "no roots are saved (see `skillshelf roots list`)")
+        roots = [r for r in roots if r not in match]
         save_setting(self.config.home, "roots", roots or None)
         return roots
 

@@ -183,6 +183,23 @@ def m007_index_id(db: sqlite3.Connection) -> None:
     db.execute("INSERT OR IGNORE INTO meta VALUES ('index_id', ?)", (secrets.token_hex(8),))
 
 
+def m008_overlay(db: sqlite3.Connection) -> None:
+    # the owner's decisions about skills in read-only roots (a collection someone else
+    # maintains): deprecated with a reason, an expiry date. Kept here, keyed by skill id,
+    # never written into the other collection's files. ``content_hash`` is the file's hash
+    # when the decision was taken, so a changed file can be shown for review again.
+    _script(db, """
+    CREATE TABLE overlay (
+        skill_id TEXT PRIMARY KEY,
+        status TEXT,
+        reason TEXT,
+        expires_on TEXT,
+        content_hash TEXT,
+        updated_at TEXT NOT NULL
+    );
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_skills", m001_skills),
     ("002_lexical", m002_lexical),
@@ -191,4 +208,5 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("005_lexical_postings", m005_lexical_postings),
     ("006_outcome_skill_index", m006_outcome_skill_index),
     ("007_index_id", m007_index_id),
+    ("008_overlay", m008_overlay),
 ]

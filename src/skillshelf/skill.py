@@ -34,8 +34,25 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
 LONG_BODY_LINES = 500
-# libyaml's safe loader when present (≈10× faster); same safe semantics.
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's safe loader when present (≈10× faster); same safe semantics, except that
+# timestamps stay text: `created: 2024-13-45` is a bad date, not a crash, and a good date
+# reads the same either way (the metadata map holds strings).
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    pass
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _BaseLoader.construct_yaml_str)
+# What one frontmatter may expand to: a few hundred bytes of nested aliases ("billion
+# laughs") would otherwise become gigabytes when turned into text.
+MAX_FRONTMATTER_BYTES = 64_000
+MAX_ALIASES = 64
+MAX_NODES = 10_000
+MAX_DEPTH = 20
+MAX_VERSION = 1_000_000_000
+MAX_TTL_DAYS = 36_500
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 SEVERITIES = ("fatal", "error", "warning", "info")
 
@@ -79,10 +96,7 @@ class Skill:
 
     @property
     def version(self) -> int:
-        try:
-            return int(str(self.metadata.get("version", "1")).split(".")[0])
-        except ValueError:
-            return 1
+        return parse_version(self.metadata.get("version")) or 1
 
     @property
     def repo(self) -> str | None:
@@ -90,11 +104,7 @@ class Skill:
 
     @property
     def ttl_days(self) -> int | None:
-        value = self.metadata.get("ttl-days")
-        try:
-            return int(value) if value not in (None, "") else None
-        except ValueError:
-            return None
+        return parse_ttl(self.metadata.get("ttl-days"))
 
     @property
     def display_name(self) -> str:
@@ -106,7 +116,12 @@ class Skill:
         if not ttl:
             return None
         start = parse_date(self.metadata.get("last-modified") or self.metadata.get("created"))
-        return (start + _dt.timedelta(days=ttl)) if start else None
+        if start is None:
+            return None
+        try:
+            return start + _dt.timedelta(days=ttl)
+        except OverflowError:  # past year 9999
+            return _dt.date.max
 
     def with_metadata(self, **changes: str | None) -> "Skill":
         """A copy with metadata keys set (``_`` in a key becomes ``-``); None removes a key."""
@@ -180,6 +195,23 @@ def split_tags(value: Any) -> list[str]:
     return seen
 
 
+def _small_int(value: Any, low: int, high: int) -> int | None:
+    """An integer in [low, high] from text like '3' or '3.1', else None (never a huge int)."""
+    text = str(value if value is not None else "").strip().split(".")[0]
+    if not text or len(text) > 12 or not text.isascii() or not text.isdigit():
+        return None
+    n = int(text)
+    return n if low <= n <= high else None
+
+
+def parse_version(value: Any) -> int | None:
+    return _small_int(value, 1, MAX_VERSION)
+
+
+def parse_ttl(value: Any) -> int | None:
+    return _small_int(value, 1, MAX_TTL_DAYS)
+
+
 def parse_date(value: Any) -> _dt.date | None:
     if not value:
         return None
@@ -201,6 +233,40 @@ def _scalar_to_str(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _alias_count(head: str) -> int:
+    """How many alias nodes (``*name``) the YAML text holds, counted on the event stream
+    (nothing is constructed)."""
+    n = 0
+    for event in yaml.parse(head, Loader=_Loader):
+        if isinstance(event, yaml.AliasEvent):
+            n += 1
+            if n > MAX_ALIASES:
+                break
+    return n
+
+
+def _too_complex(data: Any) -> str | None:
+    """Why ``data`` is too deep, too big or self-referential to turn into text, or None.
+    Walked as the tree it would expand to, with a node budget, so shared subtrees count
+    every time they are used."""
+    budget = MAX_NODES
+    stack: list[tuple[Any, int, tuple[int, ...]]] = [(data, 0, ())]
+    while stack:
+        value, depth, path = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return f"over {MAX_NODES:,} values once its aliases are expanded"
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels"
+        if isinstance(value, (dict, list, tuple)):
+            if id(value) in path:
+                return "self-referential (a recursive alias)"
+            inner = (*path, id(value))
+            items = list(value.keys()) + list(value.values()) if isinstance(value, dict) else value
+            stack.extend((v, depth + 1, inner) for v in items)
+    return None
 
 
 _FRONT_RE = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*(?:\n|\Z)", re.S)
@@ -254,8 +320,20 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
         return ParsedFile(None, findings + [Finding(
             "fatal", "frontmatter.missing",
             "no YAML frontmatter; the file must start with '---', the fields, and '---'", 1)])
+    if len(head) > MAX_FRONTMATTER_BYTES:
+        return ParsedFile(None, findings + [Finding(
+            "fatal", "frontmatter.too-large",
+            f"frontmatter is {len(head):,} characters; the limit is {MAX_FRONTMATTER_BYTES:,}", 2)])
     try:
+        if "*" in head and _alias_count(head) > MAX_ALIASES:
+            return ParsedFile(None, findings + [Finding(
+                "fatal", "yaml.aliases", f"frontmatter uses more than {MAX_ALIASES} YAML aliases; "
+                                         "write the values out instead of referring to anchors", 2)])
         data = yaml.load(head, Loader=_Loader) if head.strip() else {}
+        problem = _too_complex(data)
+        if problem:
+            return ParsedFile(None, findings + [Finding(
+                "fatal", "yaml.too-complex", f"frontmatter is {problem}; use plain keys and short values", 2)])
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark is not None else None  # +1 for 1-based, +1 for the opening '---'
@@ -264,6 +342,10 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
             "fatal", "yaml.invalid",
             f"frontmatter is not valid YAML: {reason}; quote values that contain ': ' or start with special characters",
             line)])
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # a constructor refused a value (an unhashable key, a bad !!int): bad content, not a crash
+        return ParsedFile(None, findings + [Finding(
+            "fatal", "yaml.invalid", f"frontmatter is not valid YAML: {type(exc).__name__}: {str(exc)[:200]}", 2)])
     if not isinstance(data, dict):
         return ParsedFile(None, findings + [Finding(
             "fatal", "frontmatter.not-mapping", "frontmatter must be a mapping of keys to values", 2)])
@@ -324,6 +406,18 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
                                     f"unknown frontmatter key '{key}'; the spec allows {', '.join(SPEC_KEYS)}", 2))
             extra[key] = value
 
+    if metadata.get("version") not in (None, "") and parse_version(metadata["version"]) is None:
+        findings.append(Finding("warning", "metadata.version",
+                                f"version {metadata['version'][:40]!r} is not a number from 1 to {MAX_VERSION:,};"
+                                " it is read as 1", 2))
+    if metadata.get("ttl-days") not in (None, "") and parse_ttl(metadata["ttl-days"]) is None:
+        findings.append(Finding("warning", "metadata.ttl-days",
+                                f"ttl-days {metadata['ttl-days'][:40]!r} is not a number of days from 1 to "
+                                f"{MAX_TTL_DAYS:,}; the skill is read as never expiring", 2))
+    for key in ("created", "last-modified"):
+        if metadata.get(key) and parse_date(metadata[key]) is None:
+            findings.append(Finding("warning", f"metadata.{key}",
+                                    f"{key} {metadata[key][:40]!r} is not a date (YYYY-MM-DD)", 2))
     st = metadata.get("skill-type")
     if st and st.upper() not in SKILL_TYPES:
         findings.append(Finding("warning", "metadata.skill-type",
@@ -360,8 +454,11 @@ def parse_strict(text: str, *, folder_name: str | None = None, path: str | None 
     return parsed.skill
 
 
-def validate_for_write(skill: Skill, folder_name: str | None = None) -> list[Finding]:
-    """Strict checks for anything the project writes. Returns error findings (empty = valid)."""
+def validate_for_write(skill: Skill, folder_name: str | None = None, *,
+                       keep_unknown_keys: bool = False) -> list[Finding]:
+    """Strict checks for anything the project writes. Returns error findings (empty = valid).
+    ``keep_unknown_keys``: the skill's unknown frontmatter keys came from the file being
+    changed (a FIX keeps every key of the original); they are not new errors."""
     errors: list[Finding] = []
     for rule, message in check_name(skill.name):
         errors.append(Finding("error", rule, message))
@@ -374,20 +471,37 @@ def validate_for_write(skill: Skill, folder_name: str | None = None) -> list[Fin
                               f"description is {len(skill.description)} characters; the limit is {MAX_DESCRIPTION}"))
     if skill.compatibility and len(skill.compatibility) > MAX_COMPATIBILITY:
         errors.append(Finding("error", "compatibility.too-long", "compatibility is over 500 characters"))
-    if skill.extra:
+    if skill.extra and not keep_unknown_keys:
         errors.append(Finding("error", "keys.unknown", f"unknown keys: {', '.join(skill.extra)}"))
     st = skill.metadata.get("skill-type")
     if st and st not in SKILL_TYPES:
         errors.append(Finding("error", "metadata.skill-type", f"skill-type must be one of {', '.join(SKILL_TYPES)}"))
     # Round trip: what we render must parse back to the same skill with no errors.
     reparsed = parse(skill.render(), folder_name=folder_name)
-    if reparsed.skill is None or reparsed.errors():
-        errors.extend(f for f in reparsed.errors() if f not in errors)
+    ignored = {"keys.unknown"} if keep_unknown_keys else set()
+    if reparsed.skill is None:
+        errors.extend(f for f in reparsed.findings if f.severity == "fatal")
+    errors.extend(f for f in reparsed.errors() if f not in errors and f.rule not in ignored)
     return errors
 
 
 # --- body sections -------------------------------------------------------------
-_HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+# Headings are parsed by hand, not with a regex: the obvious pattern
+# (``^(#{1,6})\s+(.+?)\s*#*\s*$``) backtracks cubically on a line of spaces, and bodies
+# come from strangers.
+
+def heading(line: str) -> tuple[int, str] | None:
+    """(level, text) when ``line`` is an ATX heading (``## Title ##``), else None. Linear."""
+    if not line.startswith("#"):
+        return None
+    level = len(line) - len(line.lstrip("#"))
+    rest = line[level:]
+    if level > 6 or not rest or rest[0] not in " \t\f\v":
+        return None
+    text = rest.strip()
+    closed = text.rstrip("#").rstrip()
+    text = closed or text      # a title made only of '#' stays as it is
+    return (level, text) if text else None
 
 
 def headings(body: str) -> list[tuple[int, str]]:
@@ -400,9 +514,9 @@ def headings(body: str) -> list[tuple[int, str]]:
             fence = not fence
             continue
         if not fence:
-            m = _HEADING_RE.match(line)
-            if m:
-                out.append((len(m.group(1)), m.group(2)))
+            h = heading(line)
+            if h:
+                out.append(h)
     return out
 
 
@@ -419,10 +533,10 @@ def section(body: str, title: str) -> str | None:
             continue
         if fence:
             continue
-        m = _HEADING_RE.match(line)
-        if not m:
+        h = heading(line)
+        if not h:
             continue
-        lvl, text = len(m.group(1)), m.group(2).strip().lower()
+        lvl, text = h[0], h[1].strip().lower()
         if start is None and text == want:
             start, level = i, lvl
         elif start is not None and lvl <= (level or 6):

@@ -115,15 +115,21 @@ def _plugin_skill_dirs(base: Path, max_depth: int = 6) -> list[Path]:
 
 
 def make_roots(workspace: Path, extra: list[Path], *, include_clients: bool = False) -> list[Root]:
-    """Workspace first, then extra roots (labelled by folder name, made unique), then client folders."""
+    """Workspace first, then extra roots (labelled by folder name, made unique), then client folders.
+
+    Every extra root must be a folder: the library leaves out saved roots that have gone
+    (``Config.missing_roots``) before calling this, so what is missing here was given for
+    this one command (``--root``, ``Library(roots=...)``)."""
     roots = [Root(workspace, "workspace", "workspace")]
     used = {"workspace"}
     for path in extra:
         path = Path(path).expanduser()
         if not path.exists():
-            raise ConfigError(f"skill root {path} does not exist", fix="create it or remove it from --root / config")
+            raise ConfigError(f"skill root {path} does not exist",
+                              fix=f"check the path, or leave out --root {path}")
         if not path.is_dir():
-            raise ConfigError(f"skill root {path} is not a folder", fix="pass the folder that holds skill folders")
+            raise ConfigError(f"skill root {path} is not a folder",
+                              fix="pass the folder that holds skill folders to --root")
         resolved = path.resolve()
         if any(r.path.resolve() == resolved for r in roots):
             continue
@@ -143,14 +149,24 @@ def make_roots(workspace: Path, extra: list[Path], *, include_clients: bool = Fa
     return roots
 
 
-def discover(root: Root) -> tuple[list[Found], list[str]]:
-    """Every SKILL.md under ``root``; symlinks followed once (loop-safe). Returns (found, notes)."""
+# A root that is (or links to) a huge tree, such as ``/``, is walked this far and no further.
+MAX_WALK_DIRS = 200_000
+MAX_WALK_DEPTH = 24
+
+
+def discover(root: Root, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], list[str]]:
+    """Every SKILL.md under ``root``; symlinks followed once (loop-safe). Folders in
+    ``exclude`` (the library's own home: drafts, history and the database are never skills)
+    are skipped. The walk stops after ``MAX_WALK_DIRS`` folders, with a note saying so.
+    Returns (found, notes)."""
     found: list[Found] = []
     notes: list[str] = []
     base = root.path
     if not base.is_dir():
         return found, notes
+    excluded = {(st.st_dev, st.st_ino) for st in (_stat(p) for p in exclude) if st is not None}
     seen: set[tuple[int, int]] = set()
+    walked = 0
     for dirpath, dirnames, filenames in os.walk(base, followlinks=True):
         try:
             st = os.stat(dirpath)
@@ -159,11 +175,22 @@ def discover(root: Root) -> tuple[list[Found], list[str]]:
             dirnames[:] = []
             continue
         key = (st.st_dev, st.st_ino)
+        if key in excluded:
+            notes.append(f"skipped {dirpath}: it is the library's own home (drafts and history are not skills)")
+            dirnames[:] = []
+            continue
         if key in seen:
             notes.append(f"symlink loop or repeat skipped: {dirpath}")
             dirnames[:] = []
             continue
         seen.add(key)
+        walked += 1
+        if walked > MAX_WALK_DIRS:
+            notes.append(f"stopped walking {base} after {MAX_WALK_DIRS:,} folders: is it the right root? "
+                         "point the root at the folder that holds the skills")
+            break
+        if len(Path(dirpath).relative_to(base).parts) >= MAX_WALK_DEPTH:
+            dirnames[:] = []
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
                              and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg")))
         for fname in SKILL_FILES:
@@ -178,6 +205,13 @@ def discover(root: Root) -> tuple[list[Found], list[str]]:
                 found.append(Found(f"{root.label}:{rel}", root, p, rel, fst.st_mtime_ns, fst.st_size))
                 break  # SKILL.md wins over skill.md in the same folder
     return found, notes
+
+
+def _stat(p: Path):
+    try:
+        return os.stat(p)
+    except OSError:
+        return None
 
 
 def precedence_key(found_kind: str, rel: str, skill_id: str, canonical: list[str]) -> tuple:
