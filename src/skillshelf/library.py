@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import stat
 import sys
 import threading
 import time
@@ -19,6 +20,7 @@ from . import skill as skillmod
 from . import usage as usagemod
 from .config import Config, load as load_config
 from .errors import EmbedderError, NotFoundError, SkillFormatError, ValidationError
+from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from .search import Searcher, SearchResult
 from .sources import Root, current_repo as detect_current_repo, make_roots, precedence_key
 from .store import Store
@@ -29,6 +31,19 @@ SAMPLES = ("cors-fix-nextjs-api", "docker-multi-stage-build", "git-conventional-
 # too much to pay before each query. One-shot commands scan before their first query; a
 # long-running process (the MCP server) calls ``watch()`` and scans in a background thread.
 AUTO_SYNC_INTERVAL = 2.0
+
+
+class FileList(list):
+    """Names of a skill's files (``SkillRecord.files``), capped: ``more`` counts those left
+    out, ``complete`` is false when the walk itself was cut short (``more`` is then a lower
+    bound)."""
+
+    WALK_CAP = 5000
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self.more = 0
+        self.complete = True
 
 
 @dataclass
@@ -67,18 +82,49 @@ class SkillRecord:
     def writable(self) -> bool:
         return self.kind == "workspace"
 
-    def files(self) -> list[str]:
-        """Other files of the skill (relative paths), hidden files and nested skills left out."""
-        out: list[str] = []
+    def files(self, limit: int = 200) -> "FileList":
+        """The skill's other files that can be served (relative paths, sorted): regular files
+        inside the skill folder of at most ``files.MAX_RESOURCE_BYTES``. Hidden files, nested
+        skills and dependency or VCS folders (``sources.SKIP_DIRS``: node_modules, .git,
+        __pycache__, .venv …) are left out. At most ``limit`` names; ``.more`` counts the
+        servable files left out (a lower bound when ``.complete`` is false: the walk stops
+        after ``FileList.WALK_CAP`` files, so a folder of 100k files costs bounded time)."""
+        from .files import MAX_RESOURCE_BYTES, contained
+        from .sources import SKIP_DIRS
+
+        out = FileList()
         base = self.folder
+        try:
+            base_r = base.resolve()
+        except OSError:
+            return out
+        skill_md = Path(self.path).name
+        visited = 0
         for dirpath, dirnames, filenames in os.walk(base):
-            rel_dir = Path(dirpath).relative_to(base)
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
-                                 and not (Path(dirpath) / d / "SKILL.md").exists())
+            here = Path(dirpath)
+            rel_dir = here.relative_to(base)
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS
+                                 and not (here / d / "SKILL.md").exists())
             for f in sorted(filenames):
-                if f.startswith(".") or (rel_dir == Path(".") and f == Path(self.path).name):
+                if f.startswith(".") or (rel_dir == Path(".") and f == skill_md):
                     continue
-                out.append((rel_dir / f).as_posix())
+                visited += 1
+                if visited > FileList.WALK_CAP:
+                    out.complete = False
+                    return out
+                p = here / f
+                try:
+                    st = os.stat(p)  # follows a symlink: what a read would open
+                    if os.path.islink(p):
+                        contained(base_r, p)  # a link may point anywhere: keep only those inside
+                except (OSError, ValidationError):
+                    continue
+                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_RESOURCE_BYTES:
+                    continue
+                if len(out) < limit:
+                    out.append((rel_dir / f).as_posix())
+                else:
+                    out.more += 1
         return out
 
     def to_skill(self) -> skillmod.Skill:
@@ -352,13 +398,37 @@ class Library:
                current_repo: str | None = None, tags: list[str] | str | None = None,
                skill_type: str | None = None, include_inactive: bool = False, include_expired: bool = False,
                log: bool = True, client: str | None = None) -> SearchResult:
-        self._maybe_sync(embed=True)
+        # A read must keep working when the database cannot be written (disk full, read-only
+        # file system or database): the rescan and the usage log are skipped, and `degraded`
+        # says so, instead of the search failing.
+        notes: list[str] = []
+
+        def skipped(exc: Exception) -> str:
+            reason = usagemod.write_failure(exc)
+            if reason is None:
+                raise exc
+            # a COMMIT that fails on a full disk may leave the transaction open: end it, so
+            # this connection's later reads see new data
+            if self.store.db.in_transaction:
+                try:
+                    self.store.db.execute("ROLLBACK")
+                except Exception:  # SQLite rolled it back already
+                    pass
+            return reason
+
+        try:
+            self._maybe_sync(embed=True)
+        except Exception as exc:
+            reason = skipped(exc)
+            notes.append(f"the index was not refreshed ({reason}): results come from the last sync")
         if isinstance(tags, str):
             tags = [t for t in tags.split(",") if t.strip()]
         if repo_scope == "current" and not current_repo:
             current_repo = detect_current_repo()
-        recent = usagemod.recent_counts(self.store, self.config.search.recency_window)
-        worked = usagemod.worked_latest(self.store, list(recent)) if recent else None
+        # The anti-repeat policy spreads different requests over the collection; a repeat of
+        # this same request is left out of it, so asking again gives the same answer.
+        recent = usagemod.recent_counts(self.store, self.config.search.recency_window, exclude_request=query)
+        worked = (lambda ids: usagemod.worked_latest(self.store, ids)) if recent else None
         result = self.searcher.search(query, limit=limit, mode=mode, repo_scope=repo_scope,
                                       current_repo=current_repo, tags=tags, skill_type=skill_type,
                                       include_inactive=include_inactive, include_expired=include_expired,
@@ -366,10 +436,18 @@ class Library:
         if log:
             filters = {k: v for k, v in dict(repo_scope=repo_scope, current_repo=current_repo, tags=tags,
                                                 skill_type=skill_type).items() if v and v != "all"}
-            result.query_id = usagemod.log_query(
-                self.store, text=query, mode=mode, filters=filters, client=client or self.client,
-                confident=result.confident, degraded=result.degraded is not None, hits=result.hits,
-                latency_ms=result.latency_ms, hash_text=self.config.hash_queries)
+            try:
+                result.query_id = usagemod.log_query(
+                    self.store, text=query, mode=mode, filters=filters, client=client or self.client,
+                    confident=result.confident, degraded=result.degraded is not None, hits=result.hits,
+                    latency_ms=result.latency_ms, hash_text=self.config.hash_queries)
+            except Exception as exc:
+                reason = skipped(exc)
+                notes.append(f"usage not recorded ({reason}): the results are complete, but report_outcome"
+                             " cannot refer to this search")
+        if notes:
+            result.degraded = "; ".join(([result.degraded] if result.degraded else []) + notes)
+            print(f"skillshelf: {'; '.join(notes)}", file=sys.stderr)
         return result
 
     def _rows_by_name(self, name: str) -> list:
@@ -472,14 +550,17 @@ class Library:
             if p.is_dir():
                 direct = [p / n for n in ("SKILL.md", "skill.md") if (p / n).is_file()]
                 files.extend(direct[:1] or sorted(x for x in p.rglob("*") if x.name in ("SKILL.md", "skill.md")))
-            elif p.is_file():
-                files.append(p)
+            elif p.exists():
+                files.append(p)      # a special file is reported by the read below, not called missing
             else:
                 raise NotFoundError(f"{p} does not exist", fix="pass a SKILL.md file or a folder of skills")
         out = []
         for f in files:
             try:
-                parsed = skillmod.parse(f.read_bytes(), folder_name=f.parent.name)
+                parsed = skillmod.parse(read_bounded(f, MAX_SKILL_BYTES), folder_name=f.parent.name)
+            except FileRefused as exc:
+                out.append((str(f), [skillmod.Finding("fatal", exc.rule, exc.message)]))
+                continue
             except OSError as exc:
                 raise SkillFormatError(f"cannot read: {exc.strerror}", path=str(f)) from None
             out.append((str(f), parsed.findings))
