@@ -24,7 +24,7 @@ def test_init_writes_valid_samples_and_search_finds_them(home, monkeypatch):
     r = run(home, "validate", str(home / "skills"))
     assert r.exit_code == 0 and "3 valid" in r.output
     r = run(home, "search", "CORS error in my Next.js API", "--json")
-    data = json.loads(r.output)
+    data = json.loads(r.stdout)
     assert data["hits"][0]["name"] == "cors-fix-nextjs-api"
     assert data["degraded"]  # embedder 'none' is announced
     assert {"id", "name", "path", "score", "match"} <= set(data["hits"][0])
@@ -37,9 +37,9 @@ def test_list_json_prints_every_skill_unless_limited(home, tmp_path, monkeypatch
         write_skill(root, f"s{i:03d}")
     r = run(home, "list", "--json", root=root)
     assert r.exit_code == 0
-    assert len(json.loads(r.output)) == 230
+    assert len(json.loads(r.stdout)) == 230
     r = run(home, "list", "--json", "--limit", "5", root=root)
-    assert len(json.loads(r.output)) == 5
+    assert len(json.loads(r.stdout)) == 5
 
 
 def test_show_and_doctor(home, tmp_path, monkeypatch):
@@ -51,7 +51,7 @@ def test_show_and_doctor(home, tmp_path, monkeypatch):
     r = run(home, "show", "docker-multi-stage-build", "--section", "Verification")
     assert r.exit_code == 0 and "## Verification" in r.output and "## Solution" not in r.output
     r = run(home, "doctor", "--json", root=root)
-    data = json.loads(r.output)
+    data = json.loads(r.stdout)
     assert any(c["name"] == "dup" for c in data["clashes"])
     assert any(c["name"] == "embedder" and c["status"] == "warn" for c in data["checks"])
 
@@ -86,7 +86,7 @@ def test_validate_reports_findings_and_exit_code(tmp_path):
     (bad / "SKILL.md").write_text("---\nname: Bad Skill\ndescription: x\n---\n")
     r = runner.invoke(app, ["validate", str(bad), "--json"])
     assert r.exit_code == 1
-    data = json.loads(r.output)
+    data = json.loads(r.stdout)
     assert data[0]["valid"] is False and any(f["rule"] == "name.case" for f in data[0]["findings"])
 
 
@@ -107,16 +107,16 @@ def test_evolution_review_and_usage_commands(home, monkeypatch):
     r = run(home, "review", "approve", "git-conventional-commits")
     assert r.exit_code == 0 and "version 2" in r.output
     r = run(home, "history", "git-conventional-commits", "--json")
-    h = json.loads(r.output)
+    h = json.loads(r.stdout)
     assert h["versions"] == [1, 2] and h["changelog"][-1]["trigger"] == "approved"
     r = run(home, "diff", "git-conventional-commits", "1", "2")
     assert "+- v2: squash merges keep only the title" in r.output
     assert run(home, "rollback", "git-conventional-commits", "1").exit_code == 0
     r = run(home, "search", "commit message format", "--json")
-    qid = json.loads(r.output)["query_id"]
+    qid = json.loads(r.stdout)["query_id"]
     r = run(home, "report-outcome", "git-conventional-commits", "--worked", "--note", "clear", "--query-id", str(qid))
     assert r.exit_code == 0 and "1 reports" in r.output
-    data = json.loads(run(home, "stats", "--json").output)
+    data = json.loads(run(home, "stats", "--json").stdout)
     assert data["reports"] == 1 and data["report_rate"] == 1.0
     assert "## What worked" in run(home, "report").output
     r = run(home, "deprecate", "docker-multi-stage-build", "--reason", "old")
@@ -132,11 +132,11 @@ def test_roots_are_saved_and_used_by_later_commands(home, tmp_path, monkeypatch)
     write_skill(root, "zebra-care", description="Care for zebras")
     run(home, "init", "--no-samples")
     assert run(home, "roots", "add", str(root)).exit_code == 0
-    assert json.loads(run(home, "roots", "list", "--json").output) == [str(root.resolve())]
+    assert json.loads(run(home, "roots", "list", "--json").stdout) == [str(root.resolve())]
     r = run(home, "search", "zebras", "--json")  # no --root: the saved one is used
-    assert json.loads(r.output)["hits"][0]["name"] == "zebra-care"
+    assert json.loads(r.stdout)["hits"][0]["name"] == "zebra-care"
     assert run(home, "roots", "remove", str(root)).exit_code == 0
-    assert json.loads(run(home, "search", "zebras", "--json").output)["hits"] == []
+    assert json.loads(run(home, "search", "zebras", "--json").stdout)["hits"] == []
     r = run(home, "roots", "remove", str(root))
     assert r.exit_code != 0
 

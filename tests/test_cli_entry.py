@@ -63,3 +63,51 @@ def test_failures_exit_non_zero(tmp_path, lib_home):
     assert p.returncode == 1 and one_line(p).startswith("error: no skill named 'nope'")
     p = sk("list", "--bogus", home=lib_home)
     assert p.returncode == 2 and "No such option" in p.stderr
+
+
+def test_a_saved_root_that_disappears_is_reported_not_fatal(tmp_path):
+    home = tmp_path / "home"
+    coll = tmp_path / "coll"
+    write_skill(coll, "zebra-care", description="Care for zebras")
+    write_skill(tmp_path / "other", "okapi-care", description="Care for okapis")
+    assert sk("init", "--no-samples", home=home).returncode == 0
+    assert sk("roots", "add", str(coll), home=home).returncode == 0
+    assert sk("roots", "add", str(tmp_path / "other"), home=home).returncode == 0
+    assert sk("sync", "--json", home=home).returncode == 0
+    shutil.rmtree(coll)
+    config = home / "config.toml"
+    # other commands: one warning naming the config file and the fix, then the remaining roots
+    p = sk("list", "--json", home=home)
+    assert p.returncode == 0, p.stderr
+    warning = one_line(p)
+    assert warning.startswith("warning: skill root") and str(coll) in warning and str(config) in warning
+    assert "roots remove" in warning
+    assert [s["name"] for s in __import__("json").loads(p.stdout)] == ["okapi-care"]
+    # doctor: a failed check naming config.toml and the fix, exit 1
+    p = sk("doctor", home=home)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    line = next(x for x in p.stdout.splitlines() if "missing root" in x)
+    assert line.startswith("FAIL") and str(config) in line and f"roots remove {coll}" in line
+    p = sk("roots", "list", home=home)
+    assert p.returncode == 0 and str(coll) in p.stdout and "does not exist" in p.stdout
+    # the fix works
+    p = sk("roots", "remove", str(coll), home=home)
+    assert p.returncode == 0, p.stderr
+    p = sk("list", "--json", home=home)
+    assert p.returncode == 0 and p.stderr == ""
+    assert sk("doctor", "--json", home=home).returncode == 0
+    # a root given for one command must exist: one line naming the fix
+    p = sk("--root", str(tmp_path / "typo"), "list", home=home)
+    assert p.returncode == 1
+    assert one_line(p) == f"error: skill root {tmp_path / 'typo'} does not exist — check the path, or leave out " \
+                          f"--root {tmp_path / 'typo'}"
+
+
+def test_an_unusable_or_new_home_is_said_on_stderr(tmp_path):
+    p = sk("list", home=tmp_path / "typo-home")
+    assert p.returncode == 0 and "created a new, empty one" in one_line(p) and str(tmp_path / "typo-home") in p.stderr
+    p = sk("list", home=tmp_path / "typo-home")
+    assert p.stderr == ""      # said once, when it was created
+    p = sk("list", home=Path("/proc/skillshelf-x"))
+    assert p.returncode == 1
+    assert one_line(p).startswith("error: cannot create the library home /proc/skillshelf-x")

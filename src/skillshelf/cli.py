@@ -70,7 +70,7 @@ def _write(text: str) -> None:
 
 
 out = _SafeConsole(soft_wrap=True)
-err = _SafeConsole(stderr=True)
+err = _SafeConsole(stderr=True, soft_wrap=True)   # a message is one line, however long
 if not out.is_terminal and not os.environ.get("COLUMNS"):
     # piped or redirected: Rich would cut tables to 80 columns ("workspace:cors-…"); a pipe
     # gets whole ids and names instead
@@ -88,9 +88,14 @@ state = State()
 
 @app.callback()
 def _global(
-    home: Optional[Path] = typer.Option(None, "--home", envvar="SKILLSHELF_HOME",
-                                        help="library home (workspace + database); default: the platform data dir"),
-    root: list[Path] = typer.Option([], "--root", help="extra read-only skill root (repeatable)"),
+    # SKILLSHELF_HOME is read by the configuration itself, so `skillshelf config` can say
+    # whether the home came from the flag or the environment
+    home: Optional[Path] = typer.Option(None, "--home", metavar="PATH",
+                                        help="library home (workspace + database); default: SKILLSHELF_HOME,"
+                                             " else the platform data dir"),
+    root: list[Path] = typer.Option([], "--root", metavar="PATH",
+                                    help="extra read-only skill root for this command (repeatable; "
+                                         "`skillshelf roots add` saves one)"),
     client_roots: Optional[bool] = typer.Option(None, "--client-roots/--no-client-roots",
                                                 help="also scan ~/.claude/skills, .agents/skills and friends"),
 ) -> None:
@@ -99,10 +104,29 @@ def _global(
     state.client_roots = client_roots
 
 
-def _lib(**kw: Any):
+def _config(**overrides: Any):
+    from .config import load
+
+    return load(state.home, roots=[str(r) for r in state.roots] or None, client_roots=state.client_roots,
+                **overrides)
+
+
+def _lib(*, warn_missing: bool = True, creates: bool = False, samples: bool | None = None):
+    """Open the library for one command. A home without a library is created, and said so on
+    stderr (unless the command is there to create one): a typo in --home would otherwise
+    look like an empty library. Saved roots that have gone are named once, on stderr."""
+    from .config import ensure_home
     from .library import Library
 
-    return Library(state.home, roots=state.roots or None, client_roots=state.client_roots, **kw)
+    cfg = _config()
+    if ensure_home(cfg) and not creates:
+        err.print(f"note: there was no library at {cfg.home}; created a new, empty one"
+                  " (check --home / SKILLSHELF_HOME if you meant another)")
+    lib = Library.init(config=cfg, samples=samples) if samples is not None else Library(config=cfg)
+    if warn_missing:
+        for m in lib.missing_roots:
+            err.print(f"warning: {m.message}; left out — {m.fix}")
+    return lib
 
 
 def _json(data: Any) -> None:
@@ -123,9 +147,7 @@ _C1 = re.compile("[\x7f-\x9f]")
 @app.command()
 def init(samples: bool = typer.Option(True, "--samples/--no-samples", help="write the three sample skills")) -> None:
     """Create the home, the database and three sample skills."""
-    from .library import Library
-
-    lib = Library.init(state.home, samples=samples, roots=state.roots or None, client_roots=state.client_roots)
+    lib = _lib(creates=True, samples=samples)
     rep = lib.sync()
     out.print(f"home      {lib.config.home}")
     out.print(f"workspace {lib.config.workspace}")
@@ -289,7 +311,7 @@ def validate(paths: list[Path] = typer.Argument(..., help="SKILL.md files or fol
 @app.command()
 def doctor(json_out: bool = typer.Option(False, "--json")) -> None:
     """Check configuration, roots, index, invalid files, name clashes and the embedder."""
-    lib = _lib()
+    lib = _lib(warn_missing=False)   # doctor reports a missing root as a failed check
     rep = lib.doctor()
     if json_out:
         _json(rep.as_dict())
@@ -317,17 +339,20 @@ def doctor(json_out: bool = typer.Option(False, "--json")) -> None:
 
 @app.command()
 def config(json_out: bool = typer.Option(False, "--json")) -> None:
-    """Print every setting with its value and the reason for its default."""
-    from .config import describe, load
+    """Print every setting: its value, where it came from (default, file, environment, flag)
+    and the reason for its default."""
+    from .config import describe
 
-    cfg = load(state.home)
+    cfg = _config()
     rows = describe(cfg)
     if json_out:
-        _json({k: v for k, v, _ in rows})
+        _json({k: {"value": v, "source": origin, "why": why} for k, v, why, origin in rows})
         return
-    table = _table("setting", "value", "why")
-    for k, v, why in rows:
-        table.add_row(k, str(v), why)
+    out.print(f"config file: {cfg.config_path}{'' if cfg.config_path.exists() else ' (absent)'}")
+    table = _table("setting", "value", "source", "why")
+    for k, v, why, origin in rows:
+        shown = ", ".join(map(str, v)) or "-" if isinstance(v, list) else str(v) if v != "" else "-"
+        table.add_row(k, shown, origin, why)
     out.print(table)
 
 
@@ -341,12 +366,10 @@ def version() -> None:
 def demo(query: str = typer.Argument("my fetch to the Next.js API fails with a CORS error"),
          corpus: Optional[Path] = typer.Option(None, help="also index this folder of skills")) -> None:
     """One command: init the home, sync, and run a search."""
-    from .library import Library
-
-    lib = Library.init(state.home, roots=state.roots or None, client_roots=state.client_roots)
+    lib = _lib(creates=True, samples=True)
     if corpus:
         lib.add_root(corpus)  # saved, so later commands and the server keep it
-        lib = Library(state.home, roots=state.roots or None, client_roots=state.client_roots)
+        lib = _lib()
     rep = lib.sync()
     out.print(f"indexed {lib.count()} skills in {lib.config.home} ({rep.added} new, {len(rep.invalid)} invalid)")
     out.print(f"\nsearch: {query}\n")
@@ -441,27 +464,33 @@ app.add_typer(roots_app, name="roots")
 
 
 @roots_app.command("add")
-def roots_add(path: Path) -> None:
+def roots_add(path: Path = typer.Argument(..., metavar="PATH", help="a folder of skill folders")) -> None:
     """Save a root; run `skillshelf sync` to index it."""
     roots = _lib().add_root(path)
     out.print("roots: " + ", ".join(roots))
 
 
 @roots_app.command("remove")
-def roots_remove(path: Path) -> None:
+def roots_remove(path: str = typer.Argument(..., metavar="PATH", help="the saved path (or its label)")) -> None:
     """Forget a root (its skills leave the index at the next sync; files are untouched)."""
-    roots = _lib().remove_root(path)
+    roots = _lib(warn_missing=False).remove_root(path)
     out.print("roots: " + (", ".join(roots) or "none"))
 
 
 @roots_app.command("list")
 def roots_list(json_out: bool = typer.Option(False, "--json")) -> None:
     """The saved roots."""
-    roots = _lib().configured_roots()
+    lib = _lib(warn_missing=False)
+    roots = lib.configured_roots()
     if json_out:
         _json(roots)
         return
-    out.print("\n".join(roots) if roots else "no roots saved; add one with `skillshelf roots add PATH`")
+    if not roots:
+        out.print("no roots saved; add one with `skillshelf roots add PATH`")
+    missing = {str(m.path): m for m in lib.missing_roots}
+    for r in roots:
+        m = missing.get(str(Path(r).expanduser()))
+        out.print(f"{r}  ({m.problem}: {m.fix})" if m else r)
 
 
 # --- evolution ------------------------------------------------------------------------

@@ -18,6 +18,11 @@ import platformdirs
 from .errors import ConfigError
 
 WRITE_POLICIES = ("read-only", "propose", "open")
+# the embedding backends offered to users ("fake", a deterministic test backend, is accepted
+# but not offered)
+EMBEDDERS = ("minilm", "fastembed", "ollama", "openai", "none")
+# where a setting's value came from, lowest precedence first
+ORIGINS = ("default", "file", "environment", "flag")
 
 
 def _f(default: Any, why: str, **kw: Any) -> Any:
@@ -28,7 +33,7 @@ def _f(default: Any, why: str, **kw: Any) -> Any:
 
 @dataclass(frozen=True)
 class SearchConfig:
-    rrf_k: int = _f(60, "RRF constant; 60 is the value from the RRF paper and the seeds")
+    rrf_k: int = _f(60, "RRF constant; 60 is the value from the RRF paper")
     lexical_weight: float = _f(1.0, "weight of the BM25 list in the fusion")
     dense_weight: float = _f(1.0, "weight of the embedding list in the fusion (with feedback it is as strong as BM25F)")
     candidates: int = _f(100, "hits taken from each retriever before fusion")
@@ -44,7 +49,7 @@ class SearchConfig:
     sq8_above: int = _f(20_000, "above this many skills, vectors go in a faiss 8-bit index when faiss-cpu is"
                                " installed (4x less memory, approximate scores); 0 = always exact float32")
     mmr_redundancy_floor: float = _f(0.8, "cosine above which two hits count as redundant in MMR")
-    mmr_lambda_find: float = _f(0.7, "MMR relevance/diversity balance for find (the_librarian)")
+    mmr_lambda_find: float = _f(0.7, "MMR relevance/diversity balance for find")
     mmr_lambda_brainstorm: float = _f(0.45, "MMR balance for brainstorm: more variety")
     recency_window: int = _f(10, "how many recent recommendations the recency penalty looks at")
     recency_penalty: float = _f(0.15, "score fraction taken per recent appearance (skills reported as worked are exempt)")
@@ -58,7 +63,7 @@ class Config:
     home: Path = _f(Path(platformdirs.user_data_dir("skillshelf")), "where the workspace and database live")
     roots: list[Path] = _f([], "extra read-only skill roots")
     client_roots: bool = _f(False, "also scan the standard client folders (~/.claude/skills, .agents/skills, ...)")
-    canonical_prefixes: list[str] = _f([], "path prefixes that win name clashes (as in the_librarian)")
+    canonical_prefixes: list[str] = _f([], "path prefixes that win name clashes")
     write_policy: str = _f("propose", "what agents may write: read-only | propose | open")
     embedder: str = _f("minilm", "embedding backend by name: minilm | fastembed | ollama | openai | none")
     embedder_model: str = _f("", "model name for fastembed / ollama / openai backends")
@@ -74,6 +79,27 @@ class Config:
     max_body_bytes: int = _f(200_000, "largest skill body an agent may write")
     http_token: str = _f("", "bearer token required by the HTTP server on a non-loopback bind")
     search: SearchConfig = _f(SearchConfig(), "search knobs")
+    # Not settings: where each setting came from (``ORIGINS``; "search.x" for nested ones),
+    # and, per root path, where that root came from. A root given for one command ("flag")
+    # must exist; a saved one ("file", "environment") that has gone is skipped with a warning.
+    origins: dict[str, str] = field(default_factory=dict, compare=False, repr=False, metadata={"internal": True})
+    root_origins: dict[str, str] = field(default_factory=dict, compare=False, repr=False,
+                                         metadata={"internal": True})
+
+    def origin(self, key: str) -> str:
+        """Where setting ``key`` came from: default | file | environment | flag (several
+        joined by " + " for roots)."""
+        return self.origins.get(key, "default")
+
+    def missing_roots(self) -> list["MissingRoot"]:
+        """Saved roots (config file or environment) that are no longer folders."""
+        out = []
+        for p in self.roots:
+            origin = self.root_origins.get(str(p), "flag")
+            if origin == "flag" or p.is_dir():
+                continue
+            out.append(MissingRoot(p, origin, "is not a folder" if p.exists() else "does not exist", self))
+        return out
 
     @property
     def workspace(self) -> Path:
@@ -92,18 +118,86 @@ class Config:
         return self.home / "config.toml"
 
 
-def describe(cfg: Config) -> list[tuple[str, Any, str]]:
-    """(key, value, reason) for every setting, nested ones as ``search.x``."""
-    rows: list[tuple[str, Any, str]] = []
+@dataclass(frozen=True)
+class MissingRoot:
+    """A saved root that is not a folder any more: commands go on without it."""
+
+    path: Path
+    origin: str          # file | environment
+    problem: str         # "does not exist" | "is not a folder"
+    config: Config
+
+    @property
+    def where(self) -> str:
+        if self.origin == "environment":
+            return f"from {_ENV['roots']}"
+        return f"saved in {self.config.config_path}"
+
+    @property
+    def fix(self) -> str:
+        if self.origin == "environment":
+            return f"restore the folder, or take it out of {_ENV['roots']}"
+        home = "" if self.config.origin("home") == "default" else f" --home {self.config.home}"
+        return f"restore the folder, or forget it with `skillshelf{home} roots remove {self.path}`"
+
+    @property
+    def message(self) -> str:
+        return f"skill root {self.path} ({self.where}) {self.problem}"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": str(self.path), "origin": self.origin, "problem": self.problem,
+                "message": self.message, "fix": self.fix}
+
+
+def _plain(value: Any) -> Any:
+    """A value as a person writes it: paths as strings, lists of them as lists of strings."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def describe(cfg: Config) -> list[tuple[str, Any, str, str]]:
+    """(key, value, reason, origin) for every setting, nested ones as ``search.x``; paths as
+    plain strings, secrets masked."""
+    rows: list[tuple[str, Any, str, str]] = []
     for f in dataclasses.fields(cfg):
+        if f.metadata.get("internal"):
+            continue
         value = getattr(cfg, f.name)
         if dataclasses.is_dataclass(value):
             for sf in dataclasses.fields(value):
-                rows.append((f"{f.name}.{sf.name}", getattr(value, sf.name), sf.metadata.get("why", "")))
+                key = f"{f.name}.{sf.name}"
+                rows.append((key, getattr(value, sf.name), sf.metadata.get("why", ""), cfg.origin(key)))
         else:
-            shown = "***" if ("key" in f.name or "token" in f.name) and value else value
-            rows.append((f.name, shown, f.metadata.get("why", "")))
+            shown = "***" if ("key" in f.name or "token" in f.name) and value else _plain(value)
+            rows.append((f.name, shown, f.metadata.get("why", ""), cfg.origin(f.name)))
     return rows
+
+
+def saved_roots(home: Path | str) -> list[Path]:
+    """The roots saved in ``<home>/config.toml`` (not those from the environment or flags)."""
+    path = Path(home) / "config.toml"
+    if not path.exists():
+        return []
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}", fix="fix the file or delete it") from None
+    return _coerce("roots", [], data.get("roots", []))
+
+
+def ensure_home(cfg: Config) -> bool:
+    """Create the home folder if needed; True when there was no library there before (no
+    database yet). A home that cannot be created is a ConfigError naming the fix."""
+    new = not cfg.db_path.exists()
+    try:
+        cfg.workspace.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the library home {cfg.home}: {exc.strerror or exc}",
+                          fix="pass --home (or set SKILLSHELF_HOME) to a folder you can write") from None
+    return new
 
 
 def save_setting(home: Path, key: str, value: Any) -> Path:
@@ -172,7 +266,15 @@ _ENV = {
 
 
 def load(home: Path | str | None = None, **overrides: Any) -> Config:
-    """Build the configuration. ``overrides`` with value None are ignored."""
+    """Build the configuration. ``overrides`` with value None are ignored. Each value's
+    origin (default, file, environment, flag: an argument or override) is kept in
+    ``Config.origins``."""
+    origins: dict[str, str] = {}
+    root_origins: dict[str, str] = {}
+    if home:
+        origins["home"] = "flag"
+    elif os.environ.get("SKILLSHELF_HOME"):
+        origins["home"] = "environment"
     home_path = Path(home or os.environ.get("SKILLSHELF_HOME") or Config().home).expanduser()
     if home_path.exists() and not home_path.is_dir():
         raise ConfigError(f"home {home_path} is a file, not a folder", fix="pass --home with a folder path")
@@ -185,7 +287,7 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
             data = tomllib.loads(cfg_file.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{cfg_file} is not valid TOML: {exc}", fix="fix the file or delete it") from None
-        names = {f.name: f for f in dataclasses.fields(Config)}
+        names = {f.name: f for f in dataclasses.fields(Config) if not f.metadata.get("internal")}
         snames = {f.name: f for f in dataclasses.fields(SearchConfig)}
         for key, value in data.items():
             key = key.replace("-", "_")
@@ -196,26 +298,51 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
                         raise ConfigError(f"{cfg_file}: unknown setting search.{sk}",
                                           fix="see `skillshelf config` for the settings")
                     search_values[sk] = _coerce(f"search.{sk}", getattr(SearchConfig(), sk), sv)
+                    origins[f"search.{sk}"] = "file"
             elif key in names and key != "home":
                 values[key] = _coerce(key, getattr(base, key), value)
+                origins[key] = "file"
             else:
                 raise ConfigError(f"{cfg_file}: unknown setting {key!r}", fix="see `skillshelf config` for the settings")
     for key, env in _ENV.items():
         if os.environ.get(env) not in (None, ""):
             values[key] = _coerce(key, getattr(base, key), os.environ[env])
+            origins[key] = "environment"
     if not values.get("embedder_api_key") and os.environ.get("OPENAI_API_KEY"):
         values["embedder_api_key"] = os.environ["OPENAI_API_KEY"]
+        origins["embedder_api_key"] = "environment"
+    root_origins = {str(p): origins["roots"] for p in values.get("roots", [])}
     for key, value in overrides.items():
         if value is None:
             continue
         if key == "roots":
-            values["roots"] = list(values.get("roots", [])) + [Path(v).expanduser() for v in value]
+            extra = [Path(v).expanduser() for v in value]
+            values["roots"] = list(values.get("roots", [])) + extra
+            root_origins.update({str(p): "flag" for p in extra})
+            origins["roots"] = " + ".join(sorted(set(root_origins.values()), key=ORIGINS.index))
         else:
             values[key] = value
+            origins[key] = "flag"
     if search_values:
         values["search"] = dataclasses.replace(SearchConfig(), **search_values)
-    cfg = dataclasses.replace(base, **values)
+    cfg = dataclasses.replace(base, **values, origins=origins, root_origins=root_origins)
     if cfg.write_policy not in WRITE_POLICIES:
-        raise ConfigError(f"unknown write policy {cfg.write_policy!r}",
+        raise ConfigError(f"unknown write policy {cfg.write_policy!r}{_where(cfg, 'write_policy')}",
                           fix=f"use one of {', '.join(WRITE_POLICIES)}")
+    if cfg.embedder not in EMBEDDERS:
+        from .embeddings import available  # the registry: test and registered backends too
+
+        if cfg.embedder not in available():
+            raise ConfigError(f"unknown embedder {cfg.embedder!r}{_where(cfg, 'embedder')}",
+                              fix=f"use one of {', '.join(EMBEDDERS)}")
     return cfg
+
+
+def _where(cfg: Config, key: str) -> str:
+    """' (in <file>)' / ' (from ENV)' for a message about setting ``key``."""
+    origin = cfg.origin(key)
+    if origin == "file":
+        return f" (in {cfg.config_path})"
+    if origin == "environment":
+        return f" (from {_ENV.get(key, 'the environment')})"
+    return ""
