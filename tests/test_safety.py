@@ -419,3 +419,48 @@ def test_parse_never_raises_on_yaml_oddities():
     for text in ["---\n!!python/object:os.system x\n---\n", "---\n: :\n---\n", "---\n[1, 2\n---\n",
                  "---\nname: !!int abc\ndescription: d\n---\n", "---\n" + "a: " * 500 + "\n---\n"]:
         assert parse(text).skill is None
+
+
+# --- the database is an index: damage is named, deletion is survived ----------------------------------
+
+def _corrupt(db: Path) -> None:
+    size = db.stat().st_size
+    with open(db, "r+b") as f:
+        for off in range(4096, size, 4096 * 2):   # overwrite every other page but the header
+            f.seek(off)
+            f.write(os.urandom(4096))
+
+
+def test_a_damaged_database_is_named_and_rebuilt_from_the_files(tmp_path):
+    from skillshelf.errors import StoreError
+
+    lib = make(tmp_path)
+    for i in range(40):
+        write_skill(lib.config.workspace, f"skill-{i}", description=f"skill number {i} about docker",
+                    body="## S\n\n" + "text " * 400)
+    lib.sync()
+    lib.store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    lib.close()
+    db = lib.config.db_path
+    _corrupt(db)
+    with pytest.raises(StoreError, match="damaged.*skillshelf rebuild"):
+        lib2 = make(tmp_path)
+        lib2.sync()
+        lib2.list()
+        lib2.search("docker", log=False)
+    lib3, moved = Library.rebuild(tmp_path / "home", embedder="none", auto_sync=False)
+    assert moved is not None and moved.exists()
+    assert lib3.count() == 40 and lib3.store.quick_check() == "ok"
+
+
+def test_a_database_deleted_under_a_running_library_is_recreated(tmp_path):
+    lib = make(tmp_path)
+    write_skill(lib.config.workspace, "one", description="first skill about docker")
+    lib.sync()
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(str(lib.config.db_path) + suffix)
+        if p.exists():
+            p.unlink()
+    lib.sync()
+    assert [r.name for r in lib.list()] == ["one"]
+    assert lib.config.db_path.exists()

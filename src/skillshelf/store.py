@@ -18,8 +18,48 @@ def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+# SQLite's "the file is damaged" and "this is not a database": no retry helps, the files
+# can rebuild the index (usage history in it is what would be lost).
+_DAMAGED = {11, 26}   # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+def damaged(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.DatabaseError) and (
+        getattr(exc, "sqlite_errorcode", None) in _DAMAGED
+        or "malformed" in str(exc) or "not a database" in str(exc))
+
+
+def damaged_error(path: Path, exc: BaseException) -> StoreError:
+    return StoreError(f"the index database {path} is damaged ({exc})",
+                      fix="run `skillshelf rebuild`: it moves the damaged file aside and rebuilds the index "
+                          "from the skill files (usage history is kept only if the old file can be read)")
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose "database is damaged" errors name the file and the fix."""
+
+    store_path: Path
+
+    def execute(self, *args, **kw):  # type: ignore[override]
+        try:
+            return super().execute(*args, **kw)
+        except sqlite3.DatabaseError as exc:
+            if damaged(exc):
+                raise damaged_error(self.store_path, exc) from None
+            raise
+
+    def executemany(self, *args, **kw):  # type: ignore[override]
+        try:
+            return super().executemany(*args, **kw)
+        except sqlite3.DatabaseError as exc:
+            if damaged(exc):
+                raise damaged_error(self.store_path, exc) from None
+            raise
+
+
 class Store:
-    """One connection per thread to one database file."""
+    """One connection per thread to one database file. A database file deleted under a
+    running process is noticed at the next use and created again (the files re-fill it)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -29,6 +69,8 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.migrate()
         except sqlite3.DatabaseError as exc:
+            if damaged(exc):
+                raise damaged_error(self.path, exc) from None
             raise StoreError(f"cannot open database {self.path}: {exc}",
                              fix="move the file aside and run `skillshelf sync` to rebuild it") from None
         except OSError as exc:
@@ -38,21 +80,57 @@ class Store:
     @property
     def db(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and not self._still_there():
+            # deleted or replaced under us: this connection talks to a file nobody else sees
+            self.close()
+            conn = None
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fresh = self._connect()
+            self.migrate()
+            return fresh
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            conn.row_factory = sqlite3.Row
+            conn = self._connect()
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False,
+                               factory=_Connection)
+        conn.store_path = self.path
+        conn.row_factory = sqlite3.Row
+        self._local.conn = conn
+        try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=30000")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
-            self._local.conn = conn
+        except BaseException:
+            self.close()
+            raise
+        self._local.ino = self._inode()
         return conn
+
+    def _inode(self) -> int | None:
+        try:
+            return self.path.stat().st_ino
+        except OSError:
+            return None
+
+    def _still_there(self) -> bool:
+        return self._inode() == getattr(self._local, "ino", None)
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+    def quick_check(self) -> str:
+        """'ok', or what SQLite's quick_check found wrong."""
+        try:
+            rows = [r[0] for r in self.db.execute("PRAGMA quick_check(5)").fetchall()]
+        except (sqlite3.DatabaseError, StoreError) as exc:
+            return str(getattr(exc, "message", exc))
+        return "ok" if rows == ["ok"] else "; ".join(rows)
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
