@@ -315,10 +315,10 @@ def test_extend_ttl_prints_what_it_stores(tmp_path):
     exp0 = _dt.date.fromisoformat(lib.get("guide").expires_on)
     res = lib.extend_ttl("guide", 10)
     want = (exp0 + _dt.timedelta(days=10)).isoformat()
-    assert want in res.message and lib.get("guide").expires_on == want
+    assert res["expires_on"] == want and want in res["message"] and lib.get("guide").expires_on == want
     res = lib.extend_ttl("guide", 30)
     want = (exp0 + _dt.timedelta(days=40)).isoformat()
-    assert want in res.message and lib.get("guide").expires_on == want
+    assert res["expires_on"] == want and lib.get("guide").expires_on == want
 
 
 # --- concurrent writers -------------------------------------------------------------------------------
@@ -464,3 +464,22 @@ def test_a_database_deleted_under_a_running_library_is_recreated(tmp_path):
     lib.sync()
     assert [r.name for r in lib.list()] == ["one"]
     assert lib.config.db_path.exists()
+
+
+def test_reads_keep_working_when_the_index_cannot_be_written(tmp_path, monkeypatch, capsys):
+    import sqlite3
+
+    from skillshelf import index as indexmod
+
+    lib = Library(home=tmp_path / "home", embedder="none", auto_sync=True)
+    write_skill(lib.config.workspace, "one", description="first skill")
+    lib.sync()
+
+    def full(*a, **k):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(indexmod, "sync", full)
+    lib._last_check = 0.0
+    assert lib.get("one").name == "one"
+    assert [r.name for r in lib.list()] == ["one"]
+    assert "serving it as it is" in capsys.readouterr().err

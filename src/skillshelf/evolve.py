@@ -739,7 +739,7 @@ class Evolver:
                           message=msg + (" (" + "; ".join(notes) + ")" if notes else ""))
 
     # lifecycle ---------------------------------------------------------------------------------
-    def extend_ttl(self, name: str, days: int) -> SaveResult | dict:
+    def extend_ttl(self, name: str, days: int) -> dict:
         """Push the expiry DAYS further: from the current expiry, or from today when there is
         none or it has passed. What is printed is what is stored."""
         if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= skillmod.MAX_TTL_DAYS:
@@ -759,8 +759,8 @@ class Evolver:
         res = self.apply({"action": "FIX", "target_skill_name": rec.id, "ttl_days": ttl,
                           "reason": f"TTL extended by {days} days (expires {new_exp.isoformat()})"},
                          trigger="person")
-        res.message = f"{res.name} now expires on {new_exp.isoformat()} (v{res.version})"
-        return res
+        return {"name": res.name, "id": rec.id, "expires_on": new_exp.isoformat(), "version": res.version,
+                "message": f"{res.name} now expires on {new_exp.isoformat()} (v{res.version})"}
 
     def deprecate(self, name: str, reason: str) -> dict:
         reason = check_text(reason, "the reason", max_chars=MAX_REASON_CHARS).strip()
