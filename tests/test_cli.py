@@ -56,28 +56,23 @@ def test_show_and_doctor(home, tmp_path, monkeypatch):
     assert any(c["name"] == "embedder" and c["status"] == "warn" for c in data["checks"])
 
 
-def test_user_errors_are_one_line_without_traceback(home, monkeypatch):
-    import subprocess
-    import sys
-
+def test_user_errors_are_one_line_without_traceback(home, monkeypatch, capsys):
     monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
     run(home, "init", "--no-samples")
-    p = subprocess.run([sys.executable, "-m", "skillshelf.cli", "--home", str(home), "show", "nope"],
-                       capture_output=True, text=True)
-    assert p.returncode == 1
-    assert p.stderr.strip().startswith("error: no skill named 'nope'")
-    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
-    p = subprocess.run([sys.executable, "-m", "skillshelf.cli", "--home", str(home), "--root", "/nonexistent/x",
-                        "list"], capture_output=True, text=True)
-    assert p.returncode == 1 and "does not exist" in p.stderr and "Traceback" not in p.stderr
-    # a usage mistake (a global option after the command, an unknown option) is a usage error, not a crash
-    p = subprocess.run([sys.executable, "-m", "skillshelf.cli", "--home", str(home), "search", "cors", "--root", "x"],
-                       capture_output=True, text=True)
-    assert p.returncode == 2 and "No such option" in p.stderr and "--root" in p.stderr
-    assert "Traceback" not in p.stderr and "Usage:" in p.stderr
-    p = subprocess.run([sys.executable, "-m", "skillshelf.cli", "--home", str(home), "list", "--limit", "0"],
-                       capture_output=True, text=True)
-    assert p.returncode == 1 and "limit 0 is out of range" in p.stderr
+    g = ["--home", home]
+    code, _, e = cli(capsys, *g, "show", "nope")
+    assert code == 1 and e.startswith("error: no skill named 'nope'") and len(e.strip().splitlines()) == 1
+    code, _, e = cli(capsys, *g, "--root", "/nonexistent/x", "list")
+    assert code == 1 and "does not exist" in e and len(e.strip().splitlines()) == 1
+    # a usage mistake is exit 2 and one line naming the fix: a global option after the command ...
+    code, _, e = cli(capsys, *g, "search", "cors", "--root", "x")
+    assert code == 2 and len(e.strip().splitlines()) == 1
+    assert e.startswith("error: No such option: --root") and "put it before the command" in e
+    # ... an unknown option, a bad value
+    code, _, e = cli(capsys, *g, "list", "--bogus")
+    assert code == 2 and e.strip() == "error: No such option: --bogus — see `skillshelf list --help`"
+    code, _, e = cli(capsys, *g, "list", "--limit", "0")
+    assert code == 1 and "limit 0 is out of range" in e
 
 
 def test_validate_reports_findings_and_exit_code(tmp_path):
@@ -178,3 +173,143 @@ def test_skill_text_is_printed_literally_and_without_control_sequences(home, tmp
     # a hostile argument in an error message is made visible too
     code, _, e = cli(capsys, *g, "show", "no\x1b[31mpe")
     assert code == 1 and "\x1b" not in e
+
+
+def test_sync_shows_each_phase_and_the_whole_time(home, monkeypatch, capsys):
+    """The embedding after the last file is a phase of its own (with texts/s and time left),
+    and the time printed covers the whole sync, not only the file pass."""
+    import io
+    import time
+
+    from skillshelf import cli as climod
+    from skillshelf.index import SyncReport
+    from skillshelf.library import Library
+
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "fake")   # a model is configured (never loaded: sync is faked)
+    screen = io.StringIO()
+    monkeypatch.setattr(climod, "err", climod._SafeConsole(file=screen, force_terminal=True,
+                                                            force_interactive=True, width=160))
+
+    def fake_sync(self, *, progress=None, embed=True, embed_progress=None):
+        for i in range(4):
+            progress(i, 3)
+        time.sleep(0.3)                      # the model finishing what it embedded beside the files
+        for done in (32, 64, 96):
+            embed_progress(done, 128)
+            time.sleep(0.15)
+        embed_progress(128, 128)
+        return SyncReport(added=3, seconds=0.01)
+
+    monkeypatch.setattr(Library, "sync", fake_sync)
+    code, o, _ = cli(capsys, "--home", home, "sync")
+    assert code == 0
+    shown = screen.getvalue()
+    for phase in ("finding skill files", "reading · lexical index", "embedding (finishing)", "texts/s", "left"):
+        assert phase in shown, phase
+    seconds = float(o.rsplit("(", 1)[1].split("s)")[0])
+    assert seconds >= 0.7, o                  # not the 0.01 s of the file pass
+
+
+def test_filters_that_match_nothing_by_mistake_are_errors(home, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    coll = tmp_path / "collection"
+    for i in range(6):
+        write_skill(coll, f"tagged-{i}", extra="metadata:\n  tags: x\n  skill-type: WORKFLOW\n")
+    for i in range(4):
+        write_skill(coll, f"plain-{i}")
+    g = ["--home", home]
+    assert cli(capsys, *g, "init", "--no-samples")[0] == 0
+    assert cli(capsys, *g, "roots", "add", coll)[0] == 0
+    # --root takes the path given to `roots add`, or the label
+    for root in (str(coll), "collection"):
+        code, o, _ = cli(capsys, *g, "list", "--root", root, "--json")
+        assert code == 0 and len(json.loads(o)) == 10
+    code, _, e = cli(capsys, *g, "list", "--root", "colection")
+    assert code == 1 and e.startswith("error: no root 'colection'") and f"collection ({coll.resolve()})" in e
+    code, _, e = cli(capsys, *g, "list", "--type", "BOGUS")
+    assert code == 1 and "WORKFLOW" in e and "IMPLEMENTATION" in e
+    code, o, _ = cli(capsys, *g, "list", "--type", "workflow", "--json")
+    assert code == 0 and len(json.loads(o)) == 6
+    # the footer counts what the filter matched
+    code, o, _ = cli(capsys, *g, "list", "--tag", "x", "--limit", "2")
+    assert "2 shown of 6 matching" in o
+    code, o, _ = cli(capsys, *g, "list", "--tag", "x")
+    assert "shown of" not in o
+    code, o, _ = cli(capsys, *g, "list", "--limit", "1" * 30, "--json")
+    assert code == 0 and len(json.loads(o)) == 10        # "at most 10^30": all of them
+
+
+def test_contradictions_impossible_values_and_huge_numbers_are_one_line(home, monkeypatch, capsys):
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    g = ["--home", home]
+    assert cli(capsys, *g, "init")[0] == 0
+    code, _, e = cli(capsys, *g, "report-outcome", "git-conventional-commits", "--worked", "--failed")
+    assert code == 2 and "--worked and --failed contradict each other" in e and len(e.splitlines()) == 1
+    code, _, e = cli(capsys, *g, "report-outcome", "git-conventional-commits")
+    assert code == 2 and "--worked or --failed" in e
+    assert json.loads(cli(capsys, *g, "stats", "--json")[1])["reports"] == 0   # nothing was recorded
+    for cmd in (["report"], ["stats"]):
+        code, _, e = cli(capsys, *g, *cmd, "--since", "2026-13-45")
+        assert code == 2 and "'2026-13-45' is not a date: use YYYY-MM-DD" in e and len(e.splitlines()) == 1
+    code, _, e = cli(capsys, *g, "prune-usage", "--before", "2026-02-30", "--yes")
+    assert code == 2 and "is not a date" in e
+    code, _, e = cli(capsys, *g, "report-outcome", "git-conventional-commits", "--worked", "--query-id", "9" * 30)
+    assert code == 1 and e.startswith("error: no query with id 999") and len(e.splitlines()) == 1
+    # negative numbers are numbers, not unknown options
+    code, _, e = cli(capsys, *g, "extend-ttl", "git-conventional-commits", "-5")
+    assert code == 2 and "-5 is negative: the number of days must be positive" in e and "No such option" not in e
+    code, _, e = cli(capsys, *g, "rollback", "git-conventional-commits", "0")
+    assert code == 2 and "the version number must be positive" in e
+    code, _, e = cli(capsys, *g, "diff", "git-conventional-commits", "1", "-2")
+    assert code == 2 and "-2 is negative" in e
+
+
+def test_messages_speak_the_command_line(home, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    monkeypatch.delenv("WORKSPACE_FOLDER", raising=False)
+    monkeypatch.chdir(tmp_path)                       # no git repo: the current repo is unknown
+    g = ["--home", home]
+    assert cli(capsys, *g, "init")[0] == 0
+    code, _, e = cli(capsys, *g, "search", "cors", "--type", "NOPE")
+    assert code == 1 and "--type 'NOPE'" in e and "skill_type" not in e
+    code, _, e = cli(capsys, *g, "search", "cors", "--repo-scope", "current")
+    assert code == 1 and "--current-repo" in e and "current_repo" not in e and "repo_scope" not in e
+    # help shows PATH, not a Python type
+    code, o, _ = cli(capsys, "--help")
+    assert "--root PATH" in o and "list[Path]" not in o
+    # config: plain values, where each came from, no test backend, no credits to other projects
+    write_skill(tmp_path / "r", "a")
+    (home / "config.toml").write_text('write_policy = "open"\n')
+    monkeypatch.setenv("SKILLSHELF_HASH_QUERIES", "1")
+    code, o, _ = cli(capsys, *g, "--root", tmp_path / "r", "config")
+    assert code == 0 and "PosixPath" not in o and "fake" not in o
+    assert "the_librarian" not in o and "seeds" not in o and "Skills Lab" not in o
+    rows = {line.split()[0]: line.split()[1:] for line in o.splitlines()[2:] if line.strip()}
+    assert rows["home"][:2] == [str(home.resolve()), "flag"]
+    assert rows["roots"][:2] == [str(tmp_path / "r"), "flag"]
+    assert rows["write_policy"][:2] == ["open", "file"] and rows["hash_queries"][:2] == ["True", "environment"]
+    assert rows["embedder"][:2] == ["none", "environment"] and rows["search.rrf_k"][:2] == ["60", "default"]
+    data = json.loads(cli(capsys, *g, "config", "--json")[1])
+    assert data["write_policy"] == {"value": "open", "source": "file", "why": data["write_policy"]["why"]}
+    # an unknown embedder names the real choices (and not the test backend)
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "bogus")
+    code, _, e = cli(capsys, *g, "list")
+    assert code == 1 and "unknown embedder 'bogus' (from SKILLSHELF_EMBEDDER)" in e
+    assert "minilm, fastembed, ollama, openai, none" in e and "fake" not in e
+
+
+def test_doctor_summarises_name_clashes(home, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    root = tmp_path / "r"
+    for i in range(8):
+        write_skill(root, f"a/n{i}", name=f"n{i}")
+        write_skill(root, f"b/n{i}", name=f"n{i}")
+    g = ["--home", home, "--root", root]
+    assert cli(capsys, *g, "init", "--no-samples")[0] == 0
+    code, o, _ = cli(capsys, *g, "doctor")
+    clash_lines = [x for x in o.splitlines() if x.startswith("  n")]
+    assert "8 names are used by more than one skill" in o and len(clash_lines) == 5
+    assert "… and 3 more: `skillshelf doctor --verbose` lists them all" in o
+    code, o, _ = cli(capsys, *g, "doctor", "--verbose")
+    assert len([x for x in o.splitlines() if x.startswith("  n")]) == 8
+    assert len(json.loads(cli(capsys, *g, "doctor", "--json")[1])["clashes"]) == 8

@@ -6,6 +6,7 @@ These defects live in the entry point (``skillshelf.entry:main`` and ``cli.main`
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -111,3 +112,40 @@ def test_an_unusable_or_new_home_is_said_on_stderr(tmp_path):
     p = sk("list", home=Path("/proc/skillshelf-x"))
     assert p.returncode == 1
     assert one_line(p).startswith("error: cannot create the library home /proc/skillshelf-x")
+
+
+def test_sync_with_the_bundled_model_shows_its_phases(tmp_path):
+    root = tmp_path / "coll"
+    for i, topic in enumerate(("docker layers", "cors headers", "git rebase")):
+        write_skill(root, f"s{i}", description=f"How to handle {topic}")
+    tty = {"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1"}
+    p = sk("--root", str(root), "sync", home=tmp_path / "home", embedder="minilm", env=tty, timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr
+    assert "reading · lexical index" in p.stderr and "embedding" in p.stderr
+    assert "added 3" in p.stdout and re.search(r"embedded [1-9]", p.stdout)
+    assert p.stdout.rstrip().endswith("s)")
+
+
+def test_serve_refuses_bad_ports_and_arguments_before_announcing_a_url(tmp_path):
+    import socket
+
+    home = tmp_path / "home"
+    for port in ("99999", "70000", "0"):
+        p = sk("serve", "--http", "--port", port, home=home, timeout=20)
+        assert p.returncode == 2 and "http://" not in p.stderr
+        assert one_line(p) == f"error: port {port} is out of range: use a port from 1 to 65535 (default 8765) — " \
+                              "see `skillshelf serve --help`"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        p = sk("serve", "--http", "--port", str(port), home=home, timeout=20)
+    assert p.returncode == 1 and "http://" not in p.stderr
+    assert one_line(p) == f"error: cannot listen on 127.0.0.1:{port}: Address already in use — stop the program " \
+                          f"using port {port}, or pass another --port"
+    # one usage message, not argparse's and then click's
+    p = sk("serve", "--bogus", home=home, timeout=20)
+    assert p.returncode == 2 and one_line(p).startswith("error: No such option: --bogus")
+    p = sk("serve", home=Path("/proc/skillshelf-x"), timeout=20)
+    assert p.returncode == 1 and one_line(p).startswith("error: cannot create the library home")

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from typer.core import TyperCommand
 from rich.console import Console
+from rich.progress import ProgressColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -158,27 +160,21 @@ def init(samples: bool = typer.Option(True, "--samples/--no-samples", help="writ
 @app.command()
 def sync(json_out: bool = typer.Option(False, "--json", help="print the counts as JSON")) -> None:
     """Bring the index up to date with the files (only what changed is read)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    import time
 
     lib = _lib()
+    t0 = time.perf_counter()
     if json_out:
         rep = lib.sync()
-        _json(rep.as_dict())
+        d = rep.as_dict()
+        d["seconds"] = round(time.perf_counter() - t0, 3)   # the whole sync, embedding included
+        _json(d)
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as prog:
-        t_files = prog.add_task("reading skills", total=None)
-        t_vec = prog.add_task("embedding", total=None, visible=False)
-
-        def on_files(done: int, total: int) -> None:
-            prog.update(t_files, completed=done, total=total)
-
-        def on_vec(done: int, total: int) -> None:
-            prog.update(t_vec, completed=done, total=total, visible=True)
-
-        rep = lib.sync(progress=on_files, embed_progress=on_vec)
+    with _SyncProgress(embedding=lib.config.embedder != "none") as prog:
+        rep = lib.sync(progress=prog.on_files, embed_progress=prog.on_texts)
+    elapsed = time.perf_counter() - t0
     out.print(f"added {rep.added} · updated {rep.updated} · removed {rep.removed} · unchanged {rep.unchanged}"
-              f" · invalid {len(rep.invalid)} · embedded {rep.embedded} ({rep.seconds:.1f}s)")
+              f" · invalid {len(rep.invalid)} · embedded {rep.embedded} ({elapsed:.1f}s)")
     for inv in rep.invalid:
         line = f":{inv.line}" if inv.line else ""
         out.print(f"  invalid {inv.path}{line}: {inv.message}")
@@ -186,11 +182,77 @@ def sync(json_out: bool = typer.Option(False, "--json", help="print the counts a
         out.print(f"  note: {note}")
 
 
+class _SyncProgress:
+    """A sync's phases on stderr, one line each: finding the files, reading them into the
+    lexical index (files done of total, files/s, time left), and embedding (texts done of
+    total, texts/s, time left). The model embeds changed skills while they are read; what is
+    left after the last file shows as "embedding (finishing)" until the library reports
+    counts. Transient: the summary line replaces it."""
+
+    def __init__(self, *, embedding: bool):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.embedding = embedding
+        self.prog = Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
+                             _RateColumn(), TimeElapsedColumn(), _LeftColumn(), console=err, transient=True)
+        self.scan = self.prog.add_task("finding skill files", total=None)
+        self.read = self.prog.add_task("reading · lexical index", total=None, visible=False, unit="files")
+        self.embed = self.prog.add_task("embedding", total=None, visible=False, unit="texts")
+        self.counting = False
+
+    def __enter__(self) -> "_SyncProgress":
+        self.prog.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.prog.__exit__(*exc)
+
+    def on_files(self, done: int, total: int) -> None:
+        p = self.prog
+        if not p.tasks[self.read].visible:
+            p.update(self.scan, total=1, completed=1, visible=False)
+            p.update(self.read, visible=True)
+            p.reset(self.read, total=total, completed=done, visible=True)
+            if self.embedding and total:
+                p.update(self.embed, description="embedding (beside reading)", visible=True)
+        p.update(self.read, completed=done, total=total)
+        if done >= total and self.embedding and not self.counting:
+            p.update(self.embed, description="embedding (finishing)", visible=True)
+
+    def on_texts(self, done: int, total: int) -> None:
+        p = self.prog
+        if not self.counting:
+            self.counting = True
+            p.reset(self.embed, total=total, completed=0, visible=True, description="embedding")
+        p.update(self.embed, completed=done, total=total)
+
+
+class _RateColumn(ProgressColumn):
+    """Items per second of a counted task ("212 texts/s")."""
+
+    def render(self, task: Any) -> Text:
+        unit = task.fields.get("unit")
+        if not unit or task.total is None or not task.speed:
+            return Text("")
+        return Text(f"{task.speed:,.0f} {unit}/s")
+
+
+class _LeftColumn(ProgressColumn):
+    """Time left, once a counted task has a speed."""
+
+    def render(self, task: Any) -> Text:
+        if task.total is None or task.finished or task.time_remaining is None:
+            return Text("")
+        left = int(task.time_remaining)
+        return Text(f"~{left // 60}:{left % 60:02d} left")
+
+
 # --- reading --------------------------------------------------------------------------
 
 @app.command("list")
 def list_(
-    root: Optional[str] = typer.Option(None, help="only skills of this root label"),
+    root: Optional[str] = typer.Option(None, metavar="LABEL|PATH",
+                                       help="only skills of this root (its label, or the path given to roots add)"),
     skill_type: Optional[str] = typer.Option(None, "--type", help="IMPLEMENTATION | WORKFLOW | TROUBLESHOOTING | ..."),
     tag: Optional[str] = typer.Option(None, help="only skills with this tag"),
     name: Optional[str] = typer.Option(None, help="name contains"),
@@ -210,10 +272,15 @@ def list_(
         flag = "" if r.active else " (inactive)"
         flag += " (expired)" if r.expired else ""
         table.add_row(r.name + flag, r.skill_type or "", str(r.version), ",".join(r.tags[:4]), r.id)
-    out.print(table)
-    total = lib.count()
-    if len(recs) < total:
-        out.print(f"{len(recs)} shown of {total}; filter or use --limit / --json for all")
+    if recs:
+        out.print(table)
+    filtered = any(x is not None and x is not False for x in (root, skill_type, tag, name, invalid or None))
+    if len(recs) < recs.matched:
+        out.print(f"{len(recs)} shown of {recs.matched}{' matching' if filtered else ''}; "
+                  "use --limit N or --json for all")
+    elif not recs:
+        out.print("no skills match these filters" if filtered else
+                  "no skills indexed yet: add a collection with `skillshelf roots add PATH`, then `skillshelf sync`")
 
 
 @app.command()
@@ -308,8 +375,14 @@ def validate(paths: list[Path] = typer.Argument(..., help="SKILL.md files or fol
         raise typer.Exit(1)
 
 
+CLASH_EXAMPLES = 5
+INVALID_EXAMPLES = 20
+
+
 @app.command()
-def doctor(json_out: bool = typer.Option(False, "--json")) -> None:
+def doctor(json_out: bool = typer.Option(False, "--json"),
+           verbose: bool = typer.Option(False, "--verbose", "-v",
+                                        help="list every name clash and invalid file")) -> None:
     """Check configuration, roots, index, invalid files, name clashes and the embedder."""
     lib = _lib(warn_missing=False)   # doctor reports a missing root as a failed check
     rep = lib.doctor()
@@ -325,14 +398,23 @@ def doctor(json_out: bool = typer.Option(False, "--json")) -> None:
     for r in rep.roots:
         out.print(f"  {r['label']:20} {r['kind']:9} {'rw' if r['writable'] else 'ro'} {r['skill_files']:6} {r['path']}")
     if rep.invalid_files:
-        out.print("\ninvalid files (skipped):")
-        for i in rep.invalid_files:
+        shown_invalid = rep.invalid_files if verbose else rep.invalid_files[:INVALID_EXAMPLES]
+        out.print(f"\ninvalid files (skipped): {len(rep.invalid_files)}")
+        for i in shown_invalid:
             out.print(f"  {i['path']}{':' + str(i['line']) if i['line'] else ''}: {i['message']}")
+        if len(shown_invalid) < len(rep.invalid_files):
+            out.print(f"  … and {len(rep.invalid_files) - len(shown_invalid)} more: "
+                      "`skillshelf doctor --verbose` lists them all")
     if rep.clashes:
-        out.print(f"\nname clashes ({len(rep.clashes)}; the first id wins a lookup by name):")
-        for c in rep.clashes:
+        # a large collection has hundreds: a count and a few examples, all of them on request
+        shown = rep.clashes if verbose else rep.clashes[:CLASH_EXAMPLES]
+        out.print(f"\nname clashes: {len(rep.clashes)} names are used by more than one skill; the first id wins"
+                  f" a lookup by name{'' if verbose else ', for example'}:")
+        for c in shown:
             out.print(f"  {c.name}: {c.winner}  (also: {', '.join(c.others[:3])}"
                       f"{' …' if len(c.others) > 3 else ''})")
+        if len(shown) < len(rep.clashes):
+            out.print(f"  … and {len(rep.clashes) - len(shown)} more: `skillshelf doctor --verbose` lists them all")
     if not rep.ok:
         raise typer.Exit(1)
 
@@ -384,16 +466,49 @@ def demo(query: str = typer.Argument("my fetch to the Next.js API fails with a C
 # --- usage ----------------------------------------------------------------------------
 
 @app.command("report-outcome")
-def report_outcome(skill: str, worked: bool = typer.Option(..., "--worked/--failed"),
+def report_outcome(ctx: typer.Context, skill: str = typer.Argument(..., help="skill name or id"),
+                   worked: bool = typer.Option(False, "--worked", help="the skill worked"),
+                   failed: bool = typer.Option(False, "--failed", help="the skill did not work"),
                    note: str = typer.Option("", help="what happened"),
-                   query_id: Optional[int] = typer.Option(None)) -> None:
-    """Record whether a skill worked (append-only)."""
+                   query_id: Optional[int] = typer.Option(None, help="the query_id a search printed with --json"))\
+        -> None:
+    """Record whether a skill worked (append-only): --worked or --failed."""
+    if worked and failed:   # recording either would be a guess
+        raise _usage_error(ctx, "--worked and --failed contradict each other: pass one of them")
+    if not worked and not failed:
+        raise _usage_error(ctx, "say how it went: pass --worked or --failed")
     res = _lib().report_outcome(skill, worked, note=note, query_id=query_id, client="cli")
     out.print(f"recorded: {res['skill']} {'worked' if worked else 'failed'} ({res['reports']} reports)")
 
 
+def _usage_error(ctx: typer.Context, message: str) -> Exception:
+    """A usage error (exit 2) of the click copy typer runs on, for arguments that parse one by
+    one but not together."""
+    kind = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+    return kind(message, ctx=ctx)
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _date(value: Optional[str]) -> Optional[str]:
+    """An option that takes a calendar date: refused at parse time unless YYYY-MM-DD and real."""
+    import datetime as dt
+
+    if value is None:
+        return None
+    try:
+        if not _DATE.fullmatch(value.strip()):
+            raise ValueError(value)
+        dt.date.fromisoformat(value.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a date: use YYYY-MM-DD, e.g. 2026-01-31") from None
+    return value.strip()
+
+
 @app.command()
-def stats(since: Optional[str] = typer.Option(None, help="YYYY-MM-DD"),
+def stats(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYYY-MM-DD",
+                                             help="only usage from this day on"),
           json_out: bool = typer.Option(False, "--json")) -> None:
     """Curation statistics: most used, low success, never surfaced, gaps."""
     st = _lib().stats(since=since)
@@ -420,7 +535,8 @@ def stats(since: Optional[str] = typer.Option(None, help="YYYY-MM-DD"),
 
 
 @app.command()
-def report(since: Optional[str] = typer.Option(None, help="YYYY-MM-DD"),
+def report(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYYY-MM-DD",
+                                              help="only usage from this day on"),
            fmt: str = typer.Option("md", "--format", help="md | json")) -> None:
     """A usage report: what worked, the rewrite list, the kill list, the gaps."""
     text = _lib().usage_report(since=since, fmt=fmt)
@@ -428,7 +544,8 @@ def report(since: Optional[str] = typer.Option(None, help="YYYY-MM-DD"),
 
 
 @app.command("prune-usage")
-def prune_usage(before: str = typer.Option(..., help="delete usage rows older than this date (YYYY-MM-DD)"),
+def prune_usage(before: str = typer.Option(..., callback=_date, metavar="YYYY-MM-DD",
+                                           help="delete usage rows older than this day"),
                 yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
     """Delete old usage rows (the only way usage rows are ever deleted)."""
     if not yes and not typer.confirm(f"Delete all usage rows before {_clean(before)}?"):
@@ -512,29 +629,63 @@ def history(name: str, json_out: bool = typer.Option(False, "--json")) -> None:
 
 
 @app.command()
-def diff(name: str, v1: int, v2: int) -> None:
+class _CountArguments(TyperCommand):
+    """A command whose number arguments count something (days, versions): "-5" there is a
+    wrong number, not an unknown option ("No such option: -5")."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        for a in args:
+            if a == "--":
+                break
+            if _NEGATIVE.fullmatch(a):
+                raise _usage_error(ctx, f"{a} is negative: {ctx.command.what} must be positive")
+        return super().parse_args(ctx, args)
+
+
+_NEGATIVE = re.compile(r"-\d[\d_]*(\.\d*)?")
+
+
+def _counts(what: str) -> type:
+    return type("CountArguments", (_CountArguments,), {"what": what})
+
+
+def _positive(what: str):
+    def check(value: int) -> int:
+        if value is not None and value < 1:
+            raise typer.BadParameter(f"{value}: {what} must be positive")
+        return value
+    return check
+
+
+@app.command(cls=_counts("version numbers"))
+def diff(name: str = typer.Argument(..., help="skill name or id"),
+         v1: int = typer.Argument(..., callback=_positive("version numbers"), metavar="V1"),
+         v2: int = typer.Argument(..., callback=_positive("version numbers"), metavar="V2")) -> None:
     """Unified diff between two versions of a skill."""
     _write(_lib().diff(name, v1, v2) or "(no differences)\n")
 
 
-@app.command()
-def rollback(name: str, version: int) -> None:
+@app.command(cls=_counts("the version number"))
+def rollback(name: str = typer.Argument(..., help="skill name or id"),
+             version: int = typer.Argument(..., callback=_positive("the version number"), metavar="VERSION"))\
+        -> None:
     """Make the text of VERSION current again (as a new version)."""
     out.print(_lib().rollback(name, version).message)
 
 
-@app.command("extend-ttl")
-def extend_ttl(name: str, days: int) -> None:
+@app.command("extend-ttl", cls=_counts("the number of days"))
+def extend_ttl(name: str = typer.Argument(..., help="skill name or id"),
+               days: int = typer.Argument(..., callback=_positive("the number of days"), metavar="DAYS")) -> None:
     """Push a skill's expiry date DAYS further."""
     res = _lib().extend_ttl(name, days)
-    out.print(res.changelog["reason"] if res.changelog else res.message)
+    out.print(res["message"])
 
 
 @app.command()
 def deprecate(name: str, reason: str = typer.Option(..., help="why it should no longer be used")) -> None:
     """Mark a skill inactive (kept on disk, hidden from search)."""
     res = _lib().deprecate(name, reason)
-    out.print(f"{res['name']} is inactive: {res['reason']}")
+    out.print(res["message"])
 
 
 @app.command()
@@ -604,18 +755,42 @@ def run(argv: list[str] | None = None) -> int:
     try:
         rv = app(args=argv, prog_name="skillshelf", standalone_mode=False)
     except SkillshelfError as exc:
-        err.print(f"error: {_clean(str(exc))}")
+        err.print(f"error: {_cli_words(str(exc))}")
         return 1
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
         err.print("aborted")
         return 1
-    except _usage_errors() as exc:   # unknown option, missing argument, bad value: usage + one line
-        exc.show()
+    except _usage_errors() as exc:   # unknown option, missing argument, bad value
+        if type(exc).__name__ == "NoArgsIsHelpError":   # `skillshelf` alone: the help
+            exc.show()
+        else:
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "skillshelf"
+            fix = f"see `{where} --help`"
+            if getattr(exc, "option_name", None) in _GLOBAL_OPTIONS and where != "skillshelf":
+                fix = f"{exc.option_name} is a global option: put it before the command (skillshelf " \
+                      f"{exc.option_name} ... {where.split(' ', 1)[-1]} ...)"
+            err.print(f"error: {_clean(exc.format_message())} — {fix}")
         return exc.exit_code
     # a command returns None; click returns the code of a typer.Exit (or Ctrl-C's 130)
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+
+
+_GLOBAL_OPTIONS = ("--home", "--root", "--client-roots", "--no-client-roots")
+
+# The library names its parameters as the Python and MCP APIs spell them; the command line
+# spells them as options. Quoted values are left alone.
+_OPTION_NAMES = {"skill_type": "--type", "current_repo": "--current-repo", "repo_scope": "--repo-scope",
+                 "query_id": "--query-id", "include_inactive": "--include-inactive",
+                 "include_expired": "--include-expired", "name_contains": "--name", "write_policy": "--write-policy"}
+_OPTION_RE = re.compile(r"'[^']*'|\b(" + "|".join(_OPTION_NAMES) + r")\b")
+
+
+def _cli_words(message: str) -> str:
+    """A library message with API parameter names as CLI options, made safe to print."""
+    return _clean(_OPTION_RE.sub(lambda m: _OPTION_NAMES[m.group(1)] if m.group(1) else m.group(0), message))
 
 
 def _usage_errors() -> tuple[type[BaseException], ...]:

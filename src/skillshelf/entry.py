@@ -48,16 +48,23 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _serve(ns: argparse.Namespace) -> None:
+    """Start the MCP server. Every problem found before it starts is one line on stderr:
+    exit 2 for a bad argument, 1 for anything else (a port in use, an unusable home)."""
     import os
 
     from .errors import SkillshelfError
 
     try:
-        from .config import load
-        from .mcp_server import serve
+        from .config import ensure_home, load
 
+        if ns.http:
+            _check_port(ns.host, ns.port)
         cfg = load(ns.home or os.environ.get("SKILLSHELF_HOME"), roots=ns.root or None,
                    client_roots=ns.client_roots, write_policy=ns.write_policy)
+        ensure_home(cfg)
+        for m in cfg.missing_roots():   # stderr: stdout is the protocol
+            print(f"skillshelf: warning: {m.message}; left out — {m.fix}", file=sys.stderr)
+        from .mcp_server import serve
 
         def factory():
             from .library import Library
@@ -65,9 +72,48 @@ def _serve(ns: argparse.Namespace) -> None:
             return Library(config=cfg, client="mcp")
 
         serve(factory, http=ns.http, host=ns.host, port=ns.port, token=cfg.http_token)
+    except _BadArgument as exc:
+        print(f"error: {exc} — see `skillshelf serve --help`", file=sys.stderr)
+        sys.exit(2)
     except SkillshelfError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
+
+
+class _BadArgument(Exception):
+    """A serve argument that can never work (exit 2)."""
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse a port outside 1-65535 (``_BadArgument``), and a host and port this process
+    cannot listen on (``ConfigError``), before anything is printed: otherwise the server
+    announces its URL and then fails inside uvicorn with a traceback or "[Errno 98]"."""
+    import errno
+    import socket
+
+    from .errors import ConfigError
+
+    if not 1 <= port <= 65535:
+        raise _BadArgument(f"port {port} is out of range: use a port from 1 to 65535 (default 8765)")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError(f"cannot listen on {host}: {getattr(exc, 'strerror', None) or exc}",
+                          fix="pass --host with an address of this machine, e.g. 127.0.0.1") from None
+    family, kind, proto, _, addr = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        # as uvicorn binds: a port left in TIME_WAIT by a previous run is free, one in use is not
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                fix = f"stop the program using port {port}, or pass another --port"
+            elif exc.errno in (errno.EACCES, errno.EPERM):
+                fix = "ports below 1024 need privileges: pass --port 1024 or above"
+            else:
+                fix = "pass --host with an address of this machine, e.g. 127.0.0.1"
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", fix=fix) from None
 
 
 if __name__ == "__main__":

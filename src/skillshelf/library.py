@@ -139,6 +139,13 @@ class SkillRecord:
         return d
 
 
+class Listing(list):
+    """A page of ``Library.list``: the records, and ``matched``, how many skills match the
+    filters in all (more than ``len`` when a limit cut the page)."""
+
+    matched: int = 0
+
+
 @dataclass
 class Clash:
     name: str
@@ -498,17 +505,26 @@ class Library:
 
     def list(self, *, root: str | None = None, skill_type: str | None = None, tag: str | None = None,
              name_contains: str | None = None, include_inactive: bool = True, invalid_only: bool = False,
-             limit: int | None = None) -> list[SkillRecord]:
+             limit: int | None = None) -> "Listing":
+        """Skills matching every filter given, by name. ``root`` is a root's label or its path;
+        an unknown root or skill type is an error naming the valid ones (not an empty list).
+        The result's ``matched`` counts every match, also past ``limit``."""
         if limit is not None and int(limit) < 1:
             raise ValidationError(f"limit {limit} is out of range", fix="use a limit of 1 or more (or none for all)")
         self._maybe_sync()
         where, args = [], []
         if root:
             where.append("root = ?")
-            args.append(root)
+            args.append(self._root_label(root))
         if skill_type:
+            st = skill_type.strip().upper()
+            known = set(skillmod.SKILL_TYPES) | {r[0] for r in self.store.db.execute(
+                "SELECT DISTINCT skill_type FROM skills WHERE skill_type IS NOT NULL AND skill_type != ''")}
+            if st not in known:
+                raise ValidationError(f"unknown skill type {skill_type!r}",
+                                      fix=f"use one of {', '.join(skillmod.SKILL_TYPES)}")
             where.append("skill_type = ?")
-            args.append(skill_type.upper())
+            args.append(st)
         if tag:
             where.append("(',' || tags || ',') LIKE ?")
             args.append(f"%,{tag.lower()},%")
@@ -519,10 +535,30 @@ class Library:
             where.append("active = 1")
         if invalid_only:
             where.append("worst IN ('error', 'fatal')")
-        sql = f"SELECT {_COLS} FROM skills" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY name, id"
+        cond = " WHERE " + " AND ".join(where) if where else ""
+        sql = f"SELECT {_COLS} FROM skills{cond} ORDER BY name, id"
         if limit:
-            sql += f" LIMIT {int(limit)}"
-        return [_record(r) for r in self.store.db.execute(sql, args)]
+            sql += " LIMIT ?"   # "at most N": a limit past SQLite's integers means all of them
+            args_l = [*args, min(int(limit), 2**63 - 1)]
+        else:
+            args_l = args
+        rows = Listing(_record(r) for r in self.store.db.execute(sql, args_l))
+        rows.matched = len(rows)
+        if limit and len(rows) == min(int(limit), 2**63 - 1):
+            rows.matched = int(self.store.db.execute(f"SELECT COUNT(*) FROM skills{cond}", args).fetchone()[0])
+        return rows
+
+    def _root_label(self, root: str) -> str:
+        """The label of a root given by label or by path (``list --root``)."""
+        labels = {r.label for r in self.roots}
+        if root in labels:
+            return root
+        target = Path(root).expanduser().resolve()
+        for r in self.roots:
+            if r.path.resolve() == target:
+                return r.label
+        known = ", ".join(f"{r.label} ({r.path})" for r in self.roots)
+        raise ValidationError(f"no root {root!r} in this library", fix=f"use a root's label or path: {known}")
 
     def count(self) -> int:
         return int(self.store.db.execute("SELECT COUNT(*) FROM skills").fetchone()[0])
@@ -633,10 +669,12 @@ class Library:
             try:
                 qid = int(query_id)
             except (TypeError, ValueError):
-                raise ValidationError(f"query_id {query_id!r} is not a number",
-                                      fix="pass the query_id a search returned, or leave it empty") from None
-            if not self.store.db.execute("SELECT 1 FROM queries WHERE id=?", (qid,)).fetchone():
-                raise NotFoundError(f"no query with id {qid}", fix="pass the query_id a search returned, or none")
+                raise ValidationError(f"query id {query_id!r} is not a number",
+                                      fix="pass the query id a search returned, or leave it empty") from None
+            # past SQLite's integers no query can have the id (and the lookup itself would overflow)
+            if not 1 <= qid < 2**63 or not self.store.db.execute("SELECT 1 FROM queries WHERE id=?",
+                                                                 (qid,)).fetchone():
+                raise NotFoundError(f"no query with id {qid}", fix="pass the query id a search returned, or none")
         oid = usagemod.log_outcome(self.store, skill_id=rec.id, name=rec.name, worked=worked, note=note,
                                    query_id=qid, client=client or self.client)
         u = usagemod.per_skill_usage(self.store, rec.id, rec.name)
