@@ -77,20 +77,33 @@ def test_recency_penalty_and_worked_exemption(tmp_path):
     lib.sync()
     q = "kubernetes pod crash loop debugging"
     first = lib.search(q, log=False).hits[0].name
-    for _ in range(3):
-        lib.search(q, limit=1)  # logged: only the top hit collects recent recommendations
+    for other in ("debugging a kubernetes pod crash loop", "kubernetes crash loop pod debugging help",
+                  "pod crash loop in kubernetes: debugging"):
+        lib.search(other, limit=1)  # logged: only the top hit collects recent recommendations
     top_after = lib.search(q, log=False).hits[0].name
-    assert top_after != first  # repeated recommendations push it down
+    assert top_after != first  # recommended to other requests: pushed down for this one
     lib.report_outcome(first, True, note="it worked")
     assert lib.search(q, log=False).hits[0].name == first  # a confirmed winner is exempt
 
 
-def test_brainstorm_wildcards_are_not_logged(fake_lib):
-    res = fake_lib.search("docker", mode="brainstorm", limit=1)
+def test_brainstorm_wildcards_are_part_of_the_limit_and_not_logged(tmp_path):
+    root = tmp_path / "r"
+    for i in range(12):
+        write_skill(root, f"topic-{i:02d}", description=f"docker compose recipe number {i}")
+    for i in range(12):
+        write_skill(root, f"other-{i:02d}", description=f"gardening tip about roses number {i}")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    for limit in range(1, 9):
+        hits = lib.search("docker compose recipe", mode="brainstorm", limit=limit, log=False).hits
+        assert len(hits) == limit  # a limit is a limit: wildcards are counted in it
+        wild = [h for h in hits if h.wildcard]
+        assert len(wild) == min(2, (limit - 1) // 2) and all(h.wildcard for h in hits[len(hits) - len(wild):])
+    res = lib.search("docker compose recipe", mode="brainstorm", limit=5)
     wild = [h for h in res.hits if h.wildcard]
-    assert len(wild) == 2
-    rows = fake_lib.store.db.execute("SELECT skill_id FROM recommendations WHERE query_id=?", (res.query_id,)).fetchall()
-    assert {r[0] for r in rows}.isdisjoint({h.id for h in wild})
+    assert len(res.hits) == 5 and len(wild) == 2
+    rows = lib.store.db.execute("SELECT skill_id FROM recommendations WHERE query_id=?", (res.query_id,)).fetchall()
+    assert len(rows) == 3 and {r[0] for r in rows}.isdisjoint({h.id for h in wild})
 
 
 def test_log_false_leaves_no_trace(fake_lib):
@@ -182,8 +195,9 @@ def test_lexical_index_bm25f_against_hand_computed_scores(tmp_path):
 
 def test_hit_ref_names_the_copy_to_get(tmp_path):
     ro = tmp_path / "ro"
-    write_skill(ro, "deep/a/b/tip", name="tip", description="walrus tusk polishing, detailed walrus tusk guide")
-    write_skill(ro, "tip", description="a shorter note on something else")
+    write_skill(ro, "deep/a/b/tip", name="tip", description="walrus tusk polishing, detailed walrus tusk guide",
+                body="# Tusks\n\nBeeswax, a soft cloth, and patience.\n")
+    write_skill(ro, "tip", description="a shorter note on something else", body="# Other\n\nUnrelated notes.\n")
     lib = Library(home=tmp_path / "h", roots=[ro], embedder=FakeEmbedder(), auto_sync=False)
     lib.sync()
     hit = lib.search("detailed walrus tusk polishing guide", log=False).hits[0]

@@ -6,6 +6,7 @@ import sqlite3
 import pytest
 
 from skillshelf import Library
+from skillshelf.config import SearchConfig
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.usage import group_gaps
 
@@ -141,3 +142,33 @@ def test_group_gaps_is_deterministic():
             ("bake sourdough bread", "3")]
     g = group_gaps(rows)
     assert [(x.count, x.query) for x in g] == [(2, "reset a forgotten postgres password"), (1, "bake sourdough bread")]
+
+
+def test_searching_an_empty_library_is_not_a_gap(tmp_path):
+    lib = Library(home=tmp_path / "h", embedder=FakeEmbedder(), auto_sync=False)
+    res = lib.search("rotate a leaked AWS key")
+    st = lib.stats()
+    assert st.queries == 1 and st.gaps == []          # nothing could match: not a gap
+    assert res.hits == [] and not res.confident and "no skills" in (res.degraded or "")
+
+
+def test_most_used_ranks_by_reported_uses_not_times_shown(tmp_path):
+    root = tmp_path / "r"
+    for name, desc in SKILLS.items():
+        write_skill(root, name, description=desc)
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False,
+                  search=SearchConfig(recency_window=0))
+    lib.sync()
+    for _ in range(5):
+        lib.search(SKILLS["dead-skill"], limit=1)              # shown five times, never used
+    res = lib.search(SKILLS["cors-fix"], limit=1)
+    lib.report_outcome("cors-fix", True, query_id=res.query_id)
+    lib.report_outcome("cors-fix", True)
+    lib.report_outcome("flaky-tests", False)
+    lib.report_outcome("db-migrate", True)
+    st = lib.stats()
+    assert [u.name for u in st.most_used] == ["cors-fix", "db-migrate", "flaky-tests"]
+    shown = {u.name: u.times_shown for u in st.per_skill}
+    assert shown["dead-skill"] == 5 and shown["cors-fix"] == 1 and shown["flaky-tests"] == 0
+    d = st.as_dict()["per_skill"][0]
+    assert "times_shown" in d and "recommended" not in d

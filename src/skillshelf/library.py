@@ -405,29 +405,7 @@ class Library:
                current_repo: str | None = None, tags: list[str] | str | None = None,
                skill_type: str | None = None, include_inactive: bool = False, include_expired: bool = False,
                log: bool = True, client: str | None = None) -> SearchResult:
-        # A read must keep working when the database cannot be written (disk full, read-only
-        # file system or database): the rescan and the usage log are skipped, and `degraded`
-        # says so, instead of the search failing.
-        notes: list[str] = []
-
-        def skipped(exc: Exception) -> str:
-            reason = usagemod.write_failure(exc)
-            if reason is None:
-                raise exc
-            # a COMMIT that fails on a full disk may leave the transaction open: end it, so
-            # this connection's later reads see new data
-            if self.store.db.in_transaction:
-                try:
-                    self.store.db.execute("ROLLBACK")
-                except Exception:  # SQLite rolled it back already
-                    pass
-            return reason
-
-        try:
-            self._maybe_sync(embed=True)
-        except Exception as exc:
-            reason = skipped(exc)
-            notes.append(f"the index was not refreshed ({reason}): results come from the last sync")
+        self._maybe_sync(embed=True)
         if isinstance(tags, str):
             tags = [t for t in tags.split(",") if t.strip()]
         if repo_scope == "current" and not current_repo:
@@ -449,12 +427,15 @@ class Library:
                     confident=result.confident, degraded=result.degraded is not None, hits=result.hits,
                     latency_ms=result.latency_ms, hash_text=self.config.hash_queries)
             except Exception as exc:
-                reason = skipped(exc)
-                notes.append(f"usage not recorded ({reason}): the results are complete, but report_outcome"
-                             " cannot refer to this search")
-        if notes:
-            result.degraded = "; ".join(([result.degraded] if result.degraded else []) + notes)
-            print(f"skillshelf: {'; '.join(notes)}", file=sys.stderr)
+                # A read must keep working when the log cannot be written (disk full, read-only
+                # database or file system): the hits are returned and `degraded` says what is
+                # missing. Any other error is raised.
+                reason = usagemod.write_failure(exc)
+                if reason is None:
+                    raise
+                note = f"usage not recorded ({reason}): the hits are complete; report_outcome without a query_id"
+                result.degraded = f"{result.degraded}; {note}" if result.degraded else note
+                print(f"skillshelf: {note}", file=sys.stderr)
         return result
 
     def _rows_by_name(self, name: str) -> list:

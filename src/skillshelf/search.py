@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import random
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +36,80 @@ SCOPES = ("all", "current")
 # development set; the max-sim signal separates gaps better than the metadata cosine alone
 # (AUC 0.88 vs 0.83). Other embedding models need their own value (search.confident_threshold).
 CONFIDENT_COSINE = 0.43
+
+# What ``degraded`` says when the library has no skills: no request can be served, and that
+# is not a gap in a collection (such requests stay out of the gap list).
+EMPTY_LIBRARY = ("the library has no skills indexed yet: add a root (`skillshelf roots add PATH`)"
+                 " and run `skillshelf sync`")
+
+# Which copy of a group of copies a hit shows, among the copies in the request's language:
+# "original" -- the one a lookup by name returns (precedence: the original collection, not
+# a mirror or translation); "ranked" -- the best-ranked one when it is in that language.
+SHOW_COPY = "same"
+# Two copies with this cosine (metadata or body vectors) hold the same text: mirrors of one
+# skill, shown as the original. The value is the library's near-duplicate threshold.
+COPY_COSINE = 0.85
+
+
+# --- the language of a text: which copy of a group to show ----------------------------
+# Translated copies of a skill (docs/ja-JP/skills/x, docs/tr/skills/x, ...) collapse into one
+# hit; the copy shown should be one the requester can read. A cheap guess is enough: the
+# script of the letters (a text whose letters are mostly CJK, Hangul, Cyrillic ... is in that
+# script's language), and for Latin script a vote of a few frequent function words per
+# language. English is the default: short technical texts ("docker multi-stage build")
+# carry no function words at all, and agents ask in English unless told otherwise.
+_SCRIPTS = (("ja", "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"),          # kana (Japanese also uses Han)
+            ("ko", "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"),          # Hangul
+            ("zh", "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"),          # Han
+            ("ru", "\u0400-\u04ff"), ("el", "\u0370-\u03ff"), ("ar", "\u0600-\u06ff"),
+            ("he", "\u0590-\u05ff"), ("th", "\u0e00-\u0e7f"), ("hi", "\u0900-\u097f"))
+_SCRIPT_RES = tuple((code, re.compile(f"[{chars}]")) for code, chars in _SCRIPTS)
+_LATIN_RE = re.compile("[A-Za-z\u00c0-\u024f]")
+_WORDS_RE = re.compile(r"[^\W\d_]{2,}")
+# Words of two letters or more that are frequent in one language and rare in English
+# technical prose: single letters (Italian "e", Spanish "y") and words that are also
+# English or jargon ("do", "os", "com", "em", "es", "per", "mit", "di") are left out.
+_FUNCTION_WORDS = {
+    "en": "the and for with to of in is this that when use from your or on by are how not be it an as at can".split(),
+    "tr": "ve için ile bir bu olan veya gibi nasıl çok daha değil zaman olarak tüm her kullanın".split(),
+    "es": "el la los las en con para una del por cuando como cómo que se su".split(),
+    "pt": "para uma da não quando como que ao seu são".split(),
+    "de": "der das und für ist ein eine zu von nicht wenn auf dem oder wie".split(),
+    "fr": "le la les et en pour avec des une est dans que quand sur aux ou".split(),
+    "it": "il la gli con che una quando sono della delle".split(),
+}
+_WORD_LANG: dict[str, list[str]] = {}
+for _code, _words in _FUNCTION_WORDS.items():
+    for _w in _words:
+        _WORD_LANG.setdefault(_w, []).append(_code)
+_TURKISH_LETTERS = re.compile("[ğış]")
+
+
+def text_language(text: str) -> str:
+    """A guess at the language of ``text``: an ISO 639-1 code, "en" when nothing says
+    otherwise. Scripts first: CJK, Hangul and other non-Latin letters making up at least
+    a third of the text's letters (a CJK character counted as two Latin letters) decide
+    it; kana among Han characters mean Japanese. Then, for Latin script, the language
+    whose function words occur most, if it beats English with at least two of them."""
+    text = text or ""
+    counts = {code: len(rx.findall(text)) for code, rx in _SCRIPT_RES}
+    other = sum(counts.values())
+    if other and 2 * other >= 0.5 * len(_LATIN_RE.findall(text)):
+        if counts["ja"] and counts["ja"] >= 0.1 * (counts["ja"] + counts["zh"]):
+            return "ja"
+        return max(counts, key=lambda c: counts[c])
+    votes: dict[str, int] = {}
+    for w in _WORDS_RE.findall(text.lower()):
+        for code in _WORD_LANG.get(w, ()):
+            votes[code] = votes.get(code, 0) + 1
+        if _TURKISH_LETTERS.search(w):
+            votes["tr"] = votes.get("tr", 0) + 1
+    en = votes.pop("en", 0)
+    if votes:
+        code, n = max(votes.items(), key=lambda kv: kv[1])
+        if n >= 2 and n > en:
+            return code
+    return "en"
 
 
 @dataclass
@@ -108,7 +183,7 @@ class _Meta:
 
 
 _HIT_COLS = ("rowid, id, name, path, description, display_name, skill_type, repo, version, tags, active,"
-             " expires_on, metadata, kind, rel, name_key")
+             " expires_on, metadata, kind, rel, name_key, content_hash, substr(body, 1, 400) AS opening")
 
 
 def rrf(lists: list[list[int]], weights: list[float], k: int) -> dict[int, float]:
@@ -151,6 +226,7 @@ class Searcher:
         self._bindex: vectors.ExactIndex | None = None   # body vectors (part 1), or None
         self._rng = random.Random()
         self._masks: dict[tuple, np.ndarray] = {}
+        self._langs: dict[tuple, tuple[str, str]] = {}   # (rowid, content hash) -> languages
         self._lex = lexical.LexicalIndex(store, (settings.weight_name, settings.weight_description,
                                                  settings.weight_tags, settings.weight_headings, settings.weight_body))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillshelf-embed")
@@ -283,7 +359,11 @@ class Searcher:
     def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
                current_repo: str | None = None, tags: list[str] | None = None, skill_type: str | None = None,
                include_inactive: bool = False, include_expired: bool = False,
-               recent: dict[str, int] | None = None, worked: set[str] | None = None) -> SearchResult:
+               recent: dict[str, int] | None = None, worked=None) -> SearchResult:
+        """``recent``: skill id -> appearances in the recent requests the anti-repeat policy
+        counts (the caller leaves repeats of this request out); ``worked``: a set of skill
+        ids, or a function from skill ids to those whose latest outcome worked -- a group
+        with such a copy is exempt from the penalty."""
         t0 = time.perf_counter()
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("the query is empty", fix="describe the task in a few words")
@@ -298,7 +378,9 @@ class Searcher:
             meta = self._ensure_meta()
         n = len(meta.rowids)
         if n == 0:
-            return SearchResult(query, mode, [], False, None, latency_ms=(time.perf_counter() - t0) * 1000)
+            # Nothing can match: not a gap in a collection. Saying so (``degraded``) also keeps
+            # the request out of the gap list, and tells a new user what to do.
+            return SearchResult(query, mode, [], False, EMPTY_LIBRARY, latency_ms=(time.perf_counter() - t0) * 1000)
 
         allowed = self._allowed(meta, repo_scope, current_repo, tags, skill_type, include_inactive, include_expired)
         embedder, degraded = self._embedder_provider()
@@ -372,38 +454,60 @@ class Searcher:
 
         top = fused[reps[0]]
         rel = {p: fused[p] / top for p in reps}
-        for p, times in self._recent_positions(meta, recent, worked).items():
-            if p in rel:
+        for g, times in self._recent_groups(meta, recent, worked).items():
+            p = groups.get(g)
+            if p is not None:
                 rel[p] -= s.recency_penalty * times
         pool = sorted(reps, key=lambda p: -rel[p])[: max(limit * 3, 15)]
         lam = s.mmr_lambda_find if mode == "find" else s.mmr_lambda_brainstorm
-        chosen = self._mmr(pool, rel, lam, limit, vi if qvec is not None else None)
+        # brainstorm's wildcards are part of the limit, never on top of it; the relevant hits
+        # keep the majority (limit 5: 3 + 2; limit 3: 2 + 1; limit 1 or 2: no wildcard)
+        n_wild = min(s.wildcards, (limit - 1) // 2) if mode == "brainstorm" else 0
+        chosen = self._mmr(pool, rel, lam, limit - n_wild, vi if qvec is not None else None)
 
-        confident = self._confident(chosen, cos)
         # one read for the shown hits and their copies (each hit names its copies and the
         # copy a lookup by name would return)
         rows = self.rows(list({int(i) for p in chosen for i in meta.members(p)} | set(chosen)), meta)
-        hits = [self._hit(meta, rows, p, rel[p], cos) for p in chosen]
-        if mode == "brainstorm" and s.wildcards:
+        qlang = text_language(query)
+        hits = [self._hit(meta, rows, p, self._shown_copy(meta, rows, p, qlang, allowed, fused, (vi, bi)), cos)
+                for p in chosen]
+        # served when one of the first three hits is a likely match (the score an agent sees)
+        confident = any(h.match == "likely" for h in hits[:3])
+        if n_wild:
             # "outside the relevant set": not shown and not among the next-best candidates;
             # a small library falls back to "not shown"
             shown = {int(i) for p in chosen for i in meta.members(p)}
-            hits.extend(self._wildcards(meta, shown | set(pool[: limit * 2]), shown, allowed, s.wildcards))
+            hits.extend(self._wildcards(meta, shown | set(pool[: limit * 2]), shown, allowed, n_wild, cos, qlang))
         return SearchResult(query, mode, hits, confident, degraded,
                             latency_ms=(time.perf_counter() - t0) * 1000)
 
-    def _recent_positions(self, meta: _Meta, recent: dict[str, int] | None,
-                          worked: set[str] | None) -> dict[int, int]:
-        """Position -> recent appearances, for recently shown skills not reported as worked."""
-        ids = [i for i in (recent or {}) if not (worked and i in worked)]
-        out: dict[int, int] = {}
+    def _recent_groups(self, meta: _Meta, recent: dict[str, int] | None, worked) -> dict[int, int]:
+        """Copy group -> recent appearances of any of its copies, for the groups none of
+        whose copies was last reported as worked (``worked``: skill ids -> those of them
+        whose latest outcome worked). Groups, not ids: the copy shown for a group can
+        change between requests (language, filters), and an outcome is reported against
+        the copy a name resolves to."""
+        if not recent:
+            return {}
+        ids = list(recent)
+        copies: dict[str, int] = {}        # skill id -> group, for every copy of a recent group
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             q = ",".join("?" * len(chunk))
-            found = self.store.db.execute(f"SELECT rowid, id FROM skills WHERE id IN ({q})", chunk).fetchall()
+            found = self.store.db.execute(
+                f"SELECT DISTINCT s2.rowid, s2.id FROM skills s1 JOIN skills s2 ON s2.name_key = s1.name_key"
+                f" WHERE s1.id IN ({q})", chunk).fetchall()
             for (_, sid), p in zip(found, meta.positions([r[0] for r in found])):
                 if p >= 0:
-                    out[int(p)] = recent[sid]
+                    copies[sid] = int(meta.group[p])
+        out: dict[int, int] = {}
+        for sid, g in copies.items():
+            if sid in recent:
+                out[g] = out.get(g, 0) + recent[sid]
+        if out and worked is not None:
+            done = worked(list(copies)) if callable(worked) else set(worked) & set(copies)
+            for sid in done:
+                out.pop(copies[sid], None)
         return out
 
     def _allowed(self, meta: _Meta, repo_scope, current_repo, tags, skill_type, include_inactive,
@@ -481,36 +585,92 @@ class Searcher:
     def _threshold(self) -> float:
         return self.s.confident_threshold or CONFIDENT_COSINE
 
-    def _confident(self, chosen: list[int], cos) -> bool:
-        sims = [c for c in (cos(p) for p in chosen[:3]) if c is not None]
-        # lexical-only: no calibrated signal; "not confident" (and `degraded` says why)
-        return bool(sims) and max(sims) >= self._threshold()
+    def _language(self, row) -> tuple[str, str]:
+        """(language of the description, language of the body's opening) of a skills row."""
+        key = (row["rowid"], row["content_hash"])
+        got = self._langs.get(key)
+        if got is None:
+            got = (text_language(row["description"]) if (row["description"] or "").strip() else "",
+                   text_language(row["opening"]) if (row["opening"] or "").strip() else "")
+            if len(self._langs) > 50_000:
+                self._langs.clear()
+            self._langs[key] = got
+        return got
 
-    def _hit(self, meta: _Meta, rows: dict[int, Any], p: int, score: float, cos) -> Hit:
-        """The hit at position ``p``; ``rows`` holds its row and its copies' rows."""
-        row = rows[p]
+    def _shown_copy(self, meta: _Meta, rows: dict[int, Any], p: int, qlang: str, allowed,
+                    fused: dict[int, float] | None = None, vecs: tuple = ()) -> int:
+        """The copy of ``p``'s group to show. Only copies in the request's language compete
+        (both description and body opening in it when such a copy exists, else one of
+        them); ``p`` itself when none is. Among them the best-ranked one, or, when other
+        copies have the same text (cosine >= ``COPY_COSINE`` by metadata or body vector:
+        mirrors of one skill, not different skills that share a name), the one a lookup by
+        name returns: the original collection's, by precedence."""
+        group = [int(i) for i in meta.members(p)]
+        if len(group) == 1 or SHOW_COPY == "off":
+            return p
+        from .sources import precedence_key
+
+        def original(cands: list[int]) -> int:
+            return min(cands, key=lambda i: precedence_key(rows[i]["kind"], rows[i]["rel"], rows[i]["id"],
+                                                           self._canonical))
+
+        tiers: dict[int, list[int]] = {}
+        for i in group:
+            if i not in rows or (allowed is not None and not allowed[i]) or not meta.active[i]:
+                continue
+            desc, opening = self._language(rows[i])
+            parts = [x for x in (desc, opening) if x]
+            # a missing part (no description, an empty body) counts as agreeing
+            tier = 2 if parts and all(x == qlang for x in parts) else int(qlang in parts)
+            if tier:
+                tiers.setdefault(tier, []).append(i)
+        if not tiers:
+            return p
+        cands = tiers[max(tiers)]
+        fused = fused or {}
+        ranked = [i for i in cands if fused.get(i)]
+        best = max(ranked, key=lambda i: fused[i]) if ranked else original(cands)
+        if SHOW_COPY == "ranked":
+            return best
+        if SHOW_COPY == "original":
+            return original(cands)
+        same = [best]
+        for i in cands:
+            if i != best and any(ix is not None and ix.has[i] and ix.has[best]
+                                 and float(ix.vectors([i])[0] @ ix.vectors([best])[0]) >= COPY_COSINE
+                                 for ix in vecs):
+                same.append(i)
+        return original(same)
+
+    def _hit(self, meta: _Meta, rows: dict[int, Any], p: int, q: int, cos) -> Hit:
+        """The hit for group representative ``p`` (the copy that ranked), shown as its copy
+        ``q``; ``rows`` holds the rows of the group. Its score is the max-sim cosine of the
+        request to the better of the two copies (the group's evidence), 0 without vectors."""
+        row = rows[q]
         group = meta.members(p)
         copy_ids: list[str] = []
         ref = row["name"]
         if len(group) > 1:
             from .sources import precedence_key
 
-            copy_ids = [rows[int(i)]["id"] for i in group if int(i) != p and int(i) in rows]
+            copy_ids = [rows[int(i)]["id"] for i in group if int(i) != q and int(i) in rows]
             same = [rows[int(i)] for i in group if int(i) in rows and rows[int(i)]["name"] == row["name"]]
             winner = min(same, key=lambda r: precedence_key(r["kind"], r["rel"], r["id"], self._canonical))
             ref = row["name"] if winner["id"] == row["id"] else row["id"]
-        c = cos(p) if cos is not None else None
-        likely = c is not None and c >= self._threshold()
+        sims = [c for c in ((cos(p), cos(q)) if cos is not None else ()) if c is not None]
+        score = max(sims) if sims else 0.0
+        likely = bool(sims) and score >= self._threshold()
         return Hit(
-            id=row["id"], name=row["name"], path=row["path"], score=round(float(score), 4),
+            id=row["id"], name=row["name"], path=row["path"], score=round(float(score), 3),
             match="likely" if likely else "weak", description=trim(row["description"], self.s.description_chars),
             display_name=row["display_name"] or row["name"], skill_type=row["skill_type"], repo=row["repo"],
             version=row["version"], tags=[t for t in (row["tags"] or "").split(",") if t], copies=len(group),
             copy_ids=copy_ids[:10], active=bool(row["active"]),
-            expired=bool(meta.expires[p] and meta.expires[p] < _dt.date.today().toordinal()),
+            expired=bool(meta.expires[q] and meta.expires[q] < _dt.date.today().toordinal()),
             lineage=_lineage(row["metadata"]), ref=ref)
 
-    def _wildcards(self, meta: _Meta, exclude: set[int], fallback: set[int], allowed, k: int) -> list[Hit]:
+    def _wildcards(self, meta: _Meta, exclude: set[int], fallback: set[int], allowed, k: int, cos,
+                   qlang: str) -> list[Hit]:
         def pick(ex: set[int]) -> np.ndarray:
             ok = meta.active.copy() if allowed is None else (meta.active & allowed)
             ok[list(ex)] = False
@@ -523,7 +683,7 @@ class Searcher:
         rows = self.rows(list({int(i) for p in picks for i in meta.members(p)}), meta)
         out = []
         for p in picks:
-            h = self._hit(meta, rows, p, 0.0, None)
+            h = self._hit(meta, rows, p, self._shown_copy(meta, rows, p, qlang, allowed), cos)
             h.wildcard = True
             out.append(h)
         return out

@@ -4,8 +4,11 @@ statistics built on them. Nothing here leaves the machine."""
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import re
+import sqlite3
+import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -14,15 +17,76 @@ from .store import Store, now
 from .text import sha256, tokenize
 
 
+def normalize_request(text: str) -> str:
+    """The form in which two requests count as the same: Unicode-normalised, case-folded,
+    words only ("My docker image is HUGE!" == "my docker image is huge")."""
+    folded = unicodedata.normalize("NFKC", text or "").casefold()
+    return " ".join(re.findall(r"[^\W_]+", folded))
+
+
+def request_hash(text: str) -> str:
+    """What the log keeps of a request to recognise a repeat (also with ``hash_queries``)."""
+    return sha256(normalize_request(text))
+
+
+_SQLITE_WRITE_FAILURES = {3: "no permission to write the database", 5: "the database is locked",
+                          8: "the database is read-only", 10: "disk I/O error", 13: "the disk is full",
+                          14: "the database file cannot be opened for writing"}
+_OS_WRITE_FAILURES = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+                      errno.EROFS: "the file system is read-only", errno.EACCES: "no permission to write",
+                      errno.EPERM: "no permission to write", errno.EIO: "disk I/O error"}
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """Why a write failed, when ``exc`` (or an error it was raised from) is a failure a
+    read can go on without -- disk full, read-only database or file system, I/O error,
+    locked database -- else None (a real error, to be raised)."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, sqlite3.Error):
+            code = getattr(e, "sqlite_errorcode", None)
+            if code is not None and code & 0xFF in _SQLITE_WRITE_FAILURES:
+                return _SQLITE_WRITE_FAILURES[code & 0xFF]
+            msg = str(e).lower()
+            for needle, reason in (("disk is full", 13), ("readonly", 8), ("read-only", 8), ("disk i/o", 10),
+                                   ("is locked", 5)):
+                if needle in msg:
+                    return _SQLITE_WRITE_FAILURES[reason]
+        elif isinstance(e, OSError) and e.errno in _OS_WRITE_FAILURES:
+            return _OS_WRITE_FAILURES[e.errno]
+        e = e.__cause__ or e.__context__
+    return None
+
+
 def log_query(store: Store, *, text: str, mode: str, filters: dict, client: str | None, confident: bool,
               degraded: bool, hits: list, latency_ms: float, hash_text: bool, at: str | None = None) -> int:
     """One query row plus one row per recommended hit (wildcards are not recommendations)."""
     at = at or now()
+    try:
+        return _insert_query(store, at=at, text=text, mode=mode, filters=filters, client=client,
+                             confident=confident, degraded=degraded, hits=hits, latency_ms=latency_ms,
+                             hash_text=hash_text)
+    except BaseException:
+        # A COMMIT that fails (disk full, I/O error) may leave the transaction open on this
+        # thread's connection, which would then read an old snapshot and refuse the next BEGIN.
+        db = store.db
+        if db.in_transaction:
+            try:
+                db.execute("ROLLBACK")
+            except sqlite3.Error:  # SQLite ended it already
+                pass
+        raise
+
+
+def _insert_query(store: Store, *, at: str, text: str, mode: str, filters: dict, client: str | None,
+                  confident: bool, degraded: bool, hits: list, latency_ms: float, hash_text: bool) -> int:
     with store.tx() as tx:
         cur = tx.execute(
             "INSERT INTO queries (at, text, text_hash, mode, filters, client, confident, degraded, n_hits, latency_ms)"
             " VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (at, None if hash_text else text, sha256(text.strip().lower()), mode,
+            (at, None if hash_text else text, request_hash(text), mode,
              json.dumps(filters, sort_keys=True), client, int(confident), int(bool(degraded)),
              len(hits), float(latency_ms)))
         qid = int(cur.lastrowid)
@@ -47,13 +111,27 @@ def log_outcome(store: Store, *, skill_id: str | None, name: str, worked: bool, 
     return int(cur.lastrowid)
 
 
-def recent_counts(store: Store, window: int) -> dict[str, int]:
-    """How often each skill was recommended in the last ``window`` logged queries."""
+def recent_counts(store: Store, window: int, *, exclude_request: str | None = None) -> dict[str, int]:
+    """How often each skill was recommended in the last ``window`` logged requests, repeats
+    of ``exclude_request`` (same normalised text) left out: the anti-repeat policy spreads
+    different requests over the collection, it must not change the answer to the same one.
+    The window is counted without the repeats too, so a repeat sees the same recent requests
+    as the first ask did."""
     if window <= 0:
         return {}
-    rows = store.db.execute("""
-        SELECT skill_id, COUNT(*) FROM recommendations
-        WHERE query_id IN (SELECT id FROM queries ORDER BY id DESC LIMIT ?) GROUP BY skill_id""", (window,))
+    skip = request_hash(exclude_request) if exclude_request is not None else ""
+    qids = [r[0] for r in store.db.execute(
+        "SELECT id FROM queries WHERE text_hash != ? ORDER BY id DESC LIMIT ?", (skip, window))]
+    if not qids:
+        return {}
+    # recommendations are written with their query, in one transaction: the rows of the
+    # last queries are the last rows, and their number is bounded by the queries' n_hits
+    # (no full scan of a long log on every search)
+    bound = store.db.execute("SELECT COALESCE(SUM(n_hits), 0) FROM queries WHERE id >= ?", (min(qids),)).fetchone()[0]
+    q = ",".join("?" * len(qids))
+    rows = store.db.execute(f"""
+        SELECT skill_id, COUNT(*) FROM (SELECT query_id, skill_id FROM recommendations ORDER BY id DESC LIMIT ?)
+        WHERE query_id IN ({q}) GROUP BY skill_id""", (int(bound), *qids))
     return {r[0]: int(r[1]) for r in rows}
 
 
@@ -73,9 +151,12 @@ def worked_latest(store: Store, skill_ids: list[str]) -> set[str]:
 
 @dataclass
 class SkillUsage:
+    """One skill's usage: ``times_shown`` counts the searches that listed it (not uses);
+    ``reports`` the outcomes reported for it (uses), ``worked`` / ``failed`` split them."""
+
     id: str
     name: str
-    recommended: int = 0
+    times_shown: int = 0
     reports: int = 0
     worked: int = 0
     failed: int = 0
@@ -85,6 +166,11 @@ class SkillUsage:
     @property
     def success_rate(self) -> float | None:
         return (self.worked / self.reports) if self.reports else None
+
+    @property
+    def recommended(self) -> int:
+        """The former name of ``times_shown`` (kept for callers not yet renamed)."""
+        return self.times_shown
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -183,7 +269,7 @@ def compute_stats(store: Store, *, since: str | None = None, min_uses: int = 3, 
     for r in db.execute("SELECT skill_id, name, COUNT(*) c, MAX(at) last FROM recommendations WHERE at >= ?"
                         " GROUP BY skill_id", (since_at,)):
         u = get(r["skill_id"], r["name"])
-        u.recommended = int(r["c"])
+        u.times_shown = int(r["c"])
     orows = db.execute("SELECT * FROM outcomes WHERE at >= ? ORDER BY id", (since_at,)).fetchall()
     reported_queries = set()
     for o in orows:
@@ -206,11 +292,14 @@ def compute_stats(store: Store, *, since: str | None = None, min_uses: int = 3, 
     # active skills only are kill candidates
     active = {r[0] for r in db.execute("SELECT id FROM skills WHERE active = 1")}
     never = [x for x in never if x["id"] in active]
-    per_skill = sorted(usage.values(), key=lambda u: (-(u.reports + u.recommended), u.id))
+    per_skill = sorted(usage.values(), key=lambda u: (-(u.reports + u.times_shown), u.id))
     low = [u for u in per_skill if u.reports >= min_uses and (u.success_rate or 0.0) < low_rate]
     low.sort(key=lambda u: (u.success_rate or 0.0, -u.reports, u.id))
     worked = sorted([u for u in per_skill if u.worked], key=lambda u: (-u.worked, u.id))
-    most = sorted(per_skill, key=lambda u: (-u.reports, -u.recommended, u.id))[:top]
+    # "most used" means used: skills with reported outcomes, ranked by reports and then by
+    # how many worked. Being shown is not being used (times_shown is its own field).
+    most = sorted((u for u in per_skill if u.reports), key=lambda u: (-u.reports, -u.worked, -u.times_shown,
+                                                                       u.id))[:top]
     gap_rows = [(q["text"] or f"(hashed query {q['id']})", q["at"]) for q in finds
                 if not q["confident"] and not q["degraded"]]  # lexical-only runs have no confidence signal
     return Stats(
@@ -275,7 +364,7 @@ def prune(store: Store, before: str) -> int:
 def per_skill_usage(store: Store, skill_id: str, name: str) -> SkillUsage:
     u = SkillUsage(skill_id, name)
     r = store.db.execute("SELECT COUNT(*), MAX(at) FROM recommendations WHERE skill_id=?", (skill_id,)).fetchone()
-    u.recommended = int(r[0])
+    u.times_shown = int(r[0])
     for o in store.db.execute("SELECT worked, note, at FROM outcomes WHERE skill_id=? OR (skill_id IS NULL AND name=?)"
                               " ORDER BY id", (skill_id, name)):
         u.reports += 1

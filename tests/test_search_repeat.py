@@ -1,0 +1,72 @@
+"""The anti-repeat policy spreads different requests over the collection; it must not change
+the answer to the same request asked again."""
+
+from skillshelf import Library
+from skillshelf.config import SearchConfig
+from skillshelf.embeddings.fake import FakeEmbedder
+
+from conftest import write_skill
+
+
+def _lib(tmp_path, **kw):
+    root = tmp_path / "r"
+    write_skill(root, "alpha-guide", description="kubernetes pod crash loop debugging")
+    write_skill(root, "beta-guide", description="kubernetes pod crash loop debugging steps")
+    write_skill(root, "gamma-guide", description="kubernetes pod crash loop debugging with kubectl logs")
+    write_skill(root, "delta-guide", description="kubernetes pod restarts and crash loop back-off")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False, **kw)
+    lib.sync()
+    return lib
+
+
+def test_asking_the_same_request_again_keeps_its_answer(tmp_path):
+    lib = _lib(tmp_path)
+    q = "kubernetes pod crash loop debugging"
+    answers = [[h.id for h in lib.search(q, limit=3).hits] for _ in range(3)]
+    assert answers[0] == answers[1] == answers[2]
+    # the same request in other case, spacing and punctuation is the same request
+    again = lib.search("  Kubernetes POD crash-loop debugging! ", limit=3)
+    assert [h.id for h in again.hits] == answers[0]
+
+
+def test_a_repeat_sees_the_same_window_as_the_first_ask(tmp_path):
+    """With a window of 2 the first ask of A sees B and C; the repeat must not see only C
+    (A's own first ask would otherwise push B out of the window)."""
+    lib = _lib(tmp_path, search=SearchConfig(recency_window=2))
+    lib.search("kubernetes pod crash loop debugging steps", limit=1)       # B
+    lib.search("crash loop debugging with kubectl logs", limit=1)          # C
+    q = "kubernetes pod crash loop debugging"
+    first = [h.id for h in lib.search(q, limit=3).hits]
+    assert [h.id for h in lib.search(q, limit=3).hits] == first
+
+
+def test_different_requests_are_still_spread(tmp_path):
+    lib = _lib(tmp_path)
+    q = "kubernetes pod crash loop debugging"
+    first = lib.search(q, log=False).hits[0].id
+    for other in ("debugging a kubernetes pod crash loop", "kubernetes crash loop pod debugging help",
+                  "pod crash loop in kubernetes: debugging"):
+        lib.search(other, limit=1)
+    assert lib.search(q, log=False).hits[0].id != first
+
+
+def test_a_worked_report_exempts_every_copy_of_the_skill(tmp_path):
+    """The search showed one copy; the outcome was reported by name, which resolves to
+    another copy of the same skill: the skill is still exempt from the penalty."""
+    root = tmp_path / "r"
+    write_skill(root, "deep/a/b/kube-tip", name="kube-tip",
+                description="kubernetes pod crash loop debugging, a detailed kubernetes pod crash loop guide",
+                body="# Steps\n\nRead the previous container's logs first.\n")
+    write_skill(root, "kube-tip", description="kubernetes notes", body="# Notes\n\nCluster upgrade checklist.\n")
+    write_skill(root, "other-tip", description="kubernetes pod crash loop notes")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    q = "kubernetes pod crash loop debugging guide"
+    hit = lib.search(q, log=False).hits[0]
+    assert hit.id == "r:deep/a/b/kube-tip" and lib.get("kube-tip").id == "r:kube-tip"
+    for other in ("detailed kubernetes crash loop guide", "kubernetes pod crash loop guide, detailed",
+                  "a guide to kubernetes pod crash loops"):
+        lib.search(other, limit=1)
+    assert lib.search(q, log=False).hits[0].id != hit.id
+    lib.report_outcome("kube-tip", True)      # by name: recorded against r:kube-tip
+    assert lib.search(q, log=False).hits[0].id == hit.id
