@@ -17,15 +17,27 @@ from skillshelf.mcp_server import build_server
 
 from conftest import write_skill
 
+# each tool's parameters, in order, with their JSON types (the contract agents are written against)
 EXPECTED_PARAMS = {
-    "search_skills": ["query", "limit", "mode", "repo_scope", "current_repo", "tags", "skill_type"],
-    "get_skill": ["name", "section"],
-    "save_skill": ["action", "name", "description", "body", "skill_type", "lesson", "repo_name", "tags", "reason",
-                   "target_skill_name", "source_skill_names", "ttl_days", "display_name", "author"],
-    "report_outcome": ["skill", "worked", "note", "query_id"],
-    "skill_stats": [],
-    "reindex": [],
+    "search_skills": {"query": "string", "limit": "integer", "mode": "string", "repo_scope": "string",
+                      "current_repo": "string", "tags": "string", "skill_type": "string"},
+    "get_skill": {"name": "string", "section": "string", "offset": "integer"},
+    "save_skill": {"action": "string", "name": "string", "description": "string", "body": "string",
+                   "skill_type": "string", "lesson": "string", "repo_name": "string", "tags": "string",
+                   "reason": "string", "target_skill_name": "string", "source_skill_names": "string",
+                   "ttl_days": "integer", "display_name": "string", "author": "string"},
+    "report_outcome": {"skill": "string", "worked": "boolean", "note": "string", "query_id": "integer"},
+    "skill_stats": {},
+    "reindex": {},
 }
+
+
+def _json_type(schema: dict) -> str:
+    """The type of a property; an optional one (anyOf [T, null]) counts as T."""
+    if "type" in schema:
+        return schema["type"]
+    types = [s.get("type") for s in schema.get("anyOf", []) if s.get("type") != "null"]
+    return types[0] if len(types) == 1 else repr(schema)
 
 
 @pytest.fixture
@@ -55,10 +67,15 @@ def test_tools_contract_order_annotations_and_size(home):
     tools = run(main)
     assert [t.name for t in tools] == list(EXPECTED_PARAMS)
     for t in tools:
-        assert list(t.input_schema["properties"]) == EXPECTED_PARAMS[t.name], t.name
+        props = t.input_schema["properties"]
+        assert {k: _json_type(v) for k, v in props.items()} == EXPECTED_PARAMS[t.name], t.name
+        assert list(props) == list(EXPECTED_PARAMS[t.name]), t.name
         assert t.title and t.description and t.output_schema
         a = t.annotations
         assert None not in (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint)
+    # what search_skills returns as query_id is what report_outcome takes: an integer both ways
+    search = next(t for t in tools if t.name == "search_skills")
+    assert _json_type(search.output_schema["properties"]["query_id"]) == "integer"
     ro = {t.name for t in tools if t.annotations.read_only_hint}
     assert ro == {"search_skills", "get_skill", "skill_stats"}
     size = len(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]))
@@ -78,13 +95,14 @@ def test_every_tool_in_process(home):
             name = sc["hits"][0]["name"]
 
             g = await c.call_tool("get_skill", {"name": "cors-fix-nextjs-api", "section": "Solution"})
-            assert not g.is_error and g.structured_content["body"].startswith("## Solution")
+            assert not g.is_error and "\n\n## Solution" in g.content[0].text
+            assert "body" not in g.structured_content  # the body is sent once, as the text
             bad = await c.call_tool("get_skill", {"name": "cors-fix"})
             assert bad.is_error and "cors-fix-nextjs-api" in bad.content[0].text
             nosec = await c.call_tool("get_skill", {"name": "cors-fix-nextjs-api", "section": "Nope"})
             assert nosec.is_error and "Solution" in nosec.content[0].text
 
-            rep = await c.call_tool("report_outcome", {"skill": name, "worked": True, "note": "ok", "query_id": str(qid)})
+            rep = await c.call_tool("report_outcome", {"skill": name, "worked": True, "note": "ok", "query_id": qid})
             assert not rep.is_error and rep.structured_content["reports"] == 1
 
             s = await c.call_tool("save_skill", {"action": "ARCHIVE", "name": "redis-eviction",

@@ -3,6 +3,7 @@ methods and only format what they return."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -10,6 +11,7 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -383,22 +385,171 @@ class Library:
         if self._watching or not self.config.auto_sync:
             return
         self._watching = True
+        threading.Thread(target=self._watch_loop, args=(interval, 0.0 if now else interval),
+                         name="skillshelf-watch", daemon=True).start()
 
-        def loop() -> None:
-            wait = 0.0 if now else interval
-            while self._watching:
-                time.sleep(wait)
-                wait = interval
+    def _watch_loop(self, interval: float, wait: float) -> None:
+        while self._watching:
+            time.sleep(wait)
+            wait = interval
+            self._background_sync()
+
+    # --- background indexing (long-running servers) -----------------------------------
+    # A server opens the library (the Store and the searcher: fast) and answers at once;
+    # ``start_indexing`` brings the index up to date in a daemon thread. Queries meanwhile
+    # answer from what the index has committed, and ``indexing_note()`` says how far it is.
+    _indexer: threading.Thread | None = None
+    _progress: dict[str, Any] | None = None
+    WRITE_WAIT = 2.0   # seconds a server request waits for the database writer
+
+    def start_indexing(self, interval: float = 3.0) -> None:
+        """Index in a daemon thread, then keep the index up to date (``watch``) when
+        ``auto_sync`` is on. Returns at once. An empty index is synced first (the model
+        embeds beside it); otherwise the model and search state load first and the files are
+        rescanned right after (changes made while the server was down show up soon)."""
+        if self._indexer is not None:
+            return
+        fresh = self.count() == 0
+        self._progress = {"first": fresh, "state": "indexing" if fresh else "ready",
+                          "phase": "scanning" if fresh else None, "done": 0, "total": 0, "error": None}
+        watch = self.config.auto_sync and not self._watching
+        if watch:
+            self._watching = True   # from now on no query syncs on the request path
+
+        def run() -> None:
+            if fresh:
+                self._background_sync()
+            else:
                 try:
-                    rep = self.sync(embed=True)
-                    if rep.changed or rep.embedded:
-                        # reload the search state here, not in the next query: at 100k skills
-                        # that is seconds the agent would otherwise wait for
-                        self.searcher.warm(self._embedder_state()[0])
-                except Exception as exc:  # a failed scan must not end the watcher; it is reported
-                    print(f"skillshelf: background sync failed: {exc}", file=sys.stderr)
+                    self.warm(sync=False)
+                except Exception as exc:  # reported; the watcher and the queries go on
+                    print(f"skillshelf: loading the search state failed: {exc}", file=sys.stderr)
+            if watch:
+                self._watch_loop(interval, interval if fresh else 0.0)
 
-        threading.Thread(target=loop, name="skillshelf-watch", daemon=True).start()
+        self._indexer = threading.Thread(target=run, name="skillshelf-index", daemon=True)
+        self._indexer.start()
+
+    def _background_sync(self) -> None:
+        """One sync off the request path, its progress kept for ``indexing_status``; the
+        search state is reloaded here after a change, not in the next query (at 100k skills
+        that is seconds an agent would otherwise wait for)."""
+        p = self._progress
+        if p is None:
+            p = self._progress = {"first": False, "state": "ready", "phase": None, "done": 0, "total": 0,
+                                  "error": None}
+
+        def reading(done: int, total: int) -> None:
+            p.update(phase="indexing", done=done, total=total)
+
+        def embedding(done: int, total: int) -> None:
+            p.update(phase="embedding", done=done, total=total)
+
+        p.update(phase="scanning", done=0, total=0)
+        try:
+            rep = self.sync(progress=reading, embed_progress=embedding)
+            if rep.changed or rep.embedded or p["first"]:
+                self.searcher.warm(self._embedder_state()[0])
+            p.update(state="ready", error=None)
+        except Exception as exc:  # a failed scan must not end the watcher; it is reported
+            p.update(state="failed", error=" ".join(str(exc).split())[:300])
+            print(f"skillshelf: background sync failed: {exc}", file=sys.stderr)
+        finally:
+            p.update(phase=None, done=0, total=0, first=False)
+
+    def indexing_status(self) -> dict[str, Any]:
+        """``state``: ready | indexing (the first index of an empty library) | failed (the last
+        background sync; ``error`` says why); ``phase``: None | scanning | indexing (files,
+        ``done`` of ``total``) | embedding (texts, ``done`` of ``total``)."""
+        p = dict(self._progress or {"state": "ready", "phase": None, "done": 0, "total": 0, "error": None})
+        p.pop("first", None)
+        return p
+
+    def indexing_note(self) -> str | None:
+        """What a query answered now is missing, in words (None: nothing)."""
+        p = self.indexing_status()
+        phase, done, total = p["phase"], p["done"], p["total"]
+        if phase == "scanning" and p["state"] == "indexing":
+            return "indexing has just started (finding the skill files); results are partial"
+        if phase == "indexing" and total and done < total:
+            return (f"indexing {done:,} of {total:,} skills ({self.count():,} searchable so far); "
+                    "results are partial and lexical-only until vectors exist")
+        if phase == "indexing" and total:
+            return f"indexed {total:,} skills, computing their vectors: results are lexical-only until then"
+        if phase == "embedding" and total:
+            return f"embedding {done:,} of {total:,} texts; results are lexical-only until it finishes"
+        if p["state"] == "failed":
+            return f"the last indexing failed ({p['error']}); results may be stale: run `skillshelf sync` to see why"
+        return None
+
+    def _acquire(self, lock, wait: float | None) -> bool:
+        """Take ``lock`` for a request: wait up to ``wait`` seconds (default ``WRITE_WAIT``),
+        and longer only while no indexing is under way (a routine rescan ends soon)."""
+        deadline = time.monotonic() + (self.WRITE_WAIT if wait is None else wait)
+        while not lock.acquire(timeout=0.2):
+            if time.monotonic() >= deadline and self.indexing_note() is not None:
+                return False
+        return True
+
+    def _busy(self, what: str, doing: str):
+        from .errors import ConflictError
+
+        note = self.indexing_note()
+        return ConflictError(f"{what} has to wait: {doing}" + (f" ({note})" if note else ""),
+                             fix="try again in a minute")
+
+    def _take_writer(self, wait: float | None):
+        """Take this process's database writer for a request: its release function (a no-op
+        where none is needed), or None while an indexing keeps it busy."""
+        lock = getattr(self.store, "_write_lock", None)
+        # Only where the request cannot start a sync itself (which would take the sync lock
+        # while holding the writer: the order a background sync takes them the other way).
+        if lock is None or not (self._watching or not self.config.auto_sync):
+            return lambda: None
+        return lock.release if self._acquire(lock, wait) else None
+
+    @contextlib.contextmanager
+    def writer(self, wait: float | None = None, *, what: str = "this write") -> Iterator[None]:
+        """Hold the database writer for a request's writes. While an indexing keeps it busy
+        for more than ``wait`` seconds (default ``WRITE_WAIT``), raise ``ConflictError`` with
+        its progress instead of waiting behind it. Re-entrant: the writes inside take it again."""
+        release = self._take_writer(wait)
+        if release is None:
+            raise self._busy(what, "the index is being written")
+        try:
+            yield
+        finally:
+            release()
+
+    @contextlib.contextmanager
+    def exclusive(self, wait: float | None = None, *, what: str = "this change") -> Iterator[None]:
+        """Hold the sync lock for a request that syncs after writing (saves, reindex): taken
+        before the writer, in the order a sync takes them. ``ConflictError`` while an indexing
+        keeps it busy for more than ``wait`` seconds."""
+        if not self._acquire(self._sync_lock, wait):
+            raise self._busy(what, "the library is being indexed")
+        try:
+            yield
+        finally:
+            self._sync_lock.release()
+
+    def search_nowait(self, query: str, **kw: Any) -> SearchResult:
+        """``search`` for a long-running server: while the writer is busy with an index
+        transaction for more than ``WRITE_WAIT`` seconds, the query is answered without being
+        logged (no ``query_id``), and ``degraded`` says how far a background indexing is."""
+        release = self._take_writer(None)
+        try:
+            res = self.search(query, log=release is not None, **kw)
+        finally:
+            if release is not None:
+                release()
+        note = self.indexing_note()
+        if note:
+            # while indexing, advice to run a sync ("no vectors yet", "no skills indexed yet") is
+            # the note's business, not a fix to apply
+            other = res.degraded if res.degraded and "skillshelf sync" not in res.degraded else None
+            res.degraded = note + (f"; {other}" if other else "")
+        return res
 
     # --- reading --------------------------------------------------------------------
     def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
