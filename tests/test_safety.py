@@ -46,6 +46,7 @@ def test_delete_and_lifecycle_stay_inside_home(tmp_path, bad):
     (victim / "keep" / "data.txt").write_text("precious")
     lib = make(tmp_path)
     home = lib.config.home
+    lib.save("ARCHIVE", name="normal-skill", description="d", body="## S\n\nb\n")   # history/ exists
     write_skill(lib.config.workspace, "foo", name=bad, description="hostile name")
     lib.sync()
     before = snapshot(tmp_path / "victim")
@@ -79,6 +80,7 @@ def test_delete_cli_subprocess_refuses_to_leave_home(tmp_path):
     victim.mkdir()
     (victim / "data.txt").write_text("precious")
     write_skill(home / "skills", "foo", name="'../../victim'", description="hostile")
+    (home / "history" / "other").mkdir(parents=True)
     env = {**os.environ, "SKILLSHELF_HOME": str(home), "SKILLSHELF_EMBEDDER": "none"}
     run = subprocess.run([sys.executable, "-m", "skillshelf.entry", "delete", "workspace:foo", "--yes"],
                          env=env, capture_output=True, text=True, timeout=60)
