@@ -61,7 +61,9 @@ def _serve(ns: argparse.Namespace) -> None:
             _check_port(ns.host, ns.port)
         cfg = load(ns.home or os.environ.get("SKILLSHELF_HOME"), roots=ns.root or None,
                    client_roots=ns.client_roots, write_policy=ns.write_policy)
-        ensure_home(cfg)
+        if ensure_home(cfg):   # a typo in SKILLSHELF_HOME must not look like an empty library
+            print(f"skillshelf: note: there was no library at {cfg.home}; created a new, empty one"
+                  " (check --home / SKILLSHELF_HOME if you meant another)", file=sys.stderr)
         for m in cfg.missing_roots():   # stderr: stdout is the protocol
             print(f"skillshelf: warning: {m.message}; left out — {m.fix}", file=sys.stderr)
         from .mcp_server import serve
