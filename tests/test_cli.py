@@ -1,4 +1,5 @@
 import json
+import shutil
 
 from typer.testing import CliRunner
 
@@ -313,3 +314,51 @@ def test_doctor_summarises_name_clashes(home, tmp_path, monkeypatch, capsys):
     code, o, _ = cli(capsys, *g, "doctor", "--verbose")
     assert len([x for x in o.splitlines() if x.startswith("  n")]) == 8
     assert len(json.loads(cli(capsys, *g, "doctor", "--json")[1])["clashes"]) == 8
+
+
+def test_a_saved_root_that_disappears_is_reported_not_fatal(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    home = tmp_path / "home"
+    coll = tmp_path / "coll"
+    write_skill(coll, "zebra-care", description="Care for zebras")
+    write_skill(tmp_path / "other", "okapi-care", description="Care for okapis")
+    g = ["--home", home]
+    assert cli(capsys, *g, "init", "--no-samples")[0] == 0
+    assert cli(capsys, *g, "roots", "add", coll)[0] == 0
+    assert cli(capsys, *g, "roots", "add", tmp_path / "other")[0] == 0
+    assert cli(capsys, *g, "sync", "--json")[0] == 0
+    shutil.rmtree(coll)
+    config = home / "config.toml"
+    # other commands: one warning naming the config file and the fix, then the remaining roots
+    for args in (["list", "--json"], ["search", "care for animals", "--json"]):
+        code, o, e = cli(capsys, *g, *args)
+        assert code == 0, e
+        assert len(e.strip().splitlines()) == 1 and e.startswith(f"warning: skill root {coll} (saved in {config})")
+        assert f"roots remove {coll}" in e
+    code, o, _ = cli(capsys, *g, "list", "--json")
+    assert [s["name"] for s in json.loads(o)] == ["okapi-care"]
+    # doctor: a failed check naming config.toml and the fix, exit 1
+    code, o, e = cli(capsys, *g, "doctor")
+    assert code == 1 and e == ""
+    line = next(x for x in o.splitlines() if "missing root" in x)
+    assert line.startswith("FAIL") and str(config) in line and f"roots remove {coll}" in line
+    data = json.loads(cli(capsys, *g, "doctor", "--json")[1])
+    assert not data["ok"] and any(r["path"] == str(coll) and not r["exists"] for r in data["roots"])
+    code, o, _ = cli(capsys, *g, "roots", "list")
+    assert code == 0 and str(coll) in o and "does not exist" in o
+    # the fix works
+    code, o, e = cli(capsys, *g, "roots", "remove", coll)
+    assert code == 0 and e == "" and str(coll) not in o
+    code, o, e = cli(capsys, *g, "list", "--json")
+    assert code == 0 and e == ""
+    assert cli(capsys, *g, "doctor", "--json")[0] == 0
+    # a root given for one command must exist: one line naming the fix
+    code, _, e = cli(capsys, *g, "--root", tmp_path / "typo", "list")
+    assert code == 1
+    assert e.strip() == f"error: skill root {tmp_path / 'typo'} does not exist — check the path, or leave out " \
+                        f"--root {tmp_path / 'typo'}"
+    # a root from SKILLSHELF_ROOTS that has gone says where it came from
+    monkeypatch.setenv("SKILLSHELF_ROOTS", str(tmp_path / "gone"))
+    code, _, e = cli(capsys, *g, "list")
+    assert code == 0 and "(from SKILLSHELF_ROOTS) does not exist" in e and "take it out of SKILLSHELF_ROOTS" in e
+

@@ -53,55 +53,28 @@ def test_failures_exit_non_zero(tmp_path, lib_home):
     assert p.returncode == 1 and "FAIL" in p.stdout
     p = sk("validate", str(bad), "--json")
     assert p.returncode == 1 and '"valid": false' in p.stdout
-    good = sk("validate", str(lib_home / "skills"))
-    assert good.returncode == 0, good.stderr
     # answering "n" is not a success: nothing happened
     p = sk("delete", "cors-fix-nextjs-api", home=lib_home, input="n\n")
     assert p.returncode == 1 and (lib_home / "skills" / "cors-fix-nextjs-api").is_dir()
     p = sk("prune-usage", "--before", "2020-01-01", home=lib_home, input="n\n")
     assert p.returncode == 1
-    p = sk("show", "nope", home=lib_home)
-    assert p.returncode == 1 and one_line(p).startswith("error: no skill named 'nope'")
     p = sk("list", "--bogus", home=lib_home)
     assert p.returncode == 2 and "No such option" in p.stderr
 
 
-def test_a_saved_root_that_disappears_is_reported_not_fatal(tmp_path):
+def test_a_saved_root_that_disappears_is_a_warning_and_a_failed_doctor(tmp_path):
+    """(The whole behaviour is in test_cli.py; here the exit codes and stderr of the script.)"""
     home = tmp_path / "home"
     coll = tmp_path / "coll"
     write_skill(coll, "zebra-care", description="Care for zebras")
-    write_skill(tmp_path / "other", "okapi-care", description="Care for okapis")
-    assert sk("init", "--no-samples", home=home).returncode == 0
+    assert sk("--root", str(tmp_path), "init", "--no-samples", home=home).returncode == 0
     assert sk("roots", "add", str(coll), home=home).returncode == 0
-    assert sk("roots", "add", str(tmp_path / "other"), home=home).returncode == 0
-    assert sk("sync", "--json", home=home).returncode == 0
     shutil.rmtree(coll)
-    config = home / "config.toml"
-    # other commands: one warning naming the config file and the fix, then the remaining roots
     p = sk("list", "--json", home=home)
-    assert p.returncode == 0, p.stderr
-    warning = one_line(p)
-    assert warning.startswith("warning: skill root") and str(coll) in warning and str(config) in warning
-    assert "roots remove" in warning
-    assert [s["name"] for s in __import__("json").loads(p.stdout)] == ["okapi-care"]
-    # doctor: a failed check naming config.toml and the fix, exit 1
+    assert p.returncode == 0 and p.stdout.startswith("[")
+    assert one_line(p).startswith(f"warning: skill root {coll} (saved in {home / 'config.toml'}) does not exist")
     p = sk("doctor", home=home)
-    assert p.returncode == 1 and "Traceback" not in p.stderr
-    line = next(x for x in p.stdout.splitlines() if "missing root" in x)
-    assert line.startswith("FAIL") and str(config) in line and f"roots remove {coll}" in line
-    p = sk("roots", "list", home=home)
-    assert p.returncode == 0 and str(coll) in p.stdout and "does not exist" in p.stdout
-    # the fix works
-    p = sk("roots", "remove", str(coll), home=home)
-    assert p.returncode == 0, p.stderr
-    p = sk("list", "--json", home=home)
-    assert p.returncode == 0 and p.stderr == ""
-    assert sk("doctor", "--json", home=home).returncode == 0
-    # a root given for one command must exist: one line naming the fix
-    p = sk("--root", str(tmp_path / "typo"), "list", home=home)
-    assert p.returncode == 1
-    assert one_line(p) == f"error: skill root {tmp_path / 'typo'} does not exist — check the path, or leave out " \
-                          f"--root {tmp_path / 'typo'}"
+    assert p.returncode == 1 and "Traceback" not in p.stderr and f"roots remove {coll}" in p.stdout
 
 
 def test_an_unusable_or_new_home_is_said_on_stderr(tmp_path):
