@@ -216,7 +216,7 @@ class _SyncProgress:
             if self.embedding and total:
                 p.update(self.embed, description="embedding (beside reading)", visible=True)
         p.update(self.read, completed=done, total=total)
-        if done >= total and self.embedding and not self.counting:
+        if total and done >= total and self.embedding and not self.counting:
             p.update(self.embed, description="embedding (finishing)", visible=True)
 
     def on_texts(self, done: int, total: int) -> None:
