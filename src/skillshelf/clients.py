@@ -1,0 +1,856 @@
+"""Agent clients: where each keeps its MCP server list and its skills folder, and how our
+entry is merged into (or removed from) that file.
+
+Every client keeps a file of its own format (JSON, JSONC, TOML, YAML). A change is
+planned first (:func:`plan_install`, :func:`plan_uninstall`): the file's text before and
+after, so a dry run can print the diff and a re-install that changes nothing writes
+nothing. :func:`apply` then writes a backup of the previous file (``<file>.bak-<stamp>``)
+and the new text atomically. Other servers and keys are kept; so are keys the user added
+to our own entry. Comments are kept in TOML and YAML files when the edit can be made on
+the text and checked to parse to exactly the intended data; otherwise the file is written
+from the data and the result says that its comments were not kept (the backup has them).
+
+Only the standard library is imported here at module level: PyYAML and tomli_w are loaded
+when a file of their format is read or written.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, ValidationError
+
+SERVER_NAME = "skillshelf"
+TEACHING_SKILL = "using-skillshelf"
+# Environment variables our entry manages: set from this install, removed when not wanted.
+# Any other variable the user put in the entry is kept.
+MANAGED_ENV = ("SKILLSHELF_HOME", "SKILLSHELF_WRITE_POLICY")
+# ~/.claude.json holds Claude Code's whole state (projects, history): tens of MB at most.
+MAX_CONFIG_BYTES = 64_000_000
+SCOPES = ("user", "project")
+
+
+# --- where things are ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Where:
+    """The user's home, environment and platform: every location is derived from these,
+    so tests pass a temporary home and an environment of their own."""
+
+    home: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+    platform: str = sys.platform
+
+    @classmethod
+    def current(cls) -> "Where":
+        return cls(Path.home(), dict(os.environ), sys.platform)
+
+    def config_home(self) -> Path:
+        """XDG_CONFIG_HOME, else ~/.config (Linux and the tools that follow XDG elsewhere)."""
+        x = self.env.get("XDG_CONFIG_HOME")
+        return Path(x) if x and os.path.isabs(x) else self.home / ".config"
+
+    def appdata(self) -> Path:
+        a = self.env.get("APPDATA")
+        return Path(a) if a else self.home / "AppData" / "Roaming"
+
+    def app_support(self) -> Path:
+        return self.home / "Library" / "Application Support"
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str
+    title: str
+    fmt: str                    # json | toml | yaml
+    key: str                    # the table of servers in the file
+    user_config: Callable[[Where], Path] | None
+    project_config: Callable[[Path], Path] | None
+    user_skills: Callable[[Where], Path] | None
+    project_skills: Callable[[Path], Path] | None
+    reload: str                 # how the client picks up the change
+    jsonc: bool = False         # the client reads JSON with comments and trailing commas
+    no_skills: str = ""         # what to do where the client has no skills folder
+    project_note: str = ""      # said when writing its project file
+
+    def scopes(self) -> list[str]:
+        return [s for s, f in (("user", self.user_config), ("project", self.project_config)) if f is not None]
+
+    def config_path(self, scope: str, where: Where, project: Path) -> Path:
+        self._check_scope(scope)
+        return self.user_config(where) if scope == "user" else self.project_config(project)  # type: ignore[misc]
+
+    def skills_dir(self, scope: str, where: Where, project: Path) -> Path | None:
+        """The client's skills folder for the scope (None: it has none)."""
+        if scope == "user":
+            return self.user_skills(where) if self.user_skills else None
+        return self.project_skills(project) if self.project_skills else None
+
+    def _check_scope(self, scope: str) -> None:
+        if scope not in SCOPES:
+            raise ValidationError(f"unknown scope {scope!r}", fix="use --scope user or --scope project")
+        if scope not in self.scopes():
+            raise ValidationError(f"{self.title} has no {scope} configuration",
+                                  fix=f"use --scope {self.scopes()[0]}")
+
+
+def _claude_dir(w: Where) -> Path:
+    d = w.env.get("CLAUDE_CONFIG_DIR")
+    return Path(d).expanduser() if d else w.home / ".claude"
+
+
+def _claude_json(w: Where) -> Path:
+    d = w.env.get("CLAUDE_CONFIG_DIR")
+    return Path(d).expanduser() / ".claude.json" if d else w.home / ".claude.json"
+
+
+def _claude_desktop(w: Where) -> Path:
+    if w.platform == "darwin":
+        return w.app_support() / "Claude" / "claude_desktop_config.json"
+    if w.platform.startswith("win"):
+        return w.appdata() / "Claude" / "claude_desktop_config.json"
+    return w.config_home() / "Claude" / "claude_desktop_config.json"
+
+
+def _vscode_user(w: Where) -> Path:
+    if w.platform == "darwin":
+        return w.app_support() / "Code" / "User" / "mcp.json"
+    if w.platform.startswith("win"):
+        return w.appdata() / "Code" / "User" / "mcp.json"
+    return w.config_home() / "Code" / "User" / "mcp.json"
+
+
+def _codex_home(w: Where) -> Path:
+    d = w.env.get("CODEX_HOME")
+    return Path(d).expanduser() if d else w.home / ".codex"
+
+
+def _goose_config(w: Where) -> Path:
+    if w.platform.startswith("win"):
+        return w.appdata() / "Block" / "goose" / "config" / "config.yaml"
+    return w.config_home() / "goose" / "config.yaml"
+
+
+CLIENTS: dict[str, Client] = {c.name: c for c in (
+    Client("claude-code", "Claude Code", "json", "mcpServers",
+           user_config=_claude_json, project_config=lambda p: p / ".mcp.json",
+           user_skills=lambda w: _claude_dir(w) / "skills", project_skills=lambda p: p / ".claude" / "skills",
+           reload="restart Claude Code, then check with `claude mcp list` or /mcp",
+           project_note=".mcp.json is usually committed: the command path in it is this machine's"),
+    Client("claude-desktop", "Claude Desktop", "json", "mcpServers",
+           user_config=_claude_desktop, project_config=None, user_skills=None, project_skills=None,
+           reload="quit and reopen Claude Desktop",
+           no_skills="Claude Desktop reads skills uploaded in its settings, not from a folder: zip the folder {src}"
+                     " and add it under Settings → Capabilities → Skills, or start a chat with the MCP prompt"
+                     " use-skills"),
+    Client("cursor", "Cursor", "json", "mcpServers",
+           user_config=lambda w: w.home / ".cursor" / "mcp.json", project_config=lambda p: p / ".cursor" / "mcp.json",
+           user_skills=lambda w: w.home / ".cursor" / "skills", project_skills=lambda p: p / ".cursor" / "skills",
+           reload="reload Cursor's window; the server shows under Settings → MCP"),
+    Client("vscode", "VS Code", "json", "servers", jsonc=True,
+           user_config=_vscode_user, project_config=lambda p: p / ".vscode" / "mcp.json",
+           user_skills=lambda w: w.home / ".copilot" / "skills", project_skills=lambda p: p / ".github" / "skills",
+           reload="run \"MCP: List Servers\" in VS Code and start skillshelf (agent mode)"),
+    Client("codex", "Codex", "toml", "mcp_servers",
+           user_config=lambda w: _codex_home(w) / "config.toml", project_config=lambda p: p / ".codex" / "config.toml",
+           user_skills=lambda w: w.home / ".agents" / "skills", project_skills=lambda p: p / ".agents" / "skills",
+           reload="start a new Codex session; `codex mcp list` shows the server",
+           project_note="Codex reads .codex/config.toml only in a project you have marked as trusted"),
+    Client("gemini", "Gemini CLI", "json", "mcpServers", jsonc=True,
+           user_config=lambda w: w.home / ".gemini" / "settings.json",
+           project_config=lambda p: p / ".gemini" / "settings.json",
+           user_skills=lambda w: w.home / ".gemini" / "skills", project_skills=lambda p: p / ".gemini" / "skills",
+           reload="start a new Gemini CLI session; /mcp lists the server"),
+    Client("goose", "Goose", "yaml", "extensions",
+           user_config=_goose_config, project_config=None,
+           user_skills=lambda w: w.config_home() / "goose" / "skills", project_skills=lambda p: p / ".goose" / "skills",
+           reload="start a new Goose session; the extension is enabled in config.yaml"),
+)}
+
+
+def get_client(name: str) -> Client:
+    try:
+        return CLIENTS[name]
+    except KeyError:
+        raise ValidationError(f"unknown client {name!r}", fix=f"use one of {', '.join(CLIENTS)}") from None
+
+
+# --- the server entry -----------------------------------------------------------------------------
+
+def server_command(argv0: str | None = None, executable: str | None = None) -> tuple[str, list[str]]:
+    """The absolute command that starts this installation's ``skillshelf``, so a client
+    finds it without the virtual environment being active: the console script running now,
+    else the one beside this Python, else one on PATH, else ``python -m skillshelf.entry``."""
+    import shutil
+
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    executable = executable or sys.executable
+    if argv0 and Path(argv0).name in ("skillshelf", "skillshelf.exe"):
+        p = Path(argv0)
+        if not p.is_absolute():
+            found = shutil.which(argv0) if os.sep not in argv0 else None
+            p = Path(found) if found else p.absolute()
+        if p.is_file():
+            return str(p), []
+    beside = Path(executable).with_name("skillshelf.exe" if os.name == "nt" else "skillshelf")
+    if beside.is_file():
+        return str(beside.absolute()), []
+    found = shutil.which("skillshelf")
+    if found:
+        return str(Path(found).absolute()), []
+    return str(Path(executable).absolute()), ["-m", "skillshelf.entry"]
+
+
+def entry_for(client: Client, command: str, args: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """Our server entry in the client's own shape."""
+    if client.name == "goose":
+        return {"enabled": True, "type": "stdio", "name": SERVER_NAME, "cmd": command, "args": list(args),
+                "envs": dict(env), "env_keys": [], "timeout": 300,
+                "description": "skillshelf: search, read and report on agent skills", "bundled": None}
+    e: dict[str, Any] = {}
+    if client.name in ("claude-code", "vscode"):
+        e["type"] = "stdio"
+    e["command"] = command
+    e["args"] = list(args)
+    if env:
+        e["env"] = dict(env)
+    return e
+
+
+# keys of our entry that the user may have tuned: set only when absent
+_DEFAULT_ONLY = {"timeout", "description", "env_keys", "bundled"}
+
+
+def merge_entry(existing: Any, ours: dict[str, Any], env_key: str) -> dict[str, Any]:
+    """Our entry over the one already there: our keys are set (tunables only when absent),
+    keys the user added are kept, and of the environment only ``MANAGED_ENV`` is ours."""
+    if not isinstance(existing, dict):
+        return dict(ours)
+    out = dict(existing)
+    for k, v in ours.items():
+        if k == env_key or (k in _DEFAULT_ONLY and k in out):
+            continue
+        out[k] = v
+    old_env = existing.get(env_key)
+    env = {k: v for k, v in old_env.items() if k not in MANAGED_ENV} if isinstance(old_env, dict) else {}
+    env.update(ours.get(env_key) or {})
+    if env or env_key in ours or old_env == {}:
+        out[env_key] = env      # an empty table the file had stays: no change for nothing
+    else:
+        out.pop(env_key, None)
+    return out
+
+
+# --- reading and writing the files ------------------------------------------------------------------
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def strip_jsonc(text: str) -> str:
+    """JSON with comments (``//``, ``/* */``) and trailing commas, as plain JSON. One pass
+    over the text, aware of strings; what is not a comment is left byte for byte."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        else:
+            out.append(c)
+            i += 1
+    plain = "".join(out)
+    return re.sub(r",(\s*[}\]])", r"\1", plain)
+
+
+def _json_indent(text: str) -> int | str:
+    m = re.search(r"\n([ \t]+)\S", text)
+    if not m:
+        return 2
+    ws = m.group(1)
+    return "\t" if ws.startswith("\t") else len(ws)
+
+
+def _parse(fmt: str, text: str, path: Path, *, jsonc: bool) -> tuple[dict[str, Any], list[str]]:
+    """The file's data (a mapping) and notes; ConfigError naming the file and the fix."""
+    fix = f"fix {path} (or move it aside) and run the command again; nothing was written"
+    notes: list[str] = []
+    if not text.strip():
+        return {}, notes
+    try:
+        if fmt == "json":
+            try:
+                data = json.loads(text, object_pairs_hook=_no_duplicates)
+            except json.JSONDecodeError:
+                if not jsonc:
+                    raise
+                data = json.loads(strip_jsonc(text), object_pairs_hook=_no_duplicates)
+                notes.append(f"comments and trailing commas in {path} are not kept (the backup has them)")
+        elif fmt == "toml":
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            import yaml
+
+            data = yaml.load(text, Loader=_strict_yaml_loader())  # noqa: S506 (a SafeLoader subclass)
+    except _DuplicateKey as exc:
+        raise ConfigError(f"{path} has the key {str(exc)!r} twice in one object", fix=fix) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
+                          fix=fix) from None
+    except ValueError as exc:   # tomllib.TOMLDecodeError
+        raise ConfigError(f"{path} is not valid TOML ({exc})", fix=fix) from None
+    except Exception as exc:    # yaml.YAMLError and its subclasses
+        if type(exc).__module__.startswith("yaml"):
+            where = getattr(exc, "problem_mark", None)
+            at = f"line {where.line + 1}, column {where.column + 1}: " if where is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise ConfigError(f"{path} is not valid YAML ({at}{problem})", fix=fix) from None
+        raise
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} holds a {type(data).__name__}, not an object of settings", fix=fix)
+    return data, notes
+
+
+_YAML_LOADER: Any = None
+
+
+def _strict_yaml_loader() -> Any:
+    """A safe YAML loader that refuses a key repeated in one mapping (PyYAML would keep the
+    last one silently; the client's own parser may refuse the file)."""
+    global _YAML_LOADER
+    if _YAML_LOADER is None:
+        import yaml
+
+        class Strict(yaml.SafeLoader):  # type: ignore[misc]
+            def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+                seen = set()
+                for key_node, _ in node.value:
+                    key = self.construct_object(key_node, deep=deep)
+                    try:
+                        if key in seen:
+                            raise yaml.constructor.ConstructorError(
+                                None, None, f"the key {key!r} appears twice", key_node.start_mark)
+                        seen.add(key)
+                    except TypeError:
+                        pass
+                return super().construct_mapping(node, deep=deep)
+
+        _YAML_LOADER = Strict
+    return _YAML_LOADER
+
+
+def _dump(fmt: str, data: dict[str, Any], old_text: str) -> str:
+    if fmt == "json":
+        text = json.dumps(data, indent=_json_indent(old_text), ensure_ascii=False)
+        return text + "\n"
+    if fmt == "toml":
+        import tomli_w
+
+        return tomli_w.dumps(data)
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
+def _has_comments(fmt: str, text: str) -> bool:
+    return fmt in ("toml", "yaml") and any(line.lstrip().startswith("#") or " #" in line
+                                           for line in text.splitlines())
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal data, where an empty server table counts as absent (a text edit that removes the
+    last entry may leave no table at all)."""
+    return _prune(a) == _prune(b)
+
+
+def _prune(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {k: _prune(v) for k, v in d.items() if not (isinstance(v, dict) and not v)}
+    return d
+
+
+# TOML: our table is edited on the text; the result must parse to exactly the intended data.
+
+_TOML_HEADER = re.compile(r"^\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(#.*)?$")
+
+
+def _toml_key(raw: str) -> list[str]:
+    return [p.strip().strip('"').strip("'") for p in raw.split(".")]
+
+
+def _toml_block(key: str, entry: dict[str, Any]) -> str:
+    import tomli_w
+
+    text = tomli_w.dumps({key: {SERVER_NAME: entry}})
+    lines = text.splitlines()
+    if lines and _TOML_HEADER.match(lines[0]) and _toml_key(_TOML_HEADER.match(lines[0]).group(1)) == [key]:
+        lines = lines[1:]   # an empty [mcp_servers] header would define the table twice
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    return "\n".join(lines) + "\n"
+
+
+def _after_ours(out: list[str], at: int) -> bool:
+    """Whether anything but blank lines follows where our table was."""
+    return any(l.strip() for l in out[at:])
+
+
+def _toml_edit(text: str, key: str, entry: dict[str, Any] | None) -> str:
+    """The text with our ``[key.skillshelf]`` tables (and their sub-tables) replaced by
+    ``entry`` (or removed when None); the rest of the file, comments included, untouched."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    skipping = False
+    at: int | None = None
+    pending: list[str] = []    # comments and blank lines seen inside our table: they may belong to the next one
+    for line in lines:
+        m = _TOML_HEADER.match(line)
+        if m:
+            parts = _toml_key(m.group(1))
+            ours = parts[:2] == [key, SERVER_NAME]
+            if ours:
+                if at is None:
+                    at = len(out)
+                skipping, pending = True, []
+                continue
+            if skipping:
+                out.extend(l for l in pending if l.strip())   # keep comments that lead into the next table
+                skipping, pending = False, []
+            out.append(line)
+            continue
+        if skipping:
+            if not line.strip() or line.lstrip().startswith("#"):
+                pending.append(line)
+            continue
+        out.append(line)
+    if entry is None:
+        body = "".join(out)
+        return body.rstrip("\n") + "\n" if at is not None and body.strip() and not _after_ours(out, at) else body
+    block = _toml_block(key, entry)
+    if at is None:
+        body = "".join(out)
+        if body and not body.endswith("\n"):
+            body += "\n"
+        return body + ("\n" if body.strip() else "") + block
+    before, after = "".join(out[:at]), "".join(out[at:])
+    if before and not before.endswith("\n"):
+        before += "\n"
+    return before + block + ("\n" + after if after.strip() else after)
+
+
+# YAML: the same, for ``extensions:`` → ``skillshelf:`` in a block mapping.
+
+_YAML_TOP = re.compile(r"^([A-Za-z_][\w.-]*|'[^']*'|\"[^\"]*\")\s*:(\s*(#.*)?)?$")
+
+
+def _yaml_edit(text: str, key: str, entry: dict[str, Any] | None) -> str | None:
+    """The text with our ``key: skillshelf:`` block replaced (or removed), or None when the
+    file is not laid out as a plain block mapping this edit understands."""
+    import yaml
+
+    lines = text.splitlines(keepends=True)
+
+    def indent(line: str) -> int:
+        return len(line) - len(line.lstrip(" "))
+
+    def content(line: str) -> bool:
+        s = line.strip()
+        return bool(s) and not s.startswith("#")
+
+    top = [i for i, l in enumerate(lines) if indent(l) == 0 and content(l)
+           and (m := _YAML_TOP.match(l.rstrip("\n"))) and m.group(1).strip("'\"") == key]
+    rendered = yaml.safe_dump({SERVER_NAME: entry}, sort_keys=False, allow_unicode=True,
+                              default_flow_style=False) if entry is not None else ""
+    if not top:
+        if any(indent(l) == 0 and content(l) and re.match(rf"^['\"]?{re.escape(key)}['\"]?\s*:", l) for l in lines):
+            return None      # `extensions: {}` or another inline form
+        if entry is None:
+            return text
+        body = text if not text or text.endswith("\n") else text + "\n"
+        return body + f"{key}:\n" + "".join("  " + l for l in rendered.splitlines(keepends=True))
+    start = top[0]
+    end = start + 1
+    while end < len(lines) and not (content(lines[end]) and indent(lines[end]) == 0):
+        end += 1
+    children = [i for i in range(start + 1, end) if content(lines[i])]
+    ind = indent(lines[children[0]]) if children else 2
+    if ind == 0:
+        return None
+    ours = [i for i in children if indent(lines[i]) == ind
+            and re.match(rf"^\s*['\"]?{SERVER_NAME}['\"]?\s*:\s*(#.*)?$", lines[i].rstrip("\n"))]
+    block = "".join(" " * ind + l for l in rendered.splitlines(keepends=True))
+    if ours:
+        s = ours[0]
+        e = s + 1
+        while e < end and not (content(lines[e]) and indent(lines[e]) <= ind):
+            e += 1
+        while e > s + 1 and not content(lines[e - 1]):   # blank lines and comments after it stay
+            e -= 1
+        return "".join(lines[:s]) + block + "".join(lines[e:])
+    if entry is None:
+        return text
+    # at the end of the block, before the blank lines and comments that lead into the next key
+    e = end
+    while e > start + 1 and not content(lines[e - 1]):
+        e -= 1
+    head = "".join(lines[:e])
+    if head and not head.endswith("\n"):
+        head += "\n"
+    return head + block + "".join(lines[e:])
+
+
+def _render(client: Client, path: Path, old_text: str, old_data: dict[str, Any], new_data: dict[str, Any],
+            entry: dict[str, Any] | None) -> tuple[str, list[str]]:
+    """The new text for ``new_data``: edited in place where that keeps comments and parses to
+    exactly ``new_data``, else written from the data (saying when comments are lost)."""
+    fmt, notes = client.fmt, []
+    if fmt in ("toml", "yaml") and old_text.strip():
+        try:
+            edited = _toml_edit(old_text, client.key, entry) if fmt == "toml" else \
+                _yaml_edit(old_text, client.key, entry)
+            if edited is not None:
+                data, _ = _parse(fmt, edited, path, jsonc=False)
+                if _same(data, new_data):
+                    return edited, notes
+        except ConfigError:
+            pass
+    text = _dump(fmt, new_data, old_text)
+    if _has_comments(fmt, old_text):
+        notes.append(f"comments in {path} are not kept: the file was rewritten from its data "
+                     "(the backup has them)")
+    return text, notes
+
+
+# --- plans ----------------------------------------------------------------------------------------
+
+@dataclass
+class ConfigChange:
+    """What installing (or removing) our entry does to one client file."""
+
+    client: Client
+    scope: str
+    path: Path
+    action: str                  # add | update | unchanged | remove | absent
+    before: str | None           # the file's text (None: no file)
+    after: str | None            # the text to write (None: nothing to write)
+    entry: dict[str, Any] | None
+    notes: list[str] = field(default_factory=list)
+    backup: Path | None = None   # set by apply
+
+    @property
+    def changed(self) -> bool:
+        return self.after is not None and self.after != self.before
+
+    def diff(self) -> str:
+        if not self.changed:
+            return ""
+        return "".join(difflib.unified_diff((self.before or "").splitlines(keepends=True),
+                                            (self.after or "").splitlines(keepends=True),
+                                            fromfile=str(self.path) if self.before is not None else "/dev/null",
+                                            tofile=str(self.path)))
+
+
+@dataclass
+class SkillChange:
+    """What happens to the teaching skill in the client's skills folder."""
+
+    dest: Path | None            # the SKILL.md (None: the client has no skills folder)
+    action: str                  # create | update | unchanged | remove | keep | absent | none
+    before: str | None = None
+    after: str | None = None
+    hint: str = ""
+    backup: Path | None = None
+
+    def diff(self) -> str:
+        if self.action not in ("create", "update", "remove") or self.dest is None:
+            return ""
+        return "".join(difflib.unified_diff((self.before or "").splitlines(keepends=True),
+                                            (self.after or "").splitlines(keepends=True),
+                                            fromfile=str(self.dest) if self.before is not None else "/dev/null",
+                                            tofile=str(self.dest) if self.after is not None else "/dev/null"))
+
+
+def _read_config(path: Path) -> str | None:
+    from .files import FileRefused, read_bounded
+
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        raw = read_bounded(path, MAX_CONFIG_BYTES)
+    except FileRefused as exc:
+        raise ConfigError(f"{exc.message}", fix=f"make {path} a regular file (or move it aside); "
+                                                "nothing was written") from None
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise ConfigError(f"{path} is a link to a file that does not exist",
+                              fix="fix or remove the link; nothing was written") from None
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}",
+                          fix="check its permissions; nothing was written") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {exc.start})",
+                          fix=f"fix {path} (or move it aside); nothing was written") from None
+
+
+def _split_bom(text: str) -> tuple[str, str]:
+    """(the byte-order mark, or "", and the text after it): parsers refuse a BOM; the file keeps it."""
+    return ("\ufeff", text[1:]) if text.startswith("\ufeff") else ("", text)
+
+
+def _table(data: dict[str, Any], client: Client, path: Path) -> dict[str, Any]:
+    t = data.get(client.key)
+    if t is None:
+        return {}
+    if not isinstance(t, dict):
+        raise ConfigError(f"{path}: {client.key} is a {type(t).__name__}, not an object of servers",
+                          fix=f"make {client.key} an object (or remove it) and run the command again; "
+                              "nothing was written")
+    return t
+
+
+def plan_install(client: Client, scope: str, *, where: Where, project: Path, command: str, args: list[str],
+                 env: dict[str, str]) -> ConfigChange:
+    path = client.config_path(scope, where, project)
+    before = _read_config(path)
+    bom, text = _split_bom(before or "")
+    data, notes = _parse(client.fmt, text, path, jsonc=client.jsonc)
+    table = _table(data, client, path)
+    ours = entry_for(client, command, args, env)
+    env_key = "envs" if client.name == "goose" else "env"
+    merged = merge_entry(table.get(SERVER_NAME), ours, env_key)
+    if SERVER_NAME in table and table[SERVER_NAME] == merged:
+        return ConfigChange(client, scope, path, "unchanged", before, None, merged)
+    action = "update" if SERVER_NAME in table else "add"
+    new_data = dict(data)
+    new_table = dict(table)
+    new_table[SERVER_NAME] = merged
+    new_data[client.key] = new_table
+    after, more = _render(client, path, text, data, new_data, merged)
+    after = bom + after
+    if scope == "project" and client.project_note:
+        notes.append(client.project_note)
+    return ConfigChange(client, scope, path, action, before, after, merged, notes + more)
+
+
+def plan_uninstall(client: Client, scope: str, *, where: Where, project: Path) -> ConfigChange:
+    path = client.config_path(scope, where, project)
+    before = _read_config(path)
+    if before is None:
+        return ConfigChange(client, scope, path, "absent", None, None, None)
+    bom, text = _split_bom(before)
+    data, notes = _parse(client.fmt, text, path, jsonc=client.jsonc)
+    table = _table(data, client, path)
+    if SERVER_NAME not in table:
+        return ConfigChange(client, scope, path, "absent", before, None, None)
+    new_data = dict(data)
+    new_table = {k: v for k, v in table.items() if k != SERVER_NAME}
+    new_data[client.key] = new_table
+    after, more = _render(client, path, text, data, new_data, None)
+    after = bom + after
+    return ConfigChange(client, scope, path, "remove", before, after, table[SERVER_NAME], notes + more)
+
+
+def teaching_skill_source() -> Path:
+    """The folder of the teaching skill shipped in the package."""
+    from importlib import resources
+
+    return Path(str(resources.files("skillshelf") / "skills" / TEACHING_SKILL))
+
+
+def teaching_skill_text() -> str:
+    return (teaching_skill_source() / "SKILL.md").read_text(encoding="utf-8")
+
+
+def plan_skill(client: Client, scope: str, *, where: Where, project: Path, remove: bool = False) -> SkillChange:
+    folder = client.skills_dir(scope, where, project)
+    src = teaching_skill_source()
+    if folder is None:
+        return SkillChange(None, "none", hint=client.no_skills.format(src=src))
+    dest = folder / TEACHING_SKILL / "SKILL.md"
+    ours = teaching_skill_text()
+    before = _read_config(dest)
+    if remove:
+        if before is None:
+            return SkillChange(dest, "absent")
+        if before != ours:
+            return SkillChange(dest, "keep", before=before,
+                               hint=f"left {dest}: it differs from the teaching skill this version ships "
+                                    "(edited, or from another version); delete it by hand if you want it gone")
+        return SkillChange(dest, "remove", before=before, after=None)
+    if before == ours:
+        return SkillChange(dest, "unchanged", before=before, after=ours)
+    return SkillChange(dest, "create" if before is None else "update", before=before, after=ours)
+
+
+# --- applying ---------------------------------------------------------------------------------------
+
+def backup_path(path: Path, stamp: str | None = None) -> Path:
+    stamp = stamp or time.strftime("%Y%m%d-%H%M%S")
+    cand = path.with_name(f"{path.name}.bak-{stamp}")
+    n = 2
+    while cand.exists() or cand.is_symlink():
+        cand = path.with_name(f"{path.name}.bak-{stamp}-{n}")
+        n += 1
+    return cand
+
+
+def write_backup(path: Path, text: str) -> Path:
+    """A copy of the file's current text beside it, with the file's permissions, never
+    over an existing file."""
+    import stat as _stat
+
+    target = backup_path(path)
+    try:
+        mode = _stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = 0o600
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(text.encode("utf-8"))
+        f.flush()
+        os.fsync(f.fileno())
+    return target
+
+
+def _write(path: Path, text: str) -> None:
+    from .errors import WriteError
+    from .files import atomic_write, is_disk_full
+
+    # a symlinked config (dotfiles repositories do this) stays a link: the file it points at is written
+    target = path.resolve() if path.is_symlink() else path
+    try:
+        atomic_write(target, text)
+    except OSError as exc:
+        fix = "free some disk space and try again" if is_disk_full(exc) else f"check that {target.parent} is writable"
+        raise WriteError(f"cannot write {target}: {exc.strerror or exc}; the previous file is unchanged",
+                         fix=fix) from None
+
+
+def apply(change: ConfigChange) -> ConfigChange:
+    """Write the planned text: a backup of the previous file first (when there was one),
+    then the new text atomically. A change that changes nothing writes nothing."""
+    if not change.changed:
+        return change
+    if change.before is not None:
+        try:
+            change.backup = write_backup(change.path, change.before)
+        except OSError as exc:
+            from .errors import WriteError
+
+            raise WriteError(f"cannot write a backup of {change.path}: {exc.strerror or exc}; nothing was changed",
+                             fix=f"check that {change.path.parent} is writable") from None
+    _write(change.path, change.after or "")
+    return change
+
+
+def apply_skill(change: SkillChange) -> SkillChange:
+    if change.dest is None:
+        return change
+    if change.action in ("create", "update"):
+        if change.before is not None:
+            change.backup = write_backup(change.dest, change.before)
+        _write(change.dest, change.after or "")
+    elif change.action == "remove":
+        try:
+            change.dest.unlink()
+            change.dest.parent.rmdir()    # only when nothing else is in it
+        except FileNotFoundError:
+            pass
+        except OSError:
+            pass
+    return change
+
+
+# --- skill folders copied into a client (pick --install) ------------------------------------------------
+
+@dataclass
+class CopyResult:
+    name: str
+    dest: Path
+    action: str      # create | unchanged | differs | error
+    detail: str = ""
+
+
+def copy_skill_folders(dest_dir: Path, skills: list[tuple[str, dict[str, bytes], set[str]]], *,
+                       dry_run: bool = False) -> list[CopyResult]:
+    """Copy skill folders (name, {relative path: bytes}, the executable paths) into a client's
+    skills folder. A
+    folder already there is left as it is: reported unchanged when it holds the same files,
+    "differs" otherwise (never overwritten)."""
+    import shutil
+    import tempfile
+
+    from .evolve import name_dir
+    from .files import atomic_write
+
+    out: list[CopyResult] = []
+    for name, files, executable in skills:
+        try:
+            dest = name_dir(dest_dir, name)
+        except ValidationError as exc:
+            out.append(CopyResult(name, dest_dir / "?", "error", exc.message))
+            continue
+        if dest.exists():
+            same = all((dest / rel).is_file() and (dest / rel).read_bytes() == data for rel, data in files.items())
+            out.append(CopyResult(name, dest, "unchanged" if same else "differs",
+                                  "" if same else f"{dest} exists and differs: left as it is"))
+            continue
+        if dry_run:
+            out.append(CopyResult(name, dest, "create"))
+            continue
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-skillshelf-", dir=dest_dir))
+        try:
+            for rel, data in files.items():
+                atomic_write(tmp / rel, data)
+                if rel in executable:
+                    os.chmod(tmp / rel, 0o755)
+            os.chmod(tmp, 0o755 & ~_umask())
+            os.rename(tmp, dest)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            out.append(CopyResult(name, dest, "error", f"cannot write {dest}: {exc.strerror or exc}"))
+            continue
+        out.append(CopyResult(name, dest, "create"))
+    return out
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
