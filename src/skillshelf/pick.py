@@ -1,0 +1,469 @@
+"""``pick``: the few skills worth installing directly in a client, for one project.
+
+the_librarian's lesson: every installed skill's description sits in the agent's context on
+every request, and with fifty of them the wrong one fires; with eight sharp ones triggering
+is nearly deterministic. The rest stay in the library, one search away.
+
+A project's *signals* are read from its files: languages (by file extension), frameworks
+and tools (the dependencies in package.json, pyproject.toml, requirements*.txt, go.mod,
+Cargo.toml, Gemfile, composer.json) and the files that name a tool by existing (Dockerfile,
+CI workflows, Terraform, ...). Each signal becomes a search; skills found as likely matches
+by the strongest signals, and skills the usage log says worked, are proposed, at most
+``limit`` distinct ones, each with the signal or outcome that chose it. Skills that keep
+failing are left out. Reading is bounded: a few folder levels, a capped number of files,
+small manifests only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_FILES = 30_000          # files looked at in one project
+MAX_DEPTH = 6               # folder levels below the project
+MAX_MANIFEST_BYTES = 1_000_000
+MAX_SIGNALS = 14            # searches run for one pick
+
+
+@dataclass
+class Signal:
+    key: str          # e.g. "nextjs"
+    label: str        # e.g. "Next.js"
+    query: str        # what is searched
+    evidence: str     # e.g. "package.json: next"
+    weight: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Pick:
+    name: str
+    id: str
+    path: str
+    description: str
+    score: float
+    reason: str
+    signals: list[str] = field(default_factory=list)
+    worked: int = 0
+    reports: int = 0
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.path).parent
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class PickResult:
+    project: str
+    signals: list[Signal]
+    picks: list[Pick]
+    notes: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"project": self.project, "signals": [s.as_dict() for s in self.signals],
+                "picks": [p.as_dict() for p in self.picks], "notes": self.notes}
+
+
+# --- what the files say -------------------------------------------------------------------------
+
+LANGUAGES = {
+    ".py": ("python", "Python"), ".ts": ("typescript", "TypeScript"), ".tsx": ("typescript", "TypeScript"),
+    ".js": ("javascript", "JavaScript"), ".jsx": ("javascript", "JavaScript"), ".mjs": ("javascript", "JavaScript"),
+    ".cjs": ("javascript", "JavaScript"), ".go": ("go", "Go"), ".rs": ("rust", "Rust"), ".java": ("java", "Java"),
+    ".kt": ("kotlin", "Kotlin"), ".rb": ("ruby", "Ruby"), ".php": ("php", "PHP"), ".cs": ("csharp", "C#"),
+    ".swift": ("swift", "Swift"), ".c": ("c", "C"), ".h": ("c", "C"), ".cpp": ("cpp", "C++"), ".cc": ("cpp", "C++"),
+    ".hpp": ("cpp", "C++"), ".scala": ("scala", "Scala"), ".ex": ("elixir", "Elixir"), ".exs": ("elixir", "Elixir"),
+    ".dart": ("dart", "Dart"), ".sh": ("shell", "shell scripts"), ".bash": ("shell", "shell scripts"),
+    ".sql": ("sql", "SQL"), ".tf": ("terraform", "Terraform"), ".vue": ("vue", "Vue"), ".svelte": ("svelte", "Svelte"),
+    ".lua": ("lua", "Lua"), ".r": ("r", "R"), ".jl": ("julia", "Julia"), ".zig": ("zig", "Zig"),
+}
+LANGUAGE_QUERY = {
+    "python": "Python project: packaging, tests, typing and common errors",
+    "typescript": "TypeScript project: types, build configuration and common errors",
+    "javascript": "JavaScript and Node.js project: modules, tooling and common errors",
+    "go": "Go project: modules, tests, error handling",
+    "rust": "Rust project: cargo, ownership errors, tests",
+    "shell": "shell scripts in bash: safe scripting, quoting, error handling",
+    "sql": "SQL queries, schema migrations and indexes",
+    "terraform": "Terraform infrastructure as code: modules, state, plan and apply",
+}
+# dependency name → (key, label, query)
+DEPENDENCIES: dict[str, tuple[str, str, str]] = {
+    # JavaScript / TypeScript
+    "next": ("nextjs", "Next.js", "Next.js app: API routes, route handlers, CORS, build and deploy"),
+    "react": ("react", "React", "React components, hooks and state management"),
+    "vue": ("vue", "Vue", "Vue components and state"),
+    "svelte": ("svelte", "Svelte", "Svelte and SvelteKit components and routing"),
+    "@sveltejs/kit": ("svelte", "SvelteKit", "Svelte and SvelteKit components and routing"),
+    "@angular/core": ("angular", "Angular", "Angular components, services and modules"),
+    "nuxt": ("nuxt", "Nuxt", "Nuxt app: pages, server routes and deploy"),
+    "express": ("express", "Express", "Express.js API server: routes, middleware and CORS"),
+    "fastify": ("fastify", "Fastify", "Fastify API server: routes and plugins"),
+    "@nestjs/core": ("nestjs", "NestJS", "NestJS API: modules, controllers and providers"),
+    "vite": ("vite", "Vite", "Vite build and dev server configuration, proxy"),
+    "jest": ("jest", "Jest", "Jest unit tests and mocks"),
+    "vitest": ("vitest", "Vitest", "Vitest unit tests and mocks"),
+    "@playwright/test": ("playwright", "Playwright", "Playwright end-to-end browser tests"),
+    "cypress": ("cypress", "Cypress", "Cypress end-to-end tests"),
+    "tailwindcss": ("tailwind", "Tailwind CSS", "Tailwind CSS styling and configuration"),
+    "prisma": ("prisma", "Prisma", "Prisma ORM schema and migrations"),
+    "@prisma/client": ("prisma", "Prisma", "Prisma ORM schema and migrations"),
+    "drizzle-orm": ("drizzle", "Drizzle", "Drizzle ORM schema and migrations"),
+    "electron": ("electron", "Electron", "Electron desktop app packaging and IPC"),
+    "react-native": ("react-native", "React Native", "React Native mobile app build and navigation"),
+    "graphql": ("graphql", "GraphQL", "GraphQL schema, resolvers and queries"),
+    "stripe": ("stripe", "Stripe", "Stripe payments integration and webhooks"),
+    "typescript": ("typescript", "TypeScript", "TypeScript project: types, build configuration and common errors"),
+    "eslint": ("eslint", "ESLint", "ESLint configuration and lint errors"),
+    # Python
+    "django": ("django", "Django", "Django web app: models, migrations, views and settings"),
+    "flask": ("flask", "Flask", "Flask web app: routes, blueprints and CORS"),
+    "fastapi": ("fastapi", "FastAPI", "FastAPI service: routes, dependencies, CORS and async"),
+    "pytest": ("pytest", "pytest", "pytest tests: fixtures, parametrize and mocking"),
+    "sqlalchemy": ("sqlalchemy", "SQLAlchemy", "SQLAlchemy ORM models, sessions and queries"),
+    "alembic": ("alembic", "Alembic", "Alembic database migrations"),
+    "pandas": ("pandas", "pandas", "pandas data frames: cleaning, joins and performance"),
+    "numpy": ("numpy", "NumPy", "NumPy arrays and vectorized computation"),
+    "torch": ("pytorch", "PyTorch", "PyTorch model training and data loaders"),
+    "tensorflow": ("tensorflow", "TensorFlow", "TensorFlow and Keras model training"),
+    "scikit-learn": ("sklearn", "scikit-learn", "scikit-learn models, pipelines and evaluation"),
+    "celery": ("celery", "Celery", "Celery background tasks and queues"),
+    "pydantic": ("pydantic", "Pydantic", "Pydantic models and validation"),
+    "typer": ("python-cli", "Typer", "Python command line tools with Typer or Click"),
+    "click": ("python-cli", "Click", "Python command line tools with Typer or Click"),
+    "streamlit": ("streamlit", "Streamlit", "Streamlit data apps"),
+    "langchain": ("langchain", "LangChain", "LangChain LLM apps: chains, agents and retrieval"),
+    "boto3": ("aws", "AWS SDK", "AWS with boto3: S3, Lambda, IAM permissions"),
+    "apache-airflow": ("airflow", "Airflow", "Airflow DAGs and scheduling"),
+    "scrapy": ("scrapy", "Scrapy", "Scrapy web scraping spiders"),
+    "mcp": ("mcp", "MCP", "building an MCP server or client: tools, resources and transports"),
+    # Go
+    "github.com/gin-gonic/gin": ("gin", "Gin", "Go web API with Gin: routes, middleware and CORS"),
+    "github.com/labstack/echo/v4": ("echo", "Echo", "Go web API with Echo: routes and middleware"),
+    "github.com/spf13/cobra": ("cobra", "Cobra", "Go command line tools with Cobra"),
+    "google.golang.org/grpc": ("grpc", "gRPC", "gRPC services and protobuf"),
+    "gorm.io/gorm": ("gorm", "GORM", "GORM models and migrations in Go"),
+    "github.com/gofiber/fiber/v2": ("fiber", "Fiber", "Go web API with Fiber"),
+    # Rust
+    "tokio": ("tokio", "Tokio", "async Rust with Tokio"),
+    "axum": ("axum", "Axum", "Rust web API with Axum: routing, extractors and CORS"),
+    "actix-web": ("actix", "Actix Web", "Rust web API with Actix Web"),
+    "clap": ("clap", "clap", "Rust command line tools with clap"),
+    "sqlx": ("sqlx", "SQLx", "SQLx database queries and migrations in Rust"),
+    "bevy": ("bevy", "Bevy", "Bevy game engine in Rust"),
+    # Ruby / PHP
+    "rails": ("rails", "Rails", "Ruby on Rails app: models, migrations and controllers"),
+    "rspec": ("rspec", "RSpec", "RSpec tests in Ruby"),
+    "laravel/framework": ("laravel", "Laravel", "Laravel app: routes, Eloquent and migrations"),
+    "symfony/framework-bundle": ("symfony", "Symfony", "Symfony app: routes, services and Doctrine"),
+}
+# a file (or glob) whose presence names a tool: (pattern, key, label, query, weight)
+FILES: list[tuple[str, str, str, str, float]] = [
+    ("Dockerfile*", "docker", "Docker", "Dockerfile: multi-stage Docker image build, small images, layer caching",
+     0.9),
+    ("*.dockerfile", "docker", "Docker", "Dockerfile: multi-stage Docker image build, small images, layer caching",
+     0.9),
+    ("docker-compose.y*ml", "compose", "Docker Compose", "Docker Compose services, networks and volumes", 0.8),
+    ("compose.y*ml", "compose", "Docker Compose", "Docker Compose services, networks and volumes", 0.8),
+    (".github/workflows/*.y*ml", "github-actions", "GitHub Actions",
+     "GitHub Actions CI workflow: tests, caching and releases", 0.9),
+    (".gitlab-ci.yml", "gitlab-ci", "GitLab CI", "GitLab CI pipeline: stages, caching and deploy", 0.9),
+    ("Jenkinsfile", "jenkins", "Jenkins", "Jenkins pipeline", 0.8),
+    ("*.tf", "terraform", "Terraform", "Terraform infrastructure as code: modules, state, plan and apply", 0.9),
+    ("Chart.yaml", "helm", "Helm", "Helm charts for Kubernetes deployments", 0.8),
+    ("kustomization.y*ml", "kubernetes", "Kubernetes", "Kubernetes deployments, services and debugging pods", 0.8),
+    ("manage.py", "django", "Django", "Django web app: models, migrations, views and settings", 0.9),
+    ("alembic.ini", "alembic", "Alembic", "Alembic database migrations", 0.8),
+    ("conftest.py", "pytest", "pytest", "pytest tests: fixtures, parametrize and mocking", 0.8),
+    ("pytest.ini", "pytest", "pytest", "pytest tests: fixtures, parametrize and mocking", 0.8),
+    ("next.config.*", "nextjs", "Next.js", "Next.js app: API routes, route handlers, CORS, build and deploy", 0.9),
+    ("vite.config.*", "vite", "Vite", "Vite build and dev server configuration, proxy", 0.7),
+    ("tailwind.config.*", "tailwind", "Tailwind CSS", "Tailwind CSS styling and configuration", 0.7),
+    ("tsconfig.json", "typescript", "TypeScript", "TypeScript project: types, build configuration and common errors",
+     0.7),
+    ("schema.prisma", "prisma", "Prisma", "Prisma ORM schema and migrations", 0.8),
+    ("openapi.y*ml", "openapi", "OpenAPI", "OpenAPI specification and API documentation", 0.7),
+    ("openapi.json", "openapi", "OpenAPI", "OpenAPI specification and API documentation", 0.7),
+    ("Makefile", "make", "Make", "Makefile targets and build automation", 0.5),
+    (".pre-commit-config.yaml", "pre-commit", "pre-commit", "pre-commit hooks for linting and formatting", 0.6),
+    ("vercel.json", "vercel", "Vercel", "deploying to Vercel: builds, environment variables and functions", 0.8),
+    ("netlify.toml", "netlify", "Netlify", "deploying to Netlify", 0.8),
+    ("fly.toml", "fly", "Fly.io", "deploying to Fly.io", 0.8),
+    ("serverless.y*ml", "serverless", "Serverless", "Serverless framework functions on AWS Lambda", 0.8),
+    ("firebase.json", "firebase", "Firebase", "Firebase hosting, functions and Firestore rules", 0.8),
+    ("requirements*.txt", "python", "Python", LANGUAGE_QUERY["python"], 0.6),
+]
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-]*)")
+
+
+def _norm(dep: str) -> str:
+    return dep.strip().lower().replace("_", "-")
+
+
+def _read_small(p: Path) -> str | None:
+    from .files import FileRefused, read_bounded
+
+    try:
+        return read_bounded(p, MAX_MANIFEST_BYTES).decode("utf-8", "replace")
+    except (FileRefused, OSError):
+        return None
+
+
+def _deps_package_json(text: str) -> list[str]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    out: list[str] = []
+    if isinstance(data, dict):
+        for k in ("dependencies", "devDependencies", "peerDependencies"):
+            if isinstance(data.get(k), dict):
+                out += list(data[k])
+    return out
+
+
+def _req_names(lines: list[Any]) -> list[str]:
+    out = []
+    for line in lines:
+        if not isinstance(line, str):
+            continue
+        m = _NAME.match(line.split("#", 1)[0])
+        if m and not line.lstrip().startswith("-"):
+            out.append(m.group(1))
+    return out
+
+
+def _deps_pyproject(text: str) -> list[str]:
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError):
+        return []
+    out: list[str] = []
+    proj = data.get("project") if isinstance(data.get("project"), dict) else {}
+    out += _req_names(proj.get("dependencies") or [])
+    opt = proj.get("optional-dependencies")
+    if isinstance(opt, dict):
+        for v in opt.values():
+            out += _req_names(v if isinstance(v, list) else [])
+    groups = data.get("dependency-groups")
+    if isinstance(groups, dict):
+        for v in groups.values():
+            out += _req_names(v if isinstance(v, list) else [])
+    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
+    poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else {}
+    for k in ("dependencies", "dev-dependencies"):
+        if isinstance(poetry.get(k), dict):
+            out += list(poetry[k])
+    if "pytest" in tool or "pytest.ini_options" in str(tool.get("pytest", "")):
+        out.append("pytest")
+    return out
+
+
+def _deps_go_mod(text: str) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"^\s*(?:require\s+)?([a-z0-9.\-]+\.[a-z]+/[^\s]+)\s+v", line)
+        if m:
+            out.append(m.group(1))
+    return out
+
+
+def _deps_cargo(text: str) -> list[str]:
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError):
+        return []
+    out: list[str] = []
+    for k in ("dependencies", "dev-dependencies"):
+        if isinstance(data.get(k), dict):
+            out += list(data[k])
+    return out
+
+
+def _deps_gemfile(text: str) -> list[str]:
+    return re.findall(r"""^\s*gem\s+['"]([^'"]+)['"]""", text, re.M)
+
+
+def _deps_composer(text: str) -> list[str]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    out: list[str] = []
+    if isinstance(data, dict):
+        for k in ("require", "require-dev"):
+            if isinstance(data.get(k), dict):
+                out += list(data[k])
+    return out
+
+
+MANIFESTS = {"package.json": _deps_package_json, "pyproject.toml": _deps_pyproject, "go.mod": _deps_go_mod,
+             "Cargo.toml": _deps_cargo, "Gemfile": _deps_gemfile, "composer.json": _deps_composer}
+
+
+def project_signals(project: str | Path) -> tuple[list[Signal], list[str]]:
+    """The signals of a project folder, strongest first, and notes."""
+    from fnmatch import fnmatch
+
+    from .sources import SKIP_DIRS
+
+    root = Path(project).expanduser()
+    notes: list[str] = []
+    langs: Counter[str] = Counter()
+    found: dict[str, Signal] = {}
+
+    def add(key: str, label: str, query: str, evidence: str, weight: float) -> None:
+        cur = found.get(key)
+        if cur is None:
+            found[key] = Signal(key, label, query, evidence, weight)
+            return
+        if weight > cur.weight:   # a dependency names the tool more surely than a file does
+            cur.label, cur.query, cur.weight = label, query, weight
+            cur.evidence = evidence + ("" if len(cur.evidence) > 80 else f", {cur.evidence}")
+        elif evidence not in cur.evidence and len(cur.evidence) < 80:
+            cur.evidence += f", {evidence}"
+
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(root)
+        depth = len(rel_dir.parts)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and (not d.startswith(".") or d == ".github"
+                                                                            or (d == "workflows" and
+                                                                                here.name == ".github")))
+        if depth >= MAX_DEPTH:
+            dirnames[:] = []
+        for f in filenames:
+            seen += 1
+            if seen > MAX_FILES:
+                notes.append(f"looked at the first {MAX_FILES:,} files only")
+                dirnames[:] = []
+                break
+            rel = (rel_dir / f).as_posix()
+            ext = os.path.splitext(f)[1].lower()
+            if ext in LANGUAGES:
+                langs[LANGUAGES[ext][0]] += 1
+            if f in MANIFESTS and depth <= 3:
+                text = _read_small(here / f)
+                for dep in MANIFESTS[f](text or ""):
+                    hit = DEPENDENCIES.get(_norm(dep)) or DEPENDENCIES.get(dep)
+                    if hit:
+                        add(hit[0], hit[1], hit[2], f"{rel}: {dep}", 1.0)
+                continue
+            for pattern, key, label, query, weight in FILES:
+                target = rel if "/" in pattern else f
+                if fnmatch(target, pattern) or ("/" in pattern and fnmatch(rel, "*/" + pattern)):
+                    add(key, label, query, rel, weight)
+                    break
+        if seen > MAX_FILES:
+            break
+    total = sum(langs.values())
+    labels = {code: label for code, label in LANGUAGES.values()}
+    for code, n in langs.most_common(4):
+        share = n / total
+        if n < 3 and share < 0.2:
+            continue
+        label = labels.get(code, code)
+        query = LANGUAGE_QUERY.get(code, f"{label} code: conventions, tests and common errors")
+        add(code, label, query, f"{n} {label} file{'s' if n != 1 else ''}", round(0.4 + 0.5 * share, 3))
+    if (root / ".git").exists():
+        add("git", "git", "git commit messages, branches and pull requests", ".git", 0.3)
+    signals = sorted(found.values(), key=lambda s: (-s.weight, s.key))
+    return signals, notes
+
+
+# --- choosing -------------------------------------------------------------------------------------
+
+def pick(lib: Any, project: str | Path, *, limit: int = 8) -> PickResult:
+    """Search the library with each signal's query; propose the skills that strong signals
+    found as likely matches, then skills the usage log says worked; never a skill that keeps
+    failing; at most two skills chosen for the same signal, so one framework does not take
+    every place."""
+    from .errors import NotFoundError, ValidationError
+
+    root = Path(project).expanduser()
+    if not root.exists():
+        raise NotFoundError(f"{root} does not exist", fix="pass the project folder with --for PATH")
+    if not root.is_dir():
+        raise ValidationError(f"{root} is not a folder", fix="pass the project folder with --for PATH")
+    if not 1 <= int(limit) <= 50:
+        raise ValidationError(f"-n {limit} is out of range", fix="pick from 1 to 50 skills (8 is the advice)")
+    signals, notes = project_signals(root)
+    stats = lib.stats()
+    usage = {u.id: u for u in stats.per_skill}
+    failing = {u.id for u in stats.low_success}
+    scores: dict[str, float] = {}
+    by: dict[str, list[tuple[float, Signal]]] = {}
+    hits: dict[str, Any] = {}
+    lexical_only = False
+    for s in signals[:MAX_SIGNALS]:
+        res = lib.search(s.query, limit=5, log=False)
+        # without vectors no hit can be "likely": the top lexical hit counts, at half weight
+        lexical = res.degraded is not None and all(h.score == 0 for h in res.hits)
+        lexical_only = lexical_only or lexical
+        for rank, h in enumerate(res.hits):
+            if h.wildcard or (h.match != "likely" and not (lexical and rank == 0)):
+                continue
+            contrib = s.weight / (1 + rank) * (0.5 if lexical else 1.0)
+            scores[h.id] = scores.get(h.id, 0.0) + contrib
+            by.setdefault(h.id, []).append((contrib, s))
+            hits.setdefault(h.id, h)
+    if lexical_only:
+        notes.append("search ran without embeddings (lexical only): the picks are less sure; "
+                     "`skillshelf doctor` says why")
+    if len(signals) > MAX_SIGNALS:
+        notes.append(f"searched for the {MAX_SIGNALS} strongest of {len(signals)} signals")
+    left_out = [i for i in scores if i in failing]
+    for i in left_out:
+        u = usage[i]
+        notes.append(f"left out {u.name}: it failed {u.failed} of {u.reports} reported uses")
+        scores.pop(i)
+    # outcomes: a skill that worked is worth more, and may be proposed on its record alone
+    for u in stats.worked:
+        if u.id in failing or u.success_rate is None or u.success_rate < 0.5:
+            continue
+        bonus = 0.3 * min(u.worked, 5) / 5 + 0.2 * u.success_rate
+        scores[u.id] = scores.get(u.id, 0.0) + bonus
+    per_signal: Counter[str] = Counter()
+    picks: list[Pick] = []
+    for sid in sorted(scores, key=lambda i: (-scores[i], i)):
+        if len(picks) >= limit:
+            break
+        contribs = sorted(by.get(sid, []), key=lambda x: -x[0])
+        primary = contribs[0][1].key if contribs else "usage"
+        if per_signal[primary] >= 2:
+            continue
+        try:
+            rec = lib.get(sid)
+        except Exception:   # gone since it was logged
+            continue
+        if not rec.active or rec.expired or any(p.name == rec.name for p in picks):
+            continue
+        per_signal[primary] += 1
+        u = usage.get(sid)
+        why = [f"{s.label} ({s.evidence})" for _, s in contribs[:2]]
+        if u is not None and u.worked:
+            why.append(f"worked {u.worked} of {u.reports} reported uses")
+        desc = hits[sid].description if sid in hits else rec.description
+        picks.append(Pick(rec.name, rec.id, rec.path, desc, round(scores[sid], 3),
+                          "; ".join(why) or "chosen", [s.key for _, s in contribs],
+                          u.worked if u else 0, u.reports if u else 0))
+    if not signals:
+        notes.append("no languages, frameworks or tool files recognised in this folder")
+    if signals and not picks:
+        notes.append("the library has no likely match for this project's signals: nothing to install")
+    return PickResult(str(root.resolve()), signals, picks, notes)

