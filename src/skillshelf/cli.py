@@ -742,6 +742,18 @@ def review_reject(name: str, reason: str = typer.Option(..., help="why")) -> Non
     out.print(f"rejected {name}")
 
 
+@app.command()
+def dashboard(host: str = typer.Option("127.0.0.1", help="bind address (non-loopback needs SKILLSHELF_HTTP_TOKEN)"),
+              port: int = typer.Option(7788, help="port"),
+              open_browser: bool = typer.Option(False, "--open", help="open the dashboard in a browser")) -> None:
+    """The web dashboard: browse, search, review and curate the library (`pip install 'skillshelf[web]'`)."""
+    from . import web   # the web stack is imported only here, and only if installed
+
+    web.require()
+    web.serve(_lib(), host=host, port=port, open_browser=open_browser)
+
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console script's entry: run the command and exit with its code (0 ok, 1 error,
     2 usage error). ``standalone_mode=False`` lets this function print domain errors as one

@@ -20,6 +20,7 @@ from typing import Any
 from . import index as indexmod
 from . import skill as skillmod
 from . import usage as usagemod
+from .catalog import CatalogMixin
 from .config import Config, load as load_config
 from .errors import EmbedderError, NotFoundError, SkillFormatError, ValidationError
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
@@ -201,7 +202,7 @@ def _record(row) -> SkillRecord:
         active=bool(row["active"]), expires_on=row["expires_on"], lineage=lineage)
 
 
-class Library:
+class Library(CatalogMixin):
     """A skill library: a home (workspace + database) plus read-only roots.
 
     ``Library(home=PATH, roots=[PATH, ...])`` opens it; ``sync()`` brings the index up to

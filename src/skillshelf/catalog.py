@@ -1,0 +1,716 @@
+"""What a person's view of the library needs beyond search and read: browsing with filters,
+sorting and counts, the overview's totals and the usage flywheel over time, one skill's
+usage, its copies and descendants, side-by-side version and draft comparisons, and live
+checks of what is being written.
+
+``CatalogMixin`` is a base class of ``Library`` (the dashboard calls these methods; the CLI
+and MCP server can too). It holds no state of its own but a per-index-generation snapshot of
+the few columns browsing filters and sorts on, kept as numpy arrays: a table page of a
+100k-skill library is a handful of vector operations plus one SQL read of the rows shown.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import skill as skillmod
+from . import usage as usagemod
+from .errors import NotFoundError, SkillshelfError, ValidationError
+from .files import MAX_SKILL_BYTES, read_text_bounded
+
+SORTS = ("name", "type", "root", "repo", "version", "modified", "status", "expires", "shown", "success")
+STATUSES = ("any", "active", "inactive")
+PAGE_MAX = 200
+SEARCH_MAX = 50
+DIFF_CONTEXT = 3
+_STATUS_CODES = {"active": 0, "deprecated": 1, "merged": 2}
+_STATUS_NAMES = {v: k for k, v in _STATUS_CODES.items()}
+_NONE_LAST = "\uffff"
+_GUARD = threading.Lock()
+
+
+def _today() -> _dt.date:
+    # usage rows are stamped in UTC (store.now): days and weeks are counted in UTC too
+    return _dt.datetime.now(_dt.timezone.utc).date()
+
+
+def _ordinal(day: str | None) -> int:
+    try:
+        return _dt.date.fromisoformat(day[:10]).toordinal() if day else 0
+    except ValueError:
+        return 0
+
+
+def _week_start(day: _dt.date) -> _dt.date:
+    return day - _dt.timedelta(days=day.weekday())
+
+
+def _split(value: str | None) -> list[str]:
+    return [x.strip() for x in (value or "").split(",") if x.strip()]
+
+
+# --- results ------------------------------------------------------------------------------
+
+@dataclass
+class BrowseRow:
+    """One skill as a table row (no body)."""
+
+    id: str
+    name: str
+    display_name: str
+    description: str
+    root: str
+    kind: str
+    repo: str | None
+    skill_type: str | None
+    tags: list[str]
+    version: int
+    status: str                   # active | deprecated | merged
+    expires_on: str | None
+    expired: bool
+    modified: str | None
+    writable: bool
+    times_shown: int = 0
+    reports: int = 0
+    worked: int = 0
+    # set on search results
+    match: str | None = None      # likely | weak
+    score: float | None = None
+    copies: int = 1
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.worked / self.reports if self.reports else None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["success_rate"] = None if self.success_rate is None else round(self.success_rate, 3)
+        return d
+
+
+@dataclass
+class BrowsePage:
+    """A page of the skills table: ``total`` rows match in all; ``items`` are rows
+    ``offset`` .. ``offset + len(items)``. With a ``query`` the rows are search hits in
+    ranked order (at most ``SEARCH_MAX``), and ``confident`` / ``degraded`` come from search."""
+
+    items: list[BrowseRow]
+    total: int
+    offset: int
+    limit: int
+    sort: str
+    descending: bool
+    query: str | None = None
+    confident: bool | None = None
+    degraded: str | None = None
+    latency_ms: float | None = None
+    filters: dict[str, Any] = field(default_factory=dict)
+    more: bool = False              # a search that may find more with a larger limit
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["items"] = [r.as_dict() for r in self.items]
+        return d
+
+
+class _Snapshot:
+    """The browse columns of every skill, in rowid order, for one index generation."""
+
+    def __init__(self, gen: str | None, rows: list) -> None:
+        self.gen = gen
+        n = len(rows)
+        self.n = n
+        self.rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
+        self.ids: list[str] = [r[1] for r in rows]
+        self.pos = {sid: i for i, sid in enumerate(self.ids)}
+        self.names: list[str] = [r[2] for r in rows]
+
+        def codes(values: list[str | None]) -> tuple[np.ndarray, list[str | None]]:
+            labels: dict[str | None, int] = {}
+            arr = np.fromiter((labels.setdefault(v, len(labels)) for v in values), dtype=np.int32, count=n)
+            return arr, list(labels)
+
+        self.root, self.root_labels = codes([r[3] for r in rows])
+        self.kind_of_root = {r[3]: r[4] for r in rows}
+        self.repo, self.repo_labels = codes([r[5] or None for r in rows])
+        self.type, self.type_labels = codes([(r[6] or "").upper() or None for r in rows])
+        tag_pos: dict[str, list[int]] = {}
+        for i, r in enumerate(rows):
+            for t in (r[7] or "").split(","):
+                if t:
+                    tag_pos.setdefault(t, []).append(i)
+        self.tags = {t: np.asarray(p, dtype=np.int64) for t, p in tag_pos.items()}
+        self.active = np.fromiter((bool(r[8]) for r in rows), dtype=bool, count=n)
+        self.expires = np.fromiter((_ordinal(r[9]) for r in rows), dtype=np.int64, count=n)
+        self.version = np.fromiter((int(r[10] or 1) for r in rows), dtype=np.int64, count=n)
+        self.status = np.fromiter(
+            (0 if r[8] else (2 if (r[11] or "") == "merged" else 1) for r in rows), dtype=np.int8, count=n)
+        self.modified: list[str] = [r[12] or "" for r in rows]
+        # lineage: parent name -> positions of the skills derived from or merged out of it
+        self.children: dict[str, list[int]] = {}
+        for i, r in enumerate(rows):
+            for parent in set(_split(r[13]) + _split(r[14]) + _split(r[15])):
+                self.children.setdefault(parent, []).append(i)
+        self._orders: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def expired_mask(self) -> np.ndarray:
+        return (self.expires > 0) & (self.expires < _today().toordinal())
+
+    def order(self, sort: str) -> np.ndarray:
+        """Positions sorted by ``sort`` (then by name, then id), cached per key."""
+        with self._lock:
+            cached = self._orders.get(sort)
+            if cached is not None:
+                return cached
+            if "name" not in self._orders:
+                by_name = sorted(range(self.n), key=lambda i: (self.names[i].casefold(), self.ids[i]))
+                self._orders["name"] = np.asarray(by_name, dtype=np.int64)
+            name_order = self._orders["name"]
+            if sort == "name":
+                return name_order
+            rank = np.empty(self.n, dtype=np.int64)
+            rank[name_order] = np.arange(self.n)
+
+            def by_labels(codes: np.ndarray, labels: list[str | None]) -> np.ndarray:
+                ordered = sorted(range(len(labels)), key=lambda c: (labels[c] or _NONE_LAST).casefold())
+                lrank = np.empty(len(labels), dtype=np.int64)
+                lrank[ordered] = np.arange(len(labels))
+                return lrank[codes] if len(labels) else codes
+
+            if sort == "type":
+                key = by_labels(self.type, self.type_labels)
+            elif sort == "root":
+                key = by_labels(self.root, self.root_labels)
+            elif sort == "repo":
+                key = by_labels(self.repo, self.repo_labels)
+            elif sort == "version":
+                key = self.version
+            elif sort == "status":
+                key = self.status.astype(np.int64)
+            elif sort == "expires":
+                key = np.where(self.expires > 0, self.expires, np.iinfo(np.int64).max)
+            elif sort == "modified":
+                ordered = sorted(set(self.modified))
+                lookup = {m: i for i, m in enumerate(ordered)}
+                key = np.fromiter((lookup[m] for m in self.modified), dtype=np.int64, count=self.n)
+            else:
+                raise ValueError(sort)
+            out = np.lexsort((rank, key)).astype(np.int64)
+            self._orders[sort] = out
+            return out
+
+
+_ROW_COLS = "rowid, id, name, display_name, description, root, kind, repo, skill_type, tags, version, active," \
+            " expires_on"
+
+
+# --- the mixin ----------------------------------------------------------------------------
+
+class CatalogMixin:
+    """Browsing, overview, per-skill usage, comparisons and live checks (see module doc).
+    Mixed into ``Library``: ``self`` has ``store``, ``config``, ``roots``, ``get``,
+    ``search``, ``stats``, ``review``, ``evolver``."""
+
+    _catalog_snap: _Snapshot | None = None
+    _catalog_lock: threading.Lock | None = None
+    _curation_cache: tuple | None = None
+
+    # --- snapshot -------------------------------------------------------------------------
+    def _catalog(self) -> _Snapshot:
+        """The snapshot of the current index generation. Building one reads every skill row
+        (the browse columns sit behind the body in each row); while one request builds it,
+        others are answered from the previous snapshot rather than waiting."""
+        with _GUARD:
+            if self._catalog_lock is None:
+                self._catalog_lock = threading.Lock()
+        gen = self.store.get_meta("generation", "0")
+        snap = self._catalog_snap
+        if snap is not None and snap.gen == gen:
+            return snap
+        if not self._catalog_lock.acquire(blocking=snap is None):
+            return snap
+        try:
+            snap = self._catalog_snap
+            if snap is not None and snap.gen == gen:
+                return snap
+            rows = self.store.db.execute("""
+                SELECT rowid, id, name, root, kind, repo, skill_type, tags, active, expires_on, version,
+                       CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.status') END,
+                       CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$."last-modified"') END,
+                       CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$."derived-from"') END,
+                       CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.lineage') END,
+                       CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$."merged-from"') END
+                FROM skills ORDER BY rowid""").fetchall()
+            snap = _Snapshot(gen, rows)
+            self._catalog_snap = snap
+            return snap
+        finally:
+            self._catalog_lock.release()
+
+    def _root_code(self, snap: _Snapshot, root: str) -> int:
+        label = self._root_label(root)      # a label or a path; unknown ones name the valid ones
+        return snap.root_labels.index(label) if label in snap.root_labels else -1
+
+    def _mask(self, snap: _Snapshot, *, root: str | None, repo: str | None, skill_type: str | None,
+              tag: str | None, status: str, expired: bool | None) -> np.ndarray:
+        mask = np.ones(snap.n, dtype=bool)
+        if root:
+            mask &= snap.root == self._root_code(snap, root)
+        if repo:
+            code = snap.repo_labels.index(repo) if repo in snap.repo_labels else -1
+            mask &= snap.repo == code
+        if skill_type:
+            st = skill_type.strip().upper()
+            if st not in snap.type_labels and st not in skillmod.SKILL_TYPES:
+                known = sorted({t for t in snap.type_labels if t} | set(skillmod.SKILL_TYPES))
+                raise ValidationError(f"unknown skill type {skill_type!r}", fix=f"use one of {', '.join(known)}")
+            mask &= snap.type == (snap.type_labels.index(st) if st in snap.type_labels else -1)
+        if tag:
+            pos = snap.tags.get(tag.strip().lower())
+            keep = np.zeros(snap.n, dtype=bool)
+            if pos is not None:
+                keep[pos] = True
+            mask &= keep
+        if status not in STATUSES:
+            raise ValidationError(f"unknown status {status!r}", fix=f"use one of {', '.join(STATUSES)}")
+        if status == "active":
+            mask &= snap.active
+        elif status == "inactive":
+            mask &= ~snap.active
+        if expired is not None:
+            mask &= snap.expired_mask() if expired else ~snap.expired_mask()
+        return mask
+
+    def _rows(self, snap: _Snapshot, positions: list[int]) -> list[BrowseRow]:
+        """Table rows for these positions, in this order, with their usage counts."""
+        if not positions:
+            return []
+        rids = [int(snap.rowids[p]) for p in positions]
+        q = ",".join("?" * len(rids))
+        found = {r["rowid"]: r for r in self.store.db.execute(f"SELECT {_ROW_COLS} FROM skills WHERE rowid IN ({q})",
+                                                              rids)}
+        ids = [snap.ids[p] for p in positions]
+        shown, reports = self._usage_counts(ids)
+        today = _today().isoformat()
+        out = []
+        for p, rid in zip(positions, rids):
+            r = found.get(rid)
+            if r is None:    # removed since the snapshot: left out
+                continue
+            rep, ok = reports.get(r["id"], (0, 0))
+            out.append(BrowseRow(
+                id=r["id"], name=r["name"], display_name=r["display_name"] or r["name"],
+                description=r["description"], root=r["root"], kind=r["kind"], repo=r["repo"],
+                skill_type=r["skill_type"], tags=[t for t in (r["tags"] or "").split(",") if t],
+                version=r["version"], status=_STATUS_NAMES[int(snap.status[p])] if not r["active"] else "active",
+                expires_on=r["expires_on"], expired=bool(r["expires_on"]) and r["expires_on"] < today,
+                modified=snap.modified[p] or None, writable=r["kind"] == "workspace",
+                times_shown=shown.get(r["id"], 0), reports=rep, worked=ok))
+        return out
+
+    def _usage_counts(self, ids: list[str]) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
+        if not ids:
+            return {}, {}
+        q = ",".join("?" * len(ids))
+        shown = {r[0]: int(r[1]) for r in self.store.db.execute(
+            f"SELECT skill_id, COUNT(*) FROM recommendations WHERE skill_id IN ({q}) GROUP BY skill_id", ids)}
+        reports = {r[0]: (int(r[1]), int(r[2] or 0)) for r in self.store.db.execute(
+            f"SELECT skill_id, COUNT(*), SUM(worked) FROM outcomes WHERE skill_id IN ({q}) GROUP BY skill_id", ids)}
+        return shown, reports
+
+    # --- browsing -------------------------------------------------------------------------
+    def browse(self, *, root: str | None = None, repo: str | None = None, skill_type: str | None = None,
+               tag: str | None = None, status: str = "any", expired: bool | None = None,
+               query: str | None = None, sort: str = "name", descending: bool = False,
+               offset: int = 0, limit: int = 50) -> BrowsePage:
+        """One page of the skills matching every filter given. Without ``query``: sorted by
+        ``sort`` (then name) and counted in full. With ``query``: the hybrid search's hits in
+        ranked order, filtered the same way (at most ``SEARCH_MAX``; ``more`` says a larger
+        ``offset + limit`` may find more), never logged as usage (a person browsing is not an
+        agent's request)."""
+        if not isinstance(limit, int) or not 1 <= limit <= PAGE_MAX:
+            raise ValidationError(f"limit {limit!r} is out of range", fix=f"use 1 to {PAGE_MAX}")
+        if not isinstance(offset, int) or offset < 0:
+            raise ValidationError(f"offset {offset!r} is out of range", fix="use 0 or more")
+        if sort not in SORTS:
+            raise ValidationError(f"unknown sort {sort!r}", fix=f"use one of {', '.join(SORTS)}")
+        status = status or "any"
+        snap = self._catalog()
+        mask = self._mask(snap, root=root, repo=repo, skill_type=skill_type, tag=tag, status=status, expired=expired)
+        filters = {k: v for k, v in dict(root=root, repo=repo, skill_type=skill_type, tag=tag,
+                                         status=None if status == "any" else status, expired=expired).items()
+                   if v is not None and v != ""}
+        if query and query.strip():
+            return self._browse_search(snap, mask, query.strip(), filters, status=status, expired=expired,
+                                       skill_type=skill_type, tag=tag, offset=offset, limit=limit)
+        if sort in ("shown", "success"):
+            order = self._usage_order(snap, sort)
+        else:
+            order = snap.order(sort)
+        if descending:
+            order = order[::-1]
+        ordered = order[mask[order]]
+        page = [int(p) for p in ordered[offset:offset + limit]]
+        return BrowsePage(self._rows(snap, page), int(len(ordered)), offset, limit, sort, descending,
+                          filters=filters)
+
+    def _usage_order(self, snap: _Snapshot, sort: str) -> np.ndarray:
+        """Positions by times shown, or by success rate (skills without reports last), each
+        ascending, then by name (usage changes without a new index generation: not cached)."""
+        name_order = snap.order("name")
+        rank = np.empty(snap.n, dtype=np.int64)
+        rank[name_order] = np.arange(snap.n)
+        key = np.zeros(snap.n, dtype=np.float64)
+        if sort == "shown":
+            for sid, c in self.store.db.execute("SELECT skill_id, COUNT(*) FROM recommendations GROUP BY skill_id"):
+                p = snap.pos.get(sid)
+                if p is not None:
+                    key[p] = c
+        else:
+            key[:] = 2.0
+            for sid, c, ok in self.store.db.execute(
+                    "SELECT skill_id, COUNT(*), SUM(worked) FROM outcomes WHERE skill_id IS NOT NULL GROUP BY skill_id"):
+                p = snap.pos.get(sid)
+                if p is not None and c:
+                    key[p] = (ok or 0) / c
+        return np.lexsort((rank, key)).astype(np.int64)
+
+    def _browse_search(self, snap: _Snapshot, mask: np.ndarray, query: str, filters: dict, *, status: str,
+                       expired: bool | None, skill_type: str | None, tag: str | None, offset: int,
+                       limit: int) -> BrowsePage:
+        # the search's cost grows with its limit (MMR, rows): ask for the page's worth, or for
+        # SEARCH_MAX when filters the search cannot apply itself thin the hits afterwards
+        post = bool(filters.get("root") or filters.get("repo")) or status == "inactive" or expired is True
+        want = SEARCH_MAX if post else min(SEARCH_MAX, offset + limit)
+        res = self.search(query, limit=want, skill_type=skill_type or None, tags=[tag] if tag else None,
+                          include_inactive=status != "active", include_expired=expired is not False, log=False)
+        keep = []
+        for h in res.hits:
+            p = snap.pos.get(h.id)
+            if p is not None and mask[p]:
+                keep.append((p, h))
+        page = keep[offset:offset + limit]
+        rows = self._rows(snap, [p for p, _ in page])
+        by_id = {h.id: h for _, h in page}
+        for r in rows:
+            h = by_id[r.id]
+            r.match, r.score, r.copies = h.match, round(float(h.score), 4), h.copies
+        more = not post and want < SEARCH_MAX and len(res.hits) >= want
+        return BrowsePage(rows, len(keep), offset, limit, "relevance", False, query=query, confident=res.confident,
+                          degraded=res.degraded, latency_ms=round(res.latency_ms, 2), filters=filters, more=more)
+
+    def facets(self, *, top_tags: int = 60) -> dict[str, Any]:
+        """What the table's filters offer: roots (with kind and count), repos, types and the
+        most used tags, each with its number of skills."""
+        snap = self._catalog()
+
+        def counted(codes: np.ndarray, labels: list) -> list[tuple[Any, int]]:
+            counts = np.bincount(codes, minlength=len(labels)) if snap.n else np.zeros(len(labels), dtype=np.int64)
+            return [(labels[i], int(counts[i])) for i in range(len(labels))]
+
+        roots = []
+        counts = dict(counted(snap.root, snap.root_labels))
+        for r in self.roots:
+            roots.append({"label": r.label, "kind": r.kind, "path": str(r.path), "writable": r.writable,
+                          "skills": counts.get(r.label, 0)})
+        known = {r["label"] for r in roots}
+        for label, c in counts.items():
+            if label not in known:
+                roots.append({"label": label, "kind": snap.kind_of_root.get(label, "other"), "path": "",
+                              "writable": False, "skills": c})
+        repos = sorted(((lab, c) for lab, c in counted(snap.repo, snap.repo_labels) if lab), key=lambda x: (-x[1], x[0]))
+        types = sorted(((lab, c) for lab, c in counted(snap.type, snap.type_labels) if lab), key=lambda x: (-x[1], x[0]))
+        untyped = sum(c for lab, c in counted(snap.type, snap.type_labels) if not lab)
+        tags = sorted(((t, int(len(p))) for t, p in snap.tags.items()), key=lambda x: (-x[1], x[0]))
+        return {"roots": roots, "repos": repos, "types": types, "untyped": untyped, "tags": tags[:top_tags],
+                "tags_total": len(tags), "skills": snap.n}
+
+    # --- overview -------------------------------------------------------------------------
+    def overview(self, *, days: int = 30, weeks: int = 12, top: int = 8) -> dict[str, Any]:
+        """Totals (active, inactive, expired, drafts waiting, invalid files), skills by root,
+        repo and type, the flywheel series, and the lists that need a person."""
+        snap = self._catalog()
+        expired = snap.expired_mask()
+        drafts = self.review.list()
+        invalid = int(self.store.db.execute("SELECT COUNT(*) FROM invalid_files").fetchone()[0])
+        totals = {"skills": snap.n, "active": int((snap.active & ~expired).sum()),
+                  "deprecated": int((snap.status == 1).sum()), "merged": int((snap.status == 2).sum()),
+                  "expired": int((snap.active & expired).sum()), "drafts": len(drafts), "invalid_files": invalid}
+        f = self.facets(top_tags=0)
+        return {"totals": totals, "by_root": f["roots"], "by_repo": f["repos"][:top + 4],
+                "repos_total": len(f["repos"]), "by_type": f["types"], "untyped": f["untyped"],
+                "flywheel": self.flywheel(days=days, weeks=weeks),
+                "curation": self.curation(top=top, drafts=drafts)}
+
+    def curation(self, *, top: int = 25, drafts: list[dict] | None = None, since: str | None = None) -> dict[str, Any]:
+        """The lists that need a person: drafts to review, kill candidates (active skills
+        never surfaced by a search), rewrite candidates (low success), gaps (requests nothing
+        served confidently). Each list is cut at ``top``; ``*_total`` counts it in full."""
+        drafts = self.review.list() if drafts is None else drafts
+        db = self.store.db
+        # The statistics read every skill row; they change only with the index or the usage
+        # logs, whose newest ids are cheap to read: kept until one of them moves.
+        key = (self.store.get_meta("generation", "0"), since, top,
+               *db.execute("SELECT (SELECT MAX(id) FROM queries), (SELECT MAX(id) FROM outcomes),"
+                           " (SELECT MAX(id) FROM recommendations)").fetchone())
+        cached = self._curation_cache
+        if cached is not None and cached[0] == key:
+            return {**cached[1], "drafts": drafts[:top], "drafts_total": len(drafts)}
+        st = self.stats(since=since)
+        out = {"queries": st.queries, "finds": st.finds, "reports": st.reports,
+               "report_rate": round(st.report_rate, 3), "confident_rate": round(st.confident_rate, 3),
+               "drafts": drafts[:top], "drafts_total": len(drafts),
+               "kill": st.never_surfaced[:top], "kill_total": len(st.never_surfaced),
+               "rewrite": [u.as_dict() for u in st.low_success[:top]], "rewrite_total": len(st.low_success),
+               "gaps": [g.as_dict() for g in st.gaps[:top]], "gaps_total": len(st.gaps),
+               "most_used": [u.as_dict() for u in st.most_used[:top]]}
+        self._curation_cache = (key, out)
+        return out
+
+    def flywheel(self, *, days: int = 30, weeks: int = 12) -> dict[str, Any]:
+        """The usage flywheel over time (UTC): queries per day for the last ``days`` days; per
+        week for the last ``weeks`` weeks, finds, the share of finds an outcome was reported
+        for (report rate), the share of outcomes that worked (success rate) and gaps (finds
+        without a confident match, lexical-only runs left out as in ``stats``)."""
+        days = max(1, min(int(days), 366))
+        weeks = max(1, min(int(weeks), 104))
+        today = _today()
+        first_day = today - _dt.timedelta(days=days - 1)
+        first_week = _week_start(today) - _dt.timedelta(weeks=weeks - 1)
+        since = min(first_day, first_week).isoformat()
+        db = self.store.db
+        per_day: dict[str, int] = {}
+        wk: dict[_dt.date, dict[str, int]] = {}
+
+        def week(day: str) -> dict[str, int]:
+            start = _week_start(_dt.date.fromisoformat(day))
+            return wk.setdefault(start, {"finds": 0, "reported": 0, "outcomes": 0, "worked": 0, "gaps": 0,
+                                         "queries": 0})
+
+        for d, n, finds, gaps in db.execute("""
+                SELECT substr(at, 1, 10) d, COUNT(*), SUM(mode = 'find'),
+                       SUM(mode = 'find' AND confident = 0 AND degraded = 0)
+                FROM queries WHERE at >= ? GROUP BY d""", (since,)):
+            per_day[d] = int(n)
+            w = week(d)
+            w["queries"] += int(n)
+            w["finds"] += int(finds or 0)
+            w["gaps"] += int(gaps or 0)
+        for d, n in db.execute("""
+                SELECT substr(q.at, 1, 10) d, COUNT(DISTINCT q.id) FROM queries q JOIN outcomes o ON o.query_id = q.id
+                WHERE q.mode = 'find' AND q.at >= ? GROUP BY d""", (since,)):
+            week(d)["reported"] += int(n)
+        for d, n, ok in db.execute("SELECT substr(at, 1, 10) d, COUNT(*), SUM(worked) FROM outcomes WHERE at >= ?"
+                                   " GROUP BY d", (since,)):
+            w = week(d)
+            w["outcomes"] += int(n)
+            w["worked"] += int(ok or 0)
+        day_series = []
+        for i in range(days):
+            d = (first_day + _dt.timedelta(days=i)).isoformat()
+            day_series.append({"day": d, "queries": per_day.get(d, 0)})
+        week_series = []
+        for i in range(weeks):
+            start = first_week + _dt.timedelta(weeks=i)
+            w = wk.get(start, {"finds": 0, "reported": 0, "outcomes": 0, "worked": 0, "gaps": 0, "queries": 0})
+            iso = start.isocalendar()
+            week_series.append({
+                "week": f"{iso[0]}-W{iso[1]:02d}", "start": start.isoformat(), **w,
+                "report_rate": round(w["reported"] / w["finds"], 3) if w["finds"] else None,
+                "success_rate": round(w["worked"] / w["outcomes"], 3) if w["outcomes"] else None})
+        return {"days": day_series, "weeks": week_series,
+                "queries": sum(per_day.values()), "first_day": first_day.isoformat(), "today": today.isoformat()}
+
+    # --- one skill ------------------------------------------------------------------------
+    def skill_usage(self, name_or_id: str, *, limit: int = 50) -> dict[str, Any]:
+        """One skill's usage: the searches that listed it (newest first, with the request
+        when the log keeps its text), the outcomes reported (with notes), and the success
+        rate per week."""
+        rec = self.get(name_or_id)
+        u = usagemod.per_skill_usage(self.store, rec.id, rec.name)
+        db = self.store.db
+        surfaced = [{"at": r["at"], "rank": r["rank"], "score": round(float(r["score"]), 4), "query_id": r["qid"],
+                     "request": r["text"], "mode": r["mode"], "client": r["client"], "confident": bool(r["confident"])}
+                    for r in db.execute("""
+                SELECT r.at, r.rank, r.score, q.id qid, q.text, q.mode, q.client, q.confident
+                FROM recommendations r JOIN queries q ON q.id = r.query_id
+                WHERE r.skill_id = ? ORDER BY r.id DESC LIMIT ?""", (rec.id, int(limit)))]
+        cond = "skill_id = ? OR (skill_id IS NULL AND name = ?)"
+        outcomes = [{"id": r["id"], "at": r["at"], "worked": bool(r["worked"]), "note": r["note"],
+                     "client": r["client"], "query_id": r["query_id"]}
+                    for r in db.execute(f"SELECT id, at, worked, note, client, query_id FROM outcomes WHERE {cond}"
+                                        " ORDER BY id DESC LIMIT ?", (rec.id, rec.name, int(limit)))]
+        weekly: dict[_dt.date, list[int]] = {}
+        for d, ok in db.execute(f"SELECT substr(at, 1, 10), worked FROM outcomes WHERE {cond}", (rec.id, rec.name)):
+            try:
+                w = weekly.setdefault(_week_start(_dt.date.fromisoformat(d)), [0, 0])
+            except ValueError:
+                continue
+            w[0] += 1
+            w[1] += int(ok)
+        series = [{"week": f"{s.isocalendar()[0]}-W{s.isocalendar()[1]:02d}", "start": s.isoformat(),
+                   "reports": n, "worked": ok, "success_rate": round(ok / n, 3)}
+                  for s, (n, ok) in sorted(weekly.items())][-26:]
+        return {"id": rec.id, "name": rec.name, **{k: v for k, v in u.as_dict().items() if k not in ("id", "name",
+                                                                                                 "notes")},
+                "surfaced": surfaced, "outcomes": outcomes, "weekly": series}
+
+    def copies(self, name_or_id: str) -> list[dict[str, Any]]:
+        """The other skills with the same name (same name key: case and separators aside),
+        in lookup precedence; ``wins`` marks the one a lookup by name returns."""
+        rec = self.get(name_or_id)
+        rows = self._rows_by_name(rec.name)
+        if not rows:
+            return []
+        winner = rows[0]["id"]
+        return [{"id": r["id"], "name": r["name"], "root": r["root"], "kind": r["kind"], "path": r["path"],
+                 "version": r["version"], "active": bool(r["active"]), "description": r["description"],
+                 "wins": r["id"] == winner, "same_text": r["content_hash"] == self._content_hash(rec.id)}
+                for r in rows if r["id"] != rec.id]
+
+    def _content_hash(self, skill_id: str) -> str | None:
+        row = self.store.db.execute("SELECT content_hash FROM skills WHERE id = ?", (skill_id,)).fetchone()
+        return row[0] if row else None
+
+    def lineage(self, name_or_id: str) -> dict[str, Any]:
+        """Where a skill came from (ancestors by DERIVE, sources of a MERGE, what it was
+        merged into) and the skills that came from it."""
+        rec = self.get(name_or_id)
+        snap = self._catalog()
+        children = [{"id": snap.ids[p], "name": snap.names[p]} for p in snap.children.get(rec.name, [])
+                    if snap.ids[p] != rec.id]
+        return {"ancestors": rec.lineage, "merged_from": _split(rec.metadata.get("merged-from")),
+                "merged_into": rec.metadata.get("merged-into") or None,
+                "origin": rec.metadata.get("origin") or None, "descendants": children}
+
+    def version_text(self, name_or_id: str, version: int) -> str:
+        """The full SKILL.md text of a kept version."""
+        return self.evolver.history.text(self.get(name_or_id).name, int(version))
+
+    def compare(self, name_or_id: str, v1: int, v2: int, *, context: int = DIFF_CONTEXT) -> dict[str, Any]:
+        """Two versions of a skill side by side (rows of ``side_by_side``) and as a unified diff."""
+        rec = self.get(name_or_id)
+        a, b = self.version_text(rec.id, v1), self.version_text(rec.id, v2)
+        return {"name": rec.name, "id": rec.id, "v1": int(v1), "v2": int(v2), "rows": side_by_side(a, b, context),
+                "unified": self.diff(rec.id, v1, v2)}
+
+    def draft_review(self, name: str, *, context: int = DIFF_CONTEXT) -> dict[str, Any]:
+        """A draft with what it would change: the text it would write beside the current
+        text of the skill it replaces (FIX, MERGE into an existing name) or derives from
+        (DERIVE); a new skill (ARCHIVE) is compared with nothing."""
+        d = self.review.show(name)
+        args = d["args"]
+        action = str(args.get("action") or "").upper()
+        ref = None
+        if action == "FIX":
+            ref = args.get("target_skill_name") or args.get("name")
+        elif action == "DERIVE":
+            ref = args.get("target_skill_name")
+        elif action == "MERGE":
+            ref = args.get("name") or args.get("target_skill_name")
+        base = None
+        if isinstance(ref, str) and ref.strip():
+            try:
+                rec = self.get(ref.strip())
+                base = {"id": rec.id, "name": rec.name, "version": rec.version, "writable": rec.writable,
+                        "text": read_text_bounded(rec.path, MAX_SKILL_BYTES)}
+            except (SkillshelfError, OSError):
+                base = None
+        return {"name": d["name"], "action": action, "args": args, "proposed_at": d["proposed_at"],
+                "text": d["text"], "base": base,
+                "rows": side_by_side(base["text"] if base else "", d["text"], context)}
+
+    # --- checks ---------------------------------------------------------------------------
+    @staticmethod
+    def validate_text(text: str, *, folder_name: str | None = None) -> dict[str, Any]:
+        """Findings for a SKILL.md text: the validator ``skillshelf validate`` runs on files
+        (``valid`` is false when one is an error or fatal)."""
+        if not isinstance(text, str):
+            raise ValidationError("the text must be a string", fix="send the SKILL.md text")
+        size = len(text.encode("utf-8"))
+        if size > MAX_SKILL_BYTES:
+            f = skillmod.Finding("fatal", "file.too-large",
+                                 f"the text is {size:,} bytes; the limit is {MAX_SKILL_BYTES:,}")
+            return {"valid": False, "name": None, "findings": [f.as_dict()]}
+        parsed = skillmod.parse(text, folder_name=folder_name)
+        findings = [f.as_dict() for f in parsed.findings]
+        valid = not any(f["severity"] in ("fatal", "error") for f in findings)
+        return {"valid": valid, "name": parsed.skill.name if parsed.skill else None, "findings": findings}
+
+    def check_save(self, action: str, **args: Any) -> dict[str, Any]:
+        """A dry run of ``save``: the same checks a save makes (names, sizes, conflicts, the
+        target's state), then the validator on the file it would write. Writes nothing.
+        ``ok`` is true when the save would go through; ``text`` is the SKILL.md it would
+        write; ``error`` / ``fix`` say why not."""
+        try:
+            plan = self.evolver.plan({"action": action, **args})
+        except SkillshelfError as exc:
+            return {"ok": False, "error": exc.message, "fix": exc.fix, "findings": [], "text": None,
+                    "name": None, "version": None}
+        text = plan.skill.render()
+        res = self.validate_text(text, folder_name=plan.name)
+        keep = plan.action == "FIX"
+        extra = [f.as_dict() for f in skillmod.validate_for_write(plan.skill, plan.skill.name, keep_unknown_keys=keep)]
+        findings = res["findings"] + [f for f in extra if f not in res["findings"]]
+        if keep:    # a FIX keeps the original's keys: not an error of this save
+            findings = [f for f in findings if f["rule"] != "keys.unknown"]
+        ok = not any(f["severity"] in ("fatal", "error") for f in findings)
+        return {"ok": ok, "error": None if ok else "the result would not be a valid skill",
+                "fix": None if ok else "fix the fields named below", "findings": findings, "text": text,
+                "name": plan.name, "version": plan.skill.version}
+
+    def skill_text(self, name_or_id: str) -> str:
+        """The SKILL.md file of a skill as it is on disk."""
+        rec = self.get(name_or_id)
+        try:
+            return read_text_bounded(rec.path, MAX_SKILL_BYTES)
+        except OSError as exc:
+            raise NotFoundError(f"cannot read {rec.path}: {exc.strerror or exc}",
+                                fix="run `skillshelf sync` and try again") from None
+
+
+# --- side by side ---------------------------------------------------------------------------
+
+def side_by_side(a: str, b: str, context: int = DIFF_CONTEXT) -> list[dict[str, Any]]:
+    """Rows for a two-column diff of ``a`` (left) and ``b`` (right): ``kind`` is equal,
+    change, delete, insert, or skip (``count`` unchanged lines not shown). Line numbers are
+    1-based; a side without a line has None."""
+    al, bl = a.splitlines(), b.splitlines()
+    rows: list[dict[str, Any]] = []
+    sm = difflib.SequenceMatcher(None, al, bl, autojunk=False)
+    groups = list(sm.get_grouped_opcodes(context)) if al != bl else []
+    if not groups:
+        return [{"kind": "skip", "count": len(al), "l_no": None, "l": None, "r_no": None, "r": None}] if al else []
+    last = 0
+    for group in groups:
+        first = group[0][1]
+        if first > last:
+            rows.append({"kind": "skip", "count": first - last, "l_no": None, "l": None, "r_no": None, "r": None})
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                for i, j in zip(range(i1, i2), range(j1, j2)):
+                    rows.append({"kind": "equal", "l_no": i + 1, "l": al[i], "r_no": j + 1, "r": bl[j]})
+            elif tag == "replace":
+                n = max(i2 - i1, j2 - j1)
+                for k in range(n):
+                    i, j = i1 + k, j1 + k
+                    rows.append({"kind": "change",
+                                 "l_no": i + 1 if i < i2 else None, "l": al[i] if i < i2 else None,
+                                 "r_no": j + 1 if j < j2 else None, "r": bl[j] if j < j2 else None})
+            elif tag == "delete":
+                for i in range(i1, i2):
+                    rows.append({"kind": "delete", "l_no": i + 1, "l": al[i], "r_no": None, "r": None})
+            elif tag == "insert":
+                for j in range(j1, j2):
+                    rows.append({"kind": "insert", "l_no": None, "l": None, "r_no": j + 1, "r": bl[j]})
+        last = group[-1][2]
+    if last < len(al):
+        rows.append({"kind": "skip", "count": len(al) - last, "l_no": None, "l": None, "r_no": None, "r": None})
+    return rows

@@ -1,0 +1,253 @@
+"""The JSON API under ``/api`` (described by ``/openapi.json``). Each route calls one
+``Library`` method and returns what it returns; domain errors become
+``{"error": {"type", "message", "fix"}}`` with a matching status (see ``app.STATUS``).
+``/api/check`` and ``/api/validate`` answer an htmx request (``HX-Request``) with the HTML
+fragment the editor shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, Field, ValidationError as ModelError
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import ValidationError
+from .security import require_csrf
+
+router = APIRouter(prefix="/api", tags=["api"], dependencies=[Depends(require_csrf)])
+
+
+def lib_of(request: Request) -> Any:
+    return request.app.state.lib
+
+
+# --- bodies ---------------------------------------------------------------------------------
+
+class SaveBody(BaseModel):
+    """The arguments of ``Library.save`` (a person's save: written directly, not as a draft)."""
+
+    action: str = Field(description="ARCHIVE (new skill) | FIX (change one) | DERIVE (branch) | MERGE")
+    name: str = ""
+    description: str = ""
+    body: str = ""
+    skill_type: str = ""
+    lesson: str = ""
+    repo_name: str = ""
+    tags: str | list[str] = ""
+    reason: str = ""
+    target_skill_name: str = ""
+    source_skill_names: str | list[str] = ""
+    ttl_days: int | None = None
+    display_name: str = ""
+    author: str = ""
+
+
+class ValidateBody(BaseModel):
+    text: str = Field(description="a whole SKILL.md (frontmatter and body)")
+    folder_name: str | None = Field(None, description="the folder it lives in (checked against its name)")
+
+
+class SkillRef(BaseModel):
+    skill: str = Field(description="skill id, name or path")
+
+
+class DeprecateBody(SkillRef):
+    reason: str
+
+
+class TtlBody(SkillRef):
+    days: int = Field(ge=1, description="days to push the expiry further")
+
+
+class RollbackBody(SkillRef):
+    version: int = Field(ge=1)
+
+
+class RejectBody(BaseModel):
+    reason: str
+
+
+async def _body(request: Request, model: type[BaseModel]) -> BaseModel:
+    """A JSON or form-encoded body validated against ``model`` (the editor posts forms)."""
+    if "json" in request.headers.get("content-type", ""):
+        data = await request.json()
+    else:
+        form = await request.form()
+        data = {k: v for k, v in form.items() if k != "csrf_token" and isinstance(v, str)}
+        if data.get("ttl_days", None) == "":
+            data["ttl_days"] = None
+    try:
+        return model.model_validate(data if isinstance(data, dict) else {})
+    except ModelError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        raise ValidationError(f"{where}: {first.get('msg')}", fix="correct that field and send it again") from None
+
+
+def _schema(model: type[BaseModel]) -> dict:
+    schema = {"schema": model.model_json_schema(ref_template="#/components/schemas/{model}")}
+    return {"requestBody": {"required": True, "content": {"application/json": schema,
+                                                          "application/x-www-form-urlencoded": schema}}}
+
+
+def _htmx(request: Request) -> bool:
+    return request.headers.get("hx-request") == "true"
+
+
+# --- reading --------------------------------------------------------------------------------
+
+@router.get("/overview", summary="Totals, skills by root/repo/type, flywheel series, curation lists")
+def overview(request: Request, days: int = Query(30, ge=1, le=366), weeks: int = Query(12, ge=1, le=104)):
+    return lib_of(request).overview(days=days, weeks=weeks)
+
+
+@router.get("/stats", summary="The usage statistics of `skillshelf stats`")
+def stats(request: Request, since: str | None = Query(None, description="YYYY-MM-DD")):
+    return lib_of(request).stats(since=since).as_dict()
+
+
+@router.get("/facets", summary="What the skills table can filter on, with counts")
+def facets(request: Request):
+    return lib_of(request).facets()
+
+
+@router.get("/skills", summary="A page of skills: filters, sort, offset; `q` searches (ranked, not logged)")
+def skills(request: Request, q: str | None = None, root: str | None = None, repo: str | None = None,
+           type: str | None = Query(None, description="skill type"), tag: str | None = None,
+           status: str = Query("any", description="any | active | inactive"),
+           expired: bool | None = None, sort: str = "name", desc: bool = False,
+           offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=200)):
+    return lib_of(request).browse(query=q, root=root, repo=repo, skill_type=type, tag=tag, status=status,
+                                  expired=expired, sort=sort, descending=desc, offset=offset,
+                                  limit=limit).as_dict()
+
+
+@router.get("/search", summary="Hybrid search, as agents get it (not logged as usage)")
+def search(request: Request, q: str, limit: int = Query(10, ge=1, le=100), mode: str = "find",
+           type: str | None = None, tags: str | None = None, include_inactive: bool = False,
+           include_expired: bool = False):
+    return lib_of(request).search(q, limit=limit, mode=mode, skill_type=type, tags=tags,
+                                  include_inactive=include_inactive, include_expired=include_expired,
+                                  log=False).as_dict()
+
+
+@router.get("/skill/{skill:path}", summary="One skill: metadata, body, files, copies, lineage")
+def skill(request: Request, skill: str):
+    lib = lib_of(request)
+    rec = lib.get(skill)
+    d = rec.as_dict()
+    files = rec.files()
+    d.update(writable=rec.writable, files=list(files), files_more=files.more, copies=lib.copies(rec.id),
+             lineage_detail=lib.lineage(rec.id))
+    return d
+
+
+@router.get("/text/{skill:path}", summary="The SKILL.md text, current or of a kept version")
+def text(request: Request, skill: str, version: int | None = Query(None, ge=1)):
+    lib = lib_of(request)
+    rec = lib.get(skill)
+    body = lib.version_text(rec.id, version) if version else lib.skill_text(rec.id)
+    return {"id": rec.id, "name": rec.name, "version": version or rec.version, "text": body}
+
+
+@router.get("/history/{skill:path}", summary="Versions kept and the changelog")
+def history(request: Request, skill: str):
+    return lib_of(request).history(skill)
+
+
+@router.get("/diff/{skill:path}", summary="Two versions side by side (rows) and as a unified diff")
+def diff(request: Request, skill: str, v1: int = Query(..., ge=1), v2: int = Query(..., ge=1)):
+    return lib_of(request).compare(skill, v1, v2)
+
+
+@router.get("/usage/{skill:path}", summary="Searches that surfaced it, outcomes with notes, success by week")
+def usage(request: Request, skill: str, limit: int = Query(50, ge=1, le=500)):
+    return lib_of(request).skill_usage(skill, limit=limit)
+
+
+@router.get("/drafts", summary="Drafts waiting for review")
+def drafts(request: Request):
+    return lib_of(request).review.list()
+
+
+@router.get("/drafts/{name}", summary="A draft, the text it would replace, and the two side by side")
+def draft(request: Request, name: str):
+    return lib_of(request).draft_review(name)
+
+
+# --- checks ---------------------------------------------------------------------------------
+
+@router.post("/validate", summary="Findings for a SKILL.md text (the validator of `skillshelf validate`)",
+             openapi_extra=_schema(ValidateBody))
+async def validate(request: Request):
+    body = await _body(request, ValidateBody)
+    res = await run_in_threadpool(lib_of(request).validate_text, body.text, folder_name=body.folder_name)
+    if _htmx(request):
+        return HTMLResponse(request.app.state.pages.fragment("_check.html", check={**res, "ok": res["valid"]}))
+    return res
+
+
+@router.post("/check", summary="A dry run of a save: the errors it would meet and the file it would write",
+             openapi_extra=_schema(SaveBody))
+async def check(request: Request):
+    body = await _body(request, SaveBody)
+    args = body.model_dump()
+    action = args.pop("action")
+    res = await run_in_threadpool(lambda: lib_of(request).check_save(action, **args))
+    if _htmx(request):
+        return HTMLResponse(request.app.state.pages.fragment("_check.html", check=res))
+    return res
+
+
+# --- actions (the CLI's) ----------------------------------------------------------------------
+
+@router.post("/skills", summary="Save a skill as a person (ARCHIVE, FIX, DERIVE, MERGE)")
+def save(request: Request, body: SaveBody):
+    lib = lib_of(request)
+    args = body.model_dump()
+    with lib.exclusive(what="saving a skill"):
+        return lib.save(args.pop("action"), by="person", **args).as_dict()
+
+
+@router.post("/deprecate", summary="Mark a skill inactive (an overlay for read-only roots)")
+def deprecate(request: Request, body: DeprecateBody):
+    lib = lib_of(request)
+    with lib.exclusive(what="deprecating a skill"):
+        return lib.deprecate(body.skill, body.reason)
+
+
+@router.post("/delete", summary="Delete a workspace skill, its history and its index rows")
+def delete(request: Request, body: SkillRef):
+    lib = lib_of(request)
+    with lib.exclusive(what="deleting a skill"):
+        return lib.delete(body.skill)
+
+
+@router.post("/extend-ttl", summary="Push a skill's expiry further")
+def extend_ttl(request: Request, body: TtlBody):
+    lib = lib_of(request)
+    with lib.exclusive(what="extending a TTL"):
+        return lib.extend_ttl(body.skill, body.days)
+
+
+@router.post("/rollback", summary="Make the text of a kept version current again (as a new version)")
+def rollback(request: Request, body: RollbackBody):
+    lib = lib_of(request)
+    with lib.exclusive(what="rolling back"):
+        return lib.rollback(body.skill, body.version).as_dict()
+
+
+@router.post("/drafts/{name}/approve", summary="Apply a draft to the library")
+def approve(request: Request, name: str):
+    lib = lib_of(request)
+    with lib.exclusive(what="approving a draft"):
+        return lib.review.approve(name, reviewer="dashboard").as_dict()
+
+
+@router.post("/drafts/{name}/reject", summary="Discard a draft (the reason is kept)")
+def reject(request: Request, name: str, body: RejectBody):
+    lib = lib_of(request)
+    with lib.exclusive(what="rejecting a draft"):
+        return lib.review.reject(name, body.reason)

@@ -1,0 +1,176 @@
+"""The FastAPI application: security middleware, templates, static files, error pages, and
+the two routers (pages in :mod:`.pages`, the JSON API in :mod:`.api`)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from .. import __version__
+from ..errors import (ConfigError, ConflictError, NotFoundError, PolicyError, SkillFormatError, SkillshelfError,
+                      StoreError, ValidationError, WriteError)
+from . import render
+from .security import CSRF_FIELD, Guard
+
+HERE = Path(__file__).parent
+FLASH_COOKIE = "skillshelf_flash"
+STATUS = {NotFoundError: 404, ValidationError: 400, SkillFormatError: 400, ConflictError: 409, PolicyError: 403,
+          ConfigError: 400, WriteError: 507, StoreError: 503}
+
+
+def status_of(exc: SkillshelfError) -> int:
+    for kind in type(exc).__mro__:
+        if kind in STATUS:
+            return STATUS[kind]
+    return 500
+
+
+def error_dict(exc: SkillshelfError) -> dict[str, Any]:
+    d: dict[str, Any] = {"type": type(exc).__name__, "message": exc.message, "fix": exc.fix}
+    if getattr(exc, "suggestions", None):
+        d["suggestions"] = exc.suggestions
+    return d
+
+
+def skill_url(skill_id: str, **query: Any) -> str:
+    q = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in query.items() if v not in (None, ""))
+    return f"/skill/{quote(skill_id, safe='/:')}" + (f"?{q}" if q else "")
+
+
+def short_repo(repo: str | None) -> str:
+    """A repo as people say it: ``owner/name`` for a GitHub URL."""
+    r = (repo or "").strip()
+    for prefix in ("https://", "http://", "www.", "github.com/"):
+        if r.lower().startswith(prefix):
+            r = r[len(prefix):]
+    return r.removesuffix(".git").strip("/") or (repo or "")
+
+
+def short_path(skill_id: str) -> str:
+    """Where a skill lives, short: the folder below its root, with the middle elided."""
+    rel = skill_id.split(":", 1)[-1]
+    parts = rel.split("/")
+    return rel if len(parts) <= 3 else f"{parts[0]}/…/{parts[-2]}/{parts[-1]}"
+
+
+def _templates() -> Environment:
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["skill_url"] = skill_url
+    env.filters["file_url"] = lambda sid, p: f"/file/{quote(sid, safe='/:')}?path={quote(p, safe='/')}"
+    env.filters["edit_url"] = lambda sid: f"/edit/{quote(sid, safe='/:')}"
+    env.filters["q"] = lambda v: quote(str(v), safe="")
+    env.filters["pct"] = lambda v: "–" if v is None else f"{float(v):.0%}"
+    env.filters["num"] = lambda v: "–" if v is None else f"{v:,}"
+    env.filters["day"] = lambda v: (v or "")[:10]
+    env.filters["when"] = lambda v: (v or "").replace("T", " ")[:16]
+    env.filters["short_repo"] = short_repo
+    env.filters["short_path"] = short_path
+    env.globals["version"] = __version__
+    env.globals["csrf_field"] = CSRF_FIELD
+    return env
+
+
+class Pages:
+    """Renders a template with the context every page shares (CSRF token, flash message,
+    drafts waiting, the indexing note)."""
+
+    def __init__(self, lib: Any):
+        self.lib = lib
+        self.env = _templates()
+
+    def render(self, request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        flash = _read_flash(request)
+        try:
+            drafts = len(self.lib.review.list())
+        except SkillshelfError:
+            drafts = 0
+        html = self.env.get_template(name).render(
+            request=request, csrf=getattr(request.state, "csrf", ""), flash=flash, drafts_waiting=drafts,
+            indexing=self.lib.indexing_note(), path=request.url.path, **ctx)
+        resp = HTMLResponse(html, status)
+        if flash:
+            resp.delete_cookie(FLASH_COOKIE, path="/")
+        return resp
+
+    def fragment(self, name: str, **ctx: Any) -> str:
+        return self.env.get_template(name).render(**ctx)
+
+
+def redirect(url: str, message: str | None = None, kind: str = "ok") -> RedirectResponse:
+    """303 to ``url`` with a one-time message for the next page (an HttpOnly cookie, so a
+    crafted link cannot put words on the page)."""
+    resp = RedirectResponse(url, 303)
+    if message:
+        raw = json.dumps({"kind": kind, "text": message[:1500]}).encode()
+        resp.set_cookie(FLASH_COOKIE, base64.urlsafe_b64encode(raw).decode(), httponly=True, samesite="strict",
+                        path="/", max_age=60)
+    return resp
+
+
+def _read_flash(request: Request) -> dict | None:
+    raw = request.cookies.get(FLASH_COOKIE)
+    if not raw:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(raw.encode()))
+        return {"kind": str(data.get("kind", "ok")), "text": str(data.get("text", ""))}
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def build(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int = 7788) -> FastAPI:
+    app = FastAPI(title="skillshelf dashboard", version=__version__,
+                  description="The JSON API the dashboard's pages use: browse, search, read, the usage "
+                              "flywheel, and the same actions as the CLI (save, deprecate, delete, extend TTL, "
+                              "rollback, review drafts). State-changing calls need the CSRF token "
+                              "(X-CSRF-Token header, from the session cookie) and a same-origin Origin, or "
+                              "'Authorization: Bearer <SKILLSHELF_HTTP_TOKEN>'.",
+                  docs_url=None, redoc_url=None, openapi_url="/openapi.json")
+    app.state.lib = lib
+    app.state.pages = Pages(lib)
+    app.state.guard = Guard(token=token, host=host, port=port)
+    app.middleware("http")(app.state.guard)
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+
+    @app.exception_handler(SkillshelfError)
+    async def domain_error(request: Request, exc: SkillshelfError) -> Response:
+        if request.url.path.startswith("/api"):
+            return JSONResponse({"error": error_dict(exc)}, status_of(exc))
+        return app.state.pages.render(request, "error.html", status_of(exc), error=error_dict(exc))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        detail = exc.detail if isinstance(exc.detail, dict) else {"type": "HTTPError", "message": str(exc.detail),
+                                                                   "fix": None}
+        if request.url.path.startswith("/api"):
+            return JSONResponse({"error": detail}, exc.status_code)
+        return app.state.pages.render(request, "error.html", exc.status_code, error=detail)
+
+    from fastapi.exceptions import RequestValidationError
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> Response:
+        errs = exc.errors()
+        first = errs[0] if errs else {}
+        where = ".".join(str(x) for x in first.get("loc", ()) if x not in ("body", "query", "form"))
+        detail = {"type": "ValidationError", "message": f"{where}: {first.get('msg', 'invalid value')}",
+                  "fix": "correct that value and send it again"}
+        if request.url.path.startswith("/api"):
+            return JSONResponse({"error": detail, "details": [
+                {k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in errs]}, 422)
+        return app.state.pages.render(request, "error.html", 400, error=detail)
+
+    from . import api, pages
+
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    return app

@@ -1,0 +1,434 @@
+"""The dashboard in process (FastAPI's TestClient): pages, the JSON API, actions, the
+security rules (Host, token, CSRF, Origin), sanitized Markdown, and the catalog methods
+behind them. The browser tests are in test_web_browser.py."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the web extra is not installed (pip install 'skillshelf[web]')")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from skillshelf import Library  # noqa: E402
+from skillshelf.catalog import side_by_side  # noqa: E402
+from skillshelf.embeddings.fake import FakeEmbedder  # noqa: E402
+from skillshelf.errors import ConfigError  # noqa: E402
+
+from conftest import write_skill  # noqa: E402
+
+BASE = "http://127.0.0.1:7788"
+HOSTILE = """# Hostile
+
+<script>window.__xss = 1; alert('script')</script>
+
+<img src=x onerror="window.__xss = 2">
+
+[click me](javascript:window.__xss=3)
+
+[data link](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)
+
+![pic](javascript:window.__xss=4)
+
+<a href="javascript:alert(1)">raw anchor</a>
+
+```html
+<script>alert('in a code block')</script>
+```
+
+[relative](references/notes.md) and [parent](../../etc/passwd) and [safe](https://example.com/docs)
+"""
+
+
+def make_lib(tmp_path: Path, **kw) -> Library:
+    root = tmp_path / "root"
+    write_skill(root, "web/cors-fix", description="Fix CORS errors in Next.js API routes and preflight OPTIONS",
+                body="## Solution\n\nAdd Access-Control-Allow-Origin headers.\n\n```python\nprint('hi')\n```\n",
+                extra="metadata:\n  skill-type: TROUBLESHOOTING\n  tags: cors, nextjs\n  repo: shop\n")
+    write_skill(root, "ops/docker-build", description="Multi-stage Docker builds with cached layers",
+                body="## Solution\n\nCopy the lock file first.\n",
+                extra="metadata:\n  skill-type: IMPLEMENTATION\n  tags: docker, ci\n  ttl-days: '1'\n"
+                      "  last-modified: '2020-01-01'\n")
+    write_skill(root, "git/commit-style", description="Conventional commit messages for changelogs",
+                body="## Format\n\nfeat: fix: docs:\n", extra="metadata:\n  skill-type: WORKFLOW\n  repo: shop\n")
+    write_skill(root, "evil/hostile-skill", description='Hostile "quotes" <b>and</b> <script>alert(1)</script>',
+                body=HOSTILE)
+    (root / "evil/hostile-skill/references").mkdir()
+    (root / "evil/hostile-skill/references/notes.md").write_text("# Notes\n\n<script>alert(2)</script> fine\n")
+    lib = Library(home=tmp_path / "home", roots=[root], embedder=FakeEmbedder(), auto_sync=False, **kw)
+    lib.sync()
+    lib.save("ARCHIVE", name="deploy-previews", description="Preview environments per pull request",
+             body="## Solution\n\nfly deploy\n", skill_type="WORKFLOW", tags="deploy", by="person")
+    lib.save("FIX", target_skill_name="deploy-previews", body="## Solution\n\nfly deploy --app pr-$PR\n",
+             reason="one app per PR", by="person")
+    # an agent's draft (the default policy is propose)
+    lib.save("FIX", target_skill_name="deploy-previews", lesson="tear the app down on close", reason="cleanup",
+             author="claude-code")
+    return lib
+
+
+@pytest.fixture
+def lib(tmp_path):
+    lib = make_lib(tmp_path)
+    yield lib
+    lib.close()
+
+
+@pytest.fixture
+def client(lib):
+    from skillshelf.web import create_app
+
+    with TestClient(create_app(lib, port=7788), base_url=BASE) as c:
+        c.get("/")        # the session's CSRF cookie
+        yield c
+
+
+def csrf(c: TestClient) -> dict[str, str]:
+    return {"X-CSRF-Token": c.cookies.get("skillshelf_csrf"), "Origin": BASE}
+
+
+def form(c: TestClient, **fields) -> dict:
+    return {"csrf_token": c.cookies.get("skillshelf_csrf"), **fields}
+
+
+def rid(lib: Library, name: str) -> str:
+    return lib.get(name).id
+
+
+# --- pages ----------------------------------------------------------------------------------
+
+def test_every_page_renders(client, lib):
+    pages = ["/", "/skills", "/skills?q=cors+preflight", "/skills?type=WORKFLOW&sort=version&desc=1",
+             "/review", "/review/deploy-previews", "/curate", "/new", f"/new?from={rid(lib, 'cors-fix')}",
+             f"/edit/{rid(lib, 'deploy-previews')}", f"/edit/{rid(lib, 'cors-fix')}"]
+    for tab in ("", "?tab=source", "?tab=history", "?tab=usage", "?tab=history&a=1&b=2"):
+        pages += [f"/skill/{rid(lib, 'deploy-previews')}{tab}", f"/skill/{rid(lib, 'cors-fix')}{tab}"]
+    for url in pages:
+        r = client.get(url)
+        assert r.status_code == 200, (url, r.text[:500])
+        assert "text/html" in r.headers["content-type"]
+        assert "default-src 'none'" in r.headers["content-security-policy"]
+    home = client.get("/").text
+    assert "drafts waiting" in home and "Needs a person" in home
+
+
+def test_skill_page_shows_what_a_person_needs(client, lib):
+    ws = client.get(f"/skill/{rid(lib, 'deploy-previews')}").text
+    assert "Edit" in ws and "Delete for good" in ws and "read-only" not in ws
+    ro = client.get(f"/skill/{rid(lib, 'cors-fix')}").text
+    # a read-only root: no edit or delete, deprecate and TTL stay (as the owner's overlay)
+    assert "Delete for good" not in ro and 'href="/edit/' in ro and "Fork to workspace" in ro
+    assert "Deprecate" in ro and "Extend TTL" in ro and "read-only" in ro
+    assert 'class="tok-' in ro                     # pygments highlighted the code block
+    hist = client.get(f"/skill/{rid(lib, 'deploy-previews')}?tab=history").text
+    assert "Roll back to v1" in hist and "one app per PR" in hist and 'class="sbs"' in hist
+
+
+def test_not_found_names_the_fix(client):
+    r = client.get("/skill/no-such-skill")
+    assert r.status_code == 404 and "no skill named" in r.text
+    r = client.get("/api/skill/no-such-skill")
+    assert r.status_code == 404 and r.json()["error"]["type"] == "NotFoundError"
+
+
+# --- API ------------------------------------------------------------------------------------
+
+def test_api_browse_filters_sort_and_pages(client, lib):
+    all_ = client.get("/api/skills").json()
+    assert all_["total"] == 5 and [r["name"] for r in all_["items"]][:2] == ["commit-style", "cors-fix"]
+    assert client.get("/api/skills?type=workflow").json()["total"] == 2
+    assert client.get("/api/skills?tag=docker").json()["items"][0]["name"] == "docker-build"
+    assert client.get("/api/skills?repo=shop").json()["total"] == 2
+    assert client.get("/api/skills?root=workspace").json()["items"][0]["name"] == "deploy-previews"
+    assert client.get("/api/skills?expired=true").json()["items"][0]["name"] == "docker-build"
+    assert client.get("/api/skills?expired=false").json()["total"] == 4
+    page = client.get("/api/skills?sort=version&desc=true&limit=2&offset=0").json()
+    assert page["items"][0]["name"] == "deploy-previews" and page["total"] == 5 and len(page["items"]) == 2
+    page2 = client.get("/api/skills?limit=2&offset=4").json()
+    assert len(page2["items"]) == 1
+    bad = client.get("/api/skills?type=NOPE")
+    assert bad.status_code == 400 and "fix" in bad.json()["error"] and "WORKFLOW" in bad.json()["error"]["fix"]
+    bad = client.get("/api/skills?root=elsewhere")
+    assert bad.status_code == 400 and "workspace" in bad.json()["error"]["fix"]
+
+
+def test_search_shows_match_and_is_not_logged(client, lib):
+    before = lib.store.db.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+    page = client.get("/api/skills?q=fix+CORS+preflight+errors+in+Next.js").json()
+    assert page["items"][0]["name"] == "cors-fix"
+    assert page["items"][0]["match"] in ("likely", "weak") and "confident" in page
+    hits = client.get("/api/search?q=conventional+commit+messages").json()
+    assert hits["hits"][0]["name"] == "commit-style"
+    # the expired skill is left out of an agent's search, not out of the person's table
+    assert "docker-build" not in [h["name"] for h in client.get("/api/search?q=docker+layers").json()["hits"]]
+    html = client.get("/skills?q=docker+layers").text
+    assert "docker-build" in html and "not logged as usage" in html
+    assert lib.store.db.execute("SELECT COUNT(*) FROM queries").fetchone()[0] == before
+    # htmx asks for the results only
+    part = client.get("/skills?q=docker", headers={"HX-Request": "true", "HX-Target": "results"}).text
+    assert part.lstrip().startswith(("{%", "<a", "<section")) and "<header" not in part
+
+
+def test_detail_history_diff_usage(client, lib):
+    lib.report_outcome("deploy-previews", True, note="worked on the first try")
+    lib.report_outcome("deploy-previews", False, note="token expired")
+    sid = rid(lib, "deploy-previews")
+    d = client.get(f"/api/skill/{sid}").json()
+    assert d["writable"] and d["version"] == 2 and d["copies"] == []
+    h = client.get(f"/api/history/{sid}").json()
+    assert h["versions"] == [1, 2]
+    diff = client.get(f"/api/diff/{sid}?v1=1&v2=2").json()
+    kinds = {r["kind"] for r in diff["rows"]}
+    assert "change" in kinds or {"insert", "delete"} <= kinds
+    assert "+fly deploy --app pr-$PR" in diff["unified"]
+    u = client.get(f"/api/usage/{sid}").json()
+    assert u["reports"] == 2 and u["success_rate"] == 0.5
+    assert [o["note"] for o in u["outcomes"]] == ["token expired", "worked on the first try"]
+    assert u["weekly"][-1]["reports"] == 2
+    text = client.get(f"/api/text/{sid}?version=1").json()["text"]
+    assert "fly deploy\n" in text
+    assert "token expired" in client.get(f"/skill/{sid}?tab=usage").text
+
+
+def test_overview_and_flywheel(client, lib):
+    lib.search("docker layers", limit=3)
+    lib.search("something nobody wrote a skill for at all", limit=3)
+    o = client.get("/api/overview").json()
+    assert o["totals"]["skills"] == 5 and o["totals"]["drafts"] == 1 and o["totals"]["expired"] == 1
+    assert o["flywheel"]["days"][-1]["queries"] == 2 and len(o["flywheel"]["weeks"]) == 12
+    assert {r["label"] for r in o["by_root"]} == {"workspace", "root"}
+    assert o["curation"]["drafts"][0]["name"] == "deploy-previews"
+    assert client.get("/api/stats").json()["queries"] == 2
+
+
+def test_openapi_describes_the_api(client):
+    spec = client.get("/openapi.json").json()
+    for path in ("/api/skills", "/api/search", "/api/skill/{skill}", "/api/overview", "/api/deprecate",
+                 "/api/delete", "/api/extend-ttl", "/api/rollback", "/api/drafts/{name}/approve", "/api/check",
+                 "/api/validate"):
+        assert path in spec["paths"], path
+    assert not any(p.startswith("/act") or p == "/" for p in spec["paths"])   # pages are not API
+
+
+def test_validate_and_check(client, lib):
+    text = "---\nname: Bad_Name\ndescription: x\n---\n\nbody\n"
+    r = client.post("/api/validate", json={"text": text, "folder_name": "bad-name"}, headers=csrf(client)).json()
+    assert not r["valid"] and {f["rule"] for f in r["findings"]} >= {"name.case", "name.folder-mismatch"}
+    # the same validator as `skillshelf validate`
+    p = Path(lib.config.home) / "bad-name" / "SKILL.md"
+    p.parent.mkdir(parents=True)
+    p.write_text(text)
+    assert {f.rule for f in Library.validate_paths([p])[0][1]} == {f["rule"] for f in r["findings"]}
+    ok = client.post("/api/check", json={"action": "ARCHIVE", "name": "new-skill", "description": "does x",
+                                         "body": "## Solution\n\nx\n"}, headers=csrf(client)).json()
+    assert ok["ok"] and "name: new-skill" in ok["text"]
+    dup = client.post("/api/check", json={"action": "ARCHIVE", "name": "deploy-previews", "description": "d",
+                                          "body": "b"}, headers=csrf(client)).json()
+    assert not dup["ok"] and "exists already" in dup["error"] and dup["fix"]
+    frag = client.post("/api/check", data=form(client, action="ARCHIVE", name="UPPER", description="d", body="b"),
+                       headers={"HX-Request": "true", "Origin": BASE}).text
+    assert "checkbad" in frag and "<html" not in frag
+    assert not (Path(lib.config.workspace) / "new-skill").exists()      # a check writes nothing
+
+
+# --- actions --------------------------------------------------------------------------------
+
+def test_api_actions_match_the_cli(client, lib):
+    h = csrf(client)
+    r = client.post("/api/skills", json={"action": "ARCHIVE", "name": "rotate-keys", "description": "Rotate keys",
+                                         "body": "## Solution\n\nrotate\n"}, headers=h)
+    assert r.status_code == 200 and r.json()["status"] == "saved"      # a person's save is not a draft
+    r = client.post("/api/extend-ttl", json={"skill": "rotate-keys", "days": 30}, headers=h).json()
+    assert "now expires on" in r["message"]
+    r = client.post("/api/deprecate", json={"skill": "rotate-keys", "reason": "replaced"}, headers=h).json()
+    assert r["message"] == "rotate-keys is inactive: replaced"
+    r = client.post("/api/rollback", json={"skill": "rotate-keys", "version": 1}, headers=h).json()
+    assert r["action"] == "ROLLBACK" and lib.get("rotate-keys").active
+    r = client.post("/api/deprecate", json={"skill": "cors-fix", "reason": "ours is better"}, headers=h).json()
+    assert "untouched" in r["message"] and lib.get("cors-fix").overlay["status"] == "deprecated"
+    r = client.post("/api/delete", json={"skill": "cors-fix"}, headers=h)
+    assert r.status_code == 400 and "read-only" in r.json()["error"]["message"] and r.json()["error"]["fix"]
+    r = client.post("/api/delete", json={"skill": "rotate-keys"}, headers=h)
+    assert r.status_code == 200 and not (Path(lib.config.workspace) / "rotate-keys").exists()
+    r = client.post("/api/drafts/deploy-previews/approve", headers=h).json()
+    assert "tear the app down on close" in lib.get("deploy-previews").body and r["version"] == 3
+    r = client.post("/api/drafts/deploy-previews/reject", json={"reason": "x"}, headers=h)
+    assert r.status_code == 404 and r.json()["error"]["type"] == "NotFoundError"
+
+
+def test_failed_save_keeps_what_was_typed(client, lib):
+    body = "## Solution\n\nA long body the person typed, which must not be lost.\n"
+    r = client.post("/save", data=form(client, action="ARCHIVE", name="Not A Valid Name", description="typed desc",
+                                       body=body, tags="a, b"), headers={"Origin": BASE})
+    assert r.status_code == 400
+    assert "A long body the person typed, which must not be lost." in r.text
+    assert 'value="Not A Valid Name"' in r.text and "typed desc" in r.text and 'value="a, b"' in r.text
+    assert "errorbox" in r.text and "Fix:" in r.text
+    r = client.post("/save", data=form(client, action="ARCHIVE", name="deploy-previews", description="d", body="b"),
+                    headers={"Origin": BASE})
+    assert r.status_code == 409 and "exists already" in r.text
+
+
+def test_page_actions_redirect_with_a_message(client, lib):
+    sid = rid(lib, "deploy-previews")
+    r = client.post("/save", data=form(client, action="FIX", target_skill_name=sid, description="Preview envs",
+                                       body="## Solution\n\nfly deploy --app pr-$PR --ha=false\n", reason="no HA"),
+                    headers={"Origin": BASE}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/skill/{sid}"
+    page = client.get(r.headers["location"]).text
+    assert "FIX deploy-previews: version 3" in page and 'class="flash ok"' in page
+    assert 'class="flash' not in client.get("/").text                  # shown once
+    r = client.post("/act/deprecate", data=form(client, skill=sid, reason="superseded"), headers={"Origin": BASE})
+    assert r.status_code == 200 and "deploy-previews is inactive: superseded" in r.text
+    r = client.post("/act/extend-ttl", data=form(client, skill=sid, days="abc"), headers={"Origin": BASE})
+    assert 'class="flash error"' in r.text and "not a number of days" in r.text
+    r = client.post("/act/delete", data=form(client, skill=sid), headers={"Origin": BASE})
+    assert "nothing deleted" in r.text and lib.get(sid)
+    r = client.post("/act/rollback", data=form(client, skill=sid, version="1"), headers={"Origin": BASE})
+    assert "is now v5 (the text of v1)" in r.text       # the deprecation was v4
+    r = client.post("/act/deprecate-many", data=form(client, skill=[rid(lib, "cors-fix"), rid(lib, "commit-style")],
+                                                     reason="never surfaced"), headers={"Origin": BASE})
+    assert "deprecated 2 skills" in r.text
+    r = client.post("/act/delete", data=form(client, skill=sid, confirm="yes"), headers={"Origin": BASE})
+    assert "deleted deploy-previews" in r.text and r.url.path == "/skills"
+
+
+def test_review_page_approve_and_reject(client, lib):
+    page = client.get("/review/deploy-previews").text
+    assert "Approve and apply" in page and 'class="sbs"' in page and "tear the app down on close" in page
+    r = client.post("/act/approve", data=form(client, name="deploy-previews"), headers={"Origin": BASE})
+    assert "approved" in r.text and "version 3" in r.text
+    lib.save("ARCHIVE", name="agent-idea", description="An agent's idea", body="## Solution\n\nidea\n")
+    r = client.post("/act/reject", data=form(client, name="agent-idea", reason="not general"), headers={"Origin": BASE})
+    assert "rejected the draft agent-idea" in r.text and lib.review.list() == []
+
+
+# --- security -------------------------------------------------------------------------------
+
+def test_csrf_and_origin_are_required(client, lib):
+    token = client.cookies.get("skillshelf_csrf")
+    body = {"skill": "commit-style", "reason": "x"}
+    assert client.post("/api/deprecate", json=body, headers={"Origin": BASE}).status_code == 403
+    assert client.post("/api/deprecate", json=body, headers={"Origin": BASE, "X-CSRF-Token": "wrong"}).status_code == 403
+    assert client.post("/api/deprecate", json=body,
+                       headers={"Origin": "http://evil.example", "X-CSRF-Token": token}).status_code == 403
+    assert client.post("/api/deprecate", json=body, headers={"X-CSRF-Token": token}).status_code == 403   # no Origin
+    assert client.post("/api/deprecate", json=body,
+                       headers={"Referer": "http://evil.example/x", "X-CSRF-Token": token}).status_code == 403
+    assert client.post("/act/deprecate", data={"skill": "commit-style", "reason": "x"},
+                       headers={"Origin": BASE}).status_code == 403
+    assert lib.get("commit-style").active                                   # nothing changed
+    assert client.post("/api/deprecate", json=body, headers={"Referer": BASE + "/skills", "X-CSRF-Token": token}) \
+        .status_code == 200
+
+
+def test_csrf_cookie_is_httponly_strict(lib):
+    from skillshelf.web import create_app
+
+    with TestClient(create_app(lib, port=7788), base_url=BASE) as c:
+        r = c.get("/")
+    cookie = r.headers["set-cookie"].lower()
+    assert "skillshelf_csrf=" in cookie and "httponly" in cookie and "samesite=strict" in cookie
+
+
+def test_foreign_host_is_refused(client):
+    assert client.get("/", headers={"Host": "attacker.example:7788"}).status_code == 421
+    assert client.get("/api/skills", headers={"Host": "localhost:7788"}).status_code == 200
+
+
+def test_token_once_in_the_address_then_a_cookie(lib):
+    from skillshelf.web import create_app
+
+    app = create_app(lib, token="s3cret-token", host="0.0.0.0", port=7788)
+    with TestClient(app, base_url="http://192.168.1.20:7788") as c:
+        assert c.get("/").status_code == 401
+        assert c.get("/api/skills").status_code == 401 and "token" in c.get("/api/skills").json()["error"]["message"]
+        assert c.get("/?token=wrong").status_code == 401
+        r = c.get("/skills?token=s3cret-token&q=docker", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/skills?q=docker"
+        cookie = r.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        assert c.get("/").status_code == 200                              # the cookie now
+    with TestClient(app, base_url="http://192.168.1.20:7788") as c:
+        bearer = {"Authorization": "Bearer s3cret-token"}
+        assert c.get("/api/skills", headers=bearer).status_code == 200
+        # a script with the Bearer token is not a browser: no CSRF token or Origin needed
+        r = c.post("/api/deprecate", json={"skill": "commit-style", "reason": "x"}, headers=bearer)
+        assert r.status_code == 200
+
+
+def test_non_loopback_without_token_is_refused(lib):
+    from skillshelf import web
+
+    with pytest.raises(ConfigError) as e:
+        web.serve(lib, host="0.0.0.0", port=7788, token="")
+    assert "SKILLSHELF_HTTP_TOKEN" in e.value.fix
+
+
+def test_hostile_markdown_is_inert(client, lib):
+    sid = rid(lib, "hostile-skill")
+    html = client.get(f"/skill/{sid}").text
+    article = html[html.index('<article class="md">'):html.index("</article>")]
+    tags = re.findall(r"<[^>]*>", article)
+    assert not [t for t in tags if re.match(r"<\s*(script|img|iframe|object|embed|svg|style)", t, re.I)]
+    assert not [t for t in tags if re.search(r"\son\w+\s*=", t, re.I)]
+    assert not [t for t in tags if re.search(r"(javascript|data|vbscript):", t, re.I)]
+    assert "&lt;script&gt;" in article                                  # shown as text
+    assert 'href="https://example.com/docs"' in article and 'rel="noopener noreferrer nofollow"' in article
+    assert f'href="/file/{sid}?path=references/notes.md"' in article
+    assert not [t for t in tags if "passwd" in t]                       # a path out of the folder is no link
+    # the description and the name, everywhere else, are escaped by the templates
+    assert "<b>and</b>" not in html and "&lt;b&gt;and&lt;/b&gt;" in html
+    assert "<script>alert(1)</script>" not in html
+    note = client.get(f"/file/{sid}?path=references/notes.md").text
+    assert "<script>alert(2)" not in note and "&lt;script&gt;alert(2)" in note
+    assert client.get(f"/file/{sid}?path=../../cors-fix/SKILL.md").status_code == 400
+
+
+# --- catalog --------------------------------------------------------------------------------
+
+def test_browse_snapshot_follows_the_index(lib):
+    assert lib.browse().total == 5
+    lib.save("ARCHIVE", name="one-more", description="one more", body="## Solution\n\nx\n", by="person")
+    page = lib.browse(sort="name")
+    assert page.total == 6 and "one-more" in [r.name for r in page.items]
+    lib.deprecate("one-more", "test")
+    assert lib.browse(status="inactive").items[0].name == "one-more"
+    assert lib.browse(status="inactive").items[0].status == "deprecated"
+
+
+def test_side_by_side_rows():
+    rows = side_by_side("a\nb\nc\n" + "same\n" * 10 + "x\n", "a\nB\nc\n" + "same\n" * 10 + "x\ny\n", context=1)
+    kinds = [r["kind"] for r in rows]
+    assert kinds[:4] == ["equal", "change", "equal", "skip"] and kinds[-1] == "insert"
+    assert rows[1]["l"] == "b" and rows[1]["r"] == "B" and rows[-1]["r_no"] == 15
+    assert side_by_side("same\n", "same\n") == [{"kind": "skip", "count": 1, "l_no": None, "l": None,
+                                                 "r_no": None, "r": None}]
+
+
+# --- the web extra is optional ----------------------------------------------------------------
+
+def test_cli_does_not_import_the_web_stack():
+    code = "import sys, skillshelf.cli, skillshelf.library; print(sorted(m for m in ('fastapi', 'jinja2', " \
+           "'uvicorn', 'nh3', 'markdown_it') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_missing_web_extra_names_the_install(monkeypatch, tmp_path, capsys):
+    import importlib.util
+
+    from skillshelf import cli, web
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "fastapi" else real(name, *a))
+    with pytest.raises(ConfigError) as e:
+        web.require()
+    assert e.value.fix == "pip install 'skillshelf[web]'" and "fastapi" in e.value.message
+    assert cli.run(["--home", str(tmp_path / "h"), "dashboard"]) == 1
+    assert "pip install 'skillshelf[web]'" in capsys.readouterr().err
