@@ -252,7 +252,8 @@ def import_(
             out.print(f"  note: {n}")
         counts = ", ".join(f"{v} {k}" for k, v in rep.counts.items())
         where = f"; root {rep.root}" if rep.root else ""
-        out.print(f"{'dry run: ' if rep.dry_run else ''}{len(rep.skills)} skills in {rep.source} "
+        n = len(rep.skills)
+        out.print(f"{'dry run: ' if rep.dry_run else ''}{n} skill{'s' if n != 1 else ''} in {rep.source} "
                   f"({rep.kind}): {counts}{where}" + ("; nothing was written" if rep.dry_run else ""))
         if not rep.ok:
             err.print("error: some skills were not imported (see above): fix or rename them, or pass --replace "
@@ -327,7 +328,8 @@ def pick(
         words = {"create": "installed", "unchanged": "already there", "differs": "left as is", "error": "failed"}
         for r in results:
             out.print(f"  {words[r.action]:14} {r.name} → {r.dest}" + (f"  ({r.detail})" if r.detail else ""))
-        out.print(f"next: {c.reload}")
+        if any(r.action == "create" for r in results):
+            out.print(f"next: start a new {c.title} session so it loads the new skills")
     if any(r.action == "error" for r in results):
         raise typer.Exit(1)
 
@@ -363,7 +365,7 @@ def run_demo(query: str, corpus: Optional[Path]) -> None:
     lib = None
     try:
         cfg = load(home, roots=[str(corpus)] if corpus else None, write_policy="propose", auto_sync=False,
-                   client_roots=False)
+                   client_roots=False, embedder_precision=None if explicit else _demo_precision())
         if explicit:
             out.print(f"demo library: {cfg.home} (from --home: the demo's draft is approved there)")
         else:
@@ -381,6 +383,22 @@ def run_demo(query: str, corpus: Optional[Path]) -> None:
             lib.close()
         if not explicit:
             shutil.rmtree(home, ignore_errors=True)
+
+
+def _demo_precision() -> str | None:
+    """float32 for the demo's throwaway library while the 8-bit model has not been derived yet:
+    deriving it takes seconds, once, and the first real command does it anyway."""
+    import os
+
+    if os.environ.get("SKILLSHELF_EMBEDDER", "minilm") != "minilm" or os.environ.get("SKILLSHELF_EMBEDDER_PATH"):
+        return None
+    try:
+        from .embeddings.minilm import MODEL_SHA256
+        from .embeddings.quantize import derived_path
+
+        return None if derived_path(MODEL_SHA256).is_file() else "float32"
+    except Exception:   # the model's own load says what is wrong
+        return None
 
 
 def _import_mcp() -> None:

@@ -243,6 +243,10 @@ def _req_names(lines: list[Any]) -> list[str]:
     return out
 
 
+def _deps_requirements(text: str) -> list[str]:
+    return _req_names(text.splitlines())
+
+
 def _deps_pyproject(text: str) -> list[str]:
     import tomllib
 
@@ -357,13 +361,15 @@ def project_signals(project: str | Path) -> tuple[list[Signal], list[str]]:
             ext = os.path.splitext(f)[1].lower()
             if ext in LANGUAGES:
                 langs[LANGUAGES[ext][0]] += 1
-            if f in MANIFESTS and depth <= 3:
+            parse = MANIFESTS.get(f) or (_deps_requirements if fnmatch(f, "requirements*.txt") else None)
+            if parse is not None and depth <= 3:
                 text = _read_small(here / f)
-                for dep in MANIFESTS[f](text or ""):
+                for dep in parse(text or ""):
                     hit = DEPENDENCIES.get(_norm(dep)) or DEPENDENCIES.get(dep)
                     if hit:
                         add(hit[0], hit[1], hit[2], f"{rel}: {dep}", 1.0)
-                continue
+                if parse is not _deps_requirements:
+                    continue
             for pattern, key, label, query, weight in FILES:
                 target = rel if "/" in pattern else f
                 if fnmatch(target, pattern) or ("/" in pattern and fnmatch(rel, "*/" + pattern)):
