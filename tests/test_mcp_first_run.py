@@ -94,11 +94,12 @@ def slow_sync(monkeypatch):
     real = indexmod.sync
 
     def sync(store, roots, *, progress=None, **kw):
-        if not started.is_set():
-            started.set()
+        # only this test's library (other tests' watcher threads may still be syncing theirs)
+        if not started.is_set() and any(r.path.name == "slow-root" for r in roots):
             with store.tx():
                 if progress:
                     progress(120, 5327)
+                started.set()
                 release.wait(30)
         return real(store, roots, progress=progress, **kw)
 
@@ -113,7 +114,7 @@ def test_requests_do_not_wait_for_a_long_index_transaction(tmp_path, slow_sync, 
     monkeypatch.setattr(Library, "WRITE_WAIT", 0.5)
 
     started, release = slow_sync
-    root = tmp_path / "root"
+    root = tmp_path / "slow-root"
     write_skill(root, "walrus-care", description="Polish walrus tusks safely")
     home = tmp_path / "home"
     server = build_server(lambda: Library(home, roots=[root], embedder=FakeEmbedder()))
@@ -123,7 +124,7 @@ def test_requests_do_not_wait_for_a_long_index_transaction(tmp_path, slow_sync, 
             assert started.wait(10)
             t0 = time.perf_counter()
             r = await c.call_tool("search_skills", {"query": "walrus tusks"})
-            assert time.perf_counter() - t0 < 4.0
+            assert time.perf_counter() - t0 < 4.0, time.perf_counter() - t0
             assert not r.is_error
             sc = r.structured_content
             assert sc["hits"] == [] and sc["query_id"] is None   # nothing committed, nothing logged
@@ -140,7 +141,8 @@ def test_requests_do_not_wait_for_a_long_index_transaction(tmp_path, slow_sync, 
                 assert w.is_error and "try again in a minute" in w.content[0].text, (name, w.content[0].text)
 
             release.set()
-            for _ in range(100):
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
                 r = await c.call_tool("search_skills", {"query": "walrus tusks"})
                 if r.structured_content["hits"] and r.structured_content["degraded"] is None:
                     break

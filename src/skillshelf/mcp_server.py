@@ -148,7 +148,12 @@ def _message(exc: BaseException, doing: str = "") -> str:
     from .errors import SkillshelfError
 
     if isinstance(exc, SkillshelfError):
+        from .errors import NotFoundError
+
         msg, fix = exc.message, exc.fix
+        if not fix:   # the model needs a next step even where the library gave none
+            fix = ("use a name or id that search_skills returned" if isinstance(exc, NotFoundError)
+                   else "check the arguments against the tool's description")
     elif isinstance(exc, OSError):
         where = f" ({exc.filename})" if exc.filename else ""
         msg = f"{exc.strerror or type(exc).__name__}{where}"
@@ -182,7 +187,7 @@ def _tool(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise ToolError(_message(exc)) from None
         except Exception as exc:
             log.error("tool %s failed", fn.__name__, exc_info=True)
-            raise ToolError(_message(exc, f"{fn.__name__} failed")) from None
+            raise ToolError(_message(exc)) from None
 
     return wrapper
 
@@ -356,6 +361,25 @@ class SkillshelfServer(MCPServer):
         # high-level one returns a single page)
         self._lowlevel_server.add_request_handler("resources/list", PaginatedRequestParams,
                                                   self._list_resources_page)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None):
+        # Arguments that fail the input schema are refused by the SDK before the tool runs,
+        # as pydantic's multi-line report with a link: say it in one line with the fix.
+        from pydantic import ValidationError
+
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                errs = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg'][:120]}"
+                                 for e in cause.errors()[:5])
+                raise ToolError(f"invalid arguments for {name}: {errs}. Fix: pass the parameters in the tool's "
+                                "input schema, with their types") from cause
+            if str(exc).startswith("Unknown tool"):
+                names = ", ".join(t.name for t in self._tool_manager.list_tools())
+                raise ToolError(f"{exc}. Fix: call one of {names}") from None
+            raise
 
     async def list_tools(self):
         # Pydantic's generated titles ("Target Skill Name") repeat the property names and
