@@ -1,0 +1,216 @@
+"""The dashboard in a real browser: Debian's chromium driven by Playwright against a real
+server on a free 127.0.0.1 port. One walk through what a person does (browse, search, open a
+skill, create, edit, deprecate, approve a draft, roll back), a hostile SKILL.md that must not
+run anything, and the CSRF rule from inside the page. Screenshots of every step go to a
+temporary folder (or to $SKILLSHELF_SCREENSHOTS)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the web extra is not installed (pip install 'skillshelf[web]')")
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason=f"no chromium at {CHROMIUM} (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    import uvicorn
+
+    from skillshelf.web import create_app
+    from test_web import make_lib
+
+    lib = make_lib(tmp_path_factory.mktemp("browser"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(create_app(lib, port=port), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not srv.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}", lib
+    srv.should_exit = True
+    thread.join(5)
+    lib.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    where = os.environ.get("SKILLSHELF_SCREENSHOTS")
+    path = Path(where) if where else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1360, "height": 900})
+    pg = ctx.new_page()
+    pg.dialogs = []
+    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
+    pg.set_default_timeout(10_000)
+    yield pg
+    ctx.close()
+
+
+def flash(pg) -> str:
+    return pg.locator(".flash").inner_text()
+
+
+def test_a_person_curates_the_library(server, page, shots):
+    base, lib = server
+    pg = page
+    step = iter(range(1, 100))
+
+    def shot(name: str) -> None:
+        pg.screenshot(path=str(shots / f"{next(step):02d}-{name}.png"), full_page=True)
+
+    # overview
+    pg.goto(base + "/")
+    assert pg.locator("h1").inner_text() == "Overview"
+    assert pg.locator(".tile", has_text="drafts waiting").locator(".tnum").inner_text() == "1"
+    shot("overview")
+
+    # browse
+    pg.click("nav >> text=Skills")
+    pg.wait_for_url(base + "/skills")
+    assert pg.locator("#results").get_by_text("5 skills").count() == 1
+    assert pg.locator("table.skills tbody tr").count() == 5
+    shot("browse")
+
+    # search: "/" focuses the search box, results update as one types (htmx)
+    pg.locator("body").press("/")
+    assert pg.evaluate("document.activeElement.id") == "tq"
+    pg.keyboard.type("conventional commit messages")
+    pg.locator("#results q", has_text="conventional commit messages").wait_for()
+    first = pg.locator("table.skills tbody tr").first
+    assert first.locator("a.name").inner_text() == "commit-style"
+    assert "q=conventional" in pg.url
+    shot("search")
+
+    # open a skill (read-only root: no edit or delete)
+    first.locator("a.name").click()
+    pg.wait_for_selector("h1")
+    assert pg.locator("h1").inner_text() == "commit-style"
+    assert pg.locator("summary", has_text="Delete").count() == 0
+    assert pg.locator(".badge.ro").count() == 1
+    shot("skill")
+
+    # create, with the live check
+    pg.click("text=New skill")
+    pg.fill("input[name=name]", "Flaky_Test")
+    pg.fill("textarea[name=description]", "Triage flaky tests: rerun, isolate, quarantine")
+    pg.wait_for_selector("#check .checkbad")
+    assert "name" in pg.locator("#check").inner_text().lower()
+    pg.fill("input[name=name]", "flaky-test-triage")
+    pg.fill("textarea[name=body]", "## When to Use\n\nA test fails now and then.\n\n## Solution\n\nRerun it alone.\n")
+    pg.wait_for_selector("#check .checkok")
+    shot("create")
+    pg.click("button:has-text('Create skill')")
+    pg.wait_for_url("**/skill/workspace:flaky-test-triage")
+    assert "ARCHIVE flaky-test-triage: version 1" in flash(pg)
+    shot("created")
+
+    # edit: a new version
+    pg.click("a.btn:has-text('Edit')")
+    body = pg.locator("textarea[name=body]")
+    body.fill(body.input_value() + "\n\n## Steps\n\nRun it with `-p no:randomly` first.\n")
+    pg.fill("input[name=reason]", "order-dependent tests")
+    pg.wait_for_selector("#check .checkok")
+    pg.keyboard.press("Control+s")                                  # the editor's shortcut
+    pg.wait_for_url("**/skill/workspace:flaky-test-triage")
+    assert "FIX flaky-test-triage: version 2" in flash(pg)
+    assert "no:randomly" in pg.locator("article.md").inner_text()
+    shot("edited")
+
+    # deprecate with a reason
+    pg.click("summary:has-text('Deprecate')")
+    pg.fill("details[open] input[name=reason]", "folded into the CI handbook")
+    pg.click("details[open] button:has-text('Deprecate')")
+    pg.wait_for_selector(".flash")
+    assert "is inactive: folded into the CI handbook" in flash(pg)
+    assert pg.locator(".skillhead .badge.warn", has_text="deprecated").count() == 1
+    shot("deprecated")
+
+    # approve a draft, with the change in view
+    pg.click("nav >> text=Review")
+    pg.click("a.name:has-text('deploy-previews')")
+    assert pg.locator("table.sbs").count() == 1
+    assert pg.locator("table.sbs td.r", has_text="tear the app down on close").count() >= 1
+    shot("draft")
+    pg.click("button:has-text('Approve and apply')")
+    pg.wait_for_url("**/skill/workspace:deploy-previews")
+    assert "approved" in flash(pg)
+    assert "tear the app down on close" in pg.locator("article.md").inner_text()
+
+    # roll back to v1 from the history tab
+    pg.goto(base + "/skill/workspace:flaky-test-triage?tab=history")
+    assert pg.locator("table.sbs").count() == 1                    # the last two versions side by side
+    shot("history")
+    pg.click("button:has-text('Roll back to v1')")
+    pg.wait_for_selector(".flash")
+    assert "is now v4 (the text of v1)" in flash(pg)
+    assert lib.get("flaky-test-triage").active and "no:randomly" not in lib.get("flaky-test-triage").body
+    shot("rolled-back")
+    assert pg.dialogs == []
+
+
+def test_hostile_skill_runs_nothing(server, page, shots):
+    base, lib = server
+    pg = page
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    sid = lib.get("hostile-skill").id
+    pg.goto(f"{base}/skill/{sid}")
+    pg.wait_for_selector("article.md")
+    pg.screenshot(path=str(shots / "hostile.png"), full_page=True)
+    assert pg.evaluate("window.__xss") is None
+    assert pg.locator("article.md script, article.md img, article.md [onerror]").count() == 0
+    assert pg.locator("article.md a[href^='javascript'], article.md a[href^='data']").count() == 0
+    # the payloads are visible as text
+    assert "<script>window.__xss = 1" in pg.locator("article.md").inner_text()
+    # a link that lost its target does nothing when clicked
+    pg.click("article.md >> text=click me")
+    pg.wait_for_timeout(200)
+    # the same text in the live check of the editor stays text too
+    pg.goto(f"{base}/new")
+    pg.fill("input[name=name]", "xss-probe")
+    pg.fill("textarea[name=description]", '<img src=x onerror="window.__xss=9">')
+    pg.fill("textarea[name=body]", "<script>window.__xss=10</script>\n")
+    pg.locator("#check pre", has_text="window.__xss=10").wait_for(state="attached")
+    assert 'onerror="window.__xss=9"' in pg.locator("#check pre").text_content()
+    assert pg.evaluate("window.__xss") is None
+    assert pg.dialogs == [] and errors == []
+
+
+def test_csrf_refused_from_the_page(server, page):
+    base, lib = server
+    pg = page
+    pg.goto(base + "/skills")
+    status = pg.evaluate("""async () => (await fetch('/api/deprecate', {method: 'POST',
+        headers: {'Content-Type': 'application/json'}, body: JSON.stringify({skill: 'cors-fix', reason: 'x'})})).status""")
+    assert status == 403 and lib.get("cors-fix").active
