@@ -447,20 +447,12 @@ def version() -> None:
 @app.command()
 def demo(query: str = typer.Argument("my fetch to the Next.js API fails with a CORS error"),
          corpus: Optional[Path] = typer.Option(None, help="also index this folder of skills")) -> None:
-    """One command: init the home, sync, and run a search."""
-    lib = _lib(creates=True, samples=True)
-    if corpus:
-        lib.add_root(corpus)  # saved, so later commands and the server keep it
-        lib = _lib()
-    rep = lib.sync()
-    out.print(f"indexed {lib.count()} skills in {lib.config.home} ({rep.added} new, {len(rep.invalid)} invalid)")
-    out.print(f"\nsearch: {query}\n")
-    res = lib.search(query, limit=5, client="cli")
-    for i, h in enumerate(res.hits, 1):
-        out.print(f"{i}. {h.name} [{h.match}] — {h.description}")
-    out.print("\nconfident match" if res.confident else "\nno confident match")
-    if res.hits:
-        out.print(f"\nread it: skillshelf show {res.hits[0].name}")
+    """The whole loop an agent runs, on the sample skills: a search, a read by section, a
+    report, a draft saved and approved, stats; each step as the agent sees it (the MCP tool,
+    its arguments, its result). In a temporary library unless --home names one."""
+    from .cli_onboarding import run_demo
+
+    run_demo(query, corpus)
 
 
 # --- usage ----------------------------------------------------------------------------
@@ -823,6 +815,8 @@ def _usage_errors() -> tuple[type[BaseException], ...]:
         pass
     return tuple(kinds)
 
+
+from . import cli_onboarding  # noqa: E402,F401  (registers install, uninstall, export, import, pick)
 
 if __name__ == "__main__":
     main()

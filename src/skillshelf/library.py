@@ -24,6 +24,7 @@ from .catalog import CatalogMixin
 from .config import Config, load as load_config
 from .errors import EmbedderError, NotFoundError, SkillFormatError, ValidationError
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
+from .onboarding import OnboardingMixin
 from .search import Searcher, SearchResult
 from .sources import Root, current_repo as detect_current_repo, make_roots, precedence_key
 from .store import Store
@@ -202,7 +203,7 @@ def _record(row) -> SkillRecord:
         active=bool(row["active"]), expires_on=row["expires_on"], lineage=lineage)
 
 
-class Library(CatalogMixin):
+class Library(CatalogMixin, OnboardingMixin):
     """A skill library: a home (workspace + database) plus read-only roots.
 
     ``Library(home=PATH, roots=[PATH, ...])`` opens it; ``sync()`` brings the index up to
