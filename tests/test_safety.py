@@ -485,3 +485,32 @@ def test_reads_keep_working_when_the_index_cannot_be_written(tmp_path, monkeypat
     assert lib.get("one").name == "one"
     assert [r.name for r in lib.list()] == ["one"]
     assert "serving it as it is" in capsys.readouterr().err
+
+
+def test_cli_names_a_damaged_database_and_rebuilds_it(tmp_path):
+    home = tmp_path / "home"
+    for i in range(40):
+        write_skill(home / "skills", f"skill-{i}", description=f"skill number {i} about docker",
+                    body="## S\n\n" + "text " * 400)
+    env = {**os.environ, "SKILLSHELF_HOME": str(home), "SKILLSHELF_EMBEDDER": "none"}
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "skillshelf.entry", *args], env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    assert cli("sync").returncode == 0
+    import sqlite3
+
+    con = sqlite3.connect(home / "skillshelf.db")
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    _corrupt(home / "skillshelf.db")
+    for args in (("doctor",), ("list",), ("search", "docker")):
+        r = cli(*args)
+        assert r.returncode == 1, (args, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr and "skillshelf rebuild" in (r.stderr + r.stdout), (args, r.stderr)
+    r = cli("rebuild", "--yes")
+    assert r.returncode == 0 and "indexed 40 skills" in r.stdout, r.stderr
+    r = cli("doctor", "--json")
+    checks = {c["name"]: c["status"] for c in json.loads(r.stdout)["checks"]}
+    assert checks["database"] == "ok"

@@ -5,6 +5,7 @@ Domain errors become one line on stderr (problem — fix) and exit code 1."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import os
 import re
 import sys
@@ -300,10 +301,17 @@ def show(name: str = typer.Argument(..., help="skill name, id or path"),
     out.print(f"type     {rec.skill_type or '-'}   version {rec.version}   tags {', '.join(rec.tags) or '-'}")
     if rec.lineage:
         out.print(f"lineage  {' → '.join(rec.lineage)}")
-    if not rec.active:
+    ov = rec.overlay or {}
+    if ov.get("status") == "deprecated":
+        out.print(f"status   deprecated by you: {ov.get('reason') or '-'} (kept in the library; the file is untouched)")
+    elif not rec.active:
         out.print("status   inactive")
     if rec.expired:
         out.print(f"expired  {rec.expires_on}")
+    elif rec.expires_on:
+        out.print(f"expires  {rec.expires_on}" + (" (set by you in the library)" if ov.get("expires_on") else ""))
+    if ov.get("file_changed_since"):
+        out.print("note     the file has changed since you decided this: review it")
     out.print(f"\n{rec.description}\n")
     for f in rec.findings:
         out.print(f"  {f['severity']:7} {f['rule']}: {f['message']}")
@@ -417,6 +425,22 @@ def doctor(json_out: bool = typer.Option(False, "--json"),
             out.print(f"  … and {len(rep.clashes) - len(shown)} more: `skillshelf doctor --verbose` lists them all")
     if not rep.ok:
         raise typer.Exit(1)
+
+
+@app.command()
+def rebuild(yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
+    """Index the files into a new database; the old file is moved aside (for a damaged one)."""
+    from .library import Library
+
+    cfg = _config()
+    if not yes and not typer.confirm(f"Move {cfg.db_path} aside and re-index the skill files? Usage history stays "
+                                     "in the moved file."):
+        err.print("nothing changed")
+        raise typer.Exit(1)
+    lib, moved = Library.rebuild(config=cfg)
+    if moved is not None:
+        out.print(f"moved the old database to {moved}")
+    out.print(f"indexed {lib.count()} skills into {cfg.db_path}")
 
 
 @app.command()
@@ -745,7 +769,6 @@ def dashboard(host: str = typer.Option("127.0.0.1", help="bind address (non-loop
     web.serve(_lib(), host=host, port=port, open_browser=open_browser)
 
 
-
 def main(argv: list[str] | None = None) -> None:
     """The console script's entry: run the command and exit with its code (0 ok, 1 error,
     2 usage error). ``standalone_mode=False`` lets this function print domain errors as one
@@ -760,6 +783,13 @@ def run(argv: list[str] | None = None) -> int:
         rv = app(args=argv, prog_name="skillshelf", standalone_mode=False)
     except SkillshelfError as exc:
         err.print(f"error: {_cli_words(str(exc))}")
+        return 1
+    except sqlite3.DatabaseError as exc:   # a damaged index read through a path the store did not wrap
+        from .store import damaged, damaged_error
+
+        if not damaged(exc):
+            raise
+        err.print(f"error: {_clean(str(damaged_error(_config().db_path, exc)))}")
         return 1
     except typer.Exit as exc:
         return exc.exit_code

@@ -7,6 +7,7 @@ import contextlib
 import difflib
 import json
 import os
+import sqlite3
 import stat
 import sys
 import threading
@@ -18,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from . import index as indexmod
+from . import overlay as overlaymod
 from . import skill as skillmod
 from . import usage as usagemod
 from .catalog import CatalogMixin
 from .config import Config, load as load_config
-from .errors import EmbedderError, NotFoundError, SkillFormatError, ValidationError
+from .errors import EmbedderError, NotFoundError, SkillFormatError, StoreError, ValidationError
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from .onboarding import OnboardingMixin
 from .search import Searcher, SearchResult
@@ -71,6 +73,8 @@ class SkillRecord:
     active: bool
     expires_on: str | None
     lineage: list[str] = field(default_factory=list)
+    # the owner's decisions on a skill of a read-only root (deprecated, expiry): see overlay.py
+    overlay: dict | None = None
 
     @property
     def expired(self) -> bool:
@@ -189,7 +193,7 @@ class DoctorReport:
 
 
 _COLS = ("id, name, path, root, kind, description, body, skill_type, tags, repo, version, display_name,"
-         " metadata, findings, active, expires_on, rel")
+         " metadata, findings, active, expires_on, rel, content_hash")
 
 
 def _record(row) -> SkillRecord:
@@ -222,7 +226,13 @@ class Library(CatalogMixin, OnboardingMixin):
         gone = {m.path for m in self.missing_roots}
         self.roots: list[Root] = make_roots(self.config.workspace, [p for p in self.config.roots if p not in gone],
                                             include_clients=self.config.client_roots)
-        self.config.workspace.mkdir(parents=True, exist_ok=True)
+        try:
+            self.config.workspace.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            from .errors import ConfigError
+
+            raise ConfigError(f"cannot create the library's home {self.config.home}: {exc.strerror or exc}",
+                              fix="pass --home (or SKILLSHELF_HOME) with a folder you can write to") from None
         self.store = Store(self.config.db_path)
         self.client = client
         self._embedder = embedder
@@ -258,6 +268,24 @@ class Library(CatalogMixin, OnboardingMixin):
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
         return lib
+
+    @classmethod
+    def rebuild(cls, home: str | Path | None = None, **kw: Any) -> tuple["Library", Path | None]:
+        """Move the database aside (when it is damaged or unwanted) and index the files into a
+        new one: the files are the truth. Returns the library and where the old file went.
+        Usage history lives in the database: it stays in the moved-aside file."""
+        cfg = kw.pop("config", None) or load_config(home, **{k: v for k, v in kw.items() if k in ("roots",)})
+        moved = None
+        if cfg.db_path.exists():
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            moved = cfg.db_path.with_name(f"{cfg.db_path.name}.damaged-{stamp}")
+            for suffix in ("", "-wal", "-shm"):
+                src = Path(str(cfg.db_path) + suffix)
+                if src.exists():
+                    os.replace(src, Path(str(moved) + suffix))
+        lib = cls(config=cfg, **{k: v for k, v in kw.items() if k not in ("roots",)})
+        lib.sync()
+        return lib, moved
 
     # --- embedder -------------------------------------------------------------------
     def _embedder_state(self):
@@ -314,6 +342,7 @@ class Library(CatalogMixin, OnboardingMixin):
     # --- sync -----------------------------------------------------------------------
     def sync(self, *, progress=None, embed: bool = True, embed_progress=None) -> indexmod.SyncReport:
         with self._sync_lock:
+            t0 = time.perf_counter()
             # A local model embeds the changed skills while the lexical index is being built.
             emb = self._embedder_state()[0] if embed else None
             pre = indexmod.Prefetch(self.store, emb, self.config.search.body_vector_tokens) \
@@ -327,6 +356,7 @@ class Library(CatalogMixin, OnboardingMixin):
             if embed:
                 self._embed_pending(report, embed_progress, ready)
             self._last_check = time.monotonic()
+            report.seconds = time.perf_counter() - t0    # the whole sync, embedding included
             return report
 
     TEMP_AGE = 600.0
@@ -377,7 +407,19 @@ class Library(CatalogMixin, OnboardingMixin):
         if time.monotonic() - self._last_check < AUTO_SYNC_INTERVAL:
             return
         with self._sync_lock:
-            report = self.sync(embed=embed)
+            try:
+                report = self.sync(embed=embed)
+            except (OSError, sqlite3.OperationalError, StoreError) as exc:
+                if isinstance(exc, StoreError) and "damaged" in exc.message:
+                    raise
+                # a full disk or a read-only database must not stop reads: serve the index as
+                # it is and say so once
+                self._last_check = time.monotonic()
+                if not getattr(self, "_sync_warned", False):
+                    self._sync_warned = True
+                    print(f"skillshelf: could not update the index ({exc}); serving it as it is",
+                          file=sys.stderr)
+                return
             if not embed and report.changed:
                 self._embed_pending(report)
 
@@ -615,7 +657,12 @@ class Library(CatalogMixin, OnboardingMixin):
             row = rows[0] if rows else None
         if row is None:
             raise NotFoundError(f"no skill named {key!r}", suggestions=self.suggest(key))
-        return _record(row)
+        rec = _record(row)
+        ov = overlaymod.get(self.store.db, rec.id)
+        if ov is not None:
+            rec.overlay = ov.as_dict()
+            rec.overlay["file_changed_since"] = ov.content_hash is not None and ov.content_hash != row["content_hash"]
+        return rec
 
     def read(self, name_or_id: str, section: str | None = None) -> tuple[SkillRecord, str]:
         """The skill and its body, or only the named section of the body."""
@@ -744,12 +791,18 @@ class Library(CatalogMixin, OnboardingMixin):
         checks.append(Check("home", "ok", str(cfg.home)))
         checks.append(Check("config", "ok", str(cfg.config_path) if cfg.config_path.exists()
                             else f"{cfg.config_path} (absent: defaults in use)"))
-        checks.append(Check("database", "ok", f"{cfg.db_path}; migrations: {', '.join(self.store.applied_migrations())}"))
+        integrity = self.store.quick_check()
+        if integrity == "ok":
+            checks.append(Check("database", "ok",
+                                f"{cfg.db_path}; migrations: {', '.join(self.store.applied_migrations())}"))
+        else:
+            checks.append(Check("database", "fail", f"{cfg.db_path} is damaged ({integrity[:200]}): run "
+                                "`skillshelf rebuild` to move it aside and re-index the files"))
         checks.append(Check("write policy", "ok", cfg.write_policy))
         for m in self.missing_roots:
             # its skills have left the index: the owner has to restore the folder or forget it
             checks.append(Check("missing root", "fail", f"{m.message}: its skills are not indexed; {m.fix}"))
-        found, notes = indexmod.scan(self.roots)
+        found, notes = indexmod.scan(self.roots, (self.config.home,))
         roots = []
         for r in self.roots:
             n = sum(1 for f in found if f.root.label == r.label)
