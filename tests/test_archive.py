@@ -20,6 +20,7 @@ import pytest
 
 from skillshelf import Library
 from skillshelf import archive as ar
+from skillshelf import unpack
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.errors import ConflictError, NotFoundError, ValidationError
 
@@ -301,26 +302,26 @@ def test_hostile_archives_are_refused_and_nothing_written(tmp_path, case):
 def test_oversize_archives_are_refused(tmp_path, monkeypatch):
     dest = open_lib(tmp_path / "dest")
     big = make_zip(tmp_path / "big.zip", [("fine/SKILL.md", GOOD, None), ("fine/blob.bin", b"\0" * 5000, None)])
-    monkeypatch.setattr(ar, "MAX_FILE_BYTES", 4000)
+    monkeypatch.setattr(unpack, "MAX_FILE_BYTES", 4000)
     with pytest.raises(ar.ArchiveRefused, match="limit per file"):
         dest.import_skills(big)
-    monkeypatch.setattr(ar, "MAX_FILE_BYTES", 10_000)
-    monkeypatch.setattr(ar, "MAX_TOTAL_BYTES", 3000)
+    monkeypatch.setattr(unpack, "MAX_FILE_BYTES", 10_000)
+    monkeypatch.setattr(unpack, "MAX_TOTAL_BYTES", 3000)
     with pytest.raises(ar.ArchiveRefused, match="unpacks to more than"):
         dest.import_skills(big)
     # a gzip bomb is stopped while it is being unpacked
     bomb = make_tar(tmp_path / "bomb.tar.gz", [("fine/SKILL.md", GOOD), ("fine/zeros", b"\0" * 200_000)])
     assert bomb.stat().st_size < 5000
-    monkeypatch.setattr(ar, "MAX_FILE_BYTES", 1_000_000)
-    monkeypatch.setattr(ar, "MAX_TOTAL_BYTES", 50_000)
+    monkeypatch.setattr(unpack, "MAX_FILE_BYTES", 1_000_000)
+    monkeypatch.setattr(unpack, "MAX_TOTAL_BYTES", 50_000)
     with pytest.raises(ar.ArchiveRefused, match="more than"):
         dest.import_skills(bomb)
-    monkeypatch.setattr(ar, "MAX_TOTAL_BYTES", 10_000_000)
+    monkeypatch.setattr(unpack, "MAX_TOTAL_BYTES", 10_000_000)
     many = make_zip(tmp_path / "many.zip", [(f"fine/f{i}.md", b"x", None) for i in range(30)])
-    monkeypatch.setattr(ar, "MAX_MEMBERS", 20)
+    monkeypatch.setattr(unpack, "MAX_MEMBERS", 20)
     with pytest.raises(ar.ArchiveRefused, match="more than 20 members"):
         dest.import_skills(many)
-    monkeypatch.setattr(ar, "MAX_ARCHIVE_BYTES", 100)
+    monkeypatch.setattr(unpack, "MAX_ARCHIVE_BYTES", 100)
     with pytest.raises(ar.ArchiveRefused, match="the limit is 100"):
         dest.import_skills(big)
     assert list(dest.config.workspace.iterdir()) == []
