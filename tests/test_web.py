@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -400,6 +401,20 @@ def test_browse_snapshot_follows_the_index(lib):
     lib.deprecate("one-more", "test")
     assert lib.browse(status="inactive").items[0].name == "one-more"
     assert lib.browse(status="inactive").items[0].status == "deprecated"
+
+
+def test_curation_follows_usage_in_the_background(lib):
+    assert lib.curation()["queries"] == 0
+    lib.search("docker layers", limit=3)
+    assert lib.curation()["queries"] == 0          # the kept lists; recomputed in the background
+    deadline = time.monotonic() + 10
+    while lib.curation()["queries"] != 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    kill = [k["name"] for k in lib.curation()["kill"]]
+    assert "commit-style" in kill
+    lib.deprecate("commit-style", "never used")     # an index change: recomputed at once
+    assert "commit-style" not in [k["name"] for k in lib.curation()["kill"]]
 
 
 def test_side_by_side_rows():

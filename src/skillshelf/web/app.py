@@ -141,6 +141,12 @@ def build(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int = 778
     app.middleware("http")(app.state.guard)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        from fastapi.responses import FileResponse
+
+        return FileResponse(HERE / "static" / "icon.svg", media_type="image/svg+xml")
+
     @app.exception_handler(SkillshelfError)
     async def domain_error(request: Request, exc: SkillshelfError) -> Response:
         if request.url.path.startswith("/api"):

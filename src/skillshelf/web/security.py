@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import time
 from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
 
@@ -116,7 +117,11 @@ class Guard:
         if not csrf or len(csrf) < 32:
             csrf = fresh = secrets.token_urlsafe(32)
         request.state.csrf = csrf
+        started = time.perf_counter()
         response = await call_next(request)
+        # what the server spent on the page (routing, Library calls, rendering): shown by a
+        # browser's developer tools, read by bench/dashboard.py
+        response.headers["server-timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
         if fresh:
             response.set_cookie(CSRF_COOKIE, fresh, httponly=True, samesite="strict", path="/")
         return self._finish(response)
