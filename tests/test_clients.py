@@ -477,3 +477,9 @@ def test_cli_install_errors_are_one_line(tmp_path):
     assert p.returncode == 1 and "read-only, propose, open" in one_line(p)
     p = sk("install", "cursor", "--scope", "project", "--project", str(tmp_path / "nope"), home=home, cwd=proj)
     assert p.returncode == 1 and "does not exist" in one_line(p)
+
+
+def test_the_cli_offers_every_client():
+    from skillshelf import cli_onboarding
+
+    assert cli_onboarding.CLIENT_NAMES == tuple(cl.CLIENTS)

@@ -11,14 +11,19 @@ from __future__ import annotations
 import enum
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from . import clients as cl
 from .cli import _clean, _config, _json, _lib, _usage_error, _write, app, err, out, state
 
-ClientName = enum.Enum("ClientName", {n.replace("-", "_"): n for n in cl.CLIENTS}, type=str)  # type: ignore[misc]
+if TYPE_CHECKING:   # pragma: no cover
+    from . import clients as cl
+
+# the clients of skillshelf.clients.CLIENTS (a test keeps them equal): that module is loaded
+# only by the commands that use it, not by every command line
+CLIENT_NAMES = ("claude-code", "claude-desktop", "cursor", "vscode", "codex", "gemini", "goose")
+ClientName = enum.Enum("ClientName", {n.replace("-", "_"): n for n in CLIENT_NAMES}, type=str)  # type: ignore[misc]
 
 
 class Scope(str, enum.Enum):
@@ -26,7 +31,7 @@ class Scope(str, enum.Enum):
     project = "project"
 
 
-_CLIENT_HELP = "one of: " + ", ".join(cl.CLIENTS)
+_CLIENT_HELP = "one of: " + ", ".join(CLIENT_NAMES)
 
 
 def _project(project: Optional[Path]) -> Path:
@@ -56,7 +61,7 @@ def _server_env(write_policy: Optional[str]) -> dict[str, str]:
     return env
 
 
-def _show_config_change(ch: cl.ConfigChange, dry_run: bool) -> None:
+def _show_config_change(ch: "cl.ConfigChange", dry_run: bool) -> None:
     c = ch.client
     out.print(f"{c.title} ({ch.scope} scope): {ch.path}")
     if dry_run and ch.changed:
@@ -82,7 +87,9 @@ def _show_config_change(ch: cl.ConfigChange, dry_run: bool) -> None:
         out.print(f"  note: {n}")
 
 
-def _show_skill_change(sk: cl.SkillChange, dry_run: bool) -> None:
+def _show_skill_change(sk: "cl.SkillChange", dry_run: bool) -> None:
+    from . import clients as cl
+
     if sk.dest is None:
         out.print(f"teaching skill: {sk.hint}")
         return
@@ -101,7 +108,7 @@ def _show_skill_change(sk: cl.SkillChange, dry_run: bool) -> None:
         out.print(f"  note: {sk.hint}")
 
 
-def _change_dict(ch: cl.ConfigChange, sk: cl.SkillChange | None, dry_run: bool) -> dict[str, Any]:
+def _change_dict(ch: "cl.ConfigChange", sk: "cl.SkillChange | None", dry_run: bool) -> dict[str, Any]:
     d: dict[str, Any] = {"client": ch.client.name, "scope": ch.scope, "config": str(ch.path), "action": ch.action,
                          "changed": ch.changed, "dry_run": dry_run, "entry": ch.entry,
                          "backup": str(ch.backup) if ch.backup else None, "notes": ch.notes}
@@ -129,6 +136,8 @@ def install(
 ) -> None:
     """Add the skillshelf MCP server to an agent client's configuration (merged into the file,
     other servers kept, a backup written first) and put the teaching skill in its skills folder."""
+    from . import clients as cl
+
     c = cl.get_client(client.value)
     proj = _project(project)
     env = _server_env(write_policy)
@@ -168,6 +177,8 @@ def uninstall(
 ) -> None:
     """Remove only the skillshelf entry from a client's configuration (a backup is written
     first), and the teaching skill skillshelf installed (unless it was edited)."""
+    from . import clients as cl
+
     c = cl.get_client(client.value)
     proj = _project(project)
     where = cl.Where.current()
@@ -277,6 +288,8 @@ def pick(
 ) -> None:
     """Propose the few skills worth installing directly in a client for a project, from its
     languages, frameworks and tool files and from the usage log; --install copies them."""
+    from . import clients as cl
+
     project = (for_ or Path.cwd()).expanduser().absolute()
     lib = _lib()
     res = lib.pick(project, limit=n)
