@@ -114,6 +114,8 @@ def test_every_page_renders(client, lib):
         assert r.status_code == 200, (url, r.text[:500])
         assert "text/html" in r.headers["content-type"]
         assert "default-src 'none'" in r.headers["content-security-policy"]
+    assert client.get("/").headers["cache-control"] == "no-store"
+    assert "max-age" in client.get("/static/htmx.min.js").headers["cache-control"]
     home = client.get("/").text
     assert "drafts waiting" in home and "Needs a person" in home
 
@@ -288,6 +290,10 @@ def test_page_actions_redirect_with_a_message(client, lib):
     assert r.status_code == 200 and "deploy-previews is inactive: superseded" in r.text
     r = client.post("/act/extend-ttl", data=form(client, skill=sid, days="abc"), headers={"Origin": BASE})
     assert 'class="flash error"' in r.text and "not a number of days" in r.text
+    assert 'value="abc"' in r.text                                      # the form comes back as typed
+    r = client.post("/act/deprecate", data=form(client, skill=rid(lib, "cors-fix"), reason="old\x07 one"),
+                    headers={"Origin": BASE})
+    assert "control character" in r.text and 'value="old\x07 one"' in r.text and "<details class=\"pop\" open>" in r.text
     r = client.post("/act/delete", data=form(client, skill=sid), headers={"Origin": BASE})
     assert "nothing deleted" in r.text and lib.get(sid)
     r = client.post("/act/rollback", data=form(client, skill=sid, version="1"), headers={"Origin": BASE})

@@ -105,12 +105,14 @@ class Pages:
         return self.env.get_template(name).render(**ctx)
 
 
-def redirect(url: str, message: str | None = None, kind: str = "ok") -> RedirectResponse:
+def redirect(url: str, message: str | None = None, kind: str = "ok", keep: dict | None = None) -> RedirectResponse:
     """303 to ``url`` with a one-time message for the next page (an HttpOnly cookie, so a
-    crafted link cannot put words on the page)."""
+    crafted link cannot put words on the page). ``keep``: what a failed form had typed, so
+    the page can open that form again with it."""
     resp = RedirectResponse(url, 303)
     if message:
-        raw = json.dumps({"kind": kind, "text": message[:1500]}).encode()
+        kept = {str(k): str(v)[:1000] for k, v in (keep or {}).items()}
+        raw = json.dumps({"kind": kind, "text": message[:1500], "keep": kept}).encode()
         resp.set_cookie(FLASH_COOKIE, base64.urlsafe_b64encode(raw).decode(), httponly=True, samesite="strict",
                         path="/", max_age=60)
     return resp
@@ -122,7 +124,9 @@ def _read_flash(request: Request) -> dict | None:
         return None
     try:
         data = json.loads(base64.urlsafe_b64decode(raw.encode()))
-        return {"kind": str(data.get("kind", "ok")), "text": str(data.get("text", ""))}
+        keep = data.get("keep") if isinstance(data.get("keep"), dict) else {}
+        return {"kind": str(data.get("kind", "ok")), "text": str(data.get("text", "")),
+                "keep": {str(k): str(v) for k, v in keep.items()}}
     except (ValueError, TypeError, AttributeError):
         return None
 

@@ -225,9 +225,11 @@ def _back(request: Request, fallback: str) -> str:
     return nxt if nxt.startswith("/") and not nxt.startswith("//") and "\\" not in nxt else fallback
 
 
-def _act(request: Request, what: str, fn, done_url: str, *, failed_url: str | None = None) -> Response:
+def _act(request: Request, what: str, fn, done_url: str, *, failed_url: str | None = None,
+         keep: dict | None = None) -> Response:
     """Run one action (holding the library's write lock); its message, or its error with
-    the fix, is shown on the next page."""
+    the fix, is shown on the next page, which opens the failed form again with what was
+    typed (``keep``)."""
     lib = _lib(request)
     try:
         with lib.exclusive(what=what):
@@ -235,7 +237,7 @@ def _act(request: Request, what: str, fn, done_url: str, *, failed_url: str | No
     except SkillshelfError as exc:
         e = error_dict(exc)
         return redirect(_back(request, failed_url or done_url),
-                        e["message"] + (f" — {e['fix']}" if e.get("fix") else ""), "error")
+                        e["message"] + (f" — {e['fix']}" if e.get("fix") else ""), "error", keep=keep)
     msg = res.get("message") if isinstance(res, dict) else getattr(res, "message", None)
     url = res.get("url") if isinstance(res, dict) and res.get("url") else _back(request, done_url)
     return redirect(url, msg or "done")
@@ -249,8 +251,8 @@ async def _form(request: Request) -> Any:
 async def act_deprecate(request: Request) -> Response:
     form = await _form(request)
     ref, reason = str(form.get("skill") or ""), str(form.get("reason") or "")
-    return await run_in_threadpool(_act, request, "deprecating a skill", lambda lib: lib.deprecate(ref, reason),
-                                   skill_url(ref))
+    return await run_in_threadpool(lambda: _act(request, "deprecating a skill", lambda lib: lib.deprecate(ref, reason),
+                                                skill_url(ref), keep={"form": "deprecate", "reason": reason}))
 
 
 @router.post("/act/deprecate-many")
@@ -293,7 +295,8 @@ async def act_extend_ttl(request: Request) -> Response:
             raise ValidationError(f"{raw!r} is not a number of days", fix="enter whole days, e.g. 90")
         return lib.extend_ttl(ref, int(raw))
 
-    return await run_in_threadpool(_act, request, "extending a TTL", run, skill_url(ref))
+    return await run_in_threadpool(lambda: _act(request, "extending a TTL", run, skill_url(ref),
+                                                keep={"form": "ttl", "days": raw}))
 
 
 @router.post("/act/rollback")
@@ -326,8 +329,9 @@ async def act_reject(request: Request) -> Response:
         lib.review.reject(name, reason)
         return {"message": f"rejected the draft {name}", "url": "/review"}
 
-    return await run_in_threadpool(_act, request, "rejecting a draft", run, "/review",
-                                   failed_url=f"/review/{quote(name, safe='')}")
+    return await run_in_threadpool(lambda: _act(request, "rejecting a draft", run, "/review",
+                                                failed_url=f"/review/{quote(name, safe='')}",
+                                                keep={"form": "reject", "reason": reason}))
 
 
 # --- review ---------------------------------------------------------------------------------

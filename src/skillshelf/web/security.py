@@ -119,6 +119,9 @@ class Guard:
         request.state.csrf = csrf
         started = time.perf_counter()
         response = await call_next(request)
+        if request.url.path.startswith("/static/") and response.status_code == 200:
+            # the pages link them with ?v=<version>: a new release is a new URL
+            response.headers["cache-control"] = "public, max-age=86400"
         # what the server spent on the page (routing, Library calls, rendering): shown by a
         # browser's developer tools, read by bench/dashboard.py
         response.headers["server-timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
