@@ -334,13 +334,22 @@ def search(
     include_inactive: bool = typer.Option(False, "--include-inactive"),
     include_expired: bool = typer.Option(False, "--include-expired"),
     no_log: bool = typer.Option(False, "--no-log", help="leave no trace in the usage log"),
+    judge: bool = typer.Option(False, "--judge", help="let the configured model judge rerank the hits, with why /"
+                                                      " why not and a pick (README: \"Model judge\")"),
+    judge_mode: Optional[str] = typer.Option(None, "--judge-mode", metavar="rerank|filter|both",
+                                             help="what the judge does (implies --judge): rerank, filter (mark the"
+                                                  " top hits likely / weak) or both"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Search the library (hybrid BM25 + embeddings)."""
     lib = _lib()
-    res = lib.search(query, limit=limit, mode=mode, repo_scope=repo_scope, current_repo=current_repo, tags=tags,
-                     skill_type=skill_type, include_inactive=include_inactive, include_expired=include_expired,
-                     log=not no_log, client="cli")
+    kw = dict(limit=limit, mode=mode, repo_scope=repo_scope, current_repo=current_repo, tags=tags,
+              skill_type=skill_type, include_inactive=include_inactive, include_expired=include_expired,
+              log=not no_log, client="cli")
+    if judge or judge_mode:
+        res = lib.judged_search(query, judge=judge_mode or "rerank", **kw)
+    else:
+        res = lib.search(query, **kw)
     if json_out:
         _json(res.as_dict())
         return
@@ -349,11 +358,31 @@ def search(
     if not res.hits:
         out.print("no skills matched")
         return
-    table = _table("#", "name", "match", "score", "description")
+    judged = getattr(res, "verdicts", None) is not None
+    if judged:
+        table = _table("#", "name", "match", "score", "judge", "description")
+    else:
+        table = _table("#", "name", "match", "score", "description")
     for i, h in enumerate(res.hits, 1):
         name = h.name + (f" ×{h.copies}" if h.copies > 1 else "") + (" (wildcard)" if h.wildcard else "")
-        table.add_row(str(i), name, h.match, f"{h.score:.2f}", h.description)
+        if judged:
+            v = res.hit_extra(h)
+            mark = " ".join(x for x in (f"fit {v['fit']}" if "fit" in v else "", v.get("verdict", ""),
+                                        f"{v['judge_score']:.2f}" if "judge_score" in v else "") if x)
+            table.add_row(str(i), name, h.match, f"{h.score:.2f}", mark or "-", h.description)
+        else:
+            table.add_row(str(i), name, h.match, f"{h.score:.2f}", h.description)
     out.print(table)
+    if judged:
+        for i, h in enumerate(res.hits, 1):
+            v = res.hit_extra(h)
+            if v.get("why") or v.get("why_not"):
+                out.print(f"  {i}. {h.name}: why: {v.get('why') or '-'}; why not: {v.get('why_not') or '-'}")
+        line = f"judge: {res.judge} ({res.judge_model}, {res.judge_latency_ms / 1000:.1f}s)"
+        if res.judge == "ok":
+            out.print(line + (f"; pick: {res.pick}" if res.pick else ""))
+        else:
+            err.print(line + ("" if res.judge.startswith("skipped") else ": the plain order is shown"))
     out.print("confident match" if res.confident else "no confident match: this may be a gap in the library")
 
 
@@ -527,12 +556,15 @@ def stats(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYY
                                              help="only usage from this day on"),
           json_out: bool = typer.Option(False, "--json")) -> None:
     """Curation statistics: most used, low success, never surfaced, gaps."""
-    st = _lib().stats(since=since)
+    lib = _lib()
+    st = lib.stats(since=since)
+    js = lib.judge_stats(since=since)
     if json_out:
-        _json(st.as_dict())
+        _json(st.as_dict() | {"judge": js})
         return
     out.print(f"{st.queries} queries ({st.finds} finds), {st.reports} reports, report rate {st.report_rate:.0%}, "
               f"confident {st.confident_rate:.0%}")
+    out.print(_judge_line(js))
     t = _table("most used", "recommended", "reports", "success", "last used", title="most used")
     for u in st.most_used[:15]:
         t.add_row(u.name, str(u.recommended), str(u.reports),
@@ -548,6 +580,23 @@ def stats(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYY
     out.print(t)
     out.print(f"never surfaced (kill candidates): {len(st.never_surfaced)} skills"
               + (": " + ", ".join(x['name'] for x in st.never_surfaced[:10]) if st.never_surfaced else ""))
+
+
+def _judge_line(js: dict) -> str:
+    """The judge's line in ``stats``: how many searches it judged and how that went."""
+    if not js["judged"]:
+        return "judge: " + ("configured (" + js["backend"] + "), no judged searches yet" if js["configured"]
+                            else "off (no judge.backend configured)")
+    models = ", ".join(f"{m} ×{n}" for m, n in js["models"].items())
+    line = (f"judge: {js['judged']} judged searches ({models}): {js['ok']} answered, {js['timeouts']} timed out, "
+            f"{js['errors']} failed")
+    if js["p50_ms"] is not None:
+        line += f"; latency p50 {js['p50_ms'] / 1000:.1f}s, p95 {js['p95_ms'] / 1000:.1f}s"
+    if js["invented_dropped"]:
+        line += f"; {js['invented_dropped']} invented names dropped"
+    if js["likely"] or js["weak"]:
+        line += f"; soft filter: {js['likely']} likely, {js['weak']} weak"
+    return line
 
 
 @app.command()

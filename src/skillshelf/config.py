@@ -21,6 +21,8 @@ WRITE_POLICIES = ("read-only", "propose", "open")
 # the embedding backends offered to users ("fake", a deterministic test backend, is accepted
 # but not offered)
 EMBEDDERS = ("minilm", "fastembed", "ollama", "openai", "none")
+# the optional model judge (judge.py): off, a chat model over HTTP, or a local ONNX cross-encoder
+JUDGE_BACKENDS = ("none", "ollama", "openai", "local")
 # where a setting's value came from, lowest precedence first
 ORIGINS = ("default", "file", "environment", "flag")
 
@@ -59,6 +61,24 @@ class SearchConfig:
 
 
 @dataclass(frozen=True)
+class JudgeConfig:
+    backend: str = _f("none", "optional model judge of the shortlist: none | ollama | openai | local (off by default:"
+                              " search results are then exactly the plain pipeline's)")
+    url: str = _f("", "base URL of the chat endpoint (ollama: http://127.0.0.1:11434; openai-compatible: a URL"
+                      " ending in /v1, default https://api.openai.com/v1)")
+    model: str = _f("", "chat model name (ollama / openai); a rerank sends ~1.5k tokens and gets ~0.5k back")
+    api_key: str = _f("", "API key of an openai-compatible endpoint (or SKILLSHELF_JUDGE_API_KEY, OPENAI_API_KEY)")
+    timeout: float = _f(30.0, "seconds the judge may take before the plain order is returned, flagged 'timeout'")
+    candidates: int = _f(10, "at most this many hits of the shortlist go to the judge (the rest keep their place)")
+    soft_filter_top: int = _f(4, "the soft filter marks this many top hits likely / weak (likely first, none dropped)")
+    description_chars: int = _f(300, "description characters per candidate in the prompt (tokens cost money)")
+    model_path: str = _f("", "local: an ONNX cross-encoder file (query, passage) -> relevance logit; nothing is"
+                             " fetched")
+    tokenizer_path: str = _f("", "local: its tokenizer.json (default: the bundled MiniLM WordPiece tokenizer, the"
+                                 " vocabulary of the ms-marco MiniLM cross-encoders)")
+
+
+@dataclass(frozen=True)
 class Config:
     home: Path = _f(Path(platformdirs.user_data_dir("skillshelf")), "where the workspace and database live")
     roots: list[Path] = _f([], "extra read-only skill roots")
@@ -79,6 +99,7 @@ class Config:
     max_body_bytes: int = _f(200_000, "largest skill body an agent may write")
     http_token: str = _f("", "bearer token required by the HTTP server on a non-loopback bind")
     search: SearchConfig = _f(SearchConfig(), "search knobs")
+    judge: JudgeConfig = _f(JudgeConfig(), "the optional model judge (rerank, soft filter)")
     # Not settings: where each setting came from (``ORIGINS``; "search.x" for nested ones),
     # and, per root path, where that root came from. A root given for one command ("flag")
     # must exist; a saved one ("file", "environment") that has gone is skipped with a warning.
@@ -169,7 +190,9 @@ def describe(cfg: Config) -> list[tuple[str, Any, str, str]]:
         if dataclasses.is_dataclass(value):
             for sf in dataclasses.fields(value):
                 key = f"{f.name}.{sf.name}"
-                rows.append((key, getattr(value, sf.name), sf.metadata.get("why", ""), cfg.origin(key)))
+                sv = getattr(value, sf.name)
+                shown = "***" if ("key" in sf.name or "token" in sf.name) and sv else sv
+                rows.append((key, shown, sf.metadata.get("why", ""), cfg.origin(key)))
         else:
             shown = "***" if ("key" in f.name or "token" in f.name) and value else _plain(value)
             rows.append((f.name, shown, f.metadata.get("why", ""), cfg.origin(f.name)))
@@ -263,6 +286,14 @@ _ENV = {
     "http_token": "SKILLSHELF_HTTP_TOKEN",
     "auto_sync": "SKILLSHELF_AUTO_SYNC",
 }
+# the judge's settings from the environment (judge.<key>)
+_JUDGE_ENV = {
+    "backend": "SKILLSHELF_JUDGE",
+    "url": "SKILLSHELF_JUDGE_URL",
+    "model": "SKILLSHELF_JUDGE_MODEL",
+    "api_key": "SKILLSHELF_JUDGE_API_KEY",
+    "timeout": "SKILLSHELF_JUDGE_TIMEOUT",
+}
 
 
 def load(home: Path | str | None = None, **overrides: Any) -> Config:
@@ -281,6 +312,7 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
     base = Config(home=home_path.resolve() if home_path.exists() else home_path.absolute())
     values: dict[str, Any] = {}
     search_values: dict[str, Any] = {}
+    judge_values: dict[str, Any] = {}
     cfg_file = base.config_path
     if cfg_file.exists():
         try:
@@ -289,6 +321,7 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
             raise ConfigError(f"{cfg_file} is not valid TOML: {exc}", fix="fix the file or delete it") from None
         names = {f.name: f for f in dataclasses.fields(Config) if not f.metadata.get("internal")}
         snames = {f.name: f for f in dataclasses.fields(SearchConfig)}
+        jnames = {f.name for f in dataclasses.fields(JudgeConfig)}
         for key, value in data.items():
             key = key.replace("-", "_")
             if key == "search" and isinstance(value, dict):
@@ -299,6 +332,14 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
                                           fix="see `skillshelf config` for the settings")
                     search_values[sk] = _coerce(f"search.{sk}", getattr(SearchConfig(), sk), sv)
                     origins[f"search.{sk}"] = "file"
+            elif key == "judge" and isinstance(value, dict):
+                for jk, jv in value.items():
+                    jk = jk.replace("-", "_")
+                    if jk not in jnames:
+                        raise ConfigError(f"{cfg_file}: unknown setting judge.{jk}",
+                                          fix="see `skillshelf config` for the settings")
+                    judge_values[jk] = _coerce(f"judge.{jk}", getattr(JudgeConfig(), jk), jv)
+                    origins[f"judge.{jk}"] = "file"
             elif key in names and key != "home":
                 values[key] = _coerce(key, getattr(base, key), value)
                 origins[key] = "file"
@@ -311,6 +352,13 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
     if not values.get("embedder_api_key") and os.environ.get("OPENAI_API_KEY"):
         values["embedder_api_key"] = os.environ["OPENAI_API_KEY"]
         origins["embedder_api_key"] = "environment"
+    for jk, env in _JUDGE_ENV.items():
+        if os.environ.get(env) not in (None, ""):
+            judge_values[jk] = _coerce(f"judge.{jk}", getattr(JudgeConfig(), jk), os.environ[env])
+            origins[f"judge.{jk}"] = "environment"
+    if not judge_values.get("api_key") and os.environ.get("OPENAI_API_KEY"):
+        judge_values["api_key"] = os.environ["OPENAI_API_KEY"]
+        origins["judge.api_key"] = "environment"
     root_origins = {str(p): origins["roots"] for p in values.get("roots", [])}
     for key, value in overrides.items():
         if value is None:
@@ -325,10 +373,20 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
             origins[key] = "flag"
     if search_values:
         values["search"] = dataclasses.replace(SearchConfig(), **search_values)
+    if judge_values and origins.get("judge") != "flag":   # a JudgeConfig given as an argument is taken whole
+        values["judge"] = dataclasses.replace(JudgeConfig(), **judge_values)
     cfg = dataclasses.replace(base, **values, origins=origins, root_origins=root_origins)
     if cfg.write_policy not in WRITE_POLICIES:
         raise ConfigError(f"unknown write policy {cfg.write_policy!r}{_where(cfg, 'write_policy')}",
                           fix=f"use one of {', '.join(WRITE_POLICIES)}")
+    if cfg.judge.backend not in JUDGE_BACKENDS:
+        origin = cfg.origin("judge.backend")
+        where = {"file": f" (in {cfg.config_path})", "environment": f" (from {_JUDGE_ENV['backend']})"}.get(origin, "")
+        raise ConfigError(f"unknown judge backend {cfg.judge.backend!r}{where}",
+                          fix=f"use one of {', '.join(JUDGE_BACKENDS)}")
+    if cfg.judge.timeout <= 0:
+        raise ConfigError(f"judge.timeout {cfg.judge.timeout} must be more than 0 seconds",
+                          fix="set judge.timeout in config.toml to the seconds the judge may take (default 30)")
     if cfg.embedder not in EMBEDDERS:
         from .embeddings import available  # the registry: test and registered backends too
 

@@ -26,6 +26,7 @@ from .catalog import CatalogMixin
 from .config import Config, load as load_config
 from .errors import EmbedderError, NotFoundError, SkillFormatError, StoreError, ValidationError
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
+from .judge import JudgeMixin
 from .onboarding import OnboardingMixin
 from .search import Searcher, SearchResult
 from .sources import Root, current_repo as detect_current_repo, make_roots, precedence_key
@@ -207,7 +208,7 @@ def _record(row) -> SkillRecord:
         active=bool(row["active"]), expires_on=row["expires_on"], lineage=lineage)
 
 
-class Library(CatalogMixin, OnboardingMixin):
+class Library(CatalogMixin, OnboardingMixin, JudgeMixin):
     """A skill library: a home (workspace + database) plus read-only roots.
 
     ``Library(home=PATH, roots=[PATH, ...])`` opens it; ``sync()`` brings the index up to
@@ -840,6 +841,7 @@ class Library(CatalogMixin, OnboardingMixin):
             checks.append(Check("embedder", "ok", f"{emb['model_id']} ({emb['dimensions']} dims), "
                                 f"{emb['vectors']} skills embedded, {emb['body_vectors']} body vectors"
                                 f" ({emb['body_vector_tokens']} tokens)"))
+        checks.append(self.judge_check())
         return DoctorReport(checks, roots, invalid, clashes, emb)
 
     # --- usage ----------------------------------------------------------------------

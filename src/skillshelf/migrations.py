@@ -200,6 +200,34 @@ def m008_overlay(db: sqlite3.Connection) -> None:
     """)
 
 
+def m009_judge_log(db: sqlite3.Connection) -> None:
+    # One row per judged search (judge.py): which model judged, how long it took, what it
+    # said of each candidate (JSON), and whether it answered (status: ok | timeout | error: ...).
+    # Append-only like the usage logs; ``query_id`` is the logged search it judged, if any.
+    _script(db, """
+    CREATE TABLE judge_log (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        query_id INTEGER,
+        mode TEXT NOT NULL,               -- rerank | filter | both
+        backend TEXT NOT NULL,
+        model TEXT NOT NULL,
+        status TEXT NOT NULL,
+        latency_ms REAL NOT NULL,
+        candidates INTEGER NOT NULL,
+        invented INTEGER NOT NULL DEFAULT 0,
+        pick TEXT,
+        verdicts TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE INDEX judge_log_at ON judge_log(at);
+    CREATE TRIGGER judge_log_no_update BEFORE UPDATE ON judge_log
+    BEGIN SELECT RAISE(ABORT, 'the judge log is append-only'); END;
+    CREATE TRIGGER judge_log_no_delete BEFORE DELETE ON judge_log
+    WHEN (SELECT value FROM meta WHERE key = 'retention_unlocked') IS NULL
+    BEGIN SELECT RAISE(ABORT, 'the judge log is append-only'); END;
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_skills", m001_skills),
     ("002_lexical", m002_lexical),
@@ -209,4 +237,5 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("006_outcome_skill_index", m006_outcome_skill_index),
     ("007_index_id", m007_index_id),
     ("008_overlay", m008_overlay),
+    ("009_judge_log", m009_judge_log),
 ]
