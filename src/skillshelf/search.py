@@ -42,9 +42,12 @@ CONFIDENT_COSINE = 0.43
 EMPTY_LIBRARY = ("the library has no skills indexed yet: add a root (`skillshelf roots add PATH`)"
                  " and run `skillshelf sync`")
 
-# Which copy of a group of copies a hit shows, among the copies in the request's language:
-# "original" -- the one a lookup by name returns (precedence: the original collection, not
-# a mirror or translation); "ranked" -- the best-ranked one when it is in that language.
+# Which copy of a group of copies (same name) a hit shows, among the copies in the request's
+# language: "same" -- the best-ranked one, or the original (the copy a lookup by name returns)
+# when it holds the same text; "ranked" -- the best-ranked one; "original" -- the original
+# whatever its text; "off" -- the best-ranked copy in any language (the rule before). Only
+# "same" is meant for use: the others are kept so bench/quality.py can measure them
+# (BENCHMARKS.md, "Search results").
 SHOW_COPY = "same"
 # Two copies with this cosine (metadata or body vectors) hold the same text: mirrors of one
 # skill, shown as the original. The value is the library's near-duplicate threshold.
@@ -88,13 +91,14 @@ _TURKISH_LETTERS = re.compile("[ğış]")
 def text_language(text: str) -> str:
     """A guess at the language of ``text``: an ISO 639-1 code, "en" when nothing says
     otherwise. Scripts first: CJK, Hangul and other non-Latin letters making up at least
-    a third of the text's letters (a CJK character counted as two Latin letters) decide
-    it; kana among Han characters mean Japanese. Then, for Latin script, the language
+    a third of the text's letters (a CJK character or Hangul syllable counted as two)
+    decide it; kana among Han characters mean Japanese. Then, for Latin script, the language
     whose function words occur most, if it beats English with at least two of them."""
     text = text or ""
     counts = {code: len(rx.findall(text)) for code, rx in _SCRIPT_RES}
-    other = sum(counts.values())
-    if other and 2 * other >= 0.5 * len(_LATIN_RE.findall(text)):
+    # one CJK character (or Hangul syllable) carries about as much as two Latin letters
+    weighted = sum(n * (2 if code in ("ja", "ko", "zh") else 1) for code, n in counts.items())
+    if weighted and 2 * weighted >= len(_LATIN_RE.findall(text)):
         if counts["ja"] and counts["ja"] >= 0.1 * (counts["ja"] + counts["zh"]):
             return "ja"
         return max(counts, key=lambda c: counts[c])
