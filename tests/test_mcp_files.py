@@ -116,3 +116,14 @@ def test_skills_extension_digests_are_bounded_reads(home, monkeypatch):
     assert got["references/guide.md"] == hashlib.sha256(guide.read_bytes()).hexdigest()
     assert read and all(limit == MAX_RESOURCE_BYTES for _, limit in read)
     assert not any(p.endswith(("huge.bin", "pipe")) for p, _ in read)
+
+
+def test_skills_extension_get_of_an_unknown_skill_is_not_found(home):
+    from skillshelf.mcp_server import _GetParams
+
+    ext = SkillsExtension(LibraryHandle(lambda: Library(home, embedder="none")))
+    with pytest.raises(MCPError) as err:
+        anyio.run(lambda: ext._get(None, _GetParams(uri="skill://workspace/nope/SKILL.md")))
+    assert err.value.code == -32602
+    got = anyio.run(lambda: ext._get(None, _GetParams(uri="skill://workspace/messy-skill/SKILL.md")))
+    assert got["skill"]["frontmatter"]["name"] == "messy-skill"

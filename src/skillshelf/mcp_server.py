@@ -301,7 +301,10 @@ class SkillsExtension(Extension):
 
     async def _get(self, ctx: Any, params: _GetParams) -> dict[str, Any]:
         def get() -> dict[str, Any]:
-            rec = _resolve_uri(self.handle.get(), params.uri)[0]
+            try:
+                rec = _resolve_uri(self.handle.get(), params.uri)[0]
+            except ResourceNotFoundError as exc:   # a protocol error the client can act on, not -32603
+                raise MCPError(INVALID_PARAMS, str(exc), data={"uri": params.uri}) from None
             return {"skill": self.manifest(rec)}
 
         return await anyio.to_thread.run_sync(get)
