@@ -89,6 +89,23 @@ def client(lib):
         yield c
 
 
+@pytest.fixture(scope="module")
+def ro_lib(tmp_path_factory):
+    """One library shared by the tests that change nothing in it."""
+    lib = make_lib(tmp_path_factory.mktemp("web-ro"))
+    yield lib
+    lib.close()
+
+
+@pytest.fixture(scope="module")
+def ro_client(ro_lib):
+    from skillshelf.web import create_app
+
+    with TestClient(create_app(ro_lib, port=7788), base_url=BASE) as c:
+        c.get("/")
+        yield c
+
+
 def csrf(c: TestClient) -> dict[str, str]:
     return {"X-CSRF-Token": c.cookies.get("skillshelf_csrf"), "Origin": BASE}
 
@@ -103,77 +120,77 @@ def rid(lib: Library, name: str) -> str:
 
 # --- pages ----------------------------------------------------------------------------------
 
-def test_every_page_renders(client, lib):
+def test_every_page_renders(ro_client, ro_lib):
     pages = ["/", "/skills", "/skills?q=cors+preflight", "/skills?type=WORKFLOW&sort=version&desc=1",
-             "/review", "/review/deploy-previews", "/curate", "/new", f"/new?from={rid(lib, 'cors-fix')}",
-             f"/edit/{rid(lib, 'deploy-previews')}", f"/edit/{rid(lib, 'cors-fix')}"]
+             "/review", "/review/deploy-previews", "/curate", "/new", f"/new?from={rid(ro_lib, 'cors-fix')}",
+             f"/edit/{rid(ro_lib, 'deploy-previews')}", f"/edit/{rid(ro_lib, 'cors-fix')}"]
     for tab in ("", "?tab=source", "?tab=history", "?tab=usage", "?tab=history&a=1&b=2"):
-        pages += [f"/skill/{rid(lib, 'deploy-previews')}{tab}", f"/skill/{rid(lib, 'cors-fix')}{tab}"]
+        pages += [f"/skill/{rid(ro_lib, 'deploy-previews')}{tab}", f"/skill/{rid(ro_lib, 'cors-fix')}{tab}"]
     for url in pages:
-        r = client.get(url)
+        r = ro_client.get(url)
         assert r.status_code == 200, (url, r.text[:500])
         assert "text/html" in r.headers["content-type"]
         assert "default-src 'none'" in r.headers["content-security-policy"]
-    assert client.get("/").headers["cache-control"] == "no-store"
-    assert "max-age" in client.get("/static/htmx.min.js").headers["cache-control"]
-    home = client.get("/").text
+    assert ro_client.get("/").headers["cache-control"] == "no-store"
+    assert "max-age" in ro_client.get("/static/htmx.min.js").headers["cache-control"]
+    home = ro_client.get("/").text
     assert "drafts waiting" in home and "Needs a person" in home
 
 
-def test_skill_page_shows_what_a_person_needs(client, lib):
-    ws = client.get(f"/skill/{rid(lib, 'deploy-previews')}").text
+def test_skill_page_shows_what_a_person_needs(ro_client, ro_lib):
+    ws = ro_client.get(f"/skill/{rid(ro_lib, 'deploy-previews')}").text
     assert "Edit" in ws and "Delete for good" in ws and "read-only" not in ws
-    ro = client.get(f"/skill/{rid(lib, 'cors-fix')}").text
+    ro = ro_client.get(f"/skill/{rid(ro_lib, 'cors-fix')}").text
     # a read-only root: no edit or delete, deprecate and TTL stay (as the owner's overlay)
     assert "Delete for good" not in ro and 'href="/edit/' in ro and "Fork to workspace" in ro
     assert "Deprecate" in ro and "Extend TTL" in ro and "read-only" in ro
     assert 'class="tok-' in ro                     # pygments highlighted the code block
-    hist = client.get(f"/skill/{rid(lib, 'deploy-previews')}?tab=history").text
+    hist = ro_client.get(f"/skill/{rid(ro_lib, 'deploy-previews')}?tab=history").text
     assert "Roll back to v1" in hist and "one app per PR" in hist and 'class="sbs"' in hist
 
 
-def test_not_found_names_the_fix(client):
-    r = client.get("/skill/no-such-skill")
+def test_not_found_names_the_fix(ro_client):
+    r = ro_client.get("/skill/no-such-skill")
     assert r.status_code == 404 and "no skill named" in r.text
-    r = client.get("/api/skill/no-such-skill")
+    r = ro_client.get("/api/skill/no-such-skill")
     assert r.status_code == 404 and r.json()["error"]["type"] == "NotFoundError"
 
 
 # --- API ------------------------------------------------------------------------------------
 
-def test_api_browse_filters_sort_and_pages(client, lib):
-    all_ = client.get("/api/skills").json()
+def test_api_browse_filters_sort_and_pages(ro_client, ro_lib):
+    all_ = ro_client.get("/api/skills").json()
     assert all_["total"] == 5 and [r["name"] for r in all_["items"]][:2] == ["commit-style", "cors-fix"]
-    assert client.get("/api/skills?type=workflow").json()["total"] == 2
-    assert client.get("/api/skills?tag=docker").json()["items"][0]["name"] == "docker-build"
-    assert client.get("/api/skills?repo=shop").json()["total"] == 2
-    assert client.get("/api/skills?root=workspace").json()["items"][0]["name"] == "deploy-previews"
-    assert client.get("/api/skills?expired=true").json()["items"][0]["name"] == "docker-build"
-    assert client.get("/api/skills?expired=false").json()["total"] == 4
-    page = client.get("/api/skills?sort=version&desc=true&limit=2&offset=0").json()
+    assert ro_client.get("/api/skills?type=workflow").json()["total"] == 2
+    assert ro_client.get("/api/skills?tag=docker").json()["items"][0]["name"] == "docker-build"
+    assert ro_client.get("/api/skills?repo=shop").json()["total"] == 2
+    assert ro_client.get("/api/skills?root=workspace").json()["items"][0]["name"] == "deploy-previews"
+    assert ro_client.get("/api/skills?expired=true").json()["items"][0]["name"] == "docker-build"
+    assert ro_client.get("/api/skills?expired=false").json()["total"] == 4
+    page = ro_client.get("/api/skills?sort=version&desc=true&limit=2&offset=0").json()
     assert page["items"][0]["name"] == "deploy-previews" and page["total"] == 5 and len(page["items"]) == 2
-    page2 = client.get("/api/skills?limit=2&offset=4").json()
+    page2 = ro_client.get("/api/skills?limit=2&offset=4").json()
     assert len(page2["items"]) == 1
-    bad = client.get("/api/skills?type=NOPE")
+    bad = ro_client.get("/api/skills?type=NOPE")
     assert bad.status_code == 400 and "fix" in bad.json()["error"] and "WORKFLOW" in bad.json()["error"]["fix"]
-    bad = client.get("/api/skills?root=elsewhere")
+    bad = ro_client.get("/api/skills?root=elsewhere")
     assert bad.status_code == 400 and "workspace" in bad.json()["error"]["fix"]
 
 
-def test_search_shows_match_and_is_not_logged(client, lib):
-    before = lib.store.db.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
-    page = client.get("/api/skills?q=fix+CORS+preflight+errors+in+Next.js").json()
+def test_search_shows_match_and_is_not_logged(ro_client, ro_lib):
+    before = ro_lib.store.db.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+    page = ro_client.get("/api/skills?q=fix+CORS+preflight+errors+in+Next.js").json()
     assert page["items"][0]["name"] == "cors-fix"
     assert page["items"][0]["match"] in ("likely", "weak") and "confident" in page
-    hits = client.get("/api/search?q=conventional+commit+messages").json()
+    hits = ro_client.get("/api/search?q=conventional+commit+messages").json()
     assert hits["hits"][0]["name"] == "commit-style"
     # the expired skill is left out of an agent's search, not out of the person's table
-    assert "docker-build" not in [h["name"] for h in client.get("/api/search?q=docker+layers").json()["hits"]]
-    html = client.get("/skills?q=docker+layers").text
+    assert "docker-build" not in [h["name"] for h in ro_client.get("/api/search?q=docker+layers").json()["hits"]]
+    html = ro_client.get("/skills?q=docker+layers").text
     assert "docker-build" in html and "not logged as usage" in html
-    assert lib.store.db.execute("SELECT COUNT(*) FROM queries").fetchone()[0] == before
+    assert ro_lib.store.db.execute("SELECT COUNT(*) FROM queries").fetchone()[0] == before
     # htmx asks for the results only
-    part = client.get("/skills?q=docker", headers={"HX-Request": "true", "HX-Target": "results"}).text
+    part = ro_client.get("/skills?q=docker", headers={"HX-Request": "true", "HX-Target": "results"}).text
     assert part.lstrip().startswith(("{%", "<a", "<section")) and "<header" not in part
 
 
@@ -209,8 +226,8 @@ def test_overview_and_flywheel(client, lib):
     assert client.get("/api/stats").json()["queries"] == 2
 
 
-def test_openapi_describes_the_api(client):
-    spec = client.get("/openapi.json").json()
+def test_openapi_describes_the_api(ro_client):
+    spec = ro_client.get("/openapi.json").json()
     for path in ("/api/skills", "/api/search", "/api/skill/{skill}", "/api/overview", "/api/deprecate",
                  "/api/delete", "/api/extend-ttl", "/api/rollback", "/api/drafts/{name}/approve", "/api/check",
                  "/api/validate"):
@@ -218,25 +235,25 @@ def test_openapi_describes_the_api(client):
     assert not any(p.startswith("/act") or p == "/" for p in spec["paths"])   # pages are not API
 
 
-def test_validate_and_check(client, lib):
+def test_validate_and_check(ro_client, ro_lib):
     text = "---\nname: Bad_Name\ndescription: x\n---\n\nbody\n"
-    r = client.post("/api/validate", json={"text": text, "folder_name": "bad-name"}, headers=csrf(client)).json()
+    r = ro_client.post("/api/validate", json={"text": text, "folder_name": "bad-name"}, headers=csrf(ro_client)).json()
     assert not r["valid"] and {f["rule"] for f in r["findings"]} >= {"name.case", "name.folder-mismatch"}
     # the same validator as `skillshelf validate`
-    p = Path(lib.config.home) / "bad-name" / "SKILL.md"
+    p = Path(ro_lib.config.home) / "bad-name" / "SKILL.md"
     p.parent.mkdir(parents=True)
     p.write_text(text)
     assert {f.rule for f in Library.validate_paths([p])[0][1]} == {f["rule"] for f in r["findings"]}
-    ok = client.post("/api/check", json={"action": "ARCHIVE", "name": "new-skill", "description": "does x",
-                                         "body": "## Solution\n\nx\n"}, headers=csrf(client)).json()
+    ok = ro_client.post("/api/check", json={"action": "ARCHIVE", "name": "new-skill", "description": "does x",
+                                         "body": "## Solution\n\nx\n"}, headers=csrf(ro_client)).json()
     assert ok["ok"] and "name: new-skill" in ok["text"]
-    dup = client.post("/api/check", json={"action": "ARCHIVE", "name": "deploy-previews", "description": "d",
-                                          "body": "b"}, headers=csrf(client)).json()
+    dup = ro_client.post("/api/check", json={"action": "ARCHIVE", "name": "deploy-previews", "description": "d",
+                                          "body": "b"}, headers=csrf(ro_client)).json()
     assert not dup["ok"] and "exists already" in dup["error"] and dup["fix"]
-    frag = client.post("/api/check", data=form(client, action="ARCHIVE", name="UPPER", description="d", body="b"),
+    frag = ro_client.post("/api/check", data=form(ro_client, action="ARCHIVE", name="UPPER", description="d", body="b"),
                        headers={"HX-Request": "true", "Origin": BASE}).text
     assert "checkbad" in frag and "<html" not in frag
-    assert not (Path(lib.config.workspace) / "new-skill").exists()      # a check writes nothing
+    assert not (Path(ro_lib.config.workspace) / "new-skill").exists()      # a check writes nothing
 
 
 # --- actions --------------------------------------------------------------------------------
@@ -264,15 +281,15 @@ def test_api_actions_match_the_cli(client, lib):
     assert r.status_code == 404 and r.json()["error"]["type"] == "NotFoundError"
 
 
-def test_failed_save_keeps_what_was_typed(client, lib):
+def test_failed_save_keeps_what_was_typed(ro_client, ro_lib):
     body = "## Solution\n\nA long body the person typed, which must not be lost.\n"
-    r = client.post("/save", data=form(client, action="ARCHIVE", name="Not A Valid Name", description="typed desc",
+    r = ro_client.post("/save", data=form(ro_client, action="ARCHIVE", name="Not A Valid Name", description="typed desc",
                                        body=body, tags="a, b"), headers={"Origin": BASE})
     assert r.status_code == 400
     assert "A long body the person typed, which must not be lost." in r.text
     assert 'value="Not A Valid Name"' in r.text and "typed desc" in r.text and 'value="a, b"' in r.text
     assert "errorbox" in r.text and "Fix:" in r.text
-    r = client.post("/save", data=form(client, action="ARCHIVE", name="deploy-previews", description="d", body="b"),
+    r = ro_client.post("/save", data=form(ro_client, action="ARCHIVE", name="deploy-previews", description="d", body="b"),
                     headers={"Origin": BASE})
     assert r.status_code == 409 and "exists already" in r.text
 
@@ -343,9 +360,9 @@ def test_csrf_cookie_is_httponly_strict(lib):
     assert "skillshelf_csrf=" in cookie and "httponly" in cookie and "samesite=strict" in cookie
 
 
-def test_foreign_host_is_refused(client):
-    assert client.get("/", headers={"Host": "attacker.example:7788"}).status_code == 421
-    assert client.get("/api/skills", headers={"Host": "localhost:7788"}).status_code == 200
+def test_foreign_host_is_refused(ro_client):
+    assert ro_client.get("/", headers={"Host": "attacker.example:7788"}).status_code == 421
+    assert ro_client.get("/api/skills", headers={"Host": "localhost:7788"}).status_code == 200
 
 
 def test_token_once_in_the_address_then_a_cookie(lib):
@@ -369,17 +386,17 @@ def test_token_once_in_the_address_then_a_cookie(lib):
         assert r.status_code == 200
 
 
-def test_non_loopback_without_token_is_refused(lib):
+def test_non_loopback_without_token_is_refused(ro_lib):
     from skillshelf import web
 
     with pytest.raises(ConfigError) as e:
-        web.serve(lib, host="0.0.0.0", port=7788, token="")
+        web.serve(ro_lib, host="0.0.0.0", port=7788, token="")
     assert "SKILLSHELF_HTTP_TOKEN" in e.value.fix
 
 
-def test_hostile_markdown_is_inert(client, lib):
-    sid = rid(lib, "hostile-skill")
-    html = client.get(f"/skill/{sid}").text
+def test_hostile_markdown_is_inert(ro_client, ro_lib):
+    sid = rid(ro_lib, "hostile-skill")
+    html = ro_client.get(f"/skill/{sid}").text
     article = html[html.index('<article class="md">'):html.index("</article>")]
     tags = re.findall(r"<[^>]*>", article)
     assert not [t for t in tags if re.match(r"<\s*(script|img|iframe|object|embed|svg|style)", t, re.I)]
@@ -392,9 +409,9 @@ def test_hostile_markdown_is_inert(client, lib):
     # the description and the name, everywhere else, are escaped by the templates
     assert "<b>and</b>" not in html and "&lt;b&gt;and&lt;/b&gt;" in html
     assert "<script>alert(1)</script>" not in html
-    note = client.get(f"/file/{sid}?path=references/notes.md").text
+    note = ro_client.get(f"/file/{sid}?path=references/notes.md").text
     assert "<script>alert(2)" not in note and "&lt;script&gt;alert(2)" in note
-    assert client.get(f"/file/{sid}?path=../../cors-fix/SKILL.md").status_code == 400
+    assert ro_client.get(f"/file/{sid}?path=../../cors-fix/SKILL.md").status_code == 400
 
 
 # --- catalog --------------------------------------------------------------------------------
