@@ -426,6 +426,19 @@ def test_browse_snapshot_follows_the_index(lib):
     assert lib.browse(status="inactive").items[0].status == "deprecated"
 
 
+def test_large_library_rebuilds_its_snapshot_in_the_background(lib, monkeypatch):
+    import skillshelf.catalog as catalog
+
+    monkeypatch.setattr(catalog, "SNAPSHOT_SYNC_MAX", 2)
+    assert lib.browse().total == 5
+    lib.save("ARCHIVE", name="late-one", description="one more", body="## Solution\n\nx\n", by="person")
+    deadline = time.monotonic() + 10
+    while lib.browse().total != 6:                  # the previous snapshot answers meanwhile
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert "late-one" in [r.name for r in lib.browse(limit=10).items]
+
+
 def test_curation_follows_usage_in_the_background(lib):
     assert lib.curation()["queries"] == 0
     lib.search("docker layers", limit=3)

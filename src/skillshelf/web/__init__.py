@@ -62,6 +62,7 @@ def serve(lib: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, open_b
 
     app = create_app(lib, token=token, host=host, port=port)
     lib.start_indexing()        # the index catches up in the background; pages answer at once
+    lib.catalog_warm()          # the table's snapshot and the curation lists, before the first page
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
     print(f"skillshelf dashboard at {url}" + (" (open it with ?token=<SKILLSHELF_HTTP_TOKEN>)" if token else ""),
