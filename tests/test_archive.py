@@ -403,3 +403,10 @@ def test_cli_round_trip_and_hostile_archive(tmp_path):
     assert sk("import", str(out), "--as-root", "--copy", home=b).returncode == 2
     p = sk("export", "nope", "--to", str(tmp_path / "x.zip"), home=a)
     assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_an_export_into_the_library_is_refused(src):
+    with pytest.raises(ValidationError, match="inside the library"):
+        src.export_skills(["crlf-skill"], to=src.config.workspace / "backup")
+    with pytest.raises(ValidationError, match="inside the library"):
+        src.export_skills(["crlf-skill"], to=src.config.home / "x.zip")

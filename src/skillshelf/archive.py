@@ -92,6 +92,12 @@ def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Pat
     parent = to.parent if to.parent != Path("") else Path(".")
     if not parent.is_dir():
         raise NotFoundError(f"the folder {parent} does not exist", fix="create it first, or export elsewhere")
+    target = to.resolve()
+    for base in [lib.config.home, *(r.path for r in lib.roots)]:
+        b = Path(base).resolve()
+        if target == b or b in target.parents:
+            # the copies would be indexed as skills of their own
+            raise ValidationError(f"{to} is inside the library ({b})", fix="export to a folder outside it")
     notes: list[str] = []
     records = []
     if all_skills:

@@ -472,21 +472,31 @@ def apply(change: ConfigChange) -> ConfigChange:
 
 
 def apply_skill(change: SkillChange) -> SkillChange:
+    """Write (a backup of the previous file first) or remove the teaching skill."""
+    from .errors import WriteError
+
     if change.dest is None:
         return change
-    if change.action in ("create", "update"):
-        if change.before is not None:
-            change.backup = write_backup(change.dest, change.before)
-        _write(change.dest, change.after or "")
-    elif change.action == "remove":
-        try:
-            change.dest.unlink()
-            change.dest.parent.rmdir()    # only when nothing else is in it
-        except FileNotFoundError:
-            pass
-        except OSError:
-            pass
+    try:
+        if change.action in ("create", "update"):
+            if change.before is not None:
+                change.backup = write_backup(change.dest, change.before)
+            _write(change.dest, change.after or "")
+        elif change.action == "remove":
+            with _suppress(FileNotFoundError):
+                change.dest.unlink()
+            with _suppress(OSError):
+                change.dest.parent.rmdir()    # only when nothing else is in it
+    except OSError as exc:
+        raise WriteError(f"cannot change {change.dest}: {exc.strerror or exc}",
+                         fix=f"check that {change.dest.parent} is writable") from None
     return change
+
+
+def _suppress(*kinds: type[BaseException]):
+    import contextlib
+
+    return contextlib.suppress(*kinds)
 
 
 # --- skill folders copied into a client (pick --install) ------------------------------------------------

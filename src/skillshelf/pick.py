@@ -399,7 +399,7 @@ def pick(lib: Any, project: str | Path, *, limit: int = 8) -> PickResult:
     found as likely matches, then skills the usage log says worked; never a skill that keeps
     failing; at most two skills chosen for the same signal, so one framework does not take
     every place."""
-    from .errors import NotFoundError, ValidationError
+    from .errors import NotFoundError, SkillshelfError, ValidationError
 
     root = Path(project).expanduser()
     if not root.exists():
@@ -455,7 +455,7 @@ def pick(lib: Any, project: str | Path, *, limit: int = 8) -> PickResult:
             continue
         try:
             rec = lib.get(sid)
-        except Exception:   # gone since it was logged
+        except SkillshelfError:   # gone since it was logged
             continue
         if not rec.active or rec.expired or any(p.name == rec.name for p in picks):
             continue
