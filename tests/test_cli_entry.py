@@ -122,3 +122,15 @@ def test_serve_refuses_bad_ports_and_arguments_before_announcing_a_url(tmp_path)
     assert p.returncode == 2 and one_line(p).startswith("error: No such option: --bogus")
     p = sk("serve", home=Path("/proc/skillshelf-x"), timeout=20)
     assert p.returncode == 1 and one_line(p).startswith("error: cannot create the library home")
+
+
+def test_help_lists_only_real_commands():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "skillshelf.entry", "--help"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0
+    assert "countarguments" not in r.stdout.lower()
+    for cmd in ("search", "rebuild", "install", "export", "import", "dashboard"):
+        assert cmd in r.stdout

@@ -41,3 +41,24 @@ def test_usage_logs_are_append_only(tmp_path):
         s.db.execute("UPDATE queries SET text = 'x'")
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
         s.db.execute("DELETE FROM queries")
+
+
+def test_a_failed_transaction_reports_its_own_error_and_is_closed(tmp_path):
+    import sqlite3
+
+    import pytest
+
+    from skillshelf.store import Store
+
+    st = Store(tmp_path / "db.sqlite")
+    pages = st.db.execute("PRAGMA page_count").fetchone()[0]
+    st.db.execute(f"PRAGMA max_page_count={pages + 2}")     # a full disk, as SQLite sees one
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        with st.tx() as tx:
+            for _ in range(50):
+                tx.execute("INSERT INTO meta VALUES (hex(randomblob(16)), hex(randomblob(20000)))")
+    assert not st.db.in_transaction
+    st.db.execute("PRAGMA max_page_count=1073741823")
+    with st.tx() as tx:
+        st.set_meta("after", "ok")
+    assert st.get_meta("after") == "ok"

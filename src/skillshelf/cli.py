@@ -693,7 +693,6 @@ def history(name: str, json_out: bool = typer.Option(False, "--json")) -> None:
         out.print(f"  {e['at']}  {e['action']:8} {frm} → v{e['to_version']}  [{e['trigger']}] {e['reason']}")
 
 
-@app.command()
 class _CountArguments(TyperCommand):
     """A command whose number arguments count something (days, versions): "-5" there is a
     wrong number, not an unknown option ("No such option: -5")."""

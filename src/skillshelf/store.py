@@ -3,6 +3,7 @@ the files plus the usage logs; deleting it loses nothing but usage history."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import sqlite3
 import threading
@@ -140,11 +141,15 @@ class Store:
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            else:
                 db.execute("COMMIT")
+            except BaseException:
+                # SQLite may have rolled back already (a full disk does): a second ROLLBACK
+                # would raise and hide the real error. A failed COMMIT is rolled back here,
+                # never left open.
+                if db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                raise
 
     def migrate(self) -> list[str]:
         db = self.db
