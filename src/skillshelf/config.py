@@ -66,7 +66,8 @@ class JudgeConfig:
                               " search results are then exactly the plain pipeline's)")
     url: str = _f("", "base URL of the chat endpoint (ollama: http://127.0.0.1:11434; openai-compatible: a URL"
                       " ending in /v1, default https://api.openai.com/v1)")
-    model: str = _f("", "chat model name (ollama / openai); a rerank sends ~1.5k tokens and gets ~0.5k back")
+    model: str = _f("", "chat model name (ollama / openai); a rerank of 10 hits sends ~1.1k tokens and gets ~0.5k"
+                          " back")
     api_key: str = _f("", "API key of an openai-compatible endpoint (or SKILLSHELF_JUDGE_API_KEY, OPENAI_API_KEY)")
     timeout: float = _f(30.0, "seconds the judge may take before the plain order is returned, flagged 'timeout'")
     candidates: int = _f(10, "at most this many hits of the shortlist go to the judge (the rest keep their place)")
