@@ -565,10 +565,10 @@ def stats(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYY
     out.print(f"{st.queries} queries ({st.finds} finds), {st.reports} reports, report rate {st.report_rate:.0%}, "
               f"confident {st.confident_rate:.0%}")
     out.print(_judge_line(js))
-    t = _table("most used", "recommended", "reports", "success", "last used", title="most used")
+    t = _table("most used", "reports", "success", "times shown", "last used", title="most used (by reported uses)")
     for u in st.most_used[:15]:
-        t.add_row(u.name, str(u.recommended), str(u.reports),
-                  "-" if u.success_rate is None else f"{u.success_rate:.0%}", u.last_used or "-")
+        t.add_row(u.name, str(u.reports), "-" if u.success_rate is None else f"{u.success_rate:.0%}",
+                  str(u.times_shown), u.last_used or "-")
     out.print(t)
     t = _table("skill", "worked", "reports", "rate", title="low success (rewrite candidates)")
     for u in st.low_success[:15]:

@@ -167,11 +167,6 @@ class SkillUsage:
     def success_rate(self) -> float | None:
         return (self.worked / self.reports) if self.reports else None
 
-    @property
-    def recommended(self) -> int:
-        """The former name of ``times_shown`` (kept for callers not yet renamed)."""
-        return self.times_shown
-
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["success_rate"] = None if self.success_rate is None else round(self.success_rate, 3)
