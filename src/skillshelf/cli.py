@@ -289,7 +289,8 @@ def show(name: str = typer.Argument(..., help="skill name, id or path"),
          section: Optional[str] = typer.Option(None, help="only this section, e.g. 'Solution'"),
          json_out: bool = typer.Option(False, "--json")) -> None:
     """Show one skill: metadata, findings and body."""
-    rec, body = _lib().read(name, section)
+    lib = _lib()
+    rec, body = lib.read(name, section)
     if json_out:
         d = rec.as_dict()
         d["body"] = body
@@ -312,6 +313,11 @@ def show(name: str = typer.Argument(..., help="skill name, id or path"),
         out.print(f"expires  {rec.expires_on}" + (" (set by you in the library)" if ov.get("expires_on") else ""))
     if ov.get("file_changed_since"):
         out.print("note     the file has changed since you decided this: review it")
+    learned = lib.learned(rec.id)
+    if learned["reports"]:
+        out.print(f"learned  worked for {learned['worked']} request{'s' * (learned['worked'] != 1)}, failed for "
+                  f"{learned['failed']} ({learned['clients']} client{'s' * (learned['clients'] != 1)}); similar "
+                  "requests rank it accordingly (`skillshelf usage forget` undoes it)")
     out.print(f"\n{rec.description}\n")
     for f in rec.findings:
         out.print(f"  {f['severity']:7} {f['rule']}: {f['message']}")
@@ -815,6 +821,23 @@ def dashboard(host: str = typer.Option("127.0.0.1", help="bind address (non-loop
 
     web.require()
     web.serve(_lib(), host=host, port=port, open_browser=open_browser)
+
+
+# --- learning from outcomes ---------------------------------------------------------------
+
+usage_app = typer.Typer(help="What ranking learned from outcome reports.", no_args_is_help=True)
+app.add_typer(usage_app, name="usage")
+
+
+@usage_app.command("forget")
+def usage_forget(skill: Optional[str] = typer.Argument(None, help="forget what was learned about this skill"),
+                 client: Optional[str] = typer.Option(None, help="only what this client reported"),
+                 before: Optional[str] = typer.Option(None, callback=_date, metavar="YYYY-MM-DD",
+                                                      help="only reports before this day"),
+                 everything: bool = typer.Option(False, "--all", help="forget everything learned")) -> None:
+    """Undo learning from outcomes (the usage log itself is kept: `prune-usage` deletes that)."""
+    n = _lib().forget_learning(skill=skill, client=client, before=before, everything=everything)
+    out.print(f"forgot {n} learned report{'s' * (n != 1)}")
 
 
 def main(argv: list[str] | None = None) -> None:

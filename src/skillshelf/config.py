@@ -58,6 +58,14 @@ class SearchConfig:
     wildcards: int = _f(2, "random picks from outside the relevant set in brainstorm mode")
     description_chars: int = _f(160, "description length shown in search hits (tokens cost money)")
     confident_threshold: float = _f(0.0, "calibrated confidence cut; see BENCHMARKS.md (0 = use the built-in value)")
+    learn_from_outcomes: bool = _f(True, "reorder the hits retrieval found by the outcomes reported for similar"
+                                         " earlier requests (bounded, decaying, capped per client; see README)")
+    learning_weight: float = _f(0.2, "the most outcomes can move a hit's relative fused score (top hit = 1.0)")
+    learning_similarity: float = _f(0.55, "request cosine below which an earlier request counts as unrelated"
+                                          " (full weight from 0.80; paraphrases of one need: median 0.83)")
+    learning_half_life_days: float = _f(90.0, "an outcome report's weight halves over this many days")
+    learning_client_cap: float = _f(1.5, "the most one client's reports count for one skill, in fresh reports on"
+                                         " the same request")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from .config import Config, load as load_config
 from .errors import EmbedderError, NotFoundError, SkillFormatError, StoreError, ValidationError
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from .judge import JudgeMixin
+from .learning import LearningMixin
 from .onboarding import OnboardingMixin
 from .search import Searcher, SearchResult
 from .sources import Root, current_repo as detect_current_repo, make_roots, precedence_key
@@ -208,7 +209,7 @@ def _record(row) -> SkillRecord:
         active=bool(row["active"]), expires_on=row["expires_on"], lineage=lineage)
 
 
-class Library(CatalogMixin, OnboardingMixin, JudgeMixin):
+class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
     """A skill library: a home (workspace + database) plus read-only roots.
 
     ``Library(home=PATH, roots=[PATH, ...])`` opens it; ``sync()`` brings the index up to
@@ -622,6 +623,8 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin):
                     self.store, text=query, mode=mode, filters=filters, client=client or self.client,
                     confident=result.confident, degraded=result.degraded is not None, hits=result.hits,
                     latency_ms=result.latency_ms, hash_text=self.config.hash_queries)
+                # kept in memory so a report on this request is learned without embedding it again
+                self._remember_vector(result.query_id, result.request_vector)
             except Exception as exc:
                 # A read must keep working when the log cannot be written (disk full, read-only
                 # database or file system): the hits are returned and `degraded` says what is
@@ -866,9 +869,19 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin):
                 raise NotFoundError(f"no query with id {qid}", fix="pass the query id a search returned, or none")
         oid = usagemod.log_outcome(self.store, skill_id=rec.id, name=rec.name, worked=worked, note=note,
                                    query_id=qid, client=client or self.client)
+        # Kept for ranking (learning.py) when it names the request it answers: later requests
+        # that mean the same thing see it. Learning is a derived copy; a failure to write it
+        # leaves the logged outcome in place.
+        try:
+            learned = self._learn_outcome(oid, rec.id, rec.name, worked, qid, client or self.client)
+        except Exception as exc:
+            if usagemod.write_failure(exc) is None:
+                raise
+            learned = False
         u = usagemod.per_skill_usage(self.store, rec.id, rec.name)
         return {"outcome_id": oid, "skill": rec.name, "id": rec.id, "worked": worked,
-                "reports": u.reports, "success_rate": None if u.success_rate is None else round(u.success_rate, 3)}
+                "reports": u.reports, "success_rate": None if u.success_rate is None else round(u.success_rate, 3),
+                "learned": learned}
 
     def stats(self, *, since: str | None = None) -> usagemod.Stats:
         return usagemod.compute_stats(self.store, since=since, min_uses=self.config.low_success_min_uses,

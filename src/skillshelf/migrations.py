@@ -228,6 +228,29 @@ def m009_judge_log(db: sqlite3.Connection) -> None:
     """)
 
 
+def m010_learning(db: sqlite3.Connection) -> None:
+    # What ranking learns from outcomes (learning.py): one row per outcome reported against
+    # a logged request, with that request's vector (so a later request that means the same
+    # thing finds it) and its text (to explain a promotion). Derived from the append-only
+    # logs and deletable (`skillshelf usage forget`): forgetting never touches the logs.
+    _script(db, """
+    CREATE TABLE learned (
+        id INTEGER PRIMARY KEY,
+        outcome_id INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        skill_id TEXT NOT NULL,
+        name_key TEXT NOT NULL,
+        worked INTEGER NOT NULL,
+        client TEXT,
+        query_id INTEGER,
+        request TEXT,                     -- NULL when hash_queries is on
+        model_id TEXT NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE INDEX learned_key ON learned(name_key);
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_skills", m001_skills),
     ("002_lexical", m002_lexical),
@@ -238,4 +261,5 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("007_index_id", m007_index_id),
     ("008_overlay", m008_overlay),
     ("009_judge_log", m009_judge_log),
+    ("010_learning", m010_learning),
 ]

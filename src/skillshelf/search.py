@@ -21,7 +21,7 @@ import numpy as np
 
 from .config import SearchConfig
 from .errors import ValidationError
-from . import lexical, vectors
+from . import learning, lexical, vectors
 from .index import PART_BODY, PART_META
 from .store import Store
 from .text import COMPOUND_RE, STOPWORDS, trim
@@ -137,6 +137,7 @@ class Hit:
     wildcard: bool = False
     ref: str = ""                   # what to pass to get_skill: the name, or the id when the
                                     # name would resolve to another copy
+    why: str | None = None          # what outcomes of similar requests did to its rank, if anything
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -151,6 +152,8 @@ class SearchResult:
     degraded: str | None            # None, or why search is lexical-only
     query_id: int | None = None
     latency_ms: float = 0.0
+    # the request's vector (not serialised): a report on this request is learned with it
+    request_vector: Any = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {"query": self.query, "mode": self.mode, "confident": self.confident,
@@ -234,6 +237,7 @@ class Searcher:
         self._lex = lexical.LexicalIndex(store, (settings.weight_name, settings.weight_description,
                                                  settings.weight_tags, settings.weight_headings, settings.weight_body))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillshelf-embed")
+        self.learner = learning.Learner(store)
 
     # --- caches -----------------------------------------------------------------
     def _ensure_meta(self) -> _Meta:
@@ -462,6 +466,17 @@ class Searcher:
             p = groups.get(g)
             if p is not None:
                 rel[p] -= s.recency_penalty * times
+        # Outcomes of similar earlier requests shift the candidates retrieval found (never
+        # add one): bounded, decaying, capped per client (learning.py).
+        evidence: dict[int, learning.Evidence] = {}
+        if s.learn_from_outcomes and qvec is not None:
+            found = self.learner.evidence(qvec, embedder.model_id, s)
+            if found:
+                for (rid, ev), pp in zip(found.items(), meta.positions(list(found))):
+                    p = groups.get(int(meta.group[pp])) if pp >= 0 else None
+                    if p is not None:
+                        rel[p] += ev.shift
+                        evidence[p] = ev
         pool = sorted(reps, key=lambda p: -rel[p])[: max(limit * 3, 15)]
         lam = s.mmr_lambda_find if mode == "find" else s.mmr_lambda_brainstorm
         # brainstorm's wildcards are part of the limit, never on top of it; the relevant hits
@@ -475,6 +490,9 @@ class Searcher:
         qlang = text_language(query)
         hits = [self._hit(meta, rows, p, self._shown_copy(meta, rows, p, qlang, allowed, fused, (vi, bi)), cos)
                 for p in chosen]
+        for h, p in zip(hits, chosen):
+            if p in evidence:
+                h.why = evidence[p].why()
         # served when one of the first three hits is a likely match (the score an agent sees)
         confident = any(h.match == "likely" for h in hits[:3])
         if n_wild:
@@ -483,7 +501,7 @@ class Searcher:
             shown = {int(i) for p in chosen for i in meta.members(p)}
             hits.extend(self._wildcards(meta, shown | set(pool[: limit * 2]), shown, allowed, n_wild, cos, qlang))
         return SearchResult(query, mode, hits, confident, degraded,
-                            latency_ms=(time.perf_counter() - t0) * 1000)
+                            latency_ms=(time.perf_counter() - t0) * 1000, request_vector=qvec)
 
     def _recent_groups(self, meta: _Meta, recent: dict[str, int] | None, worked) -> dict[int, int]:
         """Copy group -> recent appearances of any of its copies, for the groups none of

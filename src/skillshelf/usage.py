@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .store import Store, now
+from .learning import changes as learning_changes
 from .text import sha256, tokenize
 
 
@@ -200,6 +201,9 @@ class Stats:
     gaps: list[Gap]
     worked: list[SkillUsage]
     per_skill: list[SkillUsage]
+    # skills that outcomes promote or demote in ranking, with the requests behind it
+    # (learning.changes); empty when nothing was learned
+    learning: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -211,6 +215,7 @@ class Stats:
             "never_surfaced": self.never_surfaced, "gaps": [g.as_dict() for g in self.gaps],
             "worked": [s.as_dict() for s in self.worked],
             "per_skill": [s.as_dict() for s in self.per_skill],
+            "learning": self.learning,
         }
 
 
@@ -301,7 +306,8 @@ def compute_stats(store: Store, *, since: str | None = None, min_uses: int = 3, 
         since=since, queries=len(qrows), finds=len(finds), reports=len(orows), report_rate=report_rate,
         confident_rate=(sum(1 for q in finds if q["confident"]) / len(finds)) if finds else 0.0,
         queries_per_day=dict(sorted(per_day.items())), skills_total=len(names), most_used=most,
-        low_success=low, never_surfaced=never, gaps=group_gaps(gap_rows), worked=worked, per_skill=per_skill)
+        low_success=low, never_surfaced=never, gaps=group_gaps(gap_rows), worked=worked, per_skill=per_skill,
+        learning=learning_changes(store, since=since))
 
 
 def render_report(st: Stats, *, fmt: str = "md", limit: int = 25) -> str:
@@ -331,6 +337,18 @@ def render_report(st: Stats, *, fmt: str = "md", limit: int = 25) -> str:
         lines.append(f"- {x['name']} (`{x['id']}`)")
     if len(st.never_surfaced) > limit:
         lines.append(f"- … and {len(st.never_surfaced) - limit} more (`skillshelf stats --json`)")
+    lines += ["", "## What learning changed", ""]
+    if st.learning:
+        lines.append("Outcomes reported for a request move the skill for later requests that mean the same thing"
+                     " (`skillshelf usage forget` undoes it):")
+        lines.append("")
+        for d in st.learning[:limit]:
+            lines.append(f"- **{d['name']}** {d['direction']} — worked {d['worked']}, failed {d['failed']}"
+                         f" ({d['clients']} client{'s' * (d['clients'] != 1)})")
+            for q in d["requests"]:
+                lines.append(f"  - for: {q}")
+    else:
+        lines.append("- nothing learned yet (outcomes reported with a query id teach ranking)")
     lines += ["", "## Gaps (requests nothing served)", ""]
     if st.gaps:
         for g in st.gaps[:limit]:

@@ -1,0 +1,201 @@
+"""Learning from outcomes: similar requests move, others do not; bounded, decaying, capped per
+client, explainable, switchable and undoable."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from skillshelf import Library
+from skillshelf import learning
+from skillshelf.cli import app
+from skillshelf.embeddings.fake import FakeEmbedder
+
+from conftest import write_skill
+
+SKILLS = {
+    "web/cors-fix": "Fix CORS errors in Next.js API routes and preflight OPTIONS requests",
+    "ops/docker-build": "Multi-stage Docker builds with cached layers for small images",
+    "ops/docker-compose": "Run several Docker containers together with docker compose files",
+    "ops/k8s-deploy": "Deploy containers to a Kubernetes cluster with manifests and rollouts",
+    "git/commit-style": "Conventional commit messages for changelogs and releases",
+    "git/rebase-help": "Rebase a git branch interactively and resolve conflicts",
+    "py/pytest-fixtures": "Write pytest fixtures and parametrized tests in Python",
+    "py/mypy-types": "Add Python type hints and fix mypy errors",
+    "db/sql-index": "Speed up slow SQL queries with the right indexes",
+    "db/migrations": "Write safe database schema migrations with rollbacks",
+    "docs/readme": "Write a clear README with install and usage sections",
+    "sec/secrets-scan": "Find leaked secrets and API keys in a repository",
+}
+
+
+@pytest.fixture
+def lib(tmp_path):
+    root = tmp_path / "root"
+    for rel, desc in SKILLS.items():
+        write_skill(root, rel, description=desc, body=f"## Solution\n\n{desc}.\n")
+    lib = Library(home=tmp_path / "home", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    no_recency = dataclasses.replace(lib.config.search, recency_window=0)
+    lib.config = dataclasses.replace(lib.config, search=no_recency)
+    lib.searcher.s = no_recency
+    lib.sync()
+    yield lib
+    lib.close()
+
+
+def names(res) -> list[str]:
+    return [h.name for h in res.hits]
+
+
+def report(lib, query: str, skill: str, worked: bool, client: str, times: int = 1) -> None:
+    for _ in range(times):
+        res = lib.search(query, client=client)
+        lib.report_outcome(skill, worked, query_id=res.query_id, client=client)
+
+
+def test_worked_reports_promote_for_a_similar_request_and_explain_why(lib):
+    q = "docker images are huge, make the build smaller with layers"
+    before = names(lib.search(q, log=False))
+    target = before[1]
+    for c in ("agent-a", "agent-b", "agent-c"):
+        report(lib, q, target, True, c)
+    res = lib.search("make the docker build smaller, images are huge with layers", log=False)
+    assert names(res)[0] == target
+    hit = next(h for h in res.hits if h.name == target)
+    assert hit.why and hit.why.startswith("worked for 3 similar requests")
+    assert all(h.why is None for h in res.hits if h.name != target)
+
+
+def test_failed_reports_demote(lib):
+    q = "docker images are huge, make the build smaller with layers"
+    top = names(lib.search(q, log=False))[0]
+    for c in ("a", "b", "c"):
+        report(lib, q, top, False, c)
+    res = lib.search(q, log=False)
+    assert names(res)[0] != top
+    assert "failed for 3 similar requests" in next(h.why for h in res.hits if h.name == top)
+
+
+def test_unrelated_requests_do_not_move(lib):
+    q_other = "write pytest fixtures for python tests"
+    before = lib.search(q_other, log=False)
+    report(lib, "docker images are huge, make the build smaller", "readme", True, "a", times=5)
+    after = lib.search(q_other, log=False)
+    assert names(after) == names(before)
+    assert [h.score for h in after.hits] == [h.score for h in before.hits]
+    assert all(h.why is None for h in after.hits)
+
+
+def test_switch_off_gives_the_plain_order(lib):
+    q = "docker images are huge, make the build smaller with layers"
+    plain = names(lib.search(q, log=False))
+    for c in ("a", "b", "c"):
+        report(lib, q, plain[3], True, c)
+    assert names(lib.search(q, log=False)) != plain
+    off = dataclasses.replace(lib.searcher.s, learn_from_outcomes=False)
+    lib.searcher.s = off
+    res = lib.search(q, log=False)
+    assert names(res) == plain and all(h.why is None for h in res.hits)
+
+
+def test_poisoning_from_one_client_stays_out_of_an_unrelated_top_3(lib):
+    # 20 false "worked" reports from one client for an irrelevant skill
+    report(lib, "find leaked api keys in the repository", "readme", True, "mallory", times=20)
+    for q in ("rebase my git branch and resolve conflicts", "deploy containers to kubernetes",
+              "fix CORS preflight errors in next.js"):
+        assert "readme" not in names(lib.search(q, log=False))[:3]
+
+
+def test_one_client_is_capped(lib):
+    q = "find leaked api keys in the repository"
+    report(lib, q, "readme", True, "mallory", times=20)
+    emb, _ = lib._embedder_state()
+    ev = lib.searcher.learner.evidence(emb.embed(q), emb.model_id, lib.searcher.s)
+    rid = lib.store.db.execute("SELECT rowid FROM skills WHERE name='readme'").fetchone()[0]
+    s = lib.searcher.s
+    cap = s.learning_weight * np.tanh(s.learning_client_cap / 2)
+    assert ev[rid].worked == 20 and ev[rid].shift == pytest.approx(cap)
+    # many clients saying the same thing count for more, still below learning_weight
+    for c in ("a", "b", "c", "d"):
+        report(lib, q, "readme", True, c, times=2)
+    ev = lib.searcher.learner.evidence(emb.embed(q), emb.model_id, s)
+    assert cap < ev[rid].shift < s.learning_weight
+
+
+def test_reports_decay_with_time(lib):
+    emb, _ = lib._embedder_state()
+    q = emb.embed("speed up slow sql queries")
+    rid = lib.store.db.execute("SELECT rowid, id FROM skills WHERE name='sql-index'").fetchone()
+    s = lib.searcher.s
+    learning.learn(lib.store, outcome_id=1, skill_id=rid[1], name="sql-index", worked=True, client="a", query_id=1,
+                   request="x", model_id=emb.model_id, vector=q, at="2026-01-01T00:00:00+00:00")
+    fresh = lib.searcher.learner.evidence(q, emb.model_id, s, at="2026-01-01T00:00:00+00:00")[rid[0]].shift
+    later = lib.searcher.learner.evidence(q, emb.model_id, s, at="2026-04-01T00:00:00+00:00")[rid[0]].shift
+    assert later == pytest.approx(s.learning_weight * np.tanh(0.5 * (0.5 ** (90 / s.learning_half_life_days))),
+                                  rel=1e-6)
+    assert 0 < later < fresh
+
+
+def test_forget_undoes_learning_and_keeps_the_log(lib):
+    q = "docker images are huge, make the build smaller with layers"
+    plain = names(lib.search(q, log=False))
+    for c in ("a", "b", "c"):
+        report(lib, q, plain[3], True, c)
+    assert names(lib.search(q, log=False)) != plain
+    assert lib.learned(plain[3])["worked"] == 3
+    assert lib.forget_learning(skill=plain[3], client="b") == 1
+    assert lib.forget_learning(skill=plain[3]) == 2
+    assert names(lib.search(q, log=False)) == plain
+    assert lib.store.db.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0] == 3
+    with pytest.raises(Exception):
+        lib.forget_learning()
+
+
+def test_report_without_query_id_is_not_learned(lib):
+    out = lib.report_outcome("readme", True)
+    assert out["learned"] is False
+    assert lib.store.db.execute("SELECT COUNT(*) FROM learned").fetchone()[0] == 0
+
+
+def test_hashed_queries_learn_from_the_kept_vector(tmp_path):
+    root = tmp_path / "r"
+    for rel, desc in list(SKILLS.items())[:4]:
+        write_skill(root, rel, description=desc)
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False, hash_queries=True)
+    lib.sync()
+    res = lib.search("docker compose for several containers")
+    assert lib.report_outcome("docker-compose", True, query_id=res.query_id)["learned"] is True
+    row = lib.store.db.execute("SELECT request FROM learned").fetchone()
+    assert row[0] is None   # the text is not kept when queries are hashed
+    lib.close()
+
+
+def test_report_and_cli_show_what_learning_changed(lib, tmp_path, monkeypatch):
+    q = "speed up slow sql queries"
+    report(lib, q, "sql-index", True, "a", times=2)
+    report(lib, q, "migrations", False, "a")
+    md = lib.usage_report()
+    assert "## What learning changed" in md
+    assert "**sql-index** promoted — worked 2, failed 0" in md and "for: speed up slow sql queries" in md
+    assert "**migrations** demoted" in md
+    data = json.loads(lib.usage_report(fmt="json"))
+    assert data["learning"][0]["name"] == "sql-index"
+
+    runner = CliRunner()
+    home = lib.config.home
+    root = str(lib.config.roots[0])
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    r = runner.invoke(app, ["--home", str(home), "--root", root, "show", "sql-index"])
+    assert r.exit_code == 0, r.output
+    assert "learned  worked for 2 requests, failed for 0 (1 client)" in r.output
+    r = runner.invoke(app, ["--home", str(home), "--root", root, "usage", "forget", "sql-index"])
+    assert r.exit_code == 0, r.output
+    assert "forgot 2 learned reports" in r.output
+    r = runner.invoke(app, ["--home", str(home), "--root", root, "usage", "forget"])
+    assert r.exit_code != 0
+    r = runner.invoke(app, ["--home", str(home), "--root", root, "usage", "forget", "--all"])
+    assert r.exit_code == 0 and "forgot 1 learned report" in r.output
