@@ -199,3 +199,17 @@ def test_report_and_cli_show_what_learning_changed(lib, tmp_path, monkeypatch):
     assert r.exit_code != 0
     r = runner.invoke(app, ["--home", str(home), "--root", root, "usage", "forget", "--all"])
     assert r.exit_code == 0 and "forgot 1 learned report" in r.output
+
+
+def test_outcomes_of_similar_requests_decide_confidence(lib):
+    q = "speed up slow sql queries"
+    res = lib.search(q, log=False)
+    top3 = [h.name for h in res.hits[:3]]
+    for name in top3:
+        for c in ("a", "b"):
+            report(lib, q, name, False, c)
+    assert lib.search(q, log=False).confident is False
+    lib.forget_learning(everything=True)
+    for c in ("a", "b"):
+        report(lib, q, top3[0], True, c)
+    assert lib.search(q, log=False).confident is True

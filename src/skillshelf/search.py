@@ -493,8 +493,16 @@ class Searcher:
         for h, p in zip(hits, chosen):
             if p in evidence:
                 h.why = evidence[p].why()
-        # served when one of the first three hits is a likely match (the score an agent sees)
-        confident = any(h.match == "likely" for h in hits[:3])
+        # served when one of the first three hits is a likely match (the score an agent sees);
+        # outcomes of similar requests overrule the cosine: a hit reported working for them
+        # counts as likely, one reported failing does not
+        def serves(h: Hit, p: int) -> bool:
+            ev = evidence.get(p)
+            if ev is not None and ev.shift:
+                return ev.shift > 0
+            return h.match == "likely"
+
+        confident = any(serves(h, p) for h, p in zip(hits[:3], chosen[:3]))
         if n_wild:
             # "outside the relevant set": not shown and not among the next-best candidates;
             # a small library falls back to "not shown"
