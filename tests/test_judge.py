@@ -632,3 +632,20 @@ def test_public_api():
     assert set(judgemod.__all__) >= {"JudgeMixin", "JudgedResult", "clean_text", "validate_ranking"}
     for name in judgemod.__all__:
         assert hasattr(judgemod, name)
+
+
+def test_judged_search_for_a_server_uses_search_nowait(tmp_path, chat):
+    lib = make_lib(tmp_path, chat)
+    calls = []
+    real = lib.search_nowait
+
+    def spy(query, **kw):
+        calls.append(kw)
+        return real(query, **kw)
+
+    lib.search_nowait = spy
+    res = lib.judged_search(QUERY, judge=True, nowait=True, limit=3, client="mcp")
+    assert calls == [{"limit": 3, "client": "mcp"}] and res.judge == "ok" and res.judge_mode == "rerank"
+    assert res.query_id is not None
+    assert lib.store.db.execute("SELECT query_id FROM judge_log").fetchone()[0] == res.query_id
+    lib.close()

@@ -340,7 +340,9 @@ class ChatBackend:
         with self._lock:
             if self._client is None:
                 headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-                self._client = httpx.Client(headers=headers, follow_redirects=False, trust_env=False)
+                # proxies from the environment apply to a remote endpoint, never to this machine's
+                local = (urlsplit(self.url).hostname or "") in ("127.0.0.1", "localhost", "::1")
+                self._client = httpx.Client(headers=headers, follow_redirects=False, trust_env=not local)
             return self._client
 
     def close(self) -> None:
