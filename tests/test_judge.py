@@ -252,7 +252,7 @@ def test_rerank_reorders_with_reasons_and_pick(tmp_path, chat, backend):
     assert res.pick == plain[-1]
     d = res.as_dict()
     assert d["judge"] == "ok" and d["pick"] == plain[-1] and d["judge_model"] == f"{backend}:judge-model"
-    first = d["hits"][0]
+    first = d["hits"][0]["judge"]
     assert first["why"] == f"why {plain[-1]}" and first["why_not"] == f"why not {plain[-1]}" and first["fit"] == 10
     req = chat.requests[-1]
     assert req["path"] == ("/api/chat" if backend == "ollama" else "/v1/chat/completions")
@@ -447,7 +447,7 @@ def test_soft_filter_marks_top_n_likely_first_nothing_dropped(tmp_path, chat):
     likely = [n for n in top if n in ("cors-fix", "pytest-fixtures")]
     assert names[:4] == likely + [n for n in top if n not in likely]
     assert names[4:] == plain[4:]                            # below the top N: untouched
-    marks = {h["name"]: h.get("verdict") for h in res.as_dict()["hits"]}
+    marks = {h["name"]: h.get("judge", {}).get("verdict") for h in res.as_dict()["hits"]}
     assert all(marks[n] == ("likely" if n in likely else "weak") for n in top)
     assert all(marks[n] is None for n in plain[4:])
     assert res.pick is None
@@ -594,7 +594,7 @@ def test_cli_search_judge_and_stats(tmp_path, chat, capsys, monkeypatch):
                                       f'[judge]\nbackend = "ollama"\nurl = "{chat.url}"\nmodel = "judge-model"\n')
     assert run(["--home", str(home), "search", QUERY, "-n", "4", "--judge", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["judge"] == "ok" and d["pick"] and "why" in d["hits"][0]
+    assert d["judge"] == "ok" and d["pick"] and "why" in d["hits"][0]["judge"]
     assert run(["--home", str(home), "search", QUERY, "-n", "4", "--judge"]) == 0
     out = capsys.readouterr().out
     assert "judge: ok" in out and "pick:" in out and "why:" in out

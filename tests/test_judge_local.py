@@ -82,9 +82,10 @@ def test_local_cross_encoder_reranks_and_filters(tmp_path, outputs):
     assert names[2:] == [n for n in plain if n not in ("docker-build", "compose")]
     assert res.pick == "docker-build"
     d = res.as_dict()
-    assert d["hits"][0]["judge_score"] > d["hits"][1]["judge_score"] > 0 > d["hits"][2]["judge_score"]
+    scores = [h["judge"]["score"] for h in d["hits"]]
+    assert scores[0] > scores[1] > 0 > scores[2]
     filt = lib.judged_search(q, judge="filter", limit=4)
-    marks = {h["name"]: h.get("verdict") for h in filt.as_dict()["hits"]}
+    marks = {h["name"]: h.get("judge", {}).get("verdict") for h in filt.as_dict()["hits"]}
     assert marks["docker-build"] == marks["compose"] == "likely"
     assert [h.name for h in filt.hits][:2] == [n for n in plain if n in ("docker-build", "compose")]
     assert lib.judge_stats()["ok"] == 2

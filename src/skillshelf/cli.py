@@ -372,16 +372,16 @@ def search(
     for i, h in enumerate(res.hits, 1):
         name = h.name + (f" ×{h.copies}" if h.copies > 1 else "") + (" (wildcard)" if h.wildcard else "")
         if judged:
-            v = res.hit_extra(h)
+            v = res.hit_extra(h).get("judge", {})
             mark = " ".join(x for x in (f"fit {v['fit']}" if "fit" in v else "", v.get("verdict", ""),
-                                        f"{v['judge_score']:.2f}" if "judge_score" in v else "") if x)
+                                        f"{v['score']:.2f}" if "score" in v else "") if x)
             table.add_row(str(i), name, h.match, f"{h.score:.2f}", mark or "-", h.description)
         else:
             table.add_row(str(i), name, h.match, f"{h.score:.2f}", h.description)
     out.print(table)
     if judged:
         for i, h in enumerate(res.hits, 1):
-            v = res.hit_extra(h)
+            v = res.hit_extra(h).get("judge", {})
             if v.get("why") or v.get("why_not"):
                 out.print(f"  {i}. {h.name}: why: {v.get('why') or '-'}; why not: {v.get('why_not') or '-'}")
         line = f"judge: {res.judge} ({res.judge_model}, {res.judge_latency_ms / 1000:.1f}s)"

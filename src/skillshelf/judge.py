@@ -589,7 +589,8 @@ def soft_filter(backend, query: str, hits: list[Hit], *, deadline: float, chars:
 class JudgedResult(SearchResult):
     """A ``SearchResult`` the judge has seen. ``judge`` says how that went: ``ok``,
     ``timeout`` or ``error: ...`` (the hits are then in plain order) or ``skipped: ...``.
-    ``verdicts`` holds what the judge said per hit id (fit, why, why_not, verdict)."""
+    ``verdicts`` holds what the judge said per hit id (fit, why, why_not, verdict, score);
+    ``as_dict`` puts it in each hit as ``judge``."""
 
     judge: str = "off"
     judge_mode: str | None = None
@@ -607,14 +608,11 @@ class JudgedResult(SearchResult):
         return cls(**base, **kw)
 
     def hit_extra(self, hit: Hit) -> dict[str, Any]:
-        """The judge's fields for one hit (fit, why, why_not, verdict, score as given)."""
+        """What the judge said of one hit, as ``{"judge": {fit, why, why_not, verdict, score}}``
+        (the keys it gave; ``{}`` for a hit it did not judge). Nested: a hit's own ``why``
+        (what learning from outcomes did to its rank) is another thing."""
         v = self.verdicts.get(hit.id)
-        if v is None:
-            return {}
-        d = v.as_dict()
-        if "score" in d:
-            d["judge_score"] = d.pop("score")
-        return d
+        return {"judge": v.as_dict()} if v is not None else {}
 
     def judge_summary(self) -> dict[str, Any]:
         d = {"judge": self.judge, "judge_mode": self.judge_mode, "judge_model": self.judge_model,
