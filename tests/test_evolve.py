@@ -212,3 +212,16 @@ def test_duplicate_warning_after_archive(tmp_path):
     lib.save("ARCHIVE", name="cors-nextjs", description="Fix CORS errors in Next.js API routes", body="b")
     r = lib.save("ARCHIVE", name="nextjs-cors", description="Fix CORS errors in Next.js API routes", body="c")
     assert r.duplicates and r.duplicates[0]["name"] == "cors-nextjs" and "MERGE" in r.duplicates[0]["suggestion"]
+
+
+def test_a_person_edit_can_replace_the_whole_body_and_is_stamped_as_theirs(tmp_path):
+    lib = make(tmp_path)
+    lib.save("ARCHIVE", name="guide", description="A guide", body=BODY, by="person")
+    assert lib.get("guide").metadata["source"] == "person"
+    lib.save("FIX", target_skill_name="guide", body="## Solution\n\nonly this now\n", replace_body=True, by="person")
+    body = lib.get("guide").body
+    assert "When to Use" not in body and "first lesson" not in body and "only this now" in body
+    lib.save("FIX", target_skill_name="guide", body="## Extra\n\nmore\n")     # an agent's FIX merges sections
+    assert "only this now" in lib.get("guide").body and "## Extra" in lib.get("guide").body
+    lib.save("ARCHIVE", name="by-agent", description="d", body=BODY)
+    assert lib.get("by-agent").metadata["source"] == "agent"

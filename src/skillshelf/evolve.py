@@ -404,7 +404,9 @@ class Evolver:
         return rec
 
     # planning -------------------------------------------------------------------------------
-    def plan(self, a: dict[str, Any]) -> Plan:
+    def plan(self, a: dict[str, Any], *, source: str = "agent") -> Plan:
+        """The change ``a`` asks for, checked and composed (nothing is written). ``source``
+        is stamped on new skills: who wrote them ('agent' or 'person')."""
         action = str(a.get("action") or "").strip().upper()
         if action not in ACTIONS:
             raise ValidationError(f"unknown action {a.get('action')!r}", fix=f"use one of {', '.join(ACTIONS)}")
@@ -419,7 +421,7 @@ class Evolver:
         lesson = check_text(a.get("lesson"), "the lesson", max_chars=MAX_LESSON_CHARS).strip() or None
         check_text(a.get("reason"), "the reason", max_chars=MAX_REASON_CHARS)
         max_b = self.cfg.max_body_bytes
-        plan = self._plan(action, a, tags, common, lesson, max_b)
+        plan = self._plan(action, a, tags, common, lesson, max_b, source)
         # lessons accumulate: the body that results is held to the same limit as a sent one
         size = len(plan.skill.body.encode("utf-8"))
         if size > max_b:
@@ -433,7 +435,7 @@ class Evolver:
         return max([current, *self.history.versions(name)]) + 1
 
     def _plan(self, action: str, a: dict[str, Any], tags: list[str] | None, common: dict[str, Any],
-              lesson: str | None, max_b: int) -> Plan:
+              lesson: str | None, max_b: int, source: str) -> Plan:
 
         if action == "ARCHIVE":
             name = check_new_name(a.get("name"))
@@ -443,7 +445,7 @@ class Evolver:
             body = check_body(a.get("body"), max_b)
             version = self._next_version(name, 0)   # 1, unless an old history of the name is kept
             lessons = merge_lessons(lesson_lines(body), [], lesson, version)
-            meta = build_metadata({}, tags=tags, version=version, source="agent", **common)
+            meta = build_metadata({}, tags=tags, version=version, source=source, **common)
             sk = skillmod.Skill(name=name, description=check_description(a.get("description")),
                                 body=compose_body(body, None, lessons), license=None, metadata=meta)
             return Plan(action, name, sk, None, [], [], None)
@@ -455,7 +457,11 @@ class Evolver:
             name = check_new_name(cur.name if skillmod.NAME_RE.match(cur.name) else target.name)
             version = self._next_version(name, cur.version)
             new_body = check_body(a["body"], max_b) if a.get("body") else None
-            lessons = merge_lessons(lesson_lines(cur.body), lesson_lines(new_body or ""), lesson, version)
+            # replace_body (a person editing the whole text): the body sent is the body, its
+            # Lessons Learned included; otherwise sections not sent are kept and lessons accumulate
+            replace = bool(a.get("replace_body")) and new_body is not None
+            lessons = merge_lessons([] if replace else lesson_lines(cur.body), lesson_lines(new_body or ""),
+                                    lesson, version)
             # who asks is not a change: the author alone (every MCP call carries one) must
             # not bump a version
             changes = {k: v for k, v in common.items() if k != "author"}
@@ -471,7 +477,7 @@ class Evolver:
             # a fork keeps every key of the original (unknown ones included)
             sk = cur.replace(name=name,
                              description=check_description(a["description"]) if a.get("description") else cur.description,
-                             body=compose_body(cur.body, new_body, lessons), metadata=meta)
+                             body=compose_body("" if replace else cur.body, new_body, lessons), metadata=meta)
             if target.kind == "workspace" and _same_content(sk, cur):
                 raise ValidationError(f"this FIX leaves {name} as it is",
                                       fix="pass a body, lesson, description or metadata that differs from the "
@@ -488,7 +494,7 @@ class Evolver:
             lessons = merge_lessons(lesson_lines(body), [], lesson, version)
             meta = build_metadata({k: v for k, v in parent.metadata.items()
                                    if k in ("skill-type", "tags", "repo", "license")},
-                                  tags=tags, version=version, source="agent", **common)
+                                  tags=tags, version=version, source=source, **common)
             meta["derived-from"] = parent.name
             meta["lineage"] = ", ".join(parent.lineage + [parent.name])
             sk = skillmod.Skill(name=name,
@@ -528,7 +534,7 @@ class Evolver:
         for r in recs:
             union += [t for t in r.tags if t not in union]
         union += [t for t in (tags or []) if t not in union]
-        meta = build_metadata({}, tags=union, version=version, source="agent", **common)
+        meta = build_metadata({}, tags=union, version=version, source=source, **common)
         meta["merged-from"] = ", ".join(r.name for r in recs)
         sk = skillmod.Skill(name=name, description=check_description(a.get("description") or recs[0].description),
                             body=compose_body(body, None, lessons), metadata=meta)
@@ -583,7 +589,7 @@ class Evolver:
             keys = self._refs(args)
             with locked(self.cfg.home, *keys):
                 self.lib.sync(embed=False)
-                plan = self.plan(args)
+                plan = self.plan(args, source="person" if trigger == "person" else "agent")
                 need = {_lock_key(plan.name)} | {_lock_key(r.name) for r in plan.deactivate}
                 if need <= keys:
                     return self._commit(plan, args, trigger)

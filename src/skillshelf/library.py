@@ -960,15 +960,19 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
              skill_type: str = "", lesson: str = "", repo_name: str = "", tags: str | list[str] = "",
              reason: str = "", target_skill_name: str = "", source_skill_names: str | list[str] = "",
              ttl_days: int | None = None, display_name: str = "", author: str = "",
-             by: str = "agent"):
+             replace_body: bool = False, by: str = "agent"):
         """ARCHIVE | FIX | DERIVE | MERGE. ``by='agent'`` is subject to the write policy;
-        ``by='person'`` (the CLI, the dashboard) writes directly."""
+        ``by='person'`` (the CLI, the dashboard) writes directly. A FIX keeps the sections its
+        body does not resend and adds to Lessons Learned; with ``replace_body`` (a person
+        editing the whole text) the body sent replaces the old one as it is."""
         from .errors import PolicyError
 
         args = dict(action=action, name=name, description=description, body=body, skill_type=skill_type,
                     lesson=lesson, repo_name=repo_name, tags=tags, reason=reason,
                     target_skill_name=target_skill_name, source_skill_names=source_skill_names,
                     ttl_days=ttl_days, display_name=display_name, author=author)
+        if replace_body:
+            args["replace_body"] = True
         if by == "agent":
             policy = self.config.write_policy
             if policy == "read-only":

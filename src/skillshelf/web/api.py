@@ -42,6 +42,8 @@ class SaveBody(BaseModel):
     ttl_days: int | None = None
     display_name: str = ""
     author: str = ""
+    replace_body: bool = Field(False, description="FIX: the body sent replaces the old one as it is (an edit of "
+                                                  "the whole text), instead of merging sections and lessons")
 
 
 class ValidateBody(BaseModel):

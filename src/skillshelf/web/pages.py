@@ -200,8 +200,8 @@ def _save(request: Request, action: str, values: dict[str, str]) -> Response:
                     display_name=values["display_name"], reason=values["reason"], lesson=values["lesson"])
         if action == "ARCHIVE":
             args["name"] = values["name"]
-        elif action == "FIX":
-            args["target_skill_name"] = values["target_skill_name"]
+        elif action == "FIX":   # the editor holds the whole body: it replaces the old one
+            args.update(target_skill_name=values["target_skill_name"], replace_body=True)
         elif action == "DERIVE":
             args.update(name=values["name"], target_skill_name=values["target_skill_name"])
         else:
