@@ -52,6 +52,9 @@ def main() -> None:
     ap.add_argument("--noise", type=float, default=0.10)
     ap.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
                     help="override a search setting, e.g. learning_weight=0.3 (for the record only)")
+    ap.add_argument("--ceiling", action="store_true",
+                    help="also measure what a perfect learner could do with the same reports (no noise: a skill"
+                         " that worked moves to the top of the second wording's list, one that failed leaves it)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
@@ -130,11 +133,37 @@ def main() -> None:
     seconds = [p for _, p in pairs]
     lib.forget_learning(everything=True)
     base = score(seconds)
+    ceiling = None
+    if args.ceiling:
+        from quality import name_key
+
+        off = dataclasses.replace(s, learn_from_outcomes=False)
+        lib.searcher.s = off
+        vals, plain = [], []
+        for f, p in pairs:
+            if p["kind"] == "gap":
+                continue
+            shown = [cid(h.path) for h in lib.search(f["query"], limit=10, log=False).hits]
+            ranked = [cid(h.path) for h in lib.search(p["query"], limit=30, log=False).hits]
+            plain.append(measure(ranked[:10], p["relevant"], names)["dndcg10"])
+            for d in shown[: args.tries]:
+                same = [i for i, x in enumerate(ranked) if name_key(names.get(x, x)) == name_key(names.get(d, d))]
+                if f["relevant"].get(d, 0) >= 2:
+                    if same:
+                        ranked.insert(0, ranked.pop(same[0]))
+                    break
+                for i in reversed(same):
+                    ranked.append(ranked.pop(i))
+            vals.append(measure(ranked[:10], p["relevant"], names)["dndcg10"])
+        lib.searcher.s = s
+        # the lift, against the same lists (a 30-hit list's first 10 differ a little from a 10-hit list)
+        ceiling = (float(np.mean(vals)), float(np.mean(vals)) - float(np.mean(plain)))
     all_q = [p["qid"] for p in seconds]
     report: dict = {"settings": {k: getattr(s, k) for k in ("learn_from_outcomes", "learning_weight",
                                                              "learning_similarity", "learning_half_life_days",
                                                              "learning_client_cap")},
-                    "tries": args.tries, "noise": args.noise, "no_history": summary(base, all_q), "seeds": []}
+                    "tries": args.tries, "noise": args.noise, "no_history": summary(base, all_q), "seeds": [],
+                    "ceiling_dndcg10": ceiling}
     print(f"no history: {report['no_history']}", file=sys.stderr)
     for seed in range(args.seeds):
         rng = random.Random(seed)
@@ -187,6 +216,8 @@ def main() -> None:
            r["no_similar_history"]["n"]) for r in report["seeds"]]
     print(f"lift: {mean(('full', 'dndcg10')) - b['dndcg10']:+.4f} distinct nDCG@10; per seed better/worse requests: "
           + ", ".join(f"{r['better']}/{r['worse']}" for r in report["seeds"]))
+    if ceiling is not None:
+        print(f"ceiling (a perfect learner, no noise, the same picks): {ceiling[0]:.4f} (lift {ceiling[1]:+.4f})")
     print("no similar history (held-out half, no reported request within learning_similarity): "
           + ", ".join(f"n={n} {x:.4f} -> {y:.4f} ({y - x:+.4f})" for x, y, n in ns))
     if args.json:
