@@ -115,8 +115,8 @@ def test_serve_refuses_bad_ports_and_arguments_before_announcing_a_url(tmp_path)
         port = busy.getsockname()[1]
         p = sk("serve", "--http", "--port", str(port), home=home, timeout=20)
     assert p.returncode == 1 and "http://" not in p.stderr
-    assert one_line(p) == f"error: cannot listen on 127.0.0.1:{port}: Address already in use — stop the program " \
-                          f"using port {port}, or pass another --port"
+    assert one_line(p) == f"error: port {port} on 127.0.0.1 is already in use — pass another --port, or stop " \
+                          "the program that uses it"
     # one usage message, not argparse's and then click's
     p = sk("serve", "--bogus", home=home, timeout=20)
     assert p.returncode == 2 and one_line(p).startswith("error: No such option: --bogus")

@@ -87,35 +87,14 @@ class _BadArgument(Exception):
 
 
 def _check_port(host: str, port: int) -> None:
-    """Refuse a port outside 1-65535 (``_BadArgument``), and a host and port this process
-    cannot listen on (``ConfigError``), before anything is printed: otherwise the server
-    announces its URL and then fails inside uvicorn with a traceback or "[Errno 98]"."""
-    import errno
-    import socket
-
-    from .errors import ConfigError
+    """Refuse, before anything else is said: a port outside 1-65535 (a usage error, exit 2),
+    and a host and port this process cannot listen on (``ConfigError``). The server binds
+    again itself before it prints its URL, so a port taken in between is one line too."""
+    from .net import bind_socket
 
     if not 1 <= port <= 65535:
         raise _BadArgument(f"port {port} is out of range: use a port from 1 to 65535 (default 8765)")
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise ConfigError(f"cannot listen on {host}: {getattr(exc, 'strerror', None) or exc}",
-                          fix="pass --host with an address of this machine, e.g. 127.0.0.1") from None
-    family, kind, proto, _, addr = infos[0]
-    with socket.socket(family, kind, proto) as sock:
-        # as uvicorn binds: a port left in TIME_WAIT by a previous run is free, one in use is not
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(addr)
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                fix = f"stop the program using port {port}, or pass another --port"
-            elif exc.errno in (errno.EACCES, errno.EPERM):
-                fix = "ports below 1024 need privileges: pass --port 1024 or above"
-            else:
-                fix = "pass --host with an address of this machine, e.g. 127.0.0.1"
-            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", fix=fix) from None
+    bind_socket(host, port, default_port=8765).close()
 
 
 if __name__ == "__main__":

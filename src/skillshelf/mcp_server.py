@@ -666,43 +666,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
 
 # --- transports -----------------------------------------------------------------------------------
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
-def bind_socket(host: str, port: int):
-    """A socket bound to ``host:port`` (not yet listening), or ``ConfigError`` naming the
-    problem and the fix: checked before anything says it is listening, and handed to the
-    HTTP server as is (no window for another program to take the port)."""
-    import errno
-    import socket
-
-    from .errors import ConfigError
-
-    if not isinstance(port, int) or not 1 <= port <= 65535:
-        raise ConfigError(f"port {port} is out of range", fix="pass --port with a number from 1 to 65535 (default 8765)")
-    try:
-        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                          flags=socket.AI_PASSIVE)[0]
-    except (socket.gaierror, UnicodeError) as exc:
-        raise ConfigError(f"cannot bind {host!r}: {getattr(exc, 'strerror', None) or exc}",
-                          fix="pass --host with an address of this machine (default 127.0.0.1)") from None
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        sock.bind(addr)
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise ConfigError(f"port {port} on {host} is already in use",
-                              fix="pass another --port, or stop the program that uses it") from None
-        if exc.errno == errno.EACCES:
-            raise ConfigError(f"not allowed to listen on {host}:{port}",
-                              fix="use a port above 1023, e.g. --port 8765") from None
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}",
-                          fix="pass --host with an address of this machine (default 127.0.0.1)") from None
-    return sock
+from .net import LOOPBACK  # noqa: E402
 
 
 def http_app(server: SkillshelfServer, *, host: str, port: int, token: str = ""):
@@ -735,7 +699,9 @@ def serve(factory: Callable[[], Any], *, http: bool = False, host: str = "127.0.
         raise ConfigError(f"binding {host} exposes the library beyond this machine",
                           fix="set SKILLSHELF_HTTP_TOKEN (clients send 'Authorization: Bearer <token>'), "
                               "or bind 127.0.0.1")
-    sock = bind_socket(host, port)   # before anything says it is listening
+    from .net import bind_socket
+
+    sock = bind_socket(host, port, default_port=8765)   # before anything says it is listening
     import uvicorn
 
     app = http_app(build_server(factory), host=host, port=port, token=token)

@@ -1,0 +1,47 @@
+"""Listening sockets for the HTTP servers (MCP over Streamable HTTP, the dashboard).
+
+The socket is bound here, before anything says it is listening, and handed to the server
+as it is: a port in use or out of range is one clear error, and no other program can take
+the port between the check and the start."""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+from .errors import ConfigError
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def bind_socket(host: str, port: int, *, default_port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening, or ``ConfigError`` naming the fix."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ConfigError(f"port {port} is out of range",
+                          fix=f"pass --port with a number from 1 to 65535 (default {default_port})")
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                          flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError(f"cannot listen on {host!r}: {getattr(exc, 'strerror', None) or exc}",
+                          fix="pass --host with an address of this machine (default 127.0.0.1)") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        # as uvicorn binds: a port left in TIME_WAIT by a previous run is free, one in use is not
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(addr)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} on {host} is already in use",
+                              fix="pass another --port, or stop the program that uses it") from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise ConfigError(f"not allowed to listen on {host}:{port}",
+                              fix=f"ports below 1024 need privileges: use one above 1023, e.g. --port {default_port}") \
+                from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}",
+                          fix="pass --host with an address of this machine (default 127.0.0.1)") from None
+    return sock
