@@ -816,7 +816,7 @@ def review_reject(name: str, reason: str = typer.Option(..., help="why")) -> Non
 def dashboard(host: str = typer.Option("127.0.0.1", help="bind address (non-loopback needs SKILLSHELF_HTTP_TOKEN)"),
               port: int = typer.Option(7788, help="port"),
               open_browser: bool = typer.Option(False, "--open", help="open the dashboard in a browser")) -> None:
-    """The web dashboard: browse, search, review and curate the library (`pip install 'skillshelf[web]'`)."""
+    """The web dashboard: browse, search, review and curate the library."""
     from . import web   # the web stack is imported only here, and only if installed
 
     web.require()

@@ -2,8 +2,8 @@
 pages, a vendored htmx, no build step, no CDN).
 
 Nothing of the web stack is imported until the dashboard runs: ``skillshelf dashboard``
-imports this package lazily, and without the ``web`` extra installed it fails with one line
-naming ``pip install 'skillshelf[web]'``.
+imports this package lazily, and where one of its packages is missing (a broken install) it
+fails with one line naming the fix.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def require() -> None:
     gone = missing()
     if gone:
         raise ConfigError(f"the dashboard needs {', '.join(gone)}, which {'is' if len(gone) == 1 else 'are'} not "
-                          "installed", fix="pip install 'skillshelf[web]'")
+                          "installed", fix="reinstall skillshelf (`pip install skillshelf`) to get its dashboard packages")
 
 
 def create_app(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int = DEFAULT_PORT):
