@@ -213,3 +213,33 @@ def test_outcomes_of_similar_requests_decide_confidence(lib):
     for c in ("a", "b"):
         report(lib, q, top3[0], True, c)
     assert lib.search(q, log=False).confident is True
+
+
+def test_the_memory_reads_new_reports_and_rereads_after_forget(lib):
+    q = "speed up slow sql queries"
+    emb, _ = lib._embedder_state()
+    rid = lib.store.db.execute("SELECT rowid FROM skills WHERE name='sql-index'").fetchone()[0]
+    s = lib.searcher.s
+    for n in (1, 2, 3):
+        report(lib, q, "sql-index", True, f"c{n}")
+        assert lib.searcher.learner.evidence(emb.embed(q), emb.model_id, s)[rid].worked == n
+    lib.forget_learning(client="c2")
+    assert lib.searcher.learner.evidence(emb.embed(q), emb.model_id, s)[rid].worked == 2
+    report(lib, q, "sql-index", False, "c4")
+    ev = lib.searcher.learner.evidence(emb.embed(q), emb.model_id, s)[rid]
+    assert (ev.worked, ev.failed) == (2, 1)
+
+
+def test_an_embedder_failure_keeps_the_outcome_unlearned(lib, monkeypatch):
+    from skillshelf.errors import EmbedderError
+
+    res = lib.search("speed up slow sql queries")
+    emb, _ = lib._embedder_state()
+    lib.__dict__.pop("_request_vectors", None)
+
+    def boom(text):
+        raise EmbedderError("model gone", fix="none")
+
+    monkeypatch.setattr(emb, "embed", boom)
+    out = lib.report_outcome("sql-index", True, query_id=res.query_id)
+    assert out["learned"] is False and out["reports"] == 1

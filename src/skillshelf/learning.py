@@ -76,6 +76,7 @@ class _Memory:
     days: np.ndarray             # float64 day number of the report
     client: list[str]
     request: list[str | None]
+    last_id: int = 0             # the newest learned row read
 
 
 def _day(at: str) -> float:
@@ -99,24 +100,36 @@ class Learner:
 
     def _load(self, model_id: str) -> _Memory | None:
         gen = self.store.get_meta("learned_generation", "0")
-        skills_gen = self.store.get_meta("generation", "0")
-        key = (gen, skills_gen, model_id)
+        # a forget or a change of skills (rowids) re-reads everything; a new report is appended
+        base = (self.store.get_meta("learned_epoch", "0"), self.store.get_meta("generation", "0"), model_id)
+        key = (gen, *base)
         with self._lock:
-            if self._mem is not None and self._mem.key == key:
-                return self._mem
+            mem = self._mem
+            if mem is not None and mem.key == key:
+                return mem
+            if mem is None or mem.key[1:] != base:
+                mem = _Memory(key, np.zeros((0, 0), np.float32), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
+                              [], [])
             rows = self.store.db.execute(
                 "SELECT l.vector, l.worked, l.at, COALESCE(l.client, ''), l.request,"
-                " (SELECT MIN(s.rowid) FROM skills s WHERE s.name_key = l.name_key)"
-                " FROM learned l WHERE l.model_id = ? ORDER BY l.id", (model_id,)).fetchall()
-            if not rows:
-                self._mem = _Memory(key, np.zeros((0, 1), np.float32), np.zeros(0, np.int64), np.zeros(0),
-                                    np.zeros(0), [], [])
-                return self._mem
-            vecs = np.vstack([np.frombuffer(r[0], dtype="<f4") for r in rows]).astype(np.float32)
-            self._mem = _Memory(key, vecs, np.asarray([r[5] or 0 for r in rows], dtype=np.int64),
-                                np.asarray([1.0 if r[1] else -1.0 for r in rows]),
-                                np.asarray([_day(r[2]) for r in rows]), [r[3] for r in rows], [r[4] for r in rows])
-            return self._mem
+                " (SELECT MIN(s.rowid) FROM skills s WHERE s.name_key = l.name_key), l.id"
+                " FROM learned l WHERE l.model_id = ? AND l.id > ? ORDER BY l.id", (model_id, mem.last_id)).fetchall()
+            if rows:
+                vecs = np.vstack([np.frombuffer(r[0], dtype="<f4") for r in rows]).astype(np.float32)
+                if len(mem.rowid) and vecs.shape[1] != mem.vectors.shape[1]:
+                    vecs = None     # another dimension under the same model id: not comparable
+                if vecs is None:
+                    mem.last_id = int(rows[-1][6])
+                else:
+                    mem = _Memory(key, vecs if not len(mem.rowid) else np.vstack([mem.vectors, vecs]),
+                                  np.concatenate([mem.rowid, np.asarray([r[5] or 0 for r in rows], dtype=np.int64)]),
+                                  np.concatenate([mem.sign, [1.0 if r[1] else -1.0 for r in rows]]),
+                                  np.concatenate([mem.days, [_day(r[2]) for r in rows]]),
+                                  mem.client + [r[3] for r in rows], mem.request + [r[4] for r in rows],
+                                  int(rows[-1][6]))
+            mem.key = key
+            self._mem = mem
+            return mem
 
     def evidence(self, qvec: np.ndarray, model_id: str, settings, *, at: str | None = None) -> dict[int, Evidence]:
         """Skill rowid (a copy of each reported skill; the caller maps it to its copy
@@ -202,6 +215,8 @@ def forget(store: Store, *, skill: str | None = None, client: str | None = None,
         n = tx.execute("DELETE FROM learned" + (" WHERE " + " AND ".join(where) if where else ""), args).rowcount
         if n:
             _bump(tx)
+            tx.execute("INSERT INTO meta VALUES ('learned_epoch', '1') ON CONFLICT(key) DO UPDATE"
+                       " SET value = CAST(value AS INTEGER) + 1")
     return int(n)
 
 

@@ -874,6 +874,8 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
         # leaves the logged outcome in place.
         try:
             learned = self._learn_outcome(oid, rec.id, rec.name, worked, qid, client or self.client)
+        except EmbedderError:
+            learned = False         # the model failed to place the request: logged, not learned
         except Exception as exc:
             if usagemod.write_failure(exc) is None:
                 raise
