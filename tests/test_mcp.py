@@ -20,7 +20,7 @@ from conftest import write_skill
 # each tool's parameters, in order, with their JSON types (the contract agents are written against)
 EXPECTED_PARAMS = {
     "search_skills": {"query": "string", "limit": "integer", "mode": "string", "repo_scope": "string",
-                      "current_repo": "string", "tags": "string", "skill_type": "string"},
+                      "current_repo": "string", "tags": "string", "skill_type": "string", "judge": "boolean"},
     "get_skill": {"name": "string", "section": "string", "offset": "integer"},
     "save_skill": {"action": "string", "name": "string", "description": "string", "body": "string",
                    "skill_type": "string", "lesson": "string", "repo_name": "string", "tags": "string",

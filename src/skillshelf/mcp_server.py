@@ -63,6 +63,10 @@ class SearchOut(BaseModel):
     confident: bool
     query_id: int | None = None
     degraded: str | None = None
+    # with judge=true, what the owner's model judge did (judge, judge_mode, judge_model,
+    # judge_latency_ms, pick, judge_dropped) comes as extra keys: kept out of the schema every
+    # client reads with tools/list
+    model_config = {"extra": "allow"}
 
 
 class SkillOut(BaseModel):
@@ -484,7 +488,11 @@ def _hit_text(i: int, h: dict[str, Any]) -> str:
     # when the name would resolve to another same-named skill, say which one to get
     get = f" (get_skill: {h['ref']})" if h.get("ref") and h["ref"] != h["name"] else ""
     desc = trim(h["description"], 100) if get else h["description"]  # keep 5 hits under ~1.4k chars
-    return f"{i}. {h['name']}{extra} [{h['match']}]{flags}{get} — {desc}"
+    j = h.get("judge") or {}
+    said = ""
+    if j:
+        said = f" (judge: fit {j.get('fit', '?')}" + (f" — {trim(str(j['why']), 120)}" if j.get("why") else "") + ")"
+    return f"{i}. {h['name']}{extra} [{h['match']}]{flags}{get} — {desc}{said}"
 
 
 def _files_line(rec_id: str, files: list[str], more: int) -> tuple[list[str], int, str]:
@@ -511,16 +519,20 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
 
     @_tool
     def search_skills(query: str, limit: int = 5, mode: str = "find", repo_scope: str = "all",
-                      current_repo: str = "", tags: str = "", skill_type: str = "") \
+                      current_repo: str = "", tags: str = "", skill_type: str = "", judge: bool = False) \
             -> Annotated[CallToolResult, SearchOut]:
         lib = handle.get()
-        res = lib.search_nowait(query, limit=limit, mode=mode, repo_scope=repo_scope,
-                                current_repo=current_repo or None, tags=tags or None,
-                                skill_type=skill_type or None, client="mcp")
+        kw = dict(limit=limit, mode=mode, repo_scope=repo_scope, current_repo=current_repo or None,
+                  tags=tags or None, skill_type=skill_type or None, client="mcp")
+        # judge=true asks the owner's model judge to rerank the shortlist; where none is
+        # configured the plain order is returned and the result says so (not an error: an
+        # agent cannot configure one)
+        judged = judge and lib.judge_configured()
+        res = lib.judged_search(query, judge="rerank", nowait=True, **kw) if judged else lib.search_nowait(query, **kw)
         keep = ("id", "name", "skill_type", "repo", "version", "tags", "description", "score", "match",
                 "lineage", "expired", "active", "copies", "wildcard", "ref")
         hits = [{k: v for k, v in h.as_dict().items() if k in keep and v not in (None, [], False)}
-                | {"match": h.match, "score": h.score} for h in res.hits]
+                | {"match": h.match, "score": h.score} | (res.hit_extra(h) if judged else {}) for h in res.hits]
         lines = [_hit_text(i, h) for i, h in enumerate(hits, 1)]
         qid = (f"query_id={res.query_id}" if res.query_id is not None
                else "query not logged (the index is being written): report_outcome without query_id")
@@ -528,8 +540,15 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
                      + f"; {qid}. Next: get_skill(name), then report_outcome.")
         if res.degraded:
             lines.append(f"degraded: {res.degraded}")
-        return _result("\n".join(lines), {"hits": hits, "confident": res.confident, "query_id": res.query_id,
-                                          "degraded": res.degraded})
+        data: dict[str, Any] = {"hits": hits, "confident": res.confident, "query_id": res.query_id,
+                                "degraded": res.degraded}
+        if judged:
+            data |= res.judge_summary()
+            lines.append(f"judge: {res.judge}" + (f"; pick: {res.pick}" if res.pick else ""))
+        elif judge:
+            data["judge"] = "off: no model judge is configured in this library (plain order)"
+            lines.append(f"judge: {data['judge']}")
+        return _result("\n".join(lines), data)
 
     @_tool
     def get_skill(name: str, section: str = "", offset: int = 0) -> Annotated[CallToolResult, SkillOut]:
@@ -627,7 +646,8 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
         readOnlyHint=True, destructiveHint=False, idempotentHint=False, openWorldHint=False),
         description="Find skills for a task. Call before non-trivial work; describe the task in plain words. "
                     "Returns metadata only (name, type, tags, short description, match likely|weak) and "
-                    "'confident'. mode=brainstorm adds variety; repo_scope=current keeps this repo + global.")
+                    "'confident'. mode=brainstorm adds variety; repo_scope=current keeps this repo + global. "
+                    "judge=true: the owner's model judge reranks (where configured).")
     server.add_tool(get_skill, title="Get a skill", annotations=ro,
                     description="Read one skill's instructions by name or id (from search_skills). "
                                 "section='Solution' returns only that section. A long body comes in parts: "
