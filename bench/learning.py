@@ -43,6 +43,35 @@ def copy_db(src: Path, dst: Path) -> None:
         a.backup(b)
 
 
+def poison(lib, pairs, cid) -> None:
+    targets = [(f, p) for f, p in pairs if f["kind"] == "target"][:20]
+    others = [f for f, _ in pairs]
+    same_top3 = other_top3 = 0
+    moves = []
+    for f, p in targets:
+        lib.forget_learning(everything=True)
+        hits = lib.search(f["query"], limit=10, log=False).hits
+        bad = next((h for h in hits[5:] if f["relevant"].get(cid(h.path), 0) == 0), None)
+        if bad is None:
+            continue
+        before = [h.name for h in lib.search(p["query"], limit=10, log=False).hits]
+        for _ in range(20):
+            res = lib.search(f["query"], limit=10, client="mallory")
+            lib.report_outcome(bad.id, True, query_id=res.query_id, client="mallory")
+        after = [h.name for h in lib.search(p["query"], limit=10, log=False).hits]
+        moves.append((before.index(bad.name) + 1 if bad.name in before else 11,
+                      after.index(bad.name) + 1 if bad.name in after else 11))
+        same_top3 += bad.name in after[:3]
+        for o in others:
+            if o["qid"] != f["qid"] and bad.name in [h.name for h in lib.search(o["query"], limit=3, log=False).hits]:
+                other_top3 += 1
+    lib.forget_learning(everything=True)
+    print(f"poisoned skills: {len(moves)}; rank in the second wording before -> after 20 false reports: "
+          + ", ".join(f"{a}->{b}" for a, b in moves))
+    print(f"in the top 3 of the poisoned request's second wording: {same_top3} of {len(moves)};"
+          f" in the top 3 of another request (of {len(others) - 1} each): {other_top3}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default="../shared/corpus", type=Path)
@@ -55,6 +84,10 @@ def main() -> None:
     ap.add_argument("--ceiling", action="store_true",
                     help="also measure what a perfect learner could do with the same reports (no noise: a skill"
                          " that worked moves to the top of the second wording's list, one that failed leaves it)")
+    ap.add_argument("--poison", action="store_true",
+                    help="only the poisoning check: for each of the first 20 target requests, one client sends 20"
+                         " false 'worked' reports for an ungraded skill at rank 6-10 of its list; where does that"
+                         " skill land for the second wording, and in how many other requests' top 3 is it?")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
@@ -132,6 +165,9 @@ def main() -> None:
 
     seconds = [p for _, p in pairs]
     lib.forget_learning(everything=True)
+    if args.poison:
+        poison(lib, pairs, cid)
+        return
     base = score(seconds)
     ceiling = None
     if args.ceiling:

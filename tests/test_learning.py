@@ -243,3 +243,13 @@ def test_an_embedder_failure_keeps_the_outcome_unlearned(lib, monkeypatch):
     monkeypatch.setattr(emb, "embed", boom)
     out = lib.report_outcome("sql-index", True, query_id=res.query_id)
     assert out["learned"] is False and out["reports"] == 1
+
+
+def test_one_client_lifts_a_skill_at_most_three_places(lib):
+    q = "docker images are huge, make the build smaller with layers"
+    plain = names(lib.search(q, log=False))
+    low = plain[8]
+    report(lib, q, low, True, "mallory", times=20)
+    res = lib.search(q, log=False)
+    assert 8 - lib.searcher.s.learning_max_lift <= names(res).index(low) < 8
+    assert next(h.why for h in res.hits if h.name == low) == "worked for 20 similar requests (promoted)"

@@ -54,6 +54,7 @@ class Evidence:
     failed: int = 0
     clients: set = field(default_factory=set)
     requests: list[str] = field(default_factory=list)
+    promoters: int = 0                   # clients whose reports, summed, say it worked
 
     def why(self) -> str | None:
         parts = []
@@ -64,7 +65,7 @@ class Evidence:
         if not parts:
             return None
         verb = "promoted" if self.shift > 0 else "demoted" if self.shift < 0 else "unchanged"
-        return f"{', '.join(parts)} ({verb} by {abs(self.shift):.2f})"
+        return f"{', '.join(parts)} ({verb})"
 
 
 @dataclass
@@ -167,6 +168,8 @@ class Learner:
         totals: dict[int, float] = {}
         for (rid, _), v in per_client.items():
             totals[rid] = totals.get(rid, 0.0) + max(-cap, min(cap, v))
+            if v > 0:
+                out[rid].promoters += 1
         for rid, ev in out.items():
             ev.shift = float(settings.learning_weight) * math.tanh(totals[rid] / 2.0)
         return out

@@ -472,11 +472,20 @@ class Searcher:
         if s.learn_from_outcomes and qvec is not None:
             found = self.learner.evidence(qvec, embedder.model_id, s)
             if found:
+                plain = sorted(reps, key=lambda p: -rel[p])
+                place = {p: i for i, p in enumerate(plain)}
+                before = dict(rel)
                 for (rid, ev), pp in zip(found.items(), meta.positions(list(found))):
                     p = groups.get(int(meta.group[pp])) if pp >= 0 else None
                     if p is not None:
                         rel[p] += ev.shift
                         evidence[p] = ev
+                        # a promotion passes at most learning_max_lift hits per client that
+                        # reported it working: one client cannot lift a skill over a much
+                        # better match, however many reports it sends
+                        k = s.learning_max_lift * max(1, ev.promoters)
+                        if ev.shift > 0 and place[p] > k:
+                            rel[p] = max(before[p], min(rel[p], before[plain[place[p] - k]] - 1e-9))
         pool = sorted(reps, key=lambda p: -rel[p])[: max(limit * 3, 15)]
         lam = s.mmr_lambda_find if mode == "find" else s.mmr_lambda_brainstorm
         # brainstorm's wildcards are part of the limit, never on top of it; the relevant hits
