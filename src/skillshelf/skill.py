@@ -57,6 +57,22 @@ NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 SEVERITIES = ("fatal", "error", "warning", "info")
 
 
+_YAML_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _strings(value: Any):
+    """Every string (keys and values) inside a frontmatter value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
 @dataclass(frozen=True)
 class Finding:
     severity: str
@@ -154,8 +170,11 @@ class Skill:
 
     def render(self) -> str:
         """The SKILL.md text (LF line endings, UTF-8, no BOM)."""
-        head = yaml.safe_dump(self.frontmatter(), sort_keys=False, allow_unicode=True,
-                              width=100000, default_flow_style=False)
+        fm = self.frontmatter()
+        # YAML reads NEL and the Unicode line/paragraph separators as line breaks: a value
+        # holding one is written with escapes (\x85, \u2028) so that it reads back as it was
+        raw = not any(ch in text for text in _strings(fm) for ch in _YAML_BREAKS)
+        head = yaml.safe_dump(fm, sort_keys=False, allow_unicode=raw, width=100000, default_flow_style=False)
         body = self.body.strip("\n")
         return f"---\n{head}---\n\n{body}\n" if body else f"---\n{head}---\n"
 
@@ -342,8 +361,9 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
             "fatal", "yaml.invalid",
             f"frontmatter is not valid YAML: {reason}; quote values that contain ': ' or start with special characters",
             line)])
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-        # a constructor refused a value (an unhashable key, a bad !!int): bad content, not a crash
+    except Exception as exc:  # noqa: BLE001 — a safe loader's constructors only fail on content
+        # a constructor refused a value (an unhashable key, a bad !!int, `!!float ''` raising
+        # IndexError inside PyYAML): bad content, reported, never a crash of sync or validate
         return ParsedFile(None, findings + [Finding(
             "fatal", "yaml.invalid", f"frontmatter is not valid YAML: {type(exc).__name__}: {str(exc)[:200]}", 2)])
     if not isinstance(data, dict):
@@ -466,6 +486,9 @@ def validate_for_write(skill: Skill, folder_name: str | None = None, *,
         errors.append(Finding("error", "name.folder-mismatch", f"name {skill.name!r} differs from folder {folder_name!r}"))
     if not skill.description.strip():
         errors.append(Finding("error", "description.missing", "description is empty"))
+    if "\r" in skill.body:
+        errors.append(Finding("error", "body.carriage-return", "the body holds a carriage return (CR); "
+                                                              "use LF line endings"))
     if len(skill.description) > MAX_DESCRIPTION:
         errors.append(Finding("error", "description.too-long",
                               f"description is {len(skill.description)} characters; the limit is {MAX_DESCRIPTION}"))

@@ -52,7 +52,10 @@ _expand = functools.lru_cache(maxsize=1 << 15)(expand)
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """Lower-cased tokens with camelCase/compound splitting and joined neighbour pairs."""
     out: list[str] = []
-    for compound in COMPOUND_RE.findall(text or ""):
+    # U+0130 (Turkish dotted capital I) lower-cases to 'i' + a combining dot, which is not a
+    # word character: the token would split in two when tokenized again
+    text = (text or "").replace("\u0130", "I")
+    for compound in COMPOUND_RE.findall(text):
         for tok, stop in _expand(compound):
             if keep_stopwords or not stop:
                 out.append(tok)
