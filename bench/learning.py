@@ -48,6 +48,7 @@ def poison(lib, pairs, cid) -> None:
     others = [f for f, _ in pairs]
     same_top3 = other_top3 = 0
     moves = []
+    plain3 = {o["qid"]: [h.name for h in lib.search(o["query"], limit=3, log=False).hits] for o in others}
     for f, p in targets:
         lib.forget_learning(everything=True)
         hits = lib.search(f["query"], limit=10, log=False).hits
@@ -63,13 +64,14 @@ def poison(lib, pairs, cid) -> None:
                       after.index(bad.name) + 1 if bad.name in after else 11))
         same_top3 += bad.name in after[:3]
         for o in others:
-            if o["qid"] != f["qid"] and bad.name in [h.name for h in lib.search(o["query"], limit=3, log=False).hits]:
-                other_top3 += 1
+            if o["qid"] != f["qid"] and bad.name not in plain3[o["qid"]] \
+                    and bad.name in [h.name for h in lib.search(o["query"], limit=3, log=False).hits]:
+                other_top3 += 1     # put there by the false reports
     lib.forget_learning(everything=True)
     print(f"poisoned skills: {len(moves)}; rank in the second wording before -> after 20 false reports: "
           + ", ".join(f"{a}->{b}" for a, b in moves))
     print(f"in the top 3 of the poisoned request's second wording: {same_top3} of {len(moves)};"
-          f" in the top 3 of another request (of {len(others) - 1} each): {other_top3}")
+          f" put in the top 3 of another request (of {len(others) - 1} each): {other_top3}")
 
 
 def main() -> None:
