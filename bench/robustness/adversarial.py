@@ -277,6 +277,11 @@ def gen_yaml(e: Env) -> list[Case]:
         "deep nesting 20k": "---\nname: yaml-bomb\ndescription: " + "[" * 20000 + "]" * 20000 + "\n---\n\nb\n",
         "python tag": "---\nname: yaml-bomb\ndescription: !!python/object/apply:os.system ['touch /tmp/pwn']\n---\n\nb\n",
         "100k keys": "---\nname: yaml-bomb\ndescription: d\nmetadata:\n" + "".join(f"  k{i}: v\n" for i in range(100_000)) + "---\n\nb\n",
+        # PyYAML's own constructors raise IndexError / KeyError on these
+        "explicit !!int with no value": "---\nname: yaml-bomb\ndescription: d\nv: !!int\n---\n\nb\n",
+        "explicit !!bool with no value": "---\nname: yaml-bomb\ndescription: d\nv: !!bool\n---\n\nb\n",
+        "metadata.version: !!float with no value":
+            "---\nname: yaml-bomb\ndescription: d\nmetadata:\n  version: !!float\n---\n\nb\n",
     }
     cases = []
     for label, text in texts.items():
@@ -461,9 +466,11 @@ def gen_control(e: Env) -> list[Case]:
            "RTL override": "abc\u202edcba", "OSC title": "\x1b]0;owned\x07t", "CR overwrite": "safe\rEVIL"}
     cases = []
     for i, (label, s) in enumerate(bad.items()):
+        # a CR in a description is whitespace: folded into a space, which is as good as refusing it
+        ex, chk = ("any", _no_raw_cr(e, f"ctrl-{t}-{i}")) if "\r" in s else ("refuse", None)
         steps = [tool("mcp ARCHIVE description", "save_skill", {
                      "action": "ARCHIVE", "name": f"ctrl-{t}-{i}", "description": f"control {s} chars",
-                     "body": "## Solution\n\nx\n"}, expect="refuse")]
+                     "body": "## Solution\n\nx\n"}, expect=ex, check=chk)]
         if i < 3:
             steps += [tool("mcp FIX lesson", "save_skill", {"action": "FIX", "target_skill_name": PROBE,
                                                             "lesson": f"lesson {s} here"}, expect="refuse"),
@@ -481,6 +488,13 @@ def gen_control(e: Env) -> list[Case]:
         cli("doctor", "doctor", check=no_esc), cli("history", "history", "esc-skill", check=no_esc)],
         setup=planted, fresh=True))
     return cases
+
+
+def _no_raw_cr(e: Env, name: str):
+    def check(res: Res) -> list[str]:
+        p = e.home / "skills" / name / "SKILL.md"
+        return ["a raw CR was written"] if p.is_file() and b"\r" in p.read_bytes() else []
+    return check
 
 
 def gen_markup(e: Env) -> list[Case]:
@@ -673,6 +687,16 @@ def gen_disk(e: Env) -> list[Case]:
         cli("extend-ttl (write)", "extend-ttl", PROBE, "30", expect="refuse"),
         tool("mcp FIX (write)", "save_skill", {"action": "FIX", "target_skill_name": PROBE, "lesson": "disk full"},
              expect="refuse")], setup=_fill_disk, fresh=True),
+        Case("disk", "disk fills under a running server", [
+            tool("mcp get before (read)", "get_skill", {"name": PROBE}, expect="ok"),
+            Step("do", "fill the disk", ("do", _fill)),
+            tool("mcp get (read)", "get_skill", {"name": PROBE}, expect="ok"),
+            tool("mcp search (read)", "search_skills", {"query": "docker"}, expect="ok"),
+            tool("mcp report outcome", "report_outcome", {"skill": PROBE, "worked": True}),
+            tool("mcp FIX (write)", "save_skill", {"action": "FIX", "target_skill_name": PROBE, "lesson": "full"},
+                 expect="refuse"),
+            cli("show (read)", "show", PROBE, expect="ok")], setup=lambda home, env: _tmpfs_home(home, "8m"),
+            fresh=True),
         Case("disk", "read-only home", [
             cli("show (read)", "show", PROBE, expect="ok"), cli("search (read)", "search", "docker", expect="ok"),
             tool("mcp get (read)", "get_skill", {"name": PROBE}, expect="ok"),
@@ -701,18 +725,26 @@ def _tmpfs_home(home: Path, size: str) -> None:
     shutil.rmtree(keep)
 
 
-def _fill_disk(home: Path, env: Env) -> None:
-    _tmpfs_home(home, "8m")
+def _fill(home: Path) -> None:
     with contextlib.suppress(OSError), open(home / "filler.bin", "wb") as f:
         while True:
             f.write(b"\0" * 65536)
             f.flush()
 
 
-def _read_only(home: Path, env: Env) -> None:
-    _tmpfs_home(home, "16m")
+def _remount_ro(home: Path) -> None:
     if os.system(f"mount -o remount,ro '{home}' 2>/dev/null") != 0:
         raise RuntimeError("cannot remount read-only")
+
+
+def _fill_disk(home: Path, env: Env) -> None:
+    _tmpfs_home(home, "8m")
+    _fill(home)
+
+
+def _read_only(home: Path, env: Env) -> None:
+    _tmpfs_home(home, "16m")
+    _remount_ro(home)
 
 
 def _unmount(home: Path) -> None:
@@ -952,6 +984,13 @@ class Adversary:
         canary_paths = [e.home / "skills" / c for c in CANARIES]
         watch = [p for n in case.names for p in escape_paths(e.home, n)]
         for step in steps:
+            if step.call[0] == "do":   # a change to the world between steps, not a case
+                try:
+                    step.call[1](e.home)
+                except (RuntimeError, OSError) as exc:
+                    self.skipped.append(f"{case.cat} / {case.label}: {exc}")
+                    break
+                continue
             before = H.snapshot(e.base, exclude=[e.home])
             canaries = H.tree_digest(canary_paths)
             exists = _exists_map(watch)

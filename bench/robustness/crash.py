@@ -16,6 +16,7 @@ recovery or traceback.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import os
@@ -199,6 +200,8 @@ class Crasher:
     def prepare(self, op: str) -> tuple[list[str] | None, str, dict]:
         """(CLI args or None for the MCP op, target, expectations)."""
         self.n += 1
+        # a MERGE killed before it wrote leaves its name without a folder
+        self.small = [s for s in self.small if (self.ws / s / "SKILL.md").is_file()]
         marker = f"CRASH-{self.n:04d}-{self.rng.randrange(16 ** 6):06x}"
         target = self.rng.choice(self.big)
         if op == "approve-fix":
@@ -388,6 +391,9 @@ def delete_db(home: Path, env: dict[str, str], n_files: int) -> dict:
 
 
 async def _delete_under_server(home: Path, env: dict[str, str], workdir: Path) -> dict:
+    """Delete the database under a running stdio server: the calls right after must not fail
+    with 'no such table', and the skills must be served again within a few seconds (the
+    server's own rescan), without a restart."""
     srv = H.StdioServer(home, env, workdir, tag="deldb")
     await srv.start()
     try:
@@ -395,29 +401,65 @@ async def _delete_under_server(home: Path, env: dict[str, str], workdir: Path) -
         for f in _db_files(home):
             with contextlib.suppress(FileNotFoundError):
                 f.unlink()
+        t0 = time.monotonic()
         results = {}
-        for name, tool, args in (("search", "search_skills", {"query": "build failures", "limit": 3}),
-                                 ("get", "get_skill", {"name": "big-skill-00"}),
-                                 ("fix", "save_skill", {"action": "FIX", "target_skill_name": "big-skill-01",
+
+        def status(r) -> str:
+            return "ok" if r.ok else ("timeout" if r.timed_out else f"error: {(r.text or r.exception)[:160]}")
+        for name, tool, args in (("search at once", "search_skills", {"query": "build failures", "limit": 3}),
+                                 ("get at once", "get_skill", {"name": "big-skill-00"})):
+            results[name] = status(await srv.call(tool, args, timeout=60))
+        served_after = None
+        while time.monotonic() - t0 < 10:
+            r = await srv.call("get_skill", {"name": "big-skill-00"}, timeout=30)
+            if r.ok:
+                served_after = round(time.monotonic() - t0, 1)
+                break
+            await asyncio.sleep(0.5)
+        for name, tool, args in (("fix", "save_skill", {"action": "FIX", "target_skill_name": "big-skill-01",
                                                         "lesson": "after the database was deleted"}),
                                  ("reindex", "reindex", {}),
                                  ("search again", "search_skills", {"query": "build failures", "limit": 3})):
-            r = await srv.call(tool, args, timeout=60)
-            results[name] = "ok" if r.ok else ("timeout" if r.timed_out else f"error: {(r.text or r.exception)[:160]}")
+            results[name] = status(await srv.call(tool, args, timeout=60))
         tb = H.has_traceback(srv.stderr_text())
     finally:
         await srv.stop()
+    no_table = any("no such table" in v for v in results.values())
+    later_ok = all(results[k] == "ok" for k in ("fix", "reindex", "search again"))
     return {"case": "database deleted under a running server", "first_search": first.ok, "calls": results,
-            "tracebacks": int(tb), "rebuilt": all(v == "ok" for v in results.values())}
+            "served_again_after_s": served_after, "tracebacks": int(tb),
+            "rebuilt": bool(served_after is not None and later_ok and not no_table)}
 
 
 def delete_under_server(home: Path, env: dict[str, str], workdir: Path) -> dict:
-    import asyncio
-
     return asyncio.run(_delete_under_server(home, env, workdir))
 
 
+def _quick_check(db: Path) -> str:
+    try:
+        with contextlib.closing(sqlite3.connect(db)) as c:
+            rows = c.execute("PRAGMA quick_check").fetchall()
+        return "ok" if rows == [("ok",)] else (rows[0][0] or "damaged")[:120]
+    except sqlite3.DatabaseError as exc:
+        return f"cannot read: {exc}"[:120]
+
+
+def _doctor(run: H.Run) -> tuple[bool, str]:
+    """(doctor reported a failure, what it said)."""
+    try:
+        rep = json.loads(run.out)
+        bad = [c for c in rep.get("checks", []) if c.get("status") == "fail"]
+        return (not rep.get("ok", True)) or bool(bad), json.dumps(bad or rep.get("checks", []))[:600]
+    except (json.JSONDecodeError, TypeError, AttributeError):
+        return run.rc != 0, (run.err or run.out)[-600:]
+
+
 def corrupt_db(home: Path, env: dict[str, str], rng: random.Random, n_files: int, pages: int = 4) -> dict:
+    """Overwrite the second half of ``pages`` pages in the middle of the database, then run
+    doctor / search / list / show. Damage SQLite's quick_check sees, or that makes a command
+    fail, must be reported by doctor with a message naming it; every failure must be one
+    clear line; the index must come back from the files with one sync, or with the command
+    the message names (``skillshelf rebuild``)."""
     db = home / "skillshelf.db"
     with contextlib.closing(sqlite3.connect(db)) as c:
         c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -431,38 +473,38 @@ def corrupt_db(home: Path, env: dict[str, str], rng: random.Random, n_files: int
         for pg in hit:
             f.seek(pg * page + rng.randrange(0, page // 2))
             f.write(rng.randbytes(page // 2))
+    quick = _quick_check(db)
     runs = {"doctor": H.cli(home, "doctor", "--json", env=env, timeout=60),
             "search": H.cli(home, "search", "build failures", "--json", env=env, timeout=60),
             "list": H.cli(home, "list", "--json", env=env, timeout=60),
             "show": H.cli(home, "show", "big-skill-02", env=env, timeout=60)}
     tbs = [k for k, r in runs.items() if r.traceback]
-    doctor = runs["doctor"]
-    try:
-        rep = json.loads(doctor.out)
-        detected = not rep.get("ok", True)
-        doctor_text = json.dumps(rep["checks"])
-    except (json.JSONDecodeError, KeyError, TypeError):
-        detected = doctor.rc != 0
-        doctor_text = doctor.text
-    clear = bool(CLEAR.search(doctor_text + doctor.err))
-    failing = {k: r for k, r in runs.items() if r.rc != 0}
+    detected, said = _doctor(runs["doctor"])
+    failing = {k: r for k, r in runs.items() if r.rc != 0 and k != "doctor"}
+    visible = quick != "ok" or bool(failing)
+    clear = bool(CLEAR.search(said + runs["doctor"].err)) if detected else False
     unclear = [k for k, r in failing.items() if r.traceback or not r.err.strip()]
-    # recovery: one sync (the files are the truth)
-    sync = H.cli(home, "sync", "--json", env=env, timeout=300)
-    doc2 = H.cli(home, "doctor", "--json", env=env, timeout=60)
-    lst = H.cli(home, "list", "--json", env=env, timeout=60)
-    try:
-        ok2 = json.loads(doc2.out).get("ok", False)
-        count = len(json.loads(lst.out))
-    except (json.JSONDecodeError, TypeError):
-        ok2, count = False, -1
-    rebuilt = ok2 and count == n_files
-    return {"case": f"{len(hit)} pages overwritten (of {n_pages})", "detected": detected, "clear": clear,
-            "tracebacks": len(tbs) + sync.traceback + doc2.traceback, "traceback_in": tbs,
-            "failing_commands": sorted(failing), "unclear_failures": unclear, "rebuilt_by_sync": rebuilt,
-            "skills_after": count, "files": n_files,
-            "messages": {k: (r.err.strip().splitlines() or [""])[-1][:200] for k, r in runs.items()},
-            "sync_after": (sync.err.strip().splitlines() or [""])[-1][:200] if sync.rc else "ok"}
+    # recovery: one sync (the files are the truth); else the command the message names
+    how = None
+    for step in (["sync", "--json"], ["rebuild", "--yes"]):
+        if step[0] == "rebuild" and not any("skillshelf rebuild" in r.text for r in runs.values()):
+            break
+        r = H.cli(home, *step, env=env, timeout=300)
+        doc2 = H.cli(home, "doctor", "--json", env=env, timeout=60)
+        lst = H.cli(home, "list", "--json", env=env, timeout=60)
+        try:
+            ok2 = not _doctor(doc2)[0] and len(json.loads(lst.out)) == n_files and _quick_check(db) == "ok"
+        except (json.JSONDecodeError, TypeError):
+            ok2 = False
+        if r.traceback or doc2.traceback or lst.traceback:
+            tbs.append(f"{step[0]} (recovery)")
+        if ok2:
+            how = step[0]
+            break
+    return {"case": f"{len(hit)} pages overwritten (of {n_pages})", "quick_check": quick, "visible": visible,
+            "detected": detected, "clear": clear, "tracebacks": len(tbs), "traceback_in": tbs,
+            "failing_commands": sorted(failing), "unclear_failures": unclear, "rebuilt_by": how,
+            "messages": {k: (r.err.strip().splitlines() or [""])[-1][:200] for k, r in runs.items()}}
 
 
 def restore_db(home: Path, env: dict[str, str]) -> None:
@@ -497,14 +539,17 @@ class CrashResult:
         for d in self.db_cases:
             if d.get("tracebacks"):
                 out.append(f"{d['case']}: {d['tracebacks']} tracebacks {d.get('traceback_in', '')}")
-            if "detected" in d and not d["detected"]:
-                out.append(f"{d['case']}: doctor did not detect the corruption")
-            if "detected" in d and d["detected"] and not d["clear"]:
-                out.append(f"{d['case']}: doctor's message does not name the corruption")
+            if d.get("visible") and not d["detected"]:
+                out.append(f"{d['case']}: doctor says ok, but the damage shows (quick_check: {d['quick_check']}; "
+                           f"failing: {', '.join(d['failing_commands']) or '-'})")
+            if d.get("detected") and not d["clear"]:
+                out.append(f"{d['case']}: doctor's message does not name the damage")
             if d.get("unclear_failures"):
                 out.append(f"{d['case']}: commands failed without a clear message: {d['unclear_failures']}")
-            if d.get("rebuilt") is False or d.get("rebuilt_by_sync") is False:
-                out.append(f"{d['case']}: not rebuilt from the files ({d.get('calls') or d.get('note') or d.get('sync_after')})")
+            if d.get("rebuilt") is False:
+                out.append(f"{d['case']}: not rebuilt from the files ({d.get('calls') or d.get('note')})")
+            if "rebuilt_by" in d and d["rebuilt_by"] is None:
+                out.append(f"{d['case']}: neither `sync` nor the named fix rebuilt the index")
         return out
 
 
