@@ -284,8 +284,11 @@ class Disk:
     def exists(self) -> bool:
         return self.current is not None or bool(self.history)
 
-    def has(self, needle: str) -> bool:
-        return needle in self.all_text or any(needle in str(e.get("reason", "")) for e in self.changelog)
+    def has(self, needle: str, *, changelog: bool = False) -> bool:
+        """``needle`` in the file or a history version (or, with ``changelog``, in a changelog
+        reason: an extend-ttl leaves its trace only there). A FIX's lesson must be in the text:
+        a changelog line saying a FIX happened does not keep its lesson."""
+        return needle in self.all_text or (changelog and any(needle in str(e.get("reason", "")) for e in self.changelog))
 
 
 def _file_version(text: str | None) -> int | None:
@@ -320,7 +323,9 @@ def verify(home: Path, env: dict[str, str], ops: list[Op], skill_mod) -> tuple[d
                     if not disk(s).has(f"merged-into: {op.skill}"):
                         problems.append(f"MERGE {op.skill} acknowledged, but source {s} was never marked merged into it")
                         landed = False
-        elif op.kind in ("extend-ttl", "deprecate"):
+        elif op.kind == "extend-ttl":
+            landed = d.has(op.marker, changelog=True)
+        elif op.kind == "deprecate":
             landed = d.has(op.marker)
         elif op.kind == "rollback":
             landed = op.version is not None and op.version in d.history
