@@ -514,3 +514,19 @@ def test_cli_names_a_damaged_database_and_rebuilds_it(tmp_path):
     r = cli("doctor", "--json")
     checks = {c["name"]: c["status"] for c in json.loads(r.stdout)["checks"]}
     assert checks["database"] == "ok"
+
+
+def test_a_link_to_a_folder_above_the_root_is_not_walked(tmp_path):
+    lib = make(tmp_path)
+    write_skill(lib.config.workspace, "real", description="a real skill")
+    os.symlink("/", lib.config.workspace / "rootlink")
+    os.symlink(tmp_path, lib.config.workspace / "uplink")
+    rep = lib.sync()
+    assert [r.name for r in lib.list()] == ["real"]
+    assert sum("links to a folder above the root" in n for n in rep.notes) == 2
+
+
+def test_bidi_overrides_are_refused_on_write(tmp_path):
+    lib = make(tmp_path)
+    with pytest.raises(ValidationError, match="U\\+202E"):
+        lib.save("ARCHIVE", name="bidi", description="safe \u202eexe.txt", body="## S\n\nb\n")

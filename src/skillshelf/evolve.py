@@ -38,7 +38,9 @@ MAX_REASON_CHARS = 1_000
 MAX_CHANGELOG_BYTES = 20_000_000
 # Control characters (C0 but tab and newline, DEL, C1): an ESC in a description reaches
 # every terminal that prints it, a NUL truncates C strings. Refused in what is written.
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Bidirectional overrides and isolates (U+202A-202E, U+2066-2069) reorder what a terminal or
+# a page shows (a name that reads differently than it is): refused with them.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def today() -> str:

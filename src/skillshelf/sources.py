@@ -164,6 +164,12 @@ def discover(root: Root, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], l
     base = root.path
     if not base.is_dir():
         return found, notes
+    base_r = base.resolve()
+    if base_r == Path(base_r.anchor):
+        return found, [f"refusing to walk {base} (it is the filesystem's root {base_r}): point the root at the "
+                       "folder that holds the skills"]
+    # a symlink to the root's own ancestor ('/', the home folder) would walk everything above it
+    ancestors = {(st.st_dev, st.st_ino) for st in (_stat(p) for p in base_r.parents) if st is not None}
     excluded = {(st.st_dev, st.st_ino) for st in (_stat(p) for p in exclude) if st is not None}
     seen: set[tuple[int, int]] = set()
     walked = 0
@@ -175,6 +181,10 @@ def discover(root: Root, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], l
             dirnames[:] = []
             continue
         key = (st.st_dev, st.st_ino)
+        if key in ancestors:
+            notes.append(f"skipped {dirpath}: it links to a folder above the root ({os.path.realpath(dirpath)})")
+            dirnames[:] = []
+            continue
         if key in excluded:
             notes.append(f"skipped {dirpath}: it is the library's own home (drafts and history are not skills)")
             dirnames[:] = []

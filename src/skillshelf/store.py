@@ -73,7 +73,8 @@ class Store:
             if damaged(exc):
                 raise damaged_error(self.path, exc) from None
             raise StoreError(f"cannot open database {self.path}: {exc}",
-                             fix="move the file aside and run `skillshelf sync` to rebuild it") from None
+                             fix="check that the disk has free space and the folder is writable; if the file "
+                                 "itself is bad, `skillshelf rebuild` moves it aside and re-indexes the files") from None
         except OSError as exc:
             raise StoreError(f"cannot create database {self.path}: {exc.strerror}",
                              fix="check the home folder's permissions or pass --home") from None
