@@ -38,3 +38,15 @@ def test_search_skills_judge_without_a_judge_is_the_plain_order(tmp_path):
     assert not r.is_error
     sc = r.structured_content
     assert [h["name"] for h in sc["hits"]] == plain and sc["judge"].startswith("off")
+
+
+def test_usage_rows_name_the_connected_client(tmp_path):
+    """Learning caps are per client: each MCP client is logged under its own clientInfo name."""
+    lib = make_lib(tmp_path, None)
+    r = _call(lib, {"query": QUERY, "limit": 3})
+    assert not r.is_error
+    clients = {row[0] for row in lib.store.db.execute("SELECT client FROM queries")}
+    assert len(clients) == 1
+    (client,) = clients
+    assert client.startswith("mcp")
+    assert client != "mcp", "the client's name from its clientInfo is kept"

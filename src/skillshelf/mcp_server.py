@@ -12,6 +12,7 @@ method and formats what it returns.
 from __future__ import annotations
 
 import functools
+import contextvars
 import hashlib
 import logging
 import mimetypes
@@ -374,6 +375,19 @@ def _resolve_uri(lib: Any, uri: str):
     raise ResourceNotFoundError(f"no skill at {uri[:200]}")
 
 
+CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("skillshelf_mcp_client", default="mcp")
+
+
+def _client_name(context: Any) -> str:
+    """``mcp:<the client's clientInfo name>`` (e.g. ``mcp:claude-code``), or ``mcp``."""
+    try:
+        info = context.request_context.session.client_params.client_info
+        name = " ".join(str(info.name).split())[:40]
+    except Exception:   # noqa: BLE001 — no session (in-process calls) or no clientInfo: the plain name
+        return "mcp"
+    return f"mcp:{name}" if name else "mcp"
+
+
 class SkillshelfServer(MCPServer):
     """MCPServer whose resources are the library's files (listed live, page by page)."""
 
@@ -390,6 +404,9 @@ class SkillshelfServer(MCPServer):
         # as pydantic's multi-line report with a link: say it in one line with the fix.
         from pydantic import ValidationError
 
+        # usage rows name the connected client (its clientInfo), not just "mcp": the caps of
+        # learning from outcomes are per client
+        token = CLIENT.set(_client_name(context))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -403,6 +420,8 @@ class SkillshelfServer(MCPServer):
                 names = ", ".join(t.name for t in self._tool_manager.list_tools())
                 raise ToolError(f"{exc}. Fix: call one of {names}") from None
             raise
+        finally:
+            CLIENT.reset(token)
 
     async def list_tools(self):
         # Pydantic's generated titles ("Target Skill Name") repeat the property names and
@@ -523,7 +542,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
             -> Annotated[CallToolResult, SearchOut]:
         lib = handle.get()
         kw = dict(limit=limit, mode=mode, repo_scope=repo_scope, current_repo=current_repo or None,
-                  tags=tags or None, skill_type=skill_type or None, client="mcp")
+                  tags=tags or None, skill_type=skill_type or None, client=CLIENT.get())
         # judge=true asks the owner's model judge to rerank the shortlist; where none is
         # configured the plain order is returned and the result says so (not an error: an
         # agent cannot configure one)
@@ -610,7 +629,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
                        query_id: int | None = None) -> Annotated[CallToolResult, Out]:
         lib = handle.get()
         with lib.writer(what="recording this outcome"):
-            res = lib.report_outcome(skill, worked, note=note, query_id=query_id, client="mcp")
+            res = lib.report_outcome(skill, worked, note=note, query_id=query_id, client=CLIENT.get())
         rate = res["success_rate"]
         return _result(f"recorded: {res['skill']} {'worked' if worked else 'did not work'} "
                        f"({res['reports']} reports, success {rate if rate is not None else '-'})", res)
