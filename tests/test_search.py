@@ -313,3 +313,28 @@ def test_confidence_scores_a_skill_by_its_better_vector(tmp_path):
     body_cos = float(s._bindex.dot([0], qv)[0])
     assert meta_cos < s._threshold() <= body_cos
     assert res.hits[0].name == "acme-helper" and res.hits[0].match == "likely" and res.confident
+
+
+def test_a_skill_removed_by_another_process_mid_search_is_left_out(tmp_path):
+    """Another process deletes a skill's row after this search took its snapshot (the
+    generation it read is still current): the search answers without it, never KeyError."""
+    root = tmp_path / "r"
+    for i in range(6):
+        write_skill(root, f"topic-{i}", description=f"docker compose recipe number {i}")
+    write_skill(root, "other", description="totally unrelated gardening advice")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    first = lib.search("docker compose recipe", limit=5, log=False).hits
+    gone = first[0].name
+    searcher = lib.searcher
+    real_rows = searcher.rows
+
+    def rows_after_a_concurrent_delete(positions, meta=None):
+        # the other process's write lands between the snapshot and this read
+        lib.store.db.execute("DELETE FROM skills WHERE name = ?", (gone,))
+        return real_rows(positions, meta)
+
+    searcher.rows = rows_after_a_concurrent_delete
+    for mode in ("find", "brainstorm"):
+        hits = lib.search("docker compose recipe", limit=5, mode=mode, log=False).hits
+        assert hits and gone not in {h.name for h in hits}

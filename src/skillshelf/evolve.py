@@ -698,7 +698,7 @@ class Evolver:
         pos, sims = vi.top(q, 20)
         top = [int(p) for p, sim in zip(pos, sims) if sim >= self.cfg.duplicate_threshold]
         sims = dict(zip(top, (float(x) for x in sims)))
-        rows = searcher.rows(top)
+        rows = searcher.rows(top, meta)
         out = []
         for p in top:
             row = rows.get(p)

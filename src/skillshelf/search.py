@@ -496,6 +496,9 @@ class Searcher:
         # one read for the shown hits and their copies (each hit names its copies and the
         # copy a lookup by name would return)
         rows = self.rows(list({int(i) for p in chosen for i in meta.members(p)} | set(chosen)), meta)
+        # a skill another process removed after this snapshot was taken has no row: it is
+        # not shown (the next search reads the new generation)
+        chosen = [p for p in chosen if p in rows]
         qlang = text_language(query)
         hits = [self._hit(meta, rows, p, self._shown_copy(meta, rows, p, qlang, allowed, fused, (vi, bi)), cos)
                 for p in chosen]
@@ -721,7 +724,7 @@ class Searcher:
         picks = [int(cand[i]) for i in self._rng.sample(range(len(cand)), min(k, len(cand)))]
         rows = self.rows(list({int(i) for p in picks for i in meta.members(p)}), meta)
         out = []
-        for p in picks:
+        for p in (p for p in picks if p in rows):
             h = self._hit(meta, rows, p, self._shown_copy(meta, rows, p, qlang, allowed), cos)
             h.wildcard = True
             out.append(h)
