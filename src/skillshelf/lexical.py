@@ -304,6 +304,32 @@ class LexicalIndex:
         self._contrib[term] = out
         return out
 
+    def coverage(self, query_terms: list[str], rowids: list[int]) -> list[float]:
+        """Per skill in ``rowids``: the share of the request's term weight (idf; a word no
+        skill holds weighs most) that skill holds in any field. Low for every hit when the
+        request's rare words (the tool, the format, the platform it names) are in none of
+        them: the mark of a request the library does not serve, however close the cosine."""
+        st = self._ensure()
+        if st.n == 0 or not query_terms or not rowids:
+            return [0.0] * len(rowids)
+        want = np.asarray(rowids, dtype=np.int64)
+        docs = np.flatnonzero(np.isin(st.to_skill, want))       # live docs of these skills
+        owner = np.searchsorted(np.sort(want), st.to_skill[docs])
+        order = np.argsort(want)
+        top = math.log(1 + (st.n + 0.5) / 0.5)
+        total = 0.0
+        got = np.zeros(len(want))
+        for t in dict.fromkeys(query_terms):
+            ids, _ = self._contribution(st, t)
+            df = len(ids)
+            idf = math.log(1 + (max(st.n, df) - df + 0.5) / (df + 0.5)) if df else top
+            total += idf
+            if df and len(docs):
+                held = np.zeros(len(want), dtype=bool)
+                held[owner[np.isin(docs, ids)]] = True
+                got[order] += idf * held
+        return (got / total).tolist() if total else [0.0] * len(rowids)
+
     def search(self, query_terms: list[str], limit: int) -> list[tuple[int, float]]:
         """(skill rowid, score) best first."""
         st = self._ensure()

@@ -21,7 +21,7 @@ import numpy as np
 
 from .config import SearchConfig
 from .errors import ValidationError
-from . import learning, lexical, vectors
+from . import confidence, learning, lexical, vectors
 from .index import PART_BODY, PART_META
 from .store import Store
 from .text import COMPOUND_RE, STOPWORDS, trim
@@ -154,6 +154,8 @@ class SearchResult:
     latency_ms: float = 0.0
     # the request's vector (not serialised): a report on this request is learned with it
     request_vector: Any = field(default=None, repr=False, compare=False)
+    # what the confidence flag was decided from (not serialised; bench/confidence.py)
+    signals: dict = field(default_factory=dict, repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {"query": self.query, "mode": self.mode, "confident": self.confident,
@@ -321,12 +323,15 @@ class Searcher:
                 self._ensure_vectors(embedder, meta)
 
     # --- retrievers ---------------------------------------------------------------
-    def _query_terms(self, query: str) -> list[str]:
+    @staticmethod
+    def _plain_terms(query: str) -> list[str]:
         # Numbers ("1.4 GB", "30%", "2pm") say nothing about which skill fits; identifiers
         # that contain digits ("e164", "v2", "s3") are kept.
         toks = [t for t in dict.fromkeys(lexical.terms(query)) if not t.isdigit()]
-        if not toks:
-            toks = list(dict.fromkeys(lexical.terms(query, keep_stopwords=True)))
+        return toks or list(dict.fromkeys(lexical.terms(query, keep_stopwords=True)))
+
+    def _query_terms(self, query: str) -> list[str]:
+        toks = self._plain_terms(query)
         # Adjacent words also as one joined term: "Process Street" meets the name
         # "process-street-automation", "spring boot" meets "SpringBoot". Joined terms no
         # skill contains cost nothing.
@@ -500,8 +505,10 @@ class Searcher:
         # not shown (the next search reads the new generation)
         chosen = [p for p in chosen if p in rows]
         qlang = text_language(query)
-        hits = [self._hit(meta, rows, p, self._shown_copy(meta, rows, p, qlang, allowed, fused, (vi, bi)), cos)
-                for p in chosen]
+        as_copy = [self._shown_copy(meta, rows, p, qlang, allowed, fused, (vi, bi)) for p in chosen]
+        hits = [self._hit(meta, rows, p, q, cos) for p, q in zip(chosen, as_copy)]
+        terms = self._plain_terms(query)
+        covers = self._weigh_matches(hits, as_copy, meta, terms)
         for h, p in zip(hits, chosen):
             if p in evidence:
                 h.why = evidence[p].why()
@@ -515,13 +522,46 @@ class Searcher:
             return h.match == "likely"
 
         confident = any(serves(h, p) for h, p in zip(hits[:3], chosen[:3]))
+        signals = self._signals(hits, covers, meta, chosen, lex, dense, cos)
         if n_wild:
             # "outside the relevant set": not shown and not among the next-best candidates;
             # a small library falls back to "not shown"
             shown = {int(i) for p in chosen for i in meta.members(p)}
-            hits.extend(self._wildcards(meta, shown | set(pool[: limit * 2]), shown, allowed, n_wild, cos, qlang))
+            hits.extend(self._wildcards(meta, shown | set(pool[: limit * 2]), shown, allowed, n_wild, cos, qlang,
+                                        terms))
         return SearchResult(query, mode, hits, confident, degraded,
-                            latency_ms=(time.perf_counter() - t0) * 1000, request_vector=qvec)
+                            latency_ms=(time.perf_counter() - t0) * 1000, request_vector=qvec, signals=signals)
+
+    def _weigh_matches(self, hits: list[Hit], shown: list[int], meta: _Meta, terms: list[str]) -> list[float]:
+        """Set each hit's ``match``: ``likely`` when the match probability of its score and
+        of the share of the request's rare words it holds (``confidence.py``) reaches the
+        threshold; with ``search.confident_threshold`` set (another embedding model), when
+        its score alone reaches that. Returns each hit's share of the rare words."""
+        if not hits:
+            return []
+        covers = self._lex.coverage(terms, [int(meta.rowids[q]) for q in shown])
+        for h, c in zip(hits, covers):
+            if self.s.confident_threshold:
+                likely = h.score >= self.s.confident_threshold
+            else:
+                likely = confidence.probability({"cos": h.score, "cover": c}) >= confidence.THRESHOLD
+            h.match = "likely" if likely and h.score > 0 else "weak"
+        return covers
+
+    @staticmethod
+    def _signals(hits: list[Hit], covers: list[float], meta: _Meta, chosen: list[int], lex: list, dense: list,
+                 cos) -> dict[str, Any]:
+        """What the confidence flag can be decided from, for bench/confidence.py: the best
+        score and rare-word share of the first three hits (and both, per hit), how far the
+        first stands above the rest, and whether the lexical and dense lists agree."""
+        if not hits:
+            return {}
+        c = [cos(p) or 0.0 for p in chosen[:10]]
+        lg = {int(meta.group[p]) for p, _ in lex[:10]}
+        dg = {int(meta.group[p]) for p, _ in dense[:10]}
+        return {"cos": max(h.score for h in hits[:3]), "cover": max(covers[:3]),
+                "first3": [(h.score, c) for h, c in zip(hits[:3], covers[:3])],
+                "margin": c[0] - (float(np.mean(c[1:])) if len(c) > 1 else 0.0), "agree": len(lg & dg) / 10.0}
 
     def _recent_groups(self, meta: _Meta, recent: dict[str, int] | None, worked) -> dict[int, int]:
         """Copy group -> recent appearances of any of its copies, for the groups none of
@@ -712,7 +752,7 @@ class Searcher:
             lineage=_lineage(row["metadata"]), ref=ref)
 
     def _wildcards(self, meta: _Meta, exclude: set[int], fallback: set[int], allowed, k: int, cos,
-                   qlang: str) -> list[Hit]:
+                   qlang: str, terms: list[str]) -> list[Hit]:
         def pick(ex: set[int]) -> np.ndarray:
             ok = meta.active.copy() if allowed is None else (meta.active & allowed)
             ok[list(ex)] = False
@@ -724,8 +764,11 @@ class Searcher:
         picks = [int(cand[i]) for i in self._rng.sample(range(len(cand)), min(k, len(cand)))]
         rows = self.rows(list({int(i) for p in picks for i in meta.members(p)}), meta)
         out = []
-        for p in (p for p in picks if p in rows):
-            h = self._hit(meta, rows, p, self._shown_copy(meta, rows, p, qlang, allowed), cos)
+        picks = [p for p in picks if p in rows]
+        as_copy = [self._shown_copy(meta, rows, p, qlang, allowed) for p in picks]
+        for p, q in zip(picks, as_copy):
+            h = self._hit(meta, rows, p, q, cos)
             h.wildcard = True
             out.append(h)
+        self._weigh_matches(out, as_copy, meta, terms)
         return out

@@ -1,0 +1,69 @@
+"""The match probability behind the confidence flag: a small logistic model over the
+signals a search computes (``Searcher._signals``), so that "no confident match" rests on
+more than one cosine.
+
+The weights are fitted by ``bench/confidence.py --fit`` (plain logistic regression with a
+little L2, Newton's method) and written here by hand; that script also scores every fit on
+requests it did not see. Other embedding models move the cosine signals: set
+``search.confident_threshold`` (the cosine-only rule) or refit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# Per hit: cos, its score (the request's cosine to the skill's better vector); cover, the
+# share of the request's term weight (idf) the skill holds in any field. A request is served
+# when one skill holds both its meaning and its rare words.
+FEATURES = ("cos", "cover")
+
+# intercept first, then one weight per feature
+WEIGHTS = (-1.228, 2.145, 4.445)
+THRESHOLD = 0.80
+
+
+def probability(signals: dict, weights=WEIGHTS) -> float:
+    """P(the library serves this request) from a search's signals; 0.0 without them."""
+    if not signals:
+        return 0.0
+    z = weights[0] + sum(w * float(signals.get(n, 0.0)) for w, n in zip(weights[1:], FEATURES))
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def predict(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
+    z = weights[0] + x @ np.asarray(weights[1:])
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
+
+
+def fit_best_hit(hits: list[np.ndarray], y: np.ndarray, l2: float = 1.0, rounds: int = 20) -> np.ndarray:
+    """Weights for a request served when its *best* hit is: each request stands for the
+    features of whichever of its first hits the current weights rate highest, refitted
+    until that choice no longer changes. ``hits``: per request, an array [hits, features]."""
+    pick = [h[int(np.argmax(h[:, 0]))] if len(h) else np.zeros(len(FEATURES)) for h in hits]
+    w = fit(np.array(pick), y, l2)
+    for _ in range(rounds):
+        new = [h[int(np.argmax(predict(w, h)))] if len(h) else np.zeros(len(FEATURES)) for h in hits]
+        if all(np.array_equal(a, b) for a, b in zip(new, pick)):
+            break
+        pick = new
+        w = fit(np.array(pick), y, l2)
+    return w
+
+
+def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 50) -> np.ndarray:
+    """Logistic regression (intercept unpenalised) by Newton's method: the weights."""
+    a = np.hstack([np.ones((len(x), 1)), x])
+    w = np.zeros(a.shape[1])
+    pen = np.full(a.shape[1], l2)
+    pen[0] = 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-np.clip(a @ w, -50, 50)))
+        grad = a.T @ (p - y) + pen * w
+        hess = (a * (p * (1 - p))[:, None]).T @ a + np.diag(pen + 1e-9)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w

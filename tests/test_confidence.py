@@ -1,0 +1,80 @@
+"""The match probability behind ``match`` and ``confident`` (confidence.py)."""
+
+import numpy as np
+import pytest
+
+from skillshelf import Library, confidence
+
+from conftest import write_skill
+
+
+def test_fit_recovers_the_weights_that_made_the_data():
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0, 1, size=(4000, 2))
+    true = np.array([-3.0, 2.0, 5.0])
+    y = (rng.uniform(size=4000) < confidence.predict(true, x)).astype(float)
+    w = confidence.fit(x, y, l2=0.0)
+    assert np.allclose(w, true, atol=0.5), w
+
+
+def test_fit_best_hit_learns_from_the_hit_that_carries_the_signal():
+    """Each request has three hits; only one of them (at a random place) carries what tells
+    served from not served. Fitting on the first hit alone cannot see it; the best-hit fit
+    must find it."""
+    rng = np.random.default_rng(3)
+    hits, ys = [], []
+    for _ in range(600):
+        y = float(rng.uniform() < 0.5)
+        h = rng.uniform(0, 0.3, size=(3, 2))
+        h[rng.integers(3)] = [0.8, 0.9] if y else [0.3, 0.2]
+        hits.append(h)
+        ys.append(y)
+    ys = np.array(ys)
+    w = confidence.fit_best_hit(hits, ys)
+    p = np.array([confidence.predict(w, h).max() for h in hits])
+    assert ((p >= 0.5) == (ys == 1)).mean() > 0.95
+    first_only = confidence.fit(np.array([h[0] for h in hits]), ys)
+    p0 = confidence.predict(first_only, np.array([h[0] for h in hits]))
+    assert ((p0 >= 0.5) == (ys == 1)).mean() < 0.85
+
+
+def test_probability_rises_with_score_and_with_the_rare_words_held():
+    low = confidence.probability({"cos": 0.5, "cover": 0.1})
+    assert confidence.probability({"cos": 0.7, "cover": 0.1}) > low
+    assert confidence.probability({"cos": 0.5, "cover": 0.6}) > low
+    assert confidence.probability({}) == 0.0
+
+
+@pytest.fixture
+def lib(tmp_path):
+    root = tmp_path / "r"
+    write_skill(root, "docker-build", description="Multi-stage Docker builds with cached layers")
+    write_skill(root, "react-forms", description="Build accessible React forms with validation")
+    write_skill(root, "postgres-index", description="Pick and tune PostgreSQL indexes for slow queries")
+    lib = Library(home=tmp_path / "h", roots=[root], auto_sync=False)   # the bundled model
+    lib.sync()
+    return lib
+
+
+def test_a_close_cosine_without_the_requests_rare_words_is_not_a_match(lib):
+    """The request names a tool no skill mentions (Podman quadlet): the Docker skill is
+    close in meaning (cosine above the old cosine-only cut, 0.43) but does not serve it."""
+    res = lib.search("add a Podman quadlet unit so our container image rebuilds with cached layers", log=False)
+    top = res.hits[0]
+    assert top.name == "docker-build" and top.score >= 0.43
+    assert top.match == "weak" and not res.confident
+    assert res.signals["cover"] < 0.3
+
+
+def test_a_skill_that_holds_the_requests_words_and_meaning_is_a_match(lib):
+    res = lib.search("speed up our Docker image build with multi-stage layer caching", log=False)
+    assert res.hits[0].name == "docker-build" and res.hits[0].match == "likely" and res.confident
+
+
+def test_a_set_cosine_threshold_uses_the_cosine_alone(lib):
+    """Another embedding model: ``search.confident_threshold`` replaces the model."""
+    import dataclasses
+
+    lib.searcher.s = dataclasses.replace(lib.searcher.s, confident_threshold=0.43)
+    res = lib.search("add a Podman quadlet unit so our container image rebuilds with cached layers", log=False)
+    assert res.hits[0].match == "likely" and res.confident
