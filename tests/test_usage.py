@@ -124,7 +124,12 @@ def test_no_code_path_updates_or_deletes_usage_rows(tmp_path):
                 "DELETE FROM recommendations"):
         with pytest.raises(sqlite3.DatabaseError):
             lib.store.db.execute(sql)
-    assert lib.prune_usage("2026-06-01") == 3  # explicit, confirmed retention still works
+    db.execute("INSERT INTO judge_log (at, mode, backend, model, status, latency_ms, candidates)"
+               " VALUES ('2026-01-01', 'rerank', 'ollama', 'm', 'ok', 1.0, 5)")
+    with pytest.raises(sqlite3.DatabaseError):
+        lib.store.db.execute("DELETE FROM judge_log")
+    assert lib.prune_usage("2026-06-01") == 4  # explicit, confirmed retention still works (judge log too)
+    assert db.execute("SELECT COUNT(*) FROM judge_log").fetchone()[0] == 0
 
 
 def test_hash_queries_setting(tmp_path):

@@ -367,6 +367,7 @@ def prune(store: Store, before: str) -> int:
             n = 0
             n += tx.execute("DELETE FROM recommendations WHERE at < ?", (before,)).rowcount
             n += tx.execute("DELETE FROM outcomes WHERE at < ?", (before,)).rowcount
+            n += tx.execute("DELETE FROM judge_log WHERE at < ?", (before,)).rowcount
             n += tx.execute("DELETE FROM queries WHERE at < ? AND id NOT IN (SELECT query_id FROM recommendations)",
                             (before,)).rowcount
         finally:
