@@ -171,37 +171,48 @@ def main() -> None:
         poison(lib, pairs, cid)
         return
     base = score(seconds)
-    ceiling = None
+    ceiling, noisy = None, []
     if args.ceiling:
         from quality import name_key
 
         off = dataclasses.replace(s, learn_from_outcomes=False)
         lib.searcher.s = off
-        vals, plain = [], []
-        for f, p in pairs:
-            if p["kind"] == "gap":
-                continue
-            shown = [cid(h.path) for h in lib.search(f["query"], limit=10, log=False).hits]
-            ranked = [cid(h.path) for h in lib.search(p["query"], limit=30, log=False).hits]
-            plain.append(measure(ranked[:10], p["relevant"], names)["dndcg10"])
-            for d in shown[: args.tries]:
-                same = [i for i, x in enumerate(ranked) if name_key(names.get(x, x)) == name_key(names.get(d, d))]
-                if f["relevant"].get(d, 0) >= 2:
-                    if same:
-                        ranked.insert(0, ranked.pop(same[0]))
-                    break
-                for i in reversed(same):
-                    ranked.append(ranked.pop(i))
-            vals.append(measure(ranked[:10], p["relevant"], names)["dndcg10"])
+        lists = [([cid(h.path) for h in lib.search(f["query"], limit=10, log=False).hits],
+                  [cid(h.path) for h in lib.search(p["query"], limit=30, log=False).hits], f, p)
+                 for f, p in pairs if p["kind"] != "gap"]
         lib.searcher.s = s
-        # the lift, against the same lists (a 30-hit list's first 10 differ a little from a 10-hit list)
-        ceiling = (float(np.mean(vals)), float(np.mean(vals)) - float(np.mean(plain)))
+
+        def oracle(rng: random.Random | None) -> tuple[float, float]:
+            """A learner that acts perfectly on each report it gets (worked: to the top of the
+            second wording's list; failed: out of it), with reports flipped at the replay's
+            noise rate when ``rng`` is given."""
+            vals, plain = [], []
+            for shown, ranked, f, p in lists:
+                ranked = list(ranked)
+                plain.append(measure(ranked[:10], p["relevant"], names)["dndcg10"])
+                for d in shown[: args.tries]:
+                    same = [i for i, x in enumerate(ranked) if name_key(names.get(x, x)) == name_key(names.get(d, d))]
+                    worked = f["relevant"].get(d, 0) >= 2
+                    if rng is not None and rng.random() < args.noise:
+                        worked = not worked
+                    if worked:
+                        if same:
+                            ranked.insert(0, ranked.pop(same[0]))
+                        break
+                    for i in reversed(same):
+                        ranked.append(ranked.pop(i))
+                vals.append(measure(ranked[:10], p["relevant"], names)["dndcg10"])
+            # the lift, against the same lists (a 30-hit list's first 10 differ a little from a 10-hit list)
+            return float(np.mean(vals)), float(np.mean(vals)) - float(np.mean(plain))
+
+        ceiling = oracle(None)
+        noisy = [oracle(random.Random(seed))[1] for seed in range(args.seeds)]
     all_q = [p["qid"] for p in seconds]
     report: dict = {"settings": {k: getattr(s, k) for k in ("learn_from_outcomes", "learning_weight",
                                                              "learning_similarity", "learning_half_life_days",
                                                              "learning_client_cap")},
                     "tries": args.tries, "noise": args.noise, "no_history": summary(base, all_q), "seeds": [],
-                    "ceiling_dndcg10": ceiling}
+                    "ceiling_dndcg10": ceiling, "ceiling_trusting_noisy_reports": noisy if args.ceiling else None}
     print(f"no history: {report['no_history']}", file=sys.stderr)
     for seed in range(args.seeds):
         rng = random.Random(seed)
@@ -256,6 +267,8 @@ def main() -> None:
           + ", ".join(f"{r['better']}/{r['worse']}" for r in report["seeds"]))
     if ceiling is not None:
         print(f"ceiling (a perfect learner, no noise, the same picks): {ceiling[0]:.4f} (lift {ceiling[1]:+.4f})")
+        print(f"the same learner trusting each noisy report (seeds 0-{args.seeds - 1}): lift "
+              + ", ".join(f"{x:+.4f}" for x in noisy) + f" (mean {float(np.mean(noisy)):+.4f})")
     print("no similar history (held-out half, no reported request within learning_similarity): "
           + ", ".join(f"n={n} {x:.4f} -> {y:.4f} ({y - x:+.4f})" for x, y, n in ns))
     if args.json:
