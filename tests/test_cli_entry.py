@@ -134,3 +134,31 @@ def test_help_lists_only_real_commands():
     assert "countarguments" not in r.stdout.lower()
     for cmd in ("search", "rebuild", "install", "export", "import", "dashboard"):
         assert cmd in r.stdout
+
+
+def test_bytes_damaged_inside_a_stored_body_name_rebuild(lib_home):
+    """A stored body whose bytes are no longer UTF-8 passes SQLite's quick_check and fails
+    only when read: the read says the index is damaged and that `rebuild` fixes it."""
+    import sqlite3
+
+    db = sqlite3.connect(lib_home / "skillshelf.db")
+    db.execute("UPDATE skills SET body = CAST(X'6F6BFFFE0A' AS TEXT) WHERE name = 'cors-fix-nextjs-api'")
+    db.commit()
+    db.close()
+    p = sk("show", "cors-fix-nextjs-api", home=lib_home)
+    line = one_line(p)
+    assert p.returncode == 1 and "damaged" in line and "skillshelf rebuild" in line
+    p = sk("rebuild", "--yes", home=lib_home)
+    assert p.returncode == 0, p.stderr
+    p = sk("show", "cors-fix-nextjs-api", home=lib_home)
+    assert p.returncode == 0 and "CORS" in p.stdout
+
+
+def test_mcp_message_for_a_damaged_value_names_rebuild():
+    import sqlite3
+
+    from skillshelf.mcp_server import _message
+
+    msg = _message(sqlite3.OperationalError("Could not decode to UTF-8 column 'body' with text 'ok\ufffd'"))
+    assert "skillshelf rebuild" in msg
+    assert "skillshelf rebuild" in _message(sqlite3.DatabaseError("database disk image is malformed"))

@@ -183,10 +183,16 @@ def _message(exc: BaseException, doing: str = "") -> str:
     else:
         import sqlite3
 
-        msg = f"{type(exc).__name__}: {exc}"
-        fix = ("run `skillshelf doctor` (the database may be damaged; `skillshelf sync` rebuilds it from the files)"
-               if isinstance(exc, sqlite3.Error) else
-               "try again; if it keeps failing, run `skillshelf doctor` and read the server's log (stderr)")
+        from .store import damaged, damaged_error
+
+        msg = f"{type(exc).__name__}: {str(exc).split(' with text ', 1)[0]}"
+        if damaged(exc):
+            fix = damaged_error(Path("skillshelf.db"), exc).fix
+        elif isinstance(exc, sqlite3.Error):
+            fix = ("run `skillshelf doctor`; if it reports the database damaged, `skillshelf rebuild` re-indexes"
+                   " the files")
+        else:
+            fix = "try again; if it keeps failing, run `skillshelf doctor` and read the server's log (stderr)"
     msg = " ".join(str(msg).split())[:500]
     if doing:
         msg = f"{doing}: {msg}"

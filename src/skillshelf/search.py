@@ -507,7 +507,7 @@ class Searcher:
         qlang = text_language(query)
         as_copy = [self._shown_copy(meta, rows, p, qlang, allowed, fused, (vi, bi)) for p in chosen]
         hits = [self._hit(meta, rows, p, q, cos) for p, q in zip(chosen, as_copy)]
-        terms = self._plain_terms(query)
+        terms = self._plain_terms(query)[:64]   # as many as the lexical list weighs
         covers = self._weigh_matches(hits, as_copy, meta, terms)
         for h, p in zip(hits, chosen):
             if p in evidence:

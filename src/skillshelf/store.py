@@ -25,13 +25,16 @@ _DAMAGED = {11, 26}   # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
 def damaged(exc: BaseException) -> bool:
+    # skillshelf writes only str to its text columns: bytes there that are not UTF-8 were
+    # damaged on disk (quick_check does not read the values, so only the read finds them)
     return isinstance(exc, sqlite3.DatabaseError) and (
         getattr(exc, "sqlite_errorcode", None) in _DAMAGED
-        or "malformed" in str(exc) or "not a database" in str(exc))
+        or "malformed" in str(exc) or "not a database" in str(exc) or "Could not decode to UTF-8" in str(exc))
 
 
 def damaged_error(path: Path, exc: BaseException) -> StoreError:
-    return StoreError(f"the index database {path} is damaged ({exc})",
+    what = str(exc).split(" with text ", 1)[0]   # not the damaged value itself (a whole body, say)
+    return StoreError(f"the index database {path} is damaged ({what})",
                       fix="run `skillshelf rebuild`: it moves the damaged file aside and rebuilds the index "
                           "from the skill files (usage history is kept only if the old file can be read)")
 
