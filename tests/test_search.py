@@ -338,3 +338,10 @@ def test_a_skill_removed_by_another_process_mid_search_is_left_out(tmp_path):
     for mode in ("find", "brainstorm"):
         hits = lib.search("docker compose recipe", limit=5, mode=mode, log=False).hits
         assert hits and gone not in {h.name for h in hits}
+
+
+def test_an_empty_library_says_how_to_fill_it(tmp_path):
+    lib = Library(home=tmp_path / "h", embedder=FakeEmbedder(), auto_sync=False)
+    res = lib.search("fix a CORS error", log=False)
+    assert res.hits == [] and not res.confident
+    assert "skillshelf init" in res.degraded and "skillshelf roots add" in res.degraded

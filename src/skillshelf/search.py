@@ -39,8 +39,8 @@ CONFIDENT_COSINE = 0.43
 
 # What ``degraded`` says when the library has no skills: no request can be served, and that
 # is not a gap in a collection (such requests stay out of the gap list).
-EMPTY_LIBRARY = ("the library has no skills indexed yet: add a root (`skillshelf roots add PATH`)"
-                 " and run `skillshelf sync`")
+EMPTY_LIBRARY = ("the library has no skills indexed yet: `skillshelf init` adds three sample skills; add your own"
+                 " collection with `skillshelf roots add PATH` and `skillshelf sync`")
 
 # Which copy of a group of copies (same name) a hit shows, among the copies in the request's
 # language: "same" -- the best-ranked one, or the original (the copy a lookup by name returns)
