@@ -1,3 +1,4 @@
+from pathlib import Path
 import datetime as dt
 
 import pytest
@@ -345,3 +346,20 @@ def test_an_empty_library_says_how_to_fill_it(tmp_path):
     res = lib.search("fix a CORS error", log=False)
     assert res.hits == [] and not res.confident
     assert "skillshelf init" in res.degraded and "skillshelf roots add" in res.degraded
+
+
+def test_a_near_copy_under_another_name_is_not_ranked_below_unrelated_skills(tmp_path):
+    """A small library (every skill is a candidate) with a renamed copy of a sample skill:
+    diversity may not push the copy below skills whose meaning is unrelated to the request."""
+    lib = Library.init(tmp_path / "h", auto_sync=False)   # the bundled model
+    lib.sync()
+    original = next(r for r in lib.list() if r.name == "cors-fix-nextjs-api")
+    copy = tmp_path / "r" / "good-skill"
+    copy.mkdir(parents=True)
+    copy.joinpath("SKILL.md").write_text(
+        Path(original.path).read_text().replace("name: cors-fix-nextjs-api", "name: good-skill"))
+    lib = Library(home=tmp_path / "h", roots=[tmp_path / "r"], auto_sync=False)
+    lib.sync()
+    hits = lib.search("fix a CORS error", log=False).hits
+    assert {h.name for h in hits[:2]} == {"cors-fix-nextjs-api", "good-skill"}, [(h.name, h.score) for h in hits]
+    assert all(h.score <= 0 for h in hits[2:])

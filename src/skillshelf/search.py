@@ -496,7 +496,14 @@ class Searcher:
         # brainstorm's wildcards are part of the limit, never on top of it; the relevant hits
         # keep the majority (limit 5: 3 + 2; limit 3: 2 + 1; limit 1 or 2: no wildcard)
         n_wild = min(s.wildcards, (limit - 1) // 2) if mode == "brainstorm" else 0
-        chosen = self._mmr(pool, rel, lam, limit - n_wild, vi if qvec is not None else None)
+        # Diversity works among the candidates related to the request: one whose meaning is
+        # unrelated (cosine <= 0: retrieval reached it through a shared common word, as in a
+        # small library where every skill is a candidate) never passes a related one because
+        # the related one resembles a hit already chosen (a near-copy under another name).
+        related = [p for p in pool if qvec is None or (cos(p) or 0.0) > 0.0]
+        unrelated = [p for p in pool if qvec is not None and (cos(p) or 0.0) <= 0.0]
+        chosen = self._mmr(related, rel, lam, limit - n_wild, vi if qvec is not None else None)
+        chosen += unrelated[: max(0, limit - n_wild - len(chosen))]
 
         # one read for the shown hits and their copies (each hit names its copies and the
         # copy a lookup by name would return)
