@@ -1,5 +1,5 @@
-from pathlib import Path
 import datetime as dt
+from pathlib import Path
 
 import pytest
 
