@@ -226,6 +226,22 @@ def test_overview_and_flywheel(client, lib):
     assert client.get("/api/stats").json()["queries"] == 2
 
 
+def test_overview_shows_what_the_model_judge_did(client, lib):
+    assert "Model judge" not in client.get("/").text      # no judge configured, nothing judged
+    from skillshelf.store import now
+
+    with lib.store.tx() as tx:
+        for status, ms in (("ok", 820.0), ("ok", 1400.0), ("timeout", 30000.0)):
+            tx.execute("INSERT INTO judge_log (at, mode, backend, model, status, latency_ms, candidates, invented,"
+                       " verdicts) VALUES (?, 'both', 'ollama', 'qwen2.5:7b', ?, ?, 10, 1, ?)",
+                       (now(), status, ms, '[{"verdict": "likely"}, {"verdict": "weak"}]'))
+    j = client.get("/api/overview").json()["judge"]
+    assert j["judged"] == 3 and j["ok"] == 2 and j["timeouts"] == 1 and j["invented_dropped"] == 3
+    page = client.get("/").text
+    assert "Model judge" in page and "qwen2.5:7b" in page and "judged searches" in page
+    assert re.search(r"2 answered · 1 timed out", page)
+
+
 def test_openapi_describes_the_api(ro_client):
     spec = ro_client.get("/openapi.json").json()
     for path in ("/api/skills", "/api/search", "/api/skill/{skill}", "/api/overview", "/api/deprecate",

@@ -482,7 +482,8 @@ class CatalogMixin:
     # --- overview -------------------------------------------------------------------------
     def overview(self, *, days: int = 30, weeks: int = 12, top: int = 8) -> dict[str, Any]:
         """Totals (active, inactive, expired, drafts waiting, invalid files), skills by root,
-        repo and type, the flywheel series, and the lists that need a person."""
+        repo and type, the flywheel series, the lists that need a person, and what the model
+        judge did over the last ``days``."""
         snap = self._catalog()
         expired = snap.expired_mask()
         drafts = self.review.list()
@@ -494,7 +495,8 @@ class CatalogMixin:
         return {"totals": totals, "by_root": f["roots"], "by_repo": f["repos"][:top + 4],
                 "repos_total": len(f["repos"]), "by_type": f["types"], "untyped": f["untyped"],
                 "flywheel": self.flywheel(days=days, weeks=weeks),
-                "curation": self.curation(top=top, drafts=drafts)}
+                "curation": self.curation(top=top, drafts=drafts),
+                "judge": self.judge_stats(since=(_dt.date.today() - _dt.timedelta(days=days)).isoformat())}
 
     def curation(self, *, top: int = 25, drafts: list[dict] | None = None, since: str | None = None) -> dict[str, Any]:
         """The lists that need a person: drafts to review, kill candidates (active skills
