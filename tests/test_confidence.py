@@ -78,3 +78,38 @@ def test_a_set_cosine_threshold_uses_the_cosine_alone(lib):
     lib.searcher.s = dataclasses.replace(lib.searcher.s, confident_threshold=0.43)
     res = lib.search("add a Podman quadlet unit so our container image rebuilds with cached layers", log=False)
     assert res.hits[0].match == "likely" and res.confident
+
+
+def test_coverage_matches_a_brute_force_count(tmp_path):
+    """coverage() (bisection in cached postings) against a plain count over the raw postings,
+    for hits in any order, a skill edited since (a dead old version), and an unknown rowid."""
+    import math
+
+    from skillshelf.embeddings.fake import FakeEmbedder
+
+    root = tmp_path / "r"
+    write_skill(root, "docker-build", description="Multi-stage Docker builds with cached layers")
+    write_skill(root, "react-forms", description="Accessible React forms with validation and Docker previews")
+    write_skill(root, "postgres-index", description="Tune PostgreSQL indexes for slow queries")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    write_skill(root, "react-forms", description="Accessible React forms, validated, with Storybook previews")
+    lib.sync()
+    lex = lib.searcher._lex
+    st = lex._ensure()
+    terms = lib.searcher._plain_terms("docker previews for react forms with quadlet storybook")
+    rowids = [r[0] for r in lib.store.db.execute("SELECT rowid FROM skills ORDER BY rowid DESC")] + [10_000]
+    got = lex.coverage(terms, rowids)
+    top = math.log(1 + (st.n + 0.5) / 0.5)
+    for rid, g in zip(rowids, got):
+        live = set(np.flatnonzero(st.to_skill == rid).tolist())
+        total = held = 0.0
+        for t in dict.fromkeys(terms):
+            ids, _ = lex._postings(t)
+            ids = ids[ids < len(st.to_skill)]
+            df = len(ids)
+            idf = math.log(1 + (max(st.n, df) - df + 0.5) / (df + 0.5)) if df else top
+            total += idf
+            held += idf if live & set(ids.tolist()) else 0.0
+        assert g == pytest.approx(held / total), (rid, g, held / total)
+    assert got[-1] == 0.0 and max(got) > 0.0

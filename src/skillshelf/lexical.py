@@ -219,6 +219,7 @@ class _State:
     n: int
     wnorm: np.ndarray         # field weight / (1 - b + b * len / avg), per field and doc [5, n]
     dead: np.ndarray          # docids whose postings no longer count
+    by_rowid: tuple | None = None   # (skill rowids sorted, their docids): rowid -> docid, made on first use
 
 
 class LexicalIndex:
@@ -287,6 +288,10 @@ class LexicalIndex:
         if len(ids) and int(ids.max()) >= len(st.to_skill):   # written after our snapshot
             keep = ids < len(st.to_skill)
             ids, tfs = ids[keep], tfs[keep]
+        if len(ids) > 1 and not bool((ids[1:] >= ids[:-1]).all()):
+            # kept in docid order (the scores do not care; coverage() looks docs up by bisection)
+            order = np.argsort(ids, kind="stable")
+            ids, tfs = ids[order], tfs[order]
         df = len(ids)
         if df:
             idf = math.log(1 + (max(st.n, df) - df + 0.5) / (df + 0.5))
@@ -308,14 +313,20 @@ class LexicalIndex:
         """Per skill in ``rowids``: the share of the request's term weight (idf; a word no
         skill holds weighs most) that skill holds in any field. Low for every hit when the
         request's rare words (the tool, the format, the platform it names) are in none of
-        them: the mark of a request the library does not serve, however close the cosine."""
+        them: the mark of a request the library does not serve, however close the cosine.
+        Costs a bisection per term and hit (the postings are cached and in docid order),
+        not a pass over the library."""
         st = self._ensure()
         if st.n == 0 or not query_terms or not rowids:
             return [0.0] * len(rowids)
+        if st.by_rowid is None:
+            order = np.argsort(st.to_skill, kind="stable")
+            st.by_rowid = (st.to_skill[order], order)
+        srt, docid_of = st.by_rowid
         want = np.asarray(rowids, dtype=np.int64)
-        docs = np.flatnonzero(np.isin(st.to_skill, want))       # live docs of these skills
-        owner = np.searchsorted(np.sort(want), st.to_skill[docs])
-        order = np.argsort(want)
+        lo, hi = np.searchsorted(srt, want, "left"), np.searchsorted(srt, want, "right")
+        owner = np.repeat(np.arange(len(want)), hi - lo)          # hit index of each live doc
+        docs = np.concatenate([docid_of[a:b] for a, b in zip(lo, hi)]) if len(owner) else owner
         top = math.log(1 + (st.n + 0.5) / 0.5)
         total = 0.0
         got = np.zeros(len(want))
@@ -325,9 +336,10 @@ class LexicalIndex:
             idf = math.log(1 + (max(st.n, df) - df + 0.5) / (df + 0.5)) if df else top
             total += idf
             if df and len(docs):
+                at = np.minimum(np.searchsorted(ids, docs), df - 1)
                 held = np.zeros(len(want), dtype=bool)
-                held[owner[np.isin(docs, ids)]] = True
-                got[order] += idf * held
+                held[owner[ids[at] == docs]] = True
+                got += idf * held
         return (got / total).tolist() if total else [0.0] * len(rowids)
 
     def search(self, query_terms: list[str], limit: int) -> list[tuple[int, float]]:

@@ -451,6 +451,20 @@ class Searcher:
                 cos_cache[p] = max(sims) if sims else None
             return cos_cache[p]
 
+        def cos_all(ps: list[int]) -> None:
+            """``cos`` of many positions in one product per index (not one call each)."""
+            need = np.asarray([p for p in ps if p not in cos_cache], dtype=np.int64)
+            if qvec is None or not len(need):
+                return
+            best = np.full(len(need), -np.inf)
+            for ix in (vi, bi):
+                if ix is not None:
+                    h = ix.has[need]
+                    if h.any():
+                        best[h] = np.maximum(best[h], ix.dot(need[h], qvec))
+            for p, b in zip(need.tolist(), best.tolist()):
+                cos_cache[p] = None if b == -np.inf else b
+
         fused = rrf([[p for p, _ in lex], [p for p, _ in dense]], [s.lexical_weight, s.dense_weight], s.rrf_k)
         if not fused:
             return SearchResult(query, mode, [], False, degraded, latency_ms=(time.perf_counter() - t0) * 1000)
@@ -500,6 +514,7 @@ class Searcher:
         # unrelated (cosine <= 0: retrieval reached it through a shared common word, as in a
         # small library where every skill is a candidate) never passes a related one because
         # the related one resembles a hit already chosen (a near-copy under another name).
+        cos_all(pool)
         related = [p for p in pool if qvec is None or (cos(p) or 0.0) > 0.0]
         unrelated = [p for p in pool if qvec is not None and (cos(p) or 0.0) <= 0.0]
         chosen = self._mmr(related, rel, lam, limit - n_wild, vi if qvec is not None else None)
