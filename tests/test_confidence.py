@@ -113,3 +113,19 @@ def test_coverage_matches_a_brute_force_count(tmp_path):
             held += idf if live & set(ids.tolist()) else 0.0
         assert g == pytest.approx(held / total), (rid, g, held / total)
     assert got[-1] == 0.0 and max(got) > 0.0
+
+
+def test_words_of_unspaced_scripts_do_not_count_as_missing(tmp_path):
+    """Chinese is not split into words by the tokenizer: a run of it is one term no skill
+    holds. Such terms are left out of the coverage, so a Chinese request to a Chinese skill
+    is a match by what can be compared (here the Latin words and the cosine)."""
+    root = tmp_path / "r"
+    write_skill(root, "cors-fix-zh", description="修复 Next.js API 路由中的跨域 CORS 错误")
+    write_skill(root, "docker-build", description="Multi-stage Docker builds with cached layers")
+    lib = Library(home=tmp_path / "h", roots=[root], auto_sync=False)   # the bundled model
+    lib.sync()
+    res = lib.search("修复 Next.js API 路由的跨域错误", log=False)
+    assert res.hits[0].name == "cors-fix-zh" and res.hits[0].match == "likely" and res.confident
+    # nothing comparable at all: the cosine rule decides
+    lex = lib.searcher._lex
+    assert lex.coverage(["的跨域错误"], [1, 2]) == [None, None]

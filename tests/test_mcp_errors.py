@@ -49,7 +49,7 @@ def test_unexpected_exceptions_become_one_line_errors(home, monkeypatch):
             t = _one_line_with_fix(await c.call_tool("skill_stats", {}))
             assert "No space left on device" in t and "skillshelf.db" in t
             t = _one_line_with_fix(await c.call_tool("reindex", {}))
-            assert "malformed" in t and "skillshelf doctor" in t
+            assert "malformed" in t and "skillshelf rebuild" in t
             t = _one_line_with_fix(await c.call_tool("get_skill", {"name": "cors-fix-nextjs-api"}))
             assert t.startswith("KeyError: 'oops'")
             # domain errors keep their own fix

@@ -183,14 +183,15 @@ def test_lexical_index_bm25f_against_hand_computed_scores(tmp_path):
     # the per-term cache drops the least recently used term first, and scores stay exact
     before = {t: dict(idx.search([t], 10)) for t in ("appl", "pie", "red")}
     assert [len(before[t]) for t in ("appl", "pie", "red")] == [2, 1, 1]
-    idx._contrib.clear()
-    idx._cached_entries = 0
+    st = idx._ensure()
+    st.contrib.clear()
+    st.cached = 0
     idx.CACHE_ENTRIES = 3
     idx.search(["appl"], 10)
     idx.search(["pie"], 10)
     idx.search(["appl"], 10)                       # used again: now the most recent
     idx.search(["red"], 10)                        # over the bound: "pie", the least recent, goes
-    assert list(idx._contrib) == ["appl", "red"] and idx._cached_entries == 3
+    assert list(st.contrib) == ["appl", "red"] and st.cached == 3
     assert {t: dict(idx.search([t], 10)) for t in before} == before
 
 
@@ -363,3 +364,41 @@ def test_a_near_copy_under_another_name_is_not_ranked_below_unrelated_skills(tmp
     hits = lib.search("fix a CORS error", log=False).hits
     assert {h.name for h in hits[:2]} == {"cors-fix-nextjs-api", "good-skill"}, [(h.name, h.score) for h in hits]
     assert all(h.score <= 0 for h in hits[2:])
+
+
+def test_a_skill_without_a_vector_yet_still_ranks_by_its_words(tmp_path):
+    """A skill whose vectors are missing (an embedder that failed on it, a model change in
+    progress) has no cosine: it is not 'unrelated', and its exact word match is shown."""
+    root = tmp_path / "r"
+    write_skill(root, "postgres-index", description="Tune PostgreSQL indexes for slow queries")
+    write_skill(root, "mysql-replication", description="Set up MySQL replication for read scaling")
+    write_skill(root, "sql-migrations", description="Write safe SQL schema migrations with rollbacks")
+    write_skill(root, "react-forms", description="Build accessible React forms with validation")
+    lib = Library(home=tmp_path / "h", roots=[root], auto_sync=False)   # the bundled model
+    lib.sync()
+    with lib.store.tx() as tx:
+        tx.execute("DELETE FROM skill_vectors WHERE skill_rowid = (SELECT rowid FROM skills WHERE name = ?)",
+                   ("postgres-index",))
+    lib.store.set_meta("vectors_generation", "changed")
+    res = lib.search("tune postgresql indexes for slow queries", limit=3, log=False)
+    assert res.hits[0].name == "postgres-index" and res.hits[0].score == 0.0, [(h.name, h.score) for h in res.hits]
+    assert any(h.score > 0 for h in res.hits[1:])      # the others have vectors and are related
+
+
+def test_a_search_still_on_the_old_index_does_not_leave_stale_postings_for_the_new_one(tmp_path):
+    """A search in another thread still weighs terms against the previous index generation
+    when a sync lands: what it caches must not be served to searches on the new one."""
+    from skillshelf.lexical import LexicalIndex
+
+    root = tmp_path / "r"
+    write_skill(root, "docker-build", description="Multi-stage Docker builds with cached layers")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    idx = lib.searcher._lex
+    in_flight = idx._ensure()                       # the other thread's search took this state
+    write_skill(root, "docker-compose", description="Docker compose files for local stacks")
+    lib.sync()
+    idx._ensure()                                   # a search on the new generation
+    idx._contribution(in_flight, "docker")          # the old search goes on weighing "docker"
+    fresh = LexicalIndex(lib.store, tuple(idx.weights)).search(["docker"], 10)
+    assert dict(idx.search(["docker"], 10)) == pytest.approx(dict(fresh)) and len(fresh) == 2

@@ -242,6 +242,19 @@ def test_overview_shows_what_the_model_judge_did(client, lib):
     assert re.search(r"2 answered · 1 timed out", page)
 
 
+def test_a_damaged_stored_value_is_a_named_error_with_the_fix(client, lib):
+    """Bytes that are no longer UTF-8 inside a stored description fail only when the row is
+    read: the API and the page say the index is damaged and that `skillshelf rebuild` fixes
+    it, instead of a bare 500."""
+    lib.store.db.execute("UPDATE skills SET description = CAST(X'6F6BFFFE' AS TEXT) WHERE name = 'cors-fix'")
+    r = client.get("/api/skill/cors-fix")
+    assert r.status_code == 503, r.text
+    err = r.json()["error"]
+    assert "damaged" in err["message"] and "skillshelf rebuild" in err["fix"]
+    page = client.get("/skill/cors-fix")
+    assert page.status_code == 503 and "skillshelf rebuild" in page.text
+
+
 def test_openapi_describes_the_api(ro_client):
     spec = ro_client.get("/openapi.json").json()
     for path in ("/api/skills", "/api/search", "/api/skill/{skill}", "/api/overview", "/api/deprecate",

@@ -23,11 +23,13 @@ from __future__ import annotations
 import functools
 import math
 import sqlite3
+import re
 import struct
+import threading
 from array import array
 from collections import Counter, OrderedDict, defaultdict
 from itertools import chain, islice
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -68,6 +70,11 @@ def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
 
 
 _PACK = struct.Struct("<5H")
+
+# Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, kana, CJK): a
+# run of them is one term to the tokenizer, so whether a skill "holds the word" says nothing.
+UNSPACED_RE = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
+                         "\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def _field_counts(text: str) -> Counter:
@@ -220,6 +227,11 @@ class _State:
     wnorm: np.ndarray         # field weight / (1 - b + b * len / avg), per field and doc [5, n]
     dead: np.ndarray          # docids whose postings no longer count
     by_rowid: tuple | None = None   # (skill rowids sorted, their docids): rowid -> docid, made on first use
+    # this generation's weighed postings (LexicalIndex._contribution): kept with the state they
+    # were weighed against, so a search that holds an older state never mixes the two
+    contrib: OrderedDict = field(default_factory=OrderedDict)
+    cached: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class LexicalIndex:
@@ -229,8 +241,6 @@ class LexicalIndex:
         self.store = store
         self.weights = np.asarray(weights, dtype=np.float32)
         self._state: _State | None = None
-        self._contrib: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
-        self._cached_entries = 0
 
     def _ensure(self) -> _State:
         gen = self.store.get_meta("generation", "0") or "0"
@@ -251,8 +261,6 @@ class LexicalIndex:
         wnorm = np.ascontiguousarray((self.weights / ((1 - B) + B * (lens / avg))).T, dtype=np.float32)
         self._state = _State(gen, to_skill, lens, avg.astype(np.float32), int(live.sum()), wnorm,
                              np.flatnonzero(~live))
-        self._contrib = OrderedDict()
-        self._cached_entries = 0
         return self._state
 
     def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
@@ -278,10 +286,11 @@ class LexicalIndex:
         since agents' requests share most of their words. The least recently used terms
         go first when the cache is full: the common words, whose long postings cost the
         most to weigh, stay (at 100k skills one request's terms hold ~300k postings)."""
-        hit = self._contrib.get(term)
-        if hit is not None:
-            self._contrib.move_to_end(term)
-            return hit
+        with st.lock:   # searches run in several threads (the MCP server's tool calls)
+            hit = st.contrib.get(term)
+            if hit is not None:
+                st.contrib.move_to_end(term)
+                return hit
         ids, tfs = self._postings(term)
         # Dead docids (replaced or removed versions, until the next compaction) are left
         # in: filtering every posting list costs more than dropping them from the top-k.
@@ -302,22 +311,29 @@ class LexicalIndex:
         else:
             contrib = np.zeros(0, dtype=np.float32)
         out = (ids, contrib.astype(np.float32, copy=False))
-        self._cached_entries += df
-        while self._cached_entries > self.CACHE_ENTRIES and self._contrib:
-            _, (old_ids, _) = self._contrib.popitem(last=False)
-            self._cached_entries -= len(old_ids)
-        self._contrib[term] = out
+        with st.lock:
+            if term not in st.contrib:
+                st.cached += df
+                while st.cached > self.CACHE_ENTRIES and st.contrib:
+                    _, (old_ids, _) = st.contrib.popitem(last=False)
+                    st.cached -= len(old_ids)
+                st.contrib[term] = out
         return out
 
-    def coverage(self, query_terms: list[str], rowids: list[int]) -> list[float]:
+    def coverage(self, query_terms: list[str], rowids: list[int]) -> list[float | None]:
         """Per skill in ``rowids``: the share of the request's term weight (idf; a word no
         skill holds weighs most) that skill holds in any field. Low for every hit when the
         request's rare words (the tool, the format, the platform it names) are in none of
         them: the mark of a request the library does not serve, however close the cosine.
         Costs a bisection per term and hit (the postings are cached and in docid order),
-        not a pass over the library."""
+        not a pass over the library. Words of scripts written without spaces are left out
+        (the tokenizer keeps a whole run of them as one term, which no skill holds); None
+        per skill when no word is left to look for."""
         st = self._ensure()
-        if st.n == 0 or not query_terms or not rowids:
+        query_terms = [t for t in query_terms if not UNSPACED_RE.search(t)]
+        if not query_terms:
+            return [None] * len(rowids)
+        if st.n == 0 or not rowids:
             return [0.0] * len(rowids)
         if st.by_rowid is None:
             order = np.argsort(st.to_skill, kind="stable")

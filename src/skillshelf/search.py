@@ -515,8 +515,8 @@ class Searcher:
         # small library where every skill is a candidate) never passes a related one because
         # the related one resembles a hit already chosen (a near-copy under another name).
         cos_all(pool)
-        related = [p for p in pool if qvec is None or (cos(p) or 0.0) > 0.0]
-        unrelated = [p for p in pool if qvec is not None and (cos(p) or 0.0) <= 0.0]
+        unrelated = [p for p in pool if (c := cos(p)) is not None and c <= 0.0]   # no vector: not known
+        related = [p for p in pool if p not in unrelated] if unrelated else pool
         chosen = self._mmr(related, rel, lam, limit - n_wild, vi if qvec is not None else None)
         chosen += unrelated[: max(0, limit - n_wild - len(chosen))]
 
@@ -561,14 +561,19 @@ class Searcher:
         its score alone reaches that. Returns each hit's share of the rare words."""
         if not hits:
             return []
+        if self.s.confident_threshold or all(h.score <= 0 for h in hits):
+            # the cosine alone decides (or nothing can be likely): no coverage to compute
+            for h in hits:
+                h.match = "likely" if self.s.confident_threshold and h.score >= self.s.confident_threshold else "weak"
+            return [0.0] * len(hits)
         covers = self._lex.coverage(terms, [int(meta.rowids[q]) for q in shown])
         for h, c in zip(hits, covers):
-            if self.s.confident_threshold:
-                likely = h.score >= self.s.confident_threshold
+            if c is None:   # no word of the request can be looked for (unspaced scripts): the cosine rule
+                likely = h.score >= CONFIDENT_COSINE
             else:
                 likely = confidence.probability({"cos": h.score, "cover": c}) >= confidence.THRESHOLD
             h.match = "likely" if likely and h.score > 0 else "weak"
-        return covers
+        return [0.0 if c is None else c for c in covers]
 
     @staticmethod
     def _signals(hits: list[Hit], covers: list[float], meta: _Meta, chosen: list[int], lex: list, dense: list,

@@ -157,6 +157,25 @@ def build(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int = 778
             return JSONResponse({"error": error_dict(exc)}, status_of(exc))
         return app.state.pages.render(request, "error.html", status_of(exc), error=error_dict(exc))
 
+    import sqlite3
+
+    @app.exception_handler(sqlite3.DatabaseError)
+    async def database_error(request: Request, exc: sqlite3.DatabaseError) -> Response:
+        # read errors the store could not wrap (a damaged value is found only when a row is
+        # read) and writes the disk refuses: named, with the fix, like any domain error
+        from ..store import damaged, damaged_error
+        from ..usage import write_failure
+
+        if damaged(exc):
+            err: SkillshelfError = damaged_error(lib.config.db_path, exc)
+        elif write_failure(exc):
+            err = StoreError(f"the library cannot be written now ({write_failure(exc)})",
+                             fix="free disk space or make the library folder writable; reading still works")
+        else:
+            err = StoreError(f"database error: {str(exc).split(' with text ', 1)[0]}",
+                             fix="run `skillshelf doctor`; if it reports the database damaged, `skillshelf rebuild`")
+        return await domain_error(request, err)
+
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
         detail = exc.detail if isinstance(exc.detail, dict) else {"type": "HTTPError", "message": str(exc.detail),
