@@ -89,6 +89,17 @@ class State:
 state = State()
 
 
+def _version_line() -> str:
+    return f"skillshelf {__version__}"
+
+
+def _print_version(value: bool) -> None:
+    """``skillshelf --version``: the same line as ``skillshelf version``."""
+    if value:
+        out.print(_version_line())
+        raise typer.Exit()
+
+
 @app.callback()
 def _global(
     # SKILLSHELF_HOME is read by the configuration itself, so `skillshelf config` can say
@@ -101,6 +112,8 @@ def _global(
                                          "`skillshelf roots add` saves one)"),
     client_roots: Optional[bool] = typer.Option(None, "--client-roots/--no-client-roots",
                                                 help="also scan ~/.claude/skills, .agents/skills and friends"),
+    _version: bool = typer.Option(False, "--version", is_eager=True, expose_value=False, callback=_print_version,
+                                  help="print the version and exit (as `skillshelf version`)"),
 ) -> None:
     state.home = home
     state.roots = list(root)
@@ -188,14 +201,17 @@ class _SyncProgress:
     lexical index (files done of total, files/s, time left), and embedding (texts done of
     total, texts/s, time left). The model embeds changed skills while they are read; what is
     left after the last file shows as "embedding (finishing)" until the library reports
-    counts. Transient: the summary line replaces it."""
+    counts. Transient: the summary line replaces it. Only on an interactive terminal."""
 
     def __init__(self, *, embedding: bool):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.embedding = embedding
         self.prog = Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
-                             _RateColumn(), TimeElapsedColumn(), _LeftColumn(), console=err, transient=True)
+                             _RateColumn(), TimeElapsedColumn(), _LeftColumn(), console=err, transient=True,
+                             # where stderr is no terminal (a pipe, a log, CI) nothing is drawn, and Rich
+                             # would end the display with an empty line ahead of the summary
+                             disable=not err.is_interactive)
         self.scan = self.prog.add_task("finding skill files", total=None)
         self.read = self.prog.add_task("reading · lexical index", total=None, visible=False, unit="files")
         self.embed = self.prog.add_task("embedding", total=None, visible=False, unit="texts")
@@ -399,6 +415,9 @@ def validate(paths: list[Path] = typer.Argument(..., help="SKILL.md files or fol
     from .library import Library
 
     results = Library.validate_paths(paths)
+    # a folder with no SKILL.md under it is a mistake (a CI job pointed at the wrong folder
+    # must not pass with "0 of 0")
+    empty = [p for p in paths if p.is_dir() and not any(Path(f).is_relative_to(p) for f, _ in results)]
     bad = 0
     if json_out:
         _json([{"path": p, "valid": not any(f.severity in ("fatal", "error") for f in fs),
@@ -412,9 +431,12 @@ def validate(paths: list[Path] = typer.Argument(..., help="SKILL.md files or fol
         for f in fs:
             where = f":{f.line}" if f.line else ""
             out.print(f"  {f.severity:7} {f.rule}{where}: {f.message}")
-    if not json_out:
+    if not json_out and results:
         out.print(f"{len(results) - bad} valid, {bad} invalid of {len(results)} files")
-    if bad:
+    for p in empty:
+        err.print(f"error: no SKILL.md found under {p} — pass a skill's folder, a folder of skill folders or a "
+                  "SKILL.md file")
+    if bad or empty:
         raise typer.Exit(1)
 
 
@@ -436,7 +458,7 @@ def doctor(json_out: bool = typer.Option(False, "--json"),
         return
     marks = {"ok": ("ok  ", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
     for c in rep.checks:
-        out.print(_styled(marks[c.status], f" {c.name}: {c.detail}"))
+        out.print(_styled(marks[c.status], f" {c.name}: {_check_detail(c, len(rep.invalid_files))}"))
     out.print("\nroots:")
     for r in rep.roots:
         out.print(f"  {r['label']:20} {r['kind']:9} {'rw' if r['writable'] else 'ro'} {r['skill_files']:6} {r['path']}")
@@ -460,6 +482,23 @@ def doctor(json_out: bool = typer.Option(False, "--json"),
             out.print(f"  … and {len(rep.clashes) - len(shown)} more: `skillshelf doctor --verbose` lists them all")
     if not rep.ok:
         raise typer.Exit(1)
+
+
+_INDEXED = re.compile(r"(\d+) skills indexed, matching (\d+) files")
+
+
+def _check_detail(check: Any, invalid: int) -> str:
+    """A doctor check's detail as printed. "4 skills indexed, matching 6 files" reads as a
+    contradiction: the files that are not indexed are the invalid ones listed below."""
+    m = _INDEXED.fullmatch(check.detail) if check.name == "index vs files" else None
+    if m is None:
+        return check.detail
+    indexed, files = int(m.group(1)), int(m.group(2))
+    line = f"{indexed} skill{'s' * (indexed != 1)} indexed from {files} file{'s' * (files != 1)}"
+    if files > indexed:
+        left = files - indexed
+        line += f" ({left} invalid: see below)" if invalid else f" ({left} not indexed)"
+    return line
 
 
 @app.command()
@@ -500,7 +539,7 @@ def config(json_out: bool = typer.Option(False, "--json")) -> None:
 @app.command()
 def version() -> None:
     """Print the version."""
-    out.print(f"skillshelf {__version__}")
+    out.print(_version_line())
 
 
 @app.command()
@@ -853,7 +892,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         rv = app(args=argv, prog_name="skillshelf", standalone_mode=False)
     except SkillshelfError as exc:
-        err.print(f"error: {_cli_words(str(exc))}")
+        err.print(f"error: {_cli_words(_with_fix(exc))}")
         return 1
     except sqlite3.DatabaseError as exc:   # a damaged index read through a path the store did not wrap
         from .store import damaged, damaged_error
@@ -881,6 +920,19 @@ def run(argv: list[str] | None = None) -> int:
         return exc.exit_code
     # a command returns None; click returns the code of a typer.Exit (or Ctrl-C's 130)
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+
+
+def _with_fix(exc: SkillshelfError) -> str:
+    """The error's line, with the way out where the library names none: a skill name that
+    matches nothing close gets where the names are (the library offers "did you mean" itself
+    when a name is close)."""
+    from .errors import NotFoundError
+
+    if isinstance(exc, NotFoundError) and exc.fix is None and exc.message.startswith("no skill named "):
+        words = " ".join(re.findall(r"[^\W_]+", exc.message[len("no skill named "):]))[:80].strip()
+        return (f"{exc.message} — see `skillshelf list` for the names, or search by what it does: "
+                f"`skillshelf search \"{words or 'WHAT IT DOES'}\"`")
+    return str(exc)
 
 
 _GLOBAL_OPTIONS = ("--home", "--root", "--client-roots", "--no-client-roots")

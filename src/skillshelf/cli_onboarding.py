@@ -382,13 +382,19 @@ def run_demo(query: str, corpus: Optional[Path]) -> None:
         if explicit:
             out.print(f"demo library: {cfg.home} (from --home: the demo's draft is approved there)")
         else:
-            out.print(f"demo library: {cfg.home} (temporary, deleted at the end; pass --home DIR to keep one)")
+            out.print(f"demo library: {cfg.home} (temporary, deleted at the end; run `skillshelf --home DIR demo`"
+                      " to keep one)")
         lib = Library.init(config=cfg, client="mcp")
         rep = lib.sync()
         out.print(f"indexed {lib.count()} skills ({rep.added} new); write policy for agents: propose\n")
         import anyio
 
-        anyio.run(_agent_session, lib, query)
+        failed = anyio.run(_agent_session, lib, query)
+        if failed:
+            steps = ", ".join(map(str, failed))
+            err.print(f"error: the demo failed at step{'s' * (len(failed) > 1)} {steps} (see above) — fix what "
+                      "the error names and run the demo again")
+            raise typer.Exit(1)
         out.print(f"\nthe whole loop took {time.perf_counter() - t0:.1f}s. Connect a real agent: "
                   "skillshelf install claude-code (or cursor, vscode, codex, gemini, goose, claude-desktop)")
     finally:
@@ -439,24 +445,56 @@ def _result_lines(text: str) -> None:
         out.print(f"    … {len(lines) - len(shown)} more lines (the agent receives them all)")
 
 
-async def _agent_session(lib: Any, query: str) -> None:
+def _quiet_sdk_log() -> None:
+    """The demo prints every tool result itself. The MCP SDK also logs each failed tool call
+    at INFO, through a Rich handler it puts on the root logger when there is none: the SDK's
+    loggers say only warnings and worse, and the root logger gets plain lines on stderr first
+    (as ``serve`` does), so the errors skillshelf logs itself still show."""
+    import logging
+    import sys
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+
+
+def _lesson_recorded(lib: Any, name: str, lesson: str) -> bool:
+    """Whether the skill's Lessons Learned already hold ``lesson`` (the demo ran on this
+    library before): saving it again would change nothing, and the save says so as an error."""
+    from .errors import SkillshelfError
+    from .evolve import lesson_lines
+
+    try:
+        body = lib.read(name)[1]
+    except SkillshelfError:
+        return False       # the save names the problem itself
+    want = " ".join(lesson.split()).lower()
+    return any(want in " ".join(line.split()).lower() for line in lesson_lines(body))
+
+
+async def _agent_session(lib: Any, query: str) -> list[int]:
+    """Run the six steps; the numbers of the steps that failed (empty: all went well)."""
     from mcp import Client
 
+    from .errors import SkillshelfError
     from .mcp_server import build_server
 
     total = 6
+    failed: list[int] = []
+    _quiet_sdk_log()
     server = build_server(lambda: lib)
 
-    async def call(c: Any, tool: str, args: dict[str, Any]) -> Any:
+    async def call(c: Any, tool: str, args: dict[str, Any], step: int | None = None) -> Any:
         _call_line(tool, args)
         r = await c.call_tool(tool, args)
         text = "\n".join(getattr(b, "text", "") for b in r.content)
         _result_lines(("error: " if r.is_error else "") + text)
+        if r.is_error and step is not None and step not in failed:
+            failed.append(step)
         return r
 
     async with Client(server) as c:
         _step(1, total, "the agent describes its task and searches")
-        r = await call(c, "search_skills", {"query": query, "limit": 3})
+        r = await call(c, "search_skills", {"query": query, "limit": 3}, 1)
         sc = r.structured_content or {}
         hits = sc.get("hits") or []
         qid = sc.get("query_id")
@@ -464,8 +502,8 @@ async def _agent_session(lib: Any, query: str) -> None:
 
         _step(2, total, "it reads only the section it needs")
         g = await call(c, "get_skill", {"name": name, "section": "Solution"})
-        if g.is_error:
-            await call(c, "get_skill", {"name": name})
+        if g.is_error:   # no such section: the whole skill
+            g = await call(c, "get_skill", {"name": name}, 2)
         skill_name = (g.structured_content or {}).get("name") or name
 
         _step(3, total, "it uses the skill, then reports the outcome with the query_id")
@@ -474,21 +512,33 @@ async def _agent_session(lib: Any, query: str) -> None:
                                         "OPTIONS" if skill_name == "cors-fix-nextjs-api" else "worked as written"}
         if qid is not None:
             args["query_id"] = qid
-        await call(c, "report_outcome", args)
+        await call(c, "report_outcome", args, 3)
 
         _step(4, total, "it saves what it learned: under 'propose' this becomes a draft")
         lesson = _LESSONS.get(skill_name, "Worked as written; check the versions named in the skill first")
-        s = await call(c, "save_skill", {"action": "FIX", "target_skill_name": skill_name, "lesson": lesson,
-                                         "reason": "a step the skill was missing"})
-        draft = (s.structured_content or {}).get("name") or skill_name
+        s = None
+        if _lesson_recorded(lib, skill_name, lesson):
+            out.print(f"  (skipped: {skill_name} already holds this lesson: an earlier demo run in this library "
+                      "saved it, and saving it again would change nothing)")
+        else:
+            s = await call(c, "save_skill", {"action": "FIX", "target_skill_name": skill_name, "lesson": lesson,
+                                             "reason": "a step the skill was missing"}, 4)
 
         _step(5, total, "a person reviews the draft and approves it")
-        out.print(f"  $ skillshelf review approve {draft}")
-        if s.is_error:
-            out.print("    (no draft to approve)")
+        if s is None:
+            out.print("  (skipped: no new draft; the lesson was approved in an earlier run)")
+        elif s.is_error:
+            out.print("  (no draft to approve: step 4 failed)")
         else:
-            res = lib.review.approve(draft, reviewer="demo")
-            out.print(f"    {res.message}")
+            draft = (s.structured_content or {}).get("name") or skill_name
+            out.print(f"  $ skillshelf review approve {draft}")
+            try:
+                res = lib.review.approve(draft, reviewer="demo")
+                out.print(f"    {res.message}")
+            except SkillshelfError as exc:
+                out.print(f"    error: {_clean(str(exc))}")
+                failed.append(5)
 
         _step(6, total, "the owner (or an agent) looks at the usage")
-        await call(c, "skill_stats", {})
+        await call(c, "skill_stats", {}, 6)
+    return failed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,6 +190,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# the settings that hold a credential: embedder_api_key, judge.api_key, http_token (and any
+# later *_key, *_token, *_secret, *_password); not body_vector_tokens or tokenizer_path
+_SECRET = re.compile(r"(?:^|_)(?:key|token|secret|password)$")
+
+
+def secret(name: str) -> bool:
+    """Whether setting ``name`` (``judge.api_key`` or ``api_key``) holds a credential, shown masked."""
+    return bool(_SECRET.search(name.rsplit(".", 1)[-1]))
+
+
 def describe(cfg: Config) -> list[tuple[str, Any, str, str]]:
     """(key, value, reason, origin) for every setting, nested ones as ``search.x``; paths as
     plain strings, secrets masked."""
@@ -201,10 +212,10 @@ def describe(cfg: Config) -> list[tuple[str, Any, str, str]]:
             for sf in dataclasses.fields(value):
                 key = f"{f.name}.{sf.name}"
                 sv = getattr(value, sf.name)
-                shown = "***" if ("key" in sf.name or "token" in sf.name) and sv else sv
+                shown = "***" if secret(sf.name) and sv else sv
                 rows.append((key, shown, sf.metadata.get("why", ""), cfg.origin(key)))
         else:
-            shown = "***" if ("key" in f.name or "token" in f.name) and value else _plain(value)
+            shown = "***" if secret(f.name) and value else _plain(value)
             rows.append((f.name, shown, f.metadata.get("why", ""), cfg.origin(f.name)))
     return rows
 

@@ -301,6 +301,51 @@ def split_frontmatter(text: str) -> tuple[str | None, str, int]:
     return head, text[m.end():], body_line
 
 
+# a block-style mapping key at the start of a line: "quoted", 'quoted' or plain (not a list
+# item, a comment, a flow collection or another YAML indicator), then ':' and a space or the end
+_KEY_RE = re.compile(r"""( *)(?:"([^"\n]*)"[ \t]*|'([^'\n]*)'[ \t]*|(?!- )([^\s#'"{\[&*!|>%@`][^:\n]*)):(?:[ \t]|$)""")
+
+
+def _key(m: re.Match) -> str:
+    return next(g for g in m.groups()[1:] if g is not None).rstrip()
+
+
+def key_lines(head: str) -> tuple[dict[str, int], dict[str, int]]:
+    """The file line of each top-level frontmatter key, and of each key directly under
+    ``metadata:`` (line 1 is the opening ``---``). Block-style keys only: a key written
+    another way (a flow mapping, a complex key) is simply not found. A key given twice is at
+    its last line, the one the YAML loader keeps. Linear in the text; YAML is not parsed again."""
+    top: dict[str, int] = {}
+    meta: dict[str, int] = {}
+    in_meta = in_block = False          # under "metadata:"; inside a top-level key's | or > text
+    meta_indent: int | None = None
+    for i, line in enumerate(head.split("\n")):
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip(" "))
+        if in_block:
+            if not stripped or indent > 0:
+                continue
+            in_block = False
+        if not stripped or stripped.startswith("#"):
+            continue
+        m = _KEY_RE.match(line)
+        if indent == 0:
+            in_meta = False
+            if m is None:
+                continue
+            key = _key(m)
+            top[key] = i + 2
+            rest = line[m.end():].split(" #", 1)[0].strip()
+            in_block = rest.startswith(("|", ">"))
+            in_meta, meta_indent = key == "metadata" and not rest, None
+        elif in_meta and m is not None:
+            if meta_indent is None:
+                meta_indent = indent
+            if indent == meta_indent:
+                meta[_key(m)] = i + 2
+    return top, meta
+
+
 def check_name(name: str) -> list[tuple[str, str]]:
     """Spec problems with a name, as (rule, message) pairs; empty when valid."""
     problems: list[tuple[str, str]] = []
@@ -371,32 +416,46 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
             "fatal", "frontmatter.not-mapping", "frontmatter must be a mapping of keys to values", 2)])
 
     data = {str(k): v for k, v in data.items()}
+    # a finding about a key is reported at that key's line (found only when there is a finding:
+    # line 2, where the fields start, when the key is missing or written in another style)
+    lines: list[tuple[dict[str, int], dict[str, int]]] = []
+
+    def at(key: str, under_metadata: bool = False) -> int:
+        if not lines:
+            lines.append(key_lines(head))
+        top, meta = lines[0]
+        return (meta.get(key) or top.get("metadata", 2)) if under_metadata else top.get(key, 2)
+
     description = data.get("description")
     if description is None or (isinstance(description, str) and not description.strip()):
         return ParsedFile(None, findings + [Finding(
-            "fatal", "description.missing", "no description; add 'description: what it does and when to use it'", 2)])
+            "fatal", "description.missing", "no description; add 'description: what it does and when to use it'",
+            at("description"))])
     if not isinstance(description, str):
-        findings.append(Finding("warning", "description.type", "description is not a string", 2))
+        findings.append(Finding("warning", "description.type", "description is not a string", at("description")))
         description = _scalar_to_str(description)
     if "\n" in description.strip():
-        findings.append(Finding("info", "description.multiline", "description spans several lines", 2))
+        findings.append(Finding("info", "description.multiline", "description spans several lines",
+                                at("description")))
     description = " ".join(description.split())
     if len(description) > MAX_DESCRIPTION:
         findings.append(Finding("error", "description.too-long",
-                                f"description is {len(description)} characters; the limit is {MAX_DESCRIPTION}", 2))
+                                f"description is {len(description)} characters; the limit is {MAX_DESCRIPTION}",
+                                at("description")))
 
     raw_name = data.get("name")
     if raw_name is None or not str(raw_name).strip():
         findings.append(Finding("error", "name.missing",
-                                "no name; the folder name is used. Add 'name: <folder name>'", 2))
+                                "no name; the folder name is used. Add 'name: <folder name>'", at("name")))
         name = folder_name or ""
     else:
         name = unicodedata.normalize("NFKC", _scalar_to_str(raw_name).strip())
         for rule, message in check_name(name):
-            findings.append(Finding("error", rule, message, 2))
+            findings.append(Finding("error", rule, message, at("name")))
         if folder_name is not None and unicodedata.normalize("NFKC", folder_name) != name:
             findings.append(Finding("error", "name.folder-mismatch",
-                                    f"name {name!r} differs from its folder {folder_name!r}; rename one to match", 2))
+                                    f"name {name!r} differs from its folder {folder_name!r}; rename one to match",
+                                    at("name")))
 
     metadata: dict[str, str] = {}
     raw_meta = data.get("metadata")
@@ -405,11 +464,14 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
             for k, v in raw_meta.items():
                 if not isinstance(v, str):
                     findings.append(Finding("warning", "metadata.not-string",
-                                            f"metadata.{k} is not a string; it is read as text", 2))
+                                            f"metadata.{k} is not a string; it is read as text", at(str(k), True)))
                 metadata[str(k)] = _scalar_to_str(v)
         else:
-            findings.append(Finding("error", "metadata.not-mapping", "metadata must be a mapping of strings", 2))
+            findings.append(Finding("error", "metadata.not-mapping", "metadata must be a mapping of strings",
+                                    at("metadata")))
 
+    # a Skills Lab key read from the top level: its findings point there
+    from_top: dict[str, str] = {}
     extra: dict[str, Any] = {}
     for key, value in data.items():
         if key in SPEC_KEYS:
@@ -419,29 +481,37 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
             seed_key = "skill-type"
         if seed_key in SEED_KEYS:
             findings.append(Finding("error", "keys.seed-top-level",
-                                    f"'{key}' belongs under 'metadata:' as a string; it is read from the top level", 2))
-            metadata.setdefault(seed_key, _scalar_to_str(value))
+                                    f"'{key}' belongs under 'metadata:' as a string; it is read from the top level",
+                                    at(key)))
+            if seed_key not in metadata:
+                metadata[seed_key] = _scalar_to_str(value)
+                from_top[seed_key] = key
         else:
             findings.append(Finding("error", "keys.unknown",
-                                    f"unknown frontmatter key '{key}'; the spec allows {', '.join(SPEC_KEYS)}", 2))
+                                    f"unknown frontmatter key '{key}'; the spec allows {', '.join(SPEC_KEYS)}",
+                                    at(key)))
             extra[key] = value
+
+    def meta_at(key: str) -> int:
+        return at(from_top[key]) if key in from_top else at(key, True)
 
     if metadata.get("version") not in (None, "") and parse_version(metadata["version"]) is None:
         findings.append(Finding("warning", "metadata.version",
                                 f"version {metadata['version'][:40]!r} is not a number from 1 to {MAX_VERSION:,};"
-                                " it is read as 1", 2))
+                                " it is read as 1", meta_at("version")))
     if metadata.get("ttl-days") not in (None, "") and parse_ttl(metadata["ttl-days"]) is None:
         findings.append(Finding("warning", "metadata.ttl-days",
                                 f"ttl-days {metadata['ttl-days'][:40]!r} is not a number of days from 1 to "
-                                f"{MAX_TTL_DAYS:,}; the skill is read as never expiring", 2))
+                                f"{MAX_TTL_DAYS:,}; the skill is read as never expiring", meta_at("ttl-days")))
     for key in ("created", "last-modified"):
         if metadata.get(key) and parse_date(metadata[key]) is None:
             findings.append(Finding("warning", f"metadata.{key}",
-                                    f"{key} {metadata[key][:40]!r} is not a date (YYYY-MM-DD)", 2))
+                                    f"{key} {metadata[key][:40]!r} is not a date (YYYY-MM-DD)", meta_at(key)))
     st = metadata.get("skill-type")
     if st and st.upper() not in SKILL_TYPES:
         findings.append(Finding("warning", "metadata.skill-type",
-                                f"skill-type {st!r} is not one of {', '.join(SKILL_TYPES)}", 2))
+                                f"skill-type {st!r} is not one of {', '.join(SKILL_TYPES)}",
+                                meta_at("skill-type")))
 
     def _opt(key: str) -> str | None:
         v = data.get(key)
@@ -454,7 +524,8 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
     compatibility = _opt("compatibility")
     if compatibility and len(compatibility) > MAX_COMPATIBILITY:
         findings.append(Finding("error", "compatibility.too-long",
-                                f"compatibility is {len(compatibility)} characters; the limit is {MAX_COMPATIBILITY}", 2))
+                                f"compatibility is {len(compatibility)} characters; the limit is {MAX_COMPATIBILITY}",
+                                at("compatibility")))
     if body.count("\n") > LONG_BODY_LINES:
         findings.append(Finding("info", "body.long",
                                 f"body has {body.count(chr(10))} lines; the spec advises under {LONG_BODY_LINES}"))
