@@ -240,3 +240,20 @@ def test_sync_output_starts_with_its_summary(tmp_path, newcomer):
     p = sk("sync", home=home, env=newcomer)
     assert p.returncode == 0 and p.stderr == ""
     assert p.stdout.startswith("added 0 · updated 0")
+
+
+def test_validate_inside_a_skill_folder_compares_the_real_folder_name(tmp_path):
+    """`skillshelf validate .` from inside the skill's folder: the folder is its real name,
+    not the empty name of "."."""
+    import os
+    import subprocess
+
+    from test_cli_entry import SCRIPT
+
+    d = tmp_path / "my-skill"
+    d.mkdir()
+    (d / "SKILL.md").write_text("---\nname: my-skill\ndescription: Does one thing well, and says when to use it.\n"
+                                "---\n\n# My skill\n")
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
+    p = subprocess.run([str(SCRIPT), "validate", "."], cwd=d, capture_output=True, text=True, env=e, timeout=60)
+    assert "folder-mismatch" not in p.stdout + p.stderr, p.stdout

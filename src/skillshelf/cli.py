@@ -458,7 +458,7 @@ def doctor(json_out: bool = typer.Option(False, "--json"),
         return
     marks = {"ok": ("ok  ", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
     for c in rep.checks:
-        out.print(_styled(marks[c.status], f" {c.name}: {_check_detail(c, len(rep.invalid_files))}"))
+        out.print(_styled(marks[c.status], f" {c.name}: {c.detail}"))
     out.print("\nroots:")
     for r in rep.roots:
         out.print(f"  {r['label']:20} {r['kind']:9} {'rw' if r['writable'] else 'ro'} {r['skill_files']:6} {r['path']}")
@@ -482,23 +482,6 @@ def doctor(json_out: bool = typer.Option(False, "--json"),
             out.print(f"  … and {len(rep.clashes) - len(shown)} more: `skillshelf doctor --verbose` lists them all")
     if not rep.ok:
         raise typer.Exit(1)
-
-
-_INDEXED = re.compile(r"(\d+) skills indexed, matching (\d+) files")
-
-
-def _check_detail(check: Any, invalid: int) -> str:
-    """A doctor check's detail as printed. "4 skills indexed, matching 6 files" reads as a
-    contradiction: the files that are not indexed are the invalid ones listed below."""
-    m = _INDEXED.fullmatch(check.detail) if check.name == "index vs files" else None
-    if m is None:
-        return check.detail
-    indexed, files = int(m.group(1)), int(m.group(2))
-    line = f"{indexed} skill{'s' * (indexed != 1)} indexed from {files} file{'s' * (files != 1)}"
-    if files > indexed:
-        left = files - indexed
-        line += f" ({left} invalid: see below)" if invalid else f" ({left} not indexed)"
-    return line
 
 
 @app.command()
@@ -896,10 +879,15 @@ def run(argv: list[str] | None = None) -> int:
         return 1
     except sqlite3.DatabaseError as exc:   # a damaged index read through a path the store did not wrap
         from .store import damaged, damaged_error
+        from .usage import write_failure
 
-        if not damaged(exc):
+        if damaged(exc):
+            err.print(f"error: {_clean(str(damaged_error(_config().db_path, exc)))}")
+        elif write_failure(exc):   # a full disk, a read-only file system: reads work, this write cannot
+            err.print(f"error: the library cannot be written now ({write_failure(exc)}) — free disk space or make"
+                      f" {_clean(str(_config().home))} writable; searching and reading still work")
+        else:
             raise
-        err.print(f"error: {_clean(str(damaged_error(_config().db_path, exc)))}")
         return 1
     except typer.Exit as exc:
         return exc.exit_code
@@ -923,12 +911,12 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def _with_fix(exc: SkillshelfError) -> str:
-    """The error's line, with the way out where the library names none: a skill name that
-    matches nothing close gets where the names are (the library offers "did you mean" itself
-    when a name is close)."""
+    """The error's line, with the command-line way out: a skill name that matches nothing
+    close gets where the names are (the library offers "did you mean" itself when a name is
+    close, and a fix in its own words to the other adapters)."""
     from .errors import NotFoundError
 
-    if isinstance(exc, NotFoundError) and exc.fix is None and exc.message.startswith("no skill named "):
+    if isinstance(exc, NotFoundError) and not exc.suggestions and exc.message.startswith("no skill named "):
         words = " ".join(re.findall(r"[^\W_]+", exc.message[len("no skill named "):]))[:80].strip()
         return (f"{exc.message} — see `skillshelf list` for the names, or search by what it does: "
                 f"`skillshelf search \"{words or 'WHAT IT DOES'}\"`")

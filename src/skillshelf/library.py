@@ -660,7 +660,9 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
             rows = self._rows_by_name(key)
             row = rows[0] if rows else None
         if row is None:
-            raise NotFoundError(f"no skill named {key!r}", suggestions=self.suggest(key))
+            sugg = self.suggest(key)
+            raise NotFoundError(f"no skill named {key!r}", suggestions=sugg,
+                                fix=None if sugg else "use a name or id that a search or the skill list returned")
         rec = _record(row)
         ov = overlaymod.get(self.store.db, rec.id)
         if ov is not None:
@@ -778,7 +780,7 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
         out = []
         for f in files:
             try:
-                parsed = skillmod.parse(read_bounded(f, MAX_SKILL_BYTES), folder_name=f.parent.name)
+                parsed = skillmod.parse(read_bounded(f, MAX_SKILL_BYTES), folder_name=f.absolute().parent.name)
             except FileRefused as exc:
                 out.append((str(f), [skillmod.Finding("fatal", exc.rule, exc.message)]))
                 continue
@@ -796,7 +798,11 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
         checks.append(Check("config", "ok", str(cfg.config_path) if cfg.config_path.exists()
                             else f"{cfg.config_path} (absent: defaults in use)"))
         integrity = self.store.quick_check()
-        if integrity == "ok":
+        if integrity == "ok" and self.store.read_only:
+            checks.append(Check("database", "warn", f"{cfg.db_path} is open read-only ({self.store.read_only}):"
+                                " searches and reads work; saves, reports and re-indexing fail until the disk has"
+                                " room or the folder is writable"))
+        elif integrity == "ok":
             checks.append(Check("database", "ok",
                                 f"{cfg.db_path}; migrations: {', '.join(self.store.applied_migrations())}"))
         else:
@@ -825,7 +831,12 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
             checks.append(Check("index vs files", "warn",
                                 f"{stale_missing} files not indexed, {stale_extra} rows without a file: run `skillshelf sync`"))
         else:
-            checks.append(Check("index vs files", "ok", f"{len(indexed)} skills indexed, matching {len(found)} files"))
+            # the files not indexed are the invalid ones, listed by the next check
+            n, m = len(indexed), len(found)
+            line = f"{n} skill{'s' * (n != 1)} indexed from {m} file{'s' * (m != 1)}"
+            if m > n:
+                line += f" ({m - n} invalid: see below)" if invalid else f" ({m - n} not indexed)"
+            checks.append(Check("index vs files", "ok", line))
         checks.append(Check("invalid files", "warn" if invalid else "ok",
                             f"{len(invalid)} SKILL.md files could not be parsed" if invalid else "none"))
         for note in notes:

@@ -186,8 +186,13 @@ def _message(exc: BaseException, doing: str = "") -> str:
         from .store import damaged, damaged_error
 
         msg = f"{type(exc).__name__}: {str(exc).split(' with text ', 1)[0]}"
+        from .usage import write_failure
+
         if damaged(exc):
             fix = damaged_error(Path("skillshelf.db"), exc).fix
+        elif isinstance(exc, sqlite3.Error) and write_failure(exc):
+            fix = (f"the library cannot be written now ({write_failure(exc)}): searches and reads still work;"
+                   " the owner has to free disk space or make the library folder writable")
         elif isinstance(exc, sqlite3.Error):
             fix = ("run `skillshelf doctor`; if it reports the database damaged, `skillshelf rebuild` re-indexes"
                    " the files")

@@ -69,12 +69,16 @@ class Store:
         self.path = Path(path)
         self._local = threading.local()
         self._write_lock = threading.RLock()
+        self._uri: str | None = None          # set when the database is open read-only
+        self.read_only: str | None = None     # why it is, when it is
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.migrate()
         except sqlite3.DatabaseError as exc:
             if damaged(exc):
                 raise damaged_error(self.path, exc) from None
+            if self._open_read_only(exc):
+                return
             raise StoreError(f"cannot open database {self.path}: {exc}",
                              fix="check that the disk has free space and the folder is writable; if the file "
                                  "itself is bad, `skillshelf rebuild` moves it aside and re-indexes the files") from None
@@ -82,10 +86,35 @@ class Store:
             raise StoreError(f"cannot create database {self.path}: {exc.strerror}",
                              fix="check the home folder's permissions or pass --home") from None
 
+    def _open_read_only(self, exc: BaseException) -> bool:
+        """A database that exists but cannot be written (a read-only mount, a full disk, no
+        write permission) is opened for reading, if its schema is current: searches and
+        reads work, writes fail and say so. ``mode=ro`` first; ``immutable=1`` where SQLite
+        cannot even create its shared-memory file beside it (a read-only folder), which
+        reads what the file holds (a write-ahead log left beside it is not read)."""
+        if not self.path.is_file():
+            return False
+        self.close()
+        base = self.path.resolve().as_uri()
+        for uri in (f"{base}?mode=ro", f"{base}?immutable=1"):
+            self._uri = uri
+            try:
+                done = {r[0] for r in self._connect().execute("SELECT name FROM schema_migrations")}
+            except sqlite3.DatabaseError:
+                self.close()
+                continue
+            if {name for name, _ in MIGRATIONS} - done:   # an older schema needs a write to update
+                break
+            self.read_only = " ".join(str(exc).split())
+            return True
+        self.close()
+        self._uri = None
+        return False
+
     @property
     def db(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
-        if conn is not None and not self._still_there():
+        if conn is not None and self._uri is None and not self._still_there():
             # deleted or replaced under us: this connection talks to a file nobody else sees
             self.close()
             conn = None
@@ -98,15 +127,16 @@ class Store:
         return conn
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False,
-                               factory=_Connection)
+        conn = sqlite3.connect(self._uri or self.path, timeout=30, isolation_level=None, check_same_thread=False,
+                               factory=_Connection, uri=self._uri is not None)
         conn.store_path = self.path
         conn.row_factory = sqlite3.Row
         self._local.conn = conn
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            if self._uri is None:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
-            conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
         except BaseException:
             self.close()

@@ -1,0 +1,92 @@
+"""A library whose database cannot be written (a read-only mount, a full disk) is still
+read: a new process opens it read-only, searches and lists work, writes fail with a clear
+error, and `doctor` says why."""
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skillshelf import Library
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.store import Store
+
+from conftest import write_skill
+
+SCRIPT = Path(sys.executable).with_name("skillshelf")
+
+
+def test_a_database_that_cannot_be_written_is_opened_read_only(tmp_path, monkeypatch):
+    root = tmp_path / "r"
+    write_skill(root, "docker-build", description="Multi-stage Docker builds with cached layers")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    lib.close()
+
+    def no_writes(self):   # what migrate() meets on a full disk or a read-only file system
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(Store, "migrate", no_writes)
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    assert lib.store.read_only == "unable to open database file"
+    res = lib.search("docker builds")
+    assert res.hits[0].name == "docker-build" and "usage not recorded" in res.degraded
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        lib.store.db.execute("INSERT INTO meta VALUES ('x', 'y')")
+    db = next(c for c in lib.doctor().checks if c.name == "database")
+    assert db.status == "warn" and "read-only" in db.detail
+
+
+def test_a_database_with_an_older_schema_is_not_opened_read_only(tmp_path, monkeypatch):
+    s = Store(tmp_path / "db.sqlite")
+    s.db.execute("DELETE FROM schema_migrations WHERE name = (SELECT MAX(name) FROM schema_migrations)")
+    s.close()
+
+    def no_writes(self):
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(Store, "migrate", no_writes)
+    from skillshelf.errors import StoreError
+
+    with pytest.raises(StoreError, match="cannot open database"):
+        Store(tmp_path / "db.sqlite")
+
+
+@pytest.fixture
+def read_only_home(tmp_path):
+    """A library seen through a read-only bind mount (root can write anywhere else)."""
+    src, ro = tmp_path / "src", tmp_path / "ro"
+    ro.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
+    env["SKILLSHELF_EMBEDDER"] = "none"
+    assert subprocess.run([str(SCRIPT), "--home", str(src / "h"), "init"], env=env, capture_output=True).returncode == 0
+    mount = shutil.which("mount")
+    if not mount or subprocess.run([mount, "--bind", str(src), str(ro)], capture_output=True).returncode:
+        pytest.skip("needs a read-only bind mount (mount --bind, as root)")
+    try:
+        if subprocess.run([mount, "-o", "remount,ro,bind", str(ro)], capture_output=True).returncode:
+            pytest.skip("cannot remount read-only")
+        yield ro / "h", env
+    finally:
+        subprocess.run(["umount", str(ro)], capture_output=True)
+
+
+def test_a_new_process_reads_a_library_on_a_read_only_file_system(read_only_home):
+    home, env = read_only_home
+
+    def sk(*args):
+        return subprocess.run([str(SCRIPT), "--home", str(home), *args], env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    p = sk("search", "fix a CORS error")
+    assert p.returncode == 0 and "cors-fix-nextjs-api" in p.stdout and "Traceback" not in p.stderr, p.stderr
+    p = sk("list")
+    assert p.returncode == 0 and "docker-multi-stage-build" in p.stdout, p.stderr
+    p = sk("doctor")
+    assert "read-only" in p.stdout + p.stderr and "Traceback" not in p.stderr
+    p = sk("report-outcome", "cors-fix-nextjs-api", "--worked")
+    assert p.returncode == 1 and "Traceback" not in p.stderr and "read-only" in p.stderr, p.stderr
