@@ -58,7 +58,8 @@ class SearchConfig:
     recency_penalty: float = _f(0.15, "score fraction taken per recent appearance (skills reported as worked are exempt)")
     wildcards: int = _f(2, "random picks from outside the relevant set in brainstorm mode")
     description_chars: int = _f(160, "description length shown in search hits (tokens cost money)")
-    confident_threshold: float = _f(0.0, "calibrated confidence cut; see BENCHMARKS.md (0 = use the built-in value)")
+    confident_threshold: float = _f(0.0, "a cosine cut for `match`/`confident` instead of the built-in model (for"
+                                         " another embedding model; 0 = the model, see BENCHMARKS.md)")
     learn_from_outcomes: bool = _f(True, "reorder the hits retrieval found by the outcomes reported for similar"
                                          " earlier requests (bounded, decaying, capped per client; see README)")
     learning_weight: float = _f(0.2, "the most outcomes can move a hit's relative fused score (top hit = 1.0)")
