@@ -257,3 +257,37 @@ def test_validate_inside_a_skill_folder_compares_the_real_folder_name(tmp_path):
     e = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
     p = subprocess.run([str(SCRIPT), "validate", "."], cwd=d, capture_output=True, text=True, env=e, timeout=60)
     assert "folder-mismatch" not in p.stdout + p.stderr, p.stdout
+
+
+def test_bytes_that_are_not_utf8_in_an_argument_are_not_a_traceback(tmp_path):
+    import os
+    import subprocess
+
+    from test_cli_entry import SCRIPT
+
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
+    e["SKILLSHELF_EMBEDDER"] = "none"
+    home = tmp_path / "h"
+    assert subprocess.run([str(SCRIPT), "--home", str(home), "init"], env=e, capture_output=True).returncode == 0
+    p = subprocess.run([str(SCRIPT).encode(), b"--home", str(home).encode(), b"search", b"fix \xff\xfe cors"],
+                       env=e, capture_output=True, timeout=60)
+    assert p.returncode == 0 and b"cors-fix-nextjs-api" in p.stdout and b"Traceback" not in p.stderr, p.stderr
+    p = subprocess.run([str(SCRIPT).encode(), b"--home", str(home).encode(), b"show", b"cors\xff"],
+                       env=e, capture_output=True, timeout=60)
+    assert p.returncode == 1 and b"Traceback" not in p.stderr and p.stderr.count(b"\n") == 1, p.stderr
+
+
+def test_one_unreadable_skill_file_does_not_stop_validate(tmp_path):
+    good = tmp_path / "skills" / "good-skill"
+    good.mkdir(parents=True)
+    (good / "SKILL.md").write_text("---\nname: good-skill\ndescription: Does one thing well, and says when to use "
+                                   "it.\n---\n\n# Good\n")
+    loop = tmp_path / "skills" / "loop-skill"
+    loop.mkdir()
+    (loop / "SKILL.md").symlink_to(loop / "SKILL.md")      # a link to itself: cannot be read
+    p = sk("validate", str(tmp_path / "skills"), "--json")
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    out = json.loads(p.stdout)
+    rows = out if isinstance(out, list) else out.get("files", out.get("results", []))
+    by = {Path(r["path"]).parent.name: r for r in rows}
+    assert by["good-skill"]["valid"] and not by["loop-skill"]["valid"], by

@@ -129,3 +129,34 @@ def test_words_of_unspaced_scripts_do_not_count_as_missing(tmp_path):
     # nothing comparable at all: the cosine rule decides
     lex = lib.searcher._lex
     assert lex.coverage(["的跨域错误"], [1, 2]) == [None, None]
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory):
+    lib = Library.init(tmp_path_factory.mktemp("samples") / "h", auto_sync=False)   # the bundled model
+    lib.sync()
+    return lib
+
+
+@pytest.mark.parametrize("query", ["layer", "header", "json", "localhost ports"])
+def test_a_word_held_somewhere_in_a_body_is_not_a_match_without_meaning(samples, query):
+    """A one-word request whose word a skill's body holds has coverage 1.0; with a cosine
+    near 0 it is still not a match."""
+    res = samples.search(query, log=False)
+    assert not res.confident and all(h.match == "weak" for h in res.hits), [(h.name, h.score) for h in res.hits]
+
+
+def test_a_request_partly_in_an_unspaced_script_uses_the_cosine_rule(samples):
+    """One Latin word in a Chinese request does not decide: the request cannot be checked word
+    by word, so the cosine alone does (here below its cut)."""
+    res = samples.search("怎么 用 git 恢复 已删除 的 分支", log=False)   # restore a deleted git branch
+    assert not res.confident and res.hits[0].match == "weak"
+    assert samples.searcher._lex.coverage(["git", "的跨域错误"], [1]) == [None]
+
+
+def test_a_long_request_is_cut_at_a_word_end(samples):
+    """Requests are cut to 2,000 characters at a word's end: a cut word would count as a rare
+    word no skill holds, so the same request would lose its match at some lengths."""
+    flags = {n: samples.search(" ".join(["docker"] * n) + " multi-stage build", log=False).confident
+             for n in (280, 285, 286, 290)}
+    assert all(flags.values()), flags

@@ -47,7 +47,7 @@ def test_unexpected_exceptions_become_one_line_errors(home, monkeypatch):
     async def main():
         async with Client(build_server(lambda: Library(home, embedder=FakeEmbedder(), auto_sync=False))) as c:
             t = _one_line_with_fix(await c.call_tool("skill_stats", {}))
-            assert "No space left on device" in t and "skillshelf.db" in t
+            assert "cannot be written now (the disk is full)" in t and "free disk space" in t
             t = _one_line_with_fix(await c.call_tool("reindex", {}))
             assert "malformed" in t and "skillshelf rebuild" in t
             t = _one_line_with_fix(await c.call_tool("get_skill", {"name": "cors-fix-nextjs-api"}))

@@ -35,10 +35,32 @@ def test_a_database_that_cannot_be_written_is_opened_read_only(tmp_path, monkeyp
     assert lib.store.read_only == "unable to open database file"
     res = lib.search("docker builds")
     assert res.hits[0].name == "docker-build" and "usage not recorded" in res.degraded
+    assert "report_outcome" not in res.degraded          # it could not be recorded either
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         lib.store.db.execute("INSERT INTO meta VALUES ('x', 'y')")
     db = next(c for c in lib.doctor().checks if c.name == "database")
     assert db.status == "warn" and "read-only" in db.detail
+
+
+def test_a_rebuild_that_cannot_build_the_new_index_puts_the_old_one_back(tmp_path, monkeypatch):
+    """`rebuild` on a full disk: the old database was moved aside, the new one cannot be
+    filled. The old file goes back, so the library that could be read still can."""
+    root = tmp_path / "r"
+    write_skill(root, "docker-build", description="Multi-stage Docker builds with cached layers")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    lib.close()
+
+    def full(self, *a, **k):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Library, "sync", full)
+    with pytest.raises(sqlite3.OperationalError):
+        Library.rebuild(tmp_path / "h", roots=[root], embedder=FakeEmbedder())
+    monkeypatch.undo()
+    assert not list((tmp_path / "h").glob("skillshelf.db.damaged-*"))
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    assert lib.count() == 1 and lib.search("docker builds", log=False).hits[0].name == "docker-build"
 
 
 def test_a_database_with_an_older_schema_is_not_opened_read_only(tmp_path, monkeypatch):
@@ -90,3 +112,39 @@ def test_a_new_process_reads_a_library_on_a_read_only_file_system(read_only_home
     assert "read-only" in p.stdout + p.stderr and "Traceback" not in p.stderr
     p = sk("report-outcome", "cors-fix-nextjs-api", "--worked")
     assert p.returncode == 1 and "Traceback" not in p.stderr and "read-only" in p.stderr, p.stderr
+    # file writes (locks, skill files) refused by the file system: one line each, nothing changed
+    for args in (("deprecate", "cors-fix-nextjs-api", "--reason", "old"), ("extend-ttl", "cors-fix-nextjs-api", "10"),
+                 ("delete", "docker-multi-stage-build", "--yes"), ("rebuild", "--yes")):
+        p = sk(*args)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 1 and "Traceback" not in p.stderr and len(lines) == 1, (args, p.stderr)
+        assert "cannot be written" in lines[0] and "read-only" in lines[0], lines[0]
+    assert sk("search", "fix a CORS error").returncode == 0
+
+
+def test_a_write_ahead_log_that_cannot_be_read_is_said(tmp_path):
+    """A library left with recent changes in its write-ahead log (a process killed before
+    the checkpoint) and no shared-memory file, seen read-only: SQLite cannot attach the log,
+    and doctor says that those changes are not read."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
+    env["SKILLSHELF_EMBEDDER"] = "none"
+    src, ro = tmp_path / "src", tmp_path / "ro"
+    ro.mkdir()
+    assert subprocess.run([str(SCRIPT), "--home", str(src / "h"), "init"], env=env, capture_output=True).returncode == 0
+    db = src / "h" / "skillshelf.db"
+    code = ("import os, sqlite3; c = sqlite3.connect(%r); c.execute('PRAGMA wal_autocheckpoint=0');"
+            " c.execute(\"INSERT INTO meta VALUES ('probe', 'x')\"); c.commit(); os._exit(0)" % str(db))
+    subprocess.run([sys.executable, "-c", code], check=True)
+    Path(str(db) + "-shm").unlink(missing_ok=True)
+    assert Path(str(db) + "-wal").stat().st_size > 0
+    mount = shutil.which("mount")
+    if not mount or subprocess.run([mount, "--bind", str(src), str(ro)], capture_output=True).returncode:
+        pytest.skip("needs a read-only bind mount (mount --bind, as root)")
+    try:
+        if subprocess.run([mount, "-o", "remount,ro,bind", str(ro)], capture_output=True).returncode:
+            pytest.skip("cannot remount read-only")
+        p = subprocess.run([str(SCRIPT), "--home", str(ro / "h"), "doctor"], env=env, capture_output=True, text=True,
+                           timeout=120)
+        assert "recent changes in skillshelf.db-wal are not read" in p.stdout, p.stdout + p.stderr
+    finally:
+        subprocess.run(["umount", str(ro)], capture_output=True)

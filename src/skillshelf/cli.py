@@ -872,6 +872,10 @@ def main(argv: list[str] | None = None) -> None:
 
 def run(argv: list[str] | None = None) -> int:
     """Run one command line and return its exit code (errors are printed, never raised)."""
+    # bytes in an argument that are not UTF-8 arrive as lone surrogates, which nothing can
+    # store or print: they become U+FFFD, so a request with a stray byte is still a request
+    argv = [a.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            for a in (sys.argv[1:] if argv is None else argv)]
     try:
         rv = app(args=argv, prog_name="skillshelf", standalone_mode=False)
     except SkillshelfError as exc:
@@ -884,10 +888,17 @@ def run(argv: list[str] | None = None) -> int:
         if damaged(exc):
             err.print(f"error: {_clean(str(damaged_error(_config().db_path, exc)))}")
         elif write_failure(exc):   # a full disk, a read-only file system: reads work, this write cannot
-            err.print(f"error: the library cannot be written now ({write_failure(exc)}) — free disk space or make"
-                      f" {_clean(str(_config().home))} writable; searching and reading still work")
+            err.print(f"error: {_cannot_write(write_failure(exc))}")
         else:
             raise
+        return 1
+    except OSError as exc:         # a file write refused by the disk, or a file that cannot be read
+        from .usage import write_failure
+
+        reason = write_failure(exc)
+        where = f" ({_clean(str(exc.filename))})" if exc.filename else ""
+        err.print(f"error: {_cannot_write(reason)}" if reason else
+                  f"error: {exc.strerror or exc}{where} — check that file or folder, then try again")
         return 1
     except typer.Exit as exc:
         return exc.exit_code
@@ -908,6 +919,16 @@ def run(argv: list[str] | None = None) -> int:
         return exc.exit_code
     # a command returns None; click returns the code of a typer.Exit (or Ctrl-C's 130)
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+
+
+def _cannot_write(reason: str) -> str:
+    from .usage import cannot_write_fix
+
+    try:
+        home = _clean(str(_config().home))
+    except Exception:   # noqa: BLE001 -- the message must not fail on a bad config
+        home = "the library folder"
+    return f"the library cannot be written now ({reason}) — {cannot_write_fix(reason, home)}"
 
 
 def _with_fix(exc: SkillshelfError) -> str:

@@ -22,6 +22,11 @@ FEATURES = ("cos", "cover")
 # intercept first, then one weight per feature
 WEIGHTS = (-1.228, 2.145, 4.445)
 THRESHOLD = 0.80
+# Below this score a hit is not likely whatever words it holds: the model was fitted on
+# requests of a sentence or two, and for a one-word request a skill holding that word in its
+# body has coverage 1.0 at any cosine. 0.15 is the highest floor that changes the flag of no
+# development request (0.20 flags one more served second wording, 0.25 five).
+COSINE_FLOOR = 0.15
 
 
 def probability(signals: dict, weights=WEIGHTS) -> float:

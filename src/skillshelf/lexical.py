@@ -326,12 +326,13 @@ class LexicalIndex:
         request's rare words (the tool, the format, the platform it names) are in none of
         them: the mark of a request the library does not serve, however close the cosine.
         Costs a bisection per term and hit (the postings are cached and in docid order),
-        not a pass over the library. Words of scripts written without spaces are left out
-        (the tokenizer keeps a whole run of them as one term, which no skill holds); None
-        per skill when no word is left to look for."""
+        not a pass over the library. None per skill when the request holds words of a script
+        written without spaces (the tokenizer keeps a whole run of them as one term, which no
+        skill holds, so the request cannot be checked word by word)."""
         st = self._ensure()
-        query_terms = [t for t in query_terms if not UNSPACED_RE.search(t)]
-        if not query_terms:
+        if not query_terms or any(UNSPACED_RE.search(t) for t in query_terms):
+            # part of the request cannot be looked for word by word: coverage would rest on
+            # the few words that can (one Latin word in a Chinese request), so none is given
             return [None] * len(rowids)
         if st.n == 0 or not rowids:
             return [0.0] * len(rowids)

@@ -285,8 +285,23 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
                 src = Path(str(cfg.db_path) + suffix)
                 if src.exists():
                     os.replace(src, Path(str(moved) + suffix))
-        lib = cls(config=cfg, **{k: v for k, v in kw.items() if k not in ("roots",)})
-        lib.sync()
+        lib = None
+        try:
+            lib = cls(config=cfg, **{k: v for k, v in kw.items() if k not in ("roots",)})
+            lib.sync()
+        except BaseException:
+            # The new index could not be built (a full disk, a write refused): the old file
+            # goes back where it was, so a library that could still be read still can.
+            if lib is not None:
+                lib.close()
+            if moved is not None:
+                for suffix in ("", "-wal", "-shm"):
+                    new, old = Path(str(cfg.db_path) + suffix), Path(str(moved) + suffix)
+                    with contextlib.suppress(OSError):
+                        new.unlink()
+                    if old.exists():
+                        os.replace(old, new)
+            raise
         return lib, moved
 
     # --- embedder -------------------------------------------------------------------
@@ -404,8 +419,8 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
         (never on the query path when a watcher thread does it). The model is loaded to
         embed only what changed, or with ``embed`` (a search, which needs it anyway) to
         fill any missing vector: listing or reading skills never loads it for nothing."""
-        if not self.config.auto_sync or self._watching:
-            return
+        if not self.config.auto_sync or self._watching or self.store.read_only:
+            return   # (a database open read-only cannot take what a scan finds: doctor says so)
         if time.monotonic() - self._last_check < AUTO_SYNC_INTERVAL:
             return
         with self._sync_lock:
@@ -632,7 +647,8 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
                 reason = usagemod.write_failure(exc)
                 if reason is None:
                     raise
-                note = f"usage not recorded ({reason}): the hits are complete; report_outcome without a query_id"
+                note = (f"usage not recorded ({reason}): the hits are complete"
+                        + ("" if self.store.read_only else "; report_outcome without a query_id"))
                 result.degraded = f"{result.degraded}; {note}" if result.degraded else note
                 print(f"skillshelf: {note}", file=sys.stderr)
         return result
@@ -773,8 +789,8 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
             if p.is_dir():
                 direct = [p / n for n in ("SKILL.md", "skill.md") if (p / n).is_file()]
                 files.extend(direct[:1] or sorted(x for x in p.rglob("*") if x.name in ("SKILL.md", "skill.md")))
-            elif p.exists():
-                files.append(p)      # a special file is reported by the read below, not called missing
+            elif p.exists() or p.is_symlink():
+                files.append(p)      # a special file or a broken link is reported by the read below
             else:
                 raise NotFoundError(f"{p} does not exist", fix="pass a SKILL.md file or a folder of skills")
         out = []
@@ -784,8 +800,10 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
             except FileRefused as exc:
                 out.append((str(f), [skillmod.Finding("fatal", exc.rule, exc.message)]))
                 continue
-            except OSError as exc:
-                raise SkillFormatError(f"cannot read: {exc.strerror}", path=str(f)) from None
+            except OSError as exc:   # one unreadable file (a link loop, no permission) fails only itself
+                out.append((str(f), [skillmod.Finding("fatal", "file.unreadable",
+                                                      f"cannot read: {exc.strerror or exc}")]))
+                continue
             out.append((str(f), parsed.findings))
         return out
 

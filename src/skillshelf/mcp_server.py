@@ -165,6 +165,18 @@ class LibraryHandle:
         return self._lib
 
 
+def _write_failure(exc: BaseException) -> str | None:
+    from .usage import write_failure
+
+    return write_failure(exc)
+
+
+def _cannot_write_fix(reason: str, home: str) -> str:
+    from .usage import cannot_write_fix
+
+    return cannot_write_fix(reason, home)
+
+
 def _message(exc: BaseException, doing: str = "") -> str:
     """One line naming the problem and the fix, for any exception."""
     from .errors import SkillshelfError
@@ -176,6 +188,9 @@ def _message(exc: BaseException, doing: str = "") -> str:
         if not fix:   # the model needs a next step even where the library gave none
             fix = ("use a name or id that search_skills returned" if isinstance(exc, NotFoundError)
                    else "check the arguments against the tool's description")
+    elif isinstance(exc, OSError) and _write_failure(exc):
+        msg = f"the library cannot be written now ({_write_failure(exc)})"
+        fix = _cannot_write_fix(_write_failure(exc), "the library folder")
     elif isinstance(exc, OSError):
         where = f" ({exc.filename})" if exc.filename else ""
         msg = f"{exc.strerror or type(exc).__name__}{where}"
@@ -191,8 +206,8 @@ def _message(exc: BaseException, doing: str = "") -> str:
         if damaged(exc):
             fix = damaged_error(Path("skillshelf.db"), exc).fix
         elif isinstance(exc, sqlite3.Error) and write_failure(exc):
-            fix = (f"the library cannot be written now ({write_failure(exc)}): searches and reads still work;"
-                   " the owner has to free disk space or make the library folder writable")
+            msg = f"the library cannot be written now ({write_failure(exc)})"
+            fix = _cannot_write_fix(write_failure(exc), "the library folder")
         elif isinstance(exc, sqlite3.Error):
             fix = ("run `skillshelf doctor`; if it reports the database damaged, `skillshelf rebuild` re-indexes"
                    " the files")
@@ -564,10 +579,12 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
         hits = [{k: v for k, v in h.as_dict().items() if k in keep and v not in (None, [], False)}
                 | {"match": h.match, "score": h.score} | (res.hit_extra(h) if judged else {}) for h in res.hits]
         lines = [_hit_text(i, h) for i, h in enumerate(hits, 1)]
+        read_only = lib.store.read_only is not None
         qid = (f"query_id={res.query_id}" if res.query_id is not None
-               else "query not logged (the index is being written): report_outcome without query_id")
+               else "query not logged (the library is read-only: outcomes cannot be recorded)" if read_only
+               else "query not logged (see degraded): report_outcome without query_id")
         lines.append(("confident match" if res.confident else "no confident match (possible gap)")
-                     + f"; {qid}. Next: get_skill(name), then report_outcome.")
+                     + f"; {qid}. Next: get_skill(name)" + ("." if read_only else ", then report_outcome."))
         if res.degraded:
             lines.append(f"degraded: {res.degraded}")
         data: dict[str, Any] = {"hits": hits, "confident": res.confident, "query_id": res.query_id,

@@ -386,7 +386,9 @@ class Searcher:
             raise ValidationError(f"unknown repo_scope {repo_scope!r}", fix="use 'all' or 'current'")
         if not 1 <= int(limit) <= 100:
             raise ValidationError(f"limit {limit} is out of range", fix="use a limit from 1 to 100")
-        query = query.strip()[:2000]
+        query = query.strip()
+        if len(query) > 2000:   # cut at a word's end: a cut word would count as a rare word no skill holds
+            query = query[:2000].rsplit(None, 1)[0] if " " in query[:2000] else query[:2000]
         with self._lock:
             meta = self._ensure_meta()
         n = len(meta.rowids)
@@ -568,10 +570,13 @@ class Searcher:
             return [0.0] * len(hits)
         covers = self._lex.coverage(terms, [int(meta.rowids[q]) for q in shown])
         for h, c in zip(hits, covers):
-            if c is None:   # no word of the request can be looked for (unspaced scripts): the cosine rule
+            if c is None:   # the request's words cannot be looked for (scripts without spaces): the cosine rule
                 likely = h.score >= CONFIDENT_COSINE
             else:
-                likely = confidence.probability({"cos": h.score, "cover": c}) >= confidence.THRESHOLD
+                # the words alone never make a match: a skill that holds a one-word request's word
+                # somewhere in its body is not a match for it without some of its meaning
+                likely = h.score >= confidence.COSINE_FLOOR and \
+                    confidence.probability({"cos": h.score, "cover": c}) >= confidence.THRESHOLD
             h.match = "likely" if likely and h.score > 0 else "weak"
         return [0.0 if c is None else c for c in covers]
 

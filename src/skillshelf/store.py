@@ -106,6 +106,11 @@ class Store:
             if {name for name, _ in MIGRATIONS} - done:   # an older schema needs a write to update
                 break
             self.read_only = " ".join(str(exc).split())
+            wal = Path(str(self.path) + "-wal")
+            if "immutable" in uri and wal.is_file() and wal.stat().st_size:
+                # SQLite could not attach the log: what it holds (recent changes) is not read
+                self.read_only += (f"; {wal.stat().st_size:,} bytes of recent changes in {wal.name} are not read"
+                                   " until the library can be written")
             return True
         self.close()
         self._uri = None

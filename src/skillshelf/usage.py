@@ -38,6 +38,13 @@ _OS_WRITE_FAILURES = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk 
                       errno.EPERM: "no permission to write", errno.EIO: "disk I/O error"}
 
 
+def cannot_write_fix(reason: str, home: object) -> str:
+    """What to do when the library cannot be written for ``reason`` (``write_failure``)."""
+    if "locked" in reason:
+        return "another process is writing the library (a sync or a save): try again in a moment"
+    return f"free disk space or make {home} writable; searching and reading still work"
+
+
 def write_failure(exc: BaseException) -> str | None:
     """Why a write failed, when ``exc`` (or an error it was raised from) is a failure a
     read can go on without -- disk full, read-only database or file system, I/O error,
