@@ -291,3 +291,9 @@ def test_one_unreadable_skill_file_does_not_stop_validate(tmp_path):
     rows = out if isinstance(out, list) else out.get("files", out.get("results", []))
     by = {Path(r["path"]).parent.name: r for r in rows}
     assert by["good-skill"]["valid"] and not by["loop-skill"]["valid"], by
+
+
+def test_init_without_samples_suggests_adding_a_collection(tmp_path):
+    p = sk("init", "--no-samples", home=tmp_path / "h")
+    assert p.returncode == 0 and "0 skills indexed" in p.stdout and "skillshelf roots add" in p.stdout
+    assert "Try: skillshelf search" not in p.stdout

@@ -135,10 +135,11 @@ def _lib(*, warn_missing: bool = True, creates: bool = False, samples: bool | No
     from .library import Library
 
     cfg = _config()
-    if ensure_home(cfg) and not creates:
+    new = ensure_home(cfg) and not creates
+    lib = Library.init(config=cfg, samples=samples) if samples is not None else Library(config=cfg)
+    if new:   # said once the library exists (a home that cannot be written creates nothing)
         err.print(f"note: there was no library at {cfg.home}; created a new, empty one"
                   " (check --home / SKILLSHELF_HOME if you meant another)")
-    lib = Library.init(config=cfg, samples=samples) if samples is not None else Library(config=cfg)
     if warn_missing:
         for m in lib.missing_roots:
             err.print(f"warning: {m.message}; left out — {m.fix}")
@@ -168,7 +169,9 @@ def init(samples: bool = typer.Option(True, "--samples/--no-samples", help="writ
     out.print(f"home      {lib.config.home}")
     out.print(f"workspace {lib.config.workspace}")
     out.print(f"database  {lib.config.db_path}")
-    out.print(f"{lib.count()} skills indexed ({rep.added} new). Try: skillshelf search \"fix a CORS error\"")
+    n = lib.count()
+    out.print(f"{n} skills indexed ({rep.added} new). " + ("Try: skillshelf search \"fix a CORS error\"" if n else
+              "Add a collection: skillshelf roots add PATH && skillshelf sync"))
 
 
 @app.command()
