@@ -2,6 +2,7 @@
 read: a new process opens it read-only, searches and lists work, writes fail with a clear
 error, and `doctor` says why."""
 
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -78,23 +79,33 @@ def test_a_database_with_an_older_schema_is_not_opened_read_only(tmp_path, monke
         Store(tmp_path / "db.sqlite")
 
 
-@pytest.fixture
-def read_only_home(tmp_path):
-    """A library seen through a read-only bind mount (root can write anywhere else)."""
-    src, ro = tmp_path / "src", tmp_path / "ro"
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")} | {"SKILLSHELF_EMBEDDER": "none"}
+
+
+def _init(home: Path) -> None:
+    assert subprocess.run([str(SCRIPT), "--home", str(home), "init"], env=ENV, capture_output=True).returncode == 0
+
+
+@contextlib.contextmanager
+def read_only_view(src: Path, ro: Path):
+    """``src`` seen through a read-only bind mount at ``ro`` (root can write anywhere else)."""
     ro.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
-    env["SKILLSHELF_EMBEDDER"] = "none"
-    assert subprocess.run([str(SCRIPT), "--home", str(src / "h"), "init"], env=env, capture_output=True).returncode == 0
     mount = shutil.which("mount")
     if not mount or subprocess.run([mount, "--bind", str(src), str(ro)], capture_output=True).returncode:
         pytest.skip("needs a read-only bind mount (mount --bind, as root)")
     try:
         if subprocess.run([mount, "-o", "remount,ro,bind", str(ro)], capture_output=True).returncode:
             pytest.skip("cannot remount read-only")
-        yield ro / "h", env
+        yield ro
     finally:
         subprocess.run(["umount", str(ro)], capture_output=True)
+
+
+@pytest.fixture
+def read_only_home(tmp_path):
+    _init(tmp_path / "src" / "h")
+    with read_only_view(tmp_path / "src", tmp_path / "ro") as ro:
+        yield ro / "h", ENV
 
 
 def test_a_new_process_reads_a_library_on_a_read_only_file_system(read_only_home):
@@ -126,25 +137,15 @@ def test_a_write_ahead_log_that_cannot_be_read_is_said(tmp_path):
     """A library left with recent changes in its write-ahead log (a process killed before
     the checkpoint) and no shared-memory file, seen read-only: SQLite cannot attach the log,
     and doctor says that those changes are not read."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
-    env["SKILLSHELF_EMBEDDER"] = "none"
-    src, ro = tmp_path / "src", tmp_path / "ro"
-    ro.mkdir()
-    assert subprocess.run([str(SCRIPT), "--home", str(src / "h"), "init"], env=env, capture_output=True).returncode == 0
+    src = tmp_path / "src"
+    _init(src / "h")
     db = src / "h" / "skillshelf.db"
     code = ("import os, sqlite3; c = sqlite3.connect(%r); c.execute('PRAGMA wal_autocheckpoint=0');"
             " c.execute(\"INSERT INTO meta VALUES ('probe', 'x')\"); c.commit(); os._exit(0)" % str(db))
     subprocess.run([sys.executable, "-c", code], check=True)
     Path(str(db) + "-shm").unlink(missing_ok=True)
     assert Path(str(db) + "-wal").stat().st_size > 0
-    mount = shutil.which("mount")
-    if not mount or subprocess.run([mount, "--bind", str(src), str(ro)], capture_output=True).returncode:
-        pytest.skip("needs a read-only bind mount (mount --bind, as root)")
-    try:
-        if subprocess.run([mount, "-o", "remount,ro,bind", str(ro)], capture_output=True).returncode:
-            pytest.skip("cannot remount read-only")
-        p = subprocess.run([str(SCRIPT), "--home", str(ro / "h"), "doctor"], env=env, capture_output=True, text=True,
+    with read_only_view(src, tmp_path / "ro") as ro:
+        p = subprocess.run([str(SCRIPT), "--home", str(ro / "h"), "doctor"], env=ENV, capture_output=True, text=True,
                            timeout=120)
         assert "recent changes in skillshelf.db-wal are not read" in p.stdout, p.stdout + p.stderr
-    finally:
-        subprocess.run(["umount", str(ro)], capture_output=True)
