@@ -75,7 +75,7 @@ def test_a_database_with_an_older_schema_is_not_opened_read_only(tmp_path, monke
     monkeypatch.setattr(Store, "migrate", no_writes)
     from skillshelf.errors import StoreError
 
-    with pytest.raises(StoreError, match="cannot open database"):
+    with pytest.raises(StoreError, match="made by an older skillshelf and cannot be updated here"):
         Store(tmp_path / "db.sqlite")
 
 
@@ -149,3 +149,25 @@ def test_a_write_ahead_log_that_cannot_be_read_is_said(tmp_path):
         p = subprocess.run([str(SCRIPT), "--home", str(ro / "h"), "doctor"], env=ENV, capture_output=True, text=True,
                            timeout=120)
         assert "recent changes in skillshelf.db-wal are not read" in p.stdout, p.stdout + p.stderr
+
+
+def test_doctor_notices_a_library_it_cannot_write_even_when_it_opens_normally(tmp_path):
+    """Another process holds the library open (its shared-memory file exists), and this one
+    sees it through a read-only mount: SQLite opens it normally, and only a write would fail.
+    doctor takes the write lock for a moment and says so."""
+    src = tmp_path / "src"
+    _init(src / "h")
+    db = src / "h" / "skillshelf.db"
+    holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1]);"
+                               " c.execute('SELECT COUNT(*) FROM skills').fetchone(); print('ready', flush=True);"
+                               " time.sleep(120)", str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        assert Path(str(db) + "-shm").exists()
+        with read_only_view(src, tmp_path / "ro") as ro:
+            p = subprocess.run([str(SCRIPT), "--home", str(ro / "h"), "doctor"], env=ENV, capture_output=True,
+                               text=True, timeout=120)
+            assert "warn database" in p.stdout and "read-only here" in p.stdout, p.stdout + p.stderr
+    finally:
+        holder.kill()
+        holder.wait()

@@ -816,8 +816,9 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
         checks.append(Check("config", "ok", str(cfg.config_path) if cfg.config_path.exists()
                             else f"{cfg.config_path} (absent: defaults in use)"))
         integrity = self.store.quick_check()
-        if integrity == "ok" and self.store.read_only:
-            checks.append(Check("database", "warn", f"{cfg.db_path} is open read-only ({self.store.read_only}):"
+        unwritable = self.store.cannot_write() if integrity == "ok" else None
+        if unwritable:
+            checks.append(Check("database", "warn", f"{cfg.db_path} is read-only here ({unwritable}):"
                                 " searches and reads work; saves, reports and re-indexing fail until the disk has"
                                 " room or the folder is writable"))
         elif integrity == "ok":

@@ -77,8 +77,13 @@ class Store:
         except sqlite3.DatabaseError as exc:
             if damaged(exc):
                 raise damaged_error(self.path, exc) from None
+            self._older_schema = False
             if self._open_read_only(exc):
                 return
+            if self._older_schema:
+                raise StoreError(f"the database {self.path} was made by an older skillshelf and cannot be updated"
+                                 f" here ({exc})", fix="open it once where it can be written (free disk space, a"
+                                 " writable folder), or run an older skillshelf to read it") from None
             raise StoreError(f"cannot open database {self.path}: {exc}",
                              fix="check that the disk has free space and the folder is writable; if the file "
                                  "itself is bad, `skillshelf rebuild` moves it aside and re-indexes the files") from None
@@ -104,6 +109,7 @@ class Store:
                 self.close()
                 continue
             if {name for name, _ in MIGRATIONS} - done:   # an older schema needs a write to update
+                self._older_schema = True
                 break
             self.read_only = " ".join(str(exc).split())
             wal = Path(str(self.path) + "-wal")
@@ -163,6 +169,32 @@ class Store:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+    def cannot_write(self) -> str | None:
+        """Why the database cannot take a write now, or None. Takes the write lock and gives
+        it back at once, waiting at most 0.2 s: a library another process is writing can be
+        written, one on a read-only or full disk cannot (SQLite may open such a file normally
+        when its shared-memory file is already there)."""
+        if self.read_only:
+            return self.read_only
+        from .usage import write_failure
+
+        with self._write_lock:
+            db = self.db
+            try:
+                db.execute("PRAGMA busy_timeout=200")
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('write-probe', '')")   # rolled back below
+                db.execute("ROLLBACK")
+            except sqlite3.OperationalError as exc:
+                if db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                reason = write_failure(exc)
+                return None if reason is None or "locked" in reason else reason
+            finally:
+                db.execute("PRAGMA busy_timeout=30000")
+        return None
 
     def quick_check(self) -> str:
         """'ok', or what SQLite's quick_check found wrong."""
