@@ -886,21 +886,18 @@ def run(argv: list[str] | None = None) -> int:
         return 1
     except sqlite3.DatabaseError as exc:   # a damaged index read through a path the store did not wrap
         from .store import damaged, damaged_error
-        from .usage import write_failure
 
         if damaged(exc):
             err.print(f"error: {_clean(str(damaged_error(_config().db_path, exc)))}")
-        elif write_failure(exc):   # a full disk, a read-only file system: reads work, this write cannot
-            err.print(f"error: {_cannot_write(write_failure(exc))}")
+        elif (refused := _cannot_write(exc)) is not None:   # a full disk, a read-only file system
+            err.print(f"error: {refused}")
         else:
             raise
         return 1
     except OSError as exc:         # a file write refused by the disk, or a file that cannot be read
-        from .usage import write_failure
-
-        reason = write_failure(exc)
         where = f" ({_clean(str(exc.filename))})" if exc.filename else ""
-        err.print(f"error: {_cannot_write(reason)}" if reason else
+        refused = _cannot_write(exc)
+        err.print(f"error: {refused}" if refused is not None else
                   f"error: {exc.strerror or exc}{where} — check that file or folder, then try again")
         return 1
     except typer.Exit as exc:
@@ -924,14 +921,16 @@ def run(argv: list[str] | None = None) -> int:
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 
 
-def _cannot_write(reason: str) -> str:
-    from .usage import cannot_write_fix
+def _cannot_write(exc: BaseException) -> str | None:
+    """The one line for a write the disk or the lock refused; None for other errors."""
+    from .usage import cannot_write_error
 
     try:
         home = _clean(str(_config().home))
     except Exception:   # noqa: BLE001 -- the message must not fail on a bad config
         home = "the library folder"
-    return f"the library cannot be written now ({reason}) — {cannot_write_fix(reason, home)}"
+    refused = cannot_write_error(exc, home)
+    return None if refused is None else _clean(str(refused))
 
 
 def _with_fix(exc: SkillshelfError) -> str:

@@ -165,21 +165,13 @@ class LibraryHandle:
         return self._lib
 
 
-def _write_failure(exc: BaseException) -> str | None:
-    from .usage import write_failure
-
-    return write_failure(exc)
-
-
-def _cannot_write_fix(reason: str, home: str) -> str:
-    from .usage import cannot_write_fix
-
-    return cannot_write_fix(reason, home)
-
-
 def _message(exc: BaseException, doing: str = "") -> str:
     """One line naming the problem and the fix, for any exception."""
+    import sqlite3
+
     from .errors import SkillshelfError
+    from .store import damaged, damaged_error
+    from .usage import cannot_write_error
 
     if isinstance(exc, SkillshelfError):
         from .errors import NotFoundError
@@ -188,26 +180,16 @@ def _message(exc: BaseException, doing: str = "") -> str:
         if not fix:   # the model needs a next step even where the library gave none
             fix = ("use a name or id that search_skills returned" if isinstance(exc, NotFoundError)
                    else "check the arguments against the tool's description")
-    elif isinstance(exc, OSError) and _write_failure(exc):
-        msg = f"the library cannot be written now ({_write_failure(exc)})"
-        fix = _cannot_write_fix(_write_failure(exc), "the library folder")
+    elif isinstance(exc, (OSError, sqlite3.Error)) and (refused := cannot_write_error(exc, "the library folder")):
+        msg, fix = refused.message, refused.fix
     elif isinstance(exc, OSError):
         where = f" ({exc.filename})" if exc.filename else ""
         msg = f"{exc.strerror or type(exc).__name__}{where}"
         fix = "check that file or folder (it may be missing, unreadable or on a full disk), then try again"
     else:
-        import sqlite3
-
-        from .store import damaged, damaged_error
-
         msg = f"{type(exc).__name__}: {str(exc).split(' with text ', 1)[0]}"
-        from .usage import write_failure
-
         if damaged(exc):
             fix = damaged_error(Path("skillshelf.db"), exc).fix
-        elif isinstance(exc, sqlite3.Error) and write_failure(exc):
-            msg = f"the library cannot be written now ({write_failure(exc)})"
-            fix = _cannot_write_fix(write_failure(exc), "the library folder")
         elif isinstance(exc, sqlite3.Error):
             fix = ("run `skillshelf doctor`; if it reports the database damaged, `skillshelf rebuild` re-indexes"
                    " the files")

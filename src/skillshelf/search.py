@@ -387,8 +387,12 @@ class Searcher:
         if not 1 <= int(limit) <= 100:
             raise ValidationError(f"limit {limit} is out of range", fix="use a limit from 1 to 100")
         query = query.strip()
-        if len(query) > 2000:   # cut at a word's end: a cut word would count as a rare word no skill holds
-            query = query[:2000].rsplit(None, 1)[0] if " " in query[:2000] else query[:2000]
+        if len(query) > 2000:
+            cut = query[:2000]
+            if not query[2000].isspace():   # a cut word would count as a rare word no skill holds: drop it
+                parts = cut.rsplit(None, 1)
+                cut = parts[0] if len(parts) == 2 else cut
+            query = cut.rstrip()
         with self._lock:
             meta = self._ensure_meta()
         n = len(meta.rowids)
@@ -546,7 +550,7 @@ class Searcher:
             return h.match == "likely"
 
         confident = any(serves(h, p) for h, p in zip(hits[:3], chosen[:3]))
-        signals = self._signals(hits, covers, meta, chosen, lex, dense, cos)
+        signals = self._signals(hits, covers)
         if n_wild:
             # "outside the relevant set": not shown and not among the next-best candidates;
             # a small library falls back to "not shown"
@@ -581,19 +585,13 @@ class Searcher:
         return [0.0 if c is None else c for c in covers]
 
     @staticmethod
-    def _signals(hits: list[Hit], covers: list[float], meta: _Meta, chosen: list[int], lex: list, dense: list,
-                 cos) -> dict[str, Any]:
-        """What the confidence flag can be decided from, for bench/confidence.py: the best
-        score and rare-word share of the first three hits (and both, per hit), how far the
-        first stands above the rest, and whether the lexical and dense lists agree."""
+    def _signals(hits: list[Hit], covers: list[float]) -> dict[str, Any]:
+        """What the confidence flag was decided from, for bench/confidence.py: the best score
+        and rare-word share of the first three hits, and both per hit."""
         if not hits:
             return {}
-        c = [cos(p) or 0.0 for p in chosen[:10]]
-        lg = {int(meta.group[p]) for p, _ in lex[:10]}
-        dg = {int(meta.group[p]) for p, _ in dense[:10]}
         return {"cos": max(h.score for h in hits[:3]), "cover": max(covers[:3]),
-                "first3": [(h.score, c) for h, c in zip(hits[:3], covers[:3])],
-                "margin": c[0] - (float(np.mean(c[1:])) if len(c) > 1 else 0.0), "agree": len(lg & dg) / 10.0}
+                "first3": [(h.score, c) for h, c in zip(hits[:3], covers[:3])]}
 
     def _recent_groups(self, meta: _Meta, recent: dict[str, int] | None, worked) -> dict[int, int]:
         """Copy group -> recent appearances of any of its copies, for the groups none of

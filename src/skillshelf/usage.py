@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .errors import StoreError
 from .store import Store, now
 from .learning import changes as learning_changes
 from .text import sha256, tokenize
@@ -38,11 +39,16 @@ _OS_WRITE_FAILURES = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk 
                       errno.EPERM: "no permission to write", errno.EIO: "disk I/O error"}
 
 
-def cannot_write_fix(reason: str, home: object) -> str:
-    """What to do when the library cannot be written for ``reason`` (``write_failure``)."""
-    if "locked" in reason:
-        return "another process is writing the library (a sync or a save): try again in a moment"
-    return f"free disk space or make {home} writable; searching and reading still work"
+def cannot_write_error(exc: BaseException, home: object) -> StoreError | None:
+    """The error to show for ``exc`` when it is a write the disk or the lock refused
+    (``write_failure``), naming the fix; None for any other error. One wording for the CLI,
+    the MCP server and the dashboard."""
+    reason = write_failure(exc)
+    if reason is None:
+        return None
+    fix = ("another process is writing the library (a sync or a save): try again in a moment" if "locked" in reason
+           else f"free disk space or make {home} writable; searching and reading still work")
+    return StoreError(f"the library cannot be written now ({reason})", fix=fix)
 
 
 def write_failure(exc: BaseException) -> str | None:

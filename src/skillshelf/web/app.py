@@ -164,13 +164,13 @@ def build(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int = 778
         # read errors the store could not wrap (a damaged value is found only when a row is
         # read) and writes the disk refuses: named, with the fix, like any domain error
         from ..store import damaged, damaged_error
-        from ..usage import write_failure
+        from ..usage import cannot_write_error
 
+        refused = cannot_write_error(exc, lib.config.home)
         if damaged(exc):
             err: SkillshelfError = damaged_error(lib.config.db_path, exc)
-        elif write_failure(exc):
-            err = StoreError(f"the library cannot be written now ({write_failure(exc)})",
-                             fix="free disk space or make the library folder writable; reading still works")
+        elif refused is not None:
+            err = refused
         else:
             err = StoreError(f"database error: {str(exc).split(' with text ', 1)[0]}",
                              fix="run `skillshelf doctor`; if it reports the database damaged, `skillshelf rebuild`")
