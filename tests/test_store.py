@@ -2,7 +2,7 @@ import sqlite3
 
 import pytest
 
-from skillshelf.migrations import MIGRATIONS
+from skillshelf.store.migrations import MIGRATIONS
 from skillshelf.store import Store
 
 

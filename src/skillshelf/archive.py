@@ -139,7 +139,7 @@ def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Pat
         raise ValidationError(f"the skills hold {total:,} bytes; an import accepts at most "
                               f"{unpack.MAX_TOTAL_BYTES:,}",
                               fix="export fewer skills per archive")
-    from . import __version__
+    from .version import __version__
 
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "skillshelf_version": __version__,
                 "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "skills": entries}

@@ -19,7 +19,7 @@ from rich.progress import ProgressColumn
 from rich.table import Table
 from rich.text import Text
 
-from . import __version__
+from .version import __version__
 from .errors import SkillshelfError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -884,15 +884,11 @@ def run(argv: list[str] | None = None) -> int:
     except SkillshelfError as exc:
         err.print(f"error: {_cli_words(_with_fix(exc))}")
         return 1
-    except sqlite3.DatabaseError as exc:   # a damaged index read through a path the store did not wrap
-        from .store import damaged, damaged_error
-
-        if damaged(exc):
-            err.print(f"error: {_clean(str(damaged_error(_config().db_path, exc)))}")
-        elif (refused := _cannot_write(exc)) is not None:   # a full disk, a read-only file system
-            err.print(f"error: {refused}")
-        else:
+    except sqlite3.DatabaseError as exc:   # a damaged index read through a path the store did not wrap,
+        refused = _cannot_write(exc)         # a full disk, a read-only file system
+        if refused is None:
             raise
+        err.print(f"error: {refused}")
         return 1
     except OSError as exc:         # a file write refused by the disk, or a file that cannot be read
         where = f" ({_clean(str(exc.filename))})" if exc.filename else ""
@@ -923,13 +919,14 @@ def run(argv: list[str] | None = None) -> int:
 
 def _cannot_write(exc: BaseException) -> str | None:
     """The one line for a write the disk or the lock refused; None for other errors."""
-    from .usage import cannot_write_error
+    from .library import explain
 
     try:
-        home = _clean(str(_config().home))
+        cfg = _config()
+        home, db_path = _clean(str(cfg.home)), cfg.db_path
     except Exception:   # noqa: BLE001 -- the message must not fail on a bad config
-        home = "the library folder"
-    refused = cannot_write_error(exc, home)
+        home, db_path = "the library folder", None
+    refused = explain(exc, db_path=db_path, home=home)
     return None if refused is None else _clean(str(refused))
 
 

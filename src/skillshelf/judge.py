@@ -43,7 +43,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .config import JudgeConfig
-from .errors import ConfigError, ValidationError
+from .errors import ConfigError, ValidationError, write_failure
 from .search import Hit, SearchResult
 from .store import now
 
@@ -778,7 +778,7 @@ class JudgeMixin:
                             float(out.judge_latency_ms), len([h for h in out.hits if not h.wildcard]),
                             len(out.invented), out.pick_id, json.dumps(verdicts, ensure_ascii=False)))
         except Exception as exc:
-            reason = usagemod.write_failure(exc)
+            reason = write_failure(exc)
             if reason is None:
                 raise
             print(f"skillshelf: judge log not written ({reason})", file=sys.stderr)

@@ -22,9 +22,10 @@ from . import index as indexmod
 from . import overlay as overlaymod
 from . import skill as skillmod
 from . import usage as usagemod
-from .catalog import CatalogMixin
+from .catalog import PAGE_MAX, SORTS, CatalogMixin
 from .config import Config, load as load_config
-from .errors import EmbedderError, NotFoundError, SkillFormatError, StoreError, ValidationError
+from .errors import (EmbedderError, NotFoundError, SkillFormatError, SkillshelfError, StoreError, ValidationError,
+                     cannot_write_error, write_failure)
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from .judge import JudgeMixin
 from .learning import LearningMixin
@@ -198,6 +199,18 @@ _COLS = ("id, name, path, root, kind, description, body, skill_type, tags, repo,
          " metadata, findings, active, expires_on, rel, content_hash")
 
 
+def explain(exc: BaseException, *, db_path: Path | None = None, home: object = "the library folder") \
+        -> SkillshelfError | None:
+    """The library's own error for an exception that escaped it raw: a damaged index (named with
+    ``skillshelf rebuild``) or a write the disk or a lock refused (``errors.cannot_write_error``);
+    None for anything else. Adapters call this instead of reaching into the store."""
+    from .store import damaged, damaged_error
+
+    if damaged(exc):
+        return damaged_error(Path(db_path or "skillshelf.db"), exc)
+    return cannot_write_error(exc, home)
+
+
 def _record(row) -> SkillRecord:
     meta = json.loads(row["metadata"] or "{}")
     lineage = [x.strip() for x in (meta.get("lineage") or meta.get("derived-from") or "").split(",") if x.strip()]
@@ -214,6 +227,9 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
 
     ``Library(home=PATH, roots=[PATH, ...])`` opens it; ``sync()`` brings the index up to
     date with the files; ``search()`` finds skills."""
+
+    SORTS = SORTS          # the orders ``browse`` accepts
+    PAGE_MAX = PAGE_MAX    # the largest page ``browse`` returns
 
     def __init__(self, home: str | Path | None = None, roots: list[str | Path] | None = None, *,
                  config: Config | None = None, embedder: Any = None, client: str | None = None,
@@ -644,7 +660,7 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
                 # A read must keep working when the log cannot be written (disk full, read-only
                 # database or file system): the hits are returned and `degraded` says what is
                 # missing. Any other error is raised.
-                reason = usagemod.write_failure(exc)
+                reason = write_failure(exc)
                 if reason is None:
                     raise
                 note = (f"usage not recorded ({reason}): the hits are complete"
@@ -907,7 +923,7 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
         except EmbedderError:
             learned = False         # the model failed to place the request: logged, not learned
         except Exception as exc:
-            if usagemod.write_failure(exc) is None:
+            if write_failure(exc) is None:
                 raise
             learned = False
         u = usagemod.per_skill_usage(self.store, rec.id, rec.name)

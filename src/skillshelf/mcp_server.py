@@ -33,7 +33,7 @@ from mcp.types import (INVALID_PARAMS, CallToolResult, ListResourcesResult, Pagi
                        Resource, ResourceTemplate, TextContent, ToolAnnotations)
 from pydantic import BaseModel, Field, StrictStr
 
-from . import __version__
+from .version import __version__
 
 log = logging.getLogger("skillshelf.mcp")
 
@@ -169,9 +169,8 @@ def _message(exc: BaseException, doing: str = "") -> str:
     """One line naming the problem and the fix, for any exception."""
     import sqlite3
 
-    from .errors import SkillshelfError
-    from .store import damaged, damaged_error
-    from .usage import cannot_write_error
+    from .errors import SkillshelfError, cannot_write_error
+    from .library import explain
 
     if isinstance(exc, SkillshelfError):
         from .errors import NotFoundError
@@ -188,8 +187,8 @@ def _message(exc: BaseException, doing: str = "") -> str:
         fix = "check that file or folder (it may be missing, unreadable or on a full disk), then try again"
     else:
         msg = f"{type(exc).__name__}: {str(exc).split(' with text ', 1)[0]}"
-        if damaged(exc):
-            fix = damaged_error(Path("skillshelf.db"), exc).fix
+        if (known := explain(exc)) is not None:
+            fix = known.fix
         elif isinstance(exc, sqlite3.Error):
             fix = ("run `skillshelf doctor`; if it reports the database damaged, `skillshelf rebuild` re-indexes"
                    " the files")

@@ -4,7 +4,6 @@ statistics built on them. Nothing here leaves the machine."""
 from __future__ import annotations
 
 import datetime as _dt
-import errno
 import json
 import re
 import sqlite3
@@ -29,49 +28,6 @@ def normalize_request(text: str) -> str:
 def request_hash(text: str) -> str:
     """What the log keeps of a request to recognise a repeat (also with ``hash_queries``)."""
     return sha256(normalize_request(text))
-
-
-_SQLITE_WRITE_FAILURES = {3: "no permission to write the database", 5: "the database is locked",
-                          8: "the database is read-only", 10: "disk I/O error", 13: "the disk is full",
-                          14: "the database file cannot be opened for writing"}
-_OS_WRITE_FAILURES = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
-                      errno.EROFS: "the file system is read-only", errno.EACCES: "no permission to write",
-                      errno.EPERM: "no permission to write", errno.EIO: "disk I/O error"}
-
-
-def cannot_write_error(exc: BaseException, home: object) -> StoreError | None:
-    """The error to show for ``exc`` when it is a write the disk or the lock refused
-    (``write_failure``), naming the fix; None for any other error. One wording for the CLI,
-    the MCP server and the dashboard."""
-    reason = write_failure(exc)
-    if reason is None:
-        return None
-    fix = ("another process is writing the library (a sync or a save): try again in a moment" if "locked" in reason
-           else f"free disk space or make {home} writable; searching and reading still work")
-    return StoreError(f"the library cannot be written now ({reason})", fix=fix)
-
-
-def write_failure(exc: BaseException) -> str | None:
-    """Why a write failed, when ``exc`` (or an error it was raised from) is a failure a
-    read can go on without -- disk full, read-only database or file system, I/O error,
-    locked database -- else None (a real error, to be raised)."""
-    seen: set[int] = set()
-    e: BaseException | None = exc
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if isinstance(e, sqlite3.Error):
-            code = getattr(e, "sqlite_errorcode", None)
-            if code is not None and code & 0xFF in _SQLITE_WRITE_FAILURES:
-                return _SQLITE_WRITE_FAILURES[code & 0xFF]
-            msg = str(e).lower()
-            for needle, reason in (("disk is full", 13), ("readonly", 8), ("read-only", 8), ("disk i/o", 10),
-                                   ("is locked", 5)):
-                if needle in msg:
-                    return _SQLITE_WRITE_FAILURES[reason]
-        elif isinstance(e, OSError) and e.errno in _OS_WRITE_FAILURES:
-            return _OS_WRITE_FAILURES[e.errno]
-        e = e.__cause__ or e.__context__
-    return None
 
 
 def log_query(store: Store, *, text: str, mode: str, filters: dict, client: str | None, confident: bool,

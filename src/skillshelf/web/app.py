@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from .. import __version__
+from ..version import __version__
 from ..errors import (ConfigError, ConflictError, NotFoundError, PolicyError, SkillFormatError, SkillshelfError,
                       StoreError, ValidationError, WriteError)
 from . import render
@@ -163,15 +163,10 @@ def build(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int = 778
     async def database_error(request: Request, exc: sqlite3.DatabaseError) -> Response:
         # read errors the store could not wrap (a damaged value is found only when a row is
         # read) and writes the disk refuses: named, with the fix, like any domain error
-        from ..store import damaged, damaged_error
-        from ..usage import cannot_write_error
+        from ..library import explain
 
-        refused = cannot_write_error(exc, lib.config.home)
-        if damaged(exc):
-            err: SkillshelfError = damaged_error(lib.config.db_path, exc)
-        elif refused is not None:
-            err = refused
-        else:
+        err: SkillshelfError | None = explain(exc, db_path=lib.config.db_path, home=lib.config.home)
+        if err is None:
             err = StoreError(f"database error: {str(exc).split(' with text ', 1)[0]}",
                              fix="run `skillshelf doctor`; if it reports the database damaged, `skillshelf rebuild`")
         return await domain_error(request, err)

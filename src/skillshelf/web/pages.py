@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ..catalog import PAGE_MAX, SORTS
+from ..library import Library
 from ..errors import SkillshelfError, ValidationError
 from . import render
 from .app import error_dict, redirect, skill_url, status_of
@@ -74,9 +74,9 @@ def skills(request: Request):
     lib = _lib(request)
     f = {"q": (p.get("q") or "").strip(), "root": p.get("root") or "", "repo": (p.get("repo") or "").strip(),
          "type": p.get("type") or "", "tag": (p.get("tag") or "").strip(), "status": p.get("status") or "any",
-         "expired": p.get("expired") or "", "sort": p.get("sort") if p.get("sort") in SORTS else "name",
+         "expired": p.get("expired") or "", "sort": p.get("sort") if p.get("sort") in Library.SORTS else "name",
          "desc": p.get("desc") == "1"}
-    limit = _int(p.get("limit"), SEARCH_PAGE if f["q"] else PAGE, low=1, high=PAGE_MAX)
+    limit = _int(p.get("limit"), SEARCH_PAGE if f["q"] else PAGE, low=1, high=Library.PAGE_MAX)
     offset = _int(p.get("offset"), 0)
     error = None
     try:

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import StoreError
+from ..errors import StoreError
 from .migrations import MIGRATIONS
 
 
@@ -177,7 +177,7 @@ class Store:
         when its shared-memory file is already there)."""
         if self.read_only:
             return self.read_only
-        from .usage import write_failure
+        from ..errors import write_failure
 
         with self._write_lock:
             db = self.db
