@@ -17,7 +17,7 @@ pytest.importorskip("fastapi", reason="the web extra is not installed (pip insta
 from fastapi.testclient import TestClient  # noqa: E402
 
 from skillshelf import Library  # noqa: E402
-from skillshelf.catalog import side_by_side  # noqa: E402
+from skillshelf.comparisons import side_by_side  # noqa: E402
 from skillshelf.embeddings.fake import FakeEmbedder  # noqa: E402
 from skillshelf.errors import ConfigError  # noqa: E402
 

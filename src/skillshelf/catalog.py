@@ -3,27 +3,26 @@ sorting and counts, the overview's totals and the usage flywheel over time, one 
 usage, its copies and descendants, side-by-side version and draft comparisons, and live
 checks of what is being written.
 
-``CatalogMixin`` is a base class of ``Library`` (the dashboard calls these methods; the CLI
-and MCP server can too). It holds no state of its own but a per-index-generation snapshot of
-the few columns browsing filters and sorts on, kept as numpy arrays: a table page of a
-100k-skill library is a handful of vector operations plus one SQL read of the rows shown.
+``Catalog`` is a service the ``Library`` facade composes (the dashboard calls it through the
+facade; the CLI and MCP server can too). It keeps a per-index-generation snapshot of the few
+columns browsing filters and sorts on, as numpy arrays: a table page of a 100k-skill library
+is a handful of vector operations plus one read of the rows shown.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import difflib
 import sys
 import threading
 from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import skill as skillmod
-from . import usage as usagemod
-from .errors import NotFoundError, SkillshelfError, ValidationError
-from .files import MAX_SKILL_BYTES, read_text_bounded
+from .errors import ValidationError
+from .store.catalog import CatalogReads, UsageReads
 
 SORTS = ("name", "type", "root", "repo", "version", "modified", "status", "expires", "shown", "success")
 STATUSES = ("any", "active", "inactive")
@@ -32,7 +31,6 @@ PAGE_MAX = 200
 # after an index change (≤ ~0.3 s at 5.3k); above, in the background while the previous answer
 SNAPSHOT_SYNC_MAX = 20_000
 SEARCH_MAX = 50
-DIFF_CONTEXT = 3
 _STATUS_CODES = {"active": 0, "deprecated": 1, "merged": 2}
 _STATUS_NAMES = {v: k for k, v in _STATUS_CODES.items()}
 _NONE_LAST = "\uffff"
@@ -211,23 +209,30 @@ class _Snapshot:
             return out
 
 
-_ROW_COLS = "rowid, id, name, display_name, description, root, kind, repo, skill_type, tags, version, active," \
-            " expires_on"
 
 
-# --- the mixin ----------------------------------------------------------------------------
+# --- the service -------------------------------------------------------------------------
 
-class CatalogMixin:
-    """Browsing, overview, per-skill usage, comparisons and live checks (see module doc).
-    Mixed into ``Library``: ``self`` has ``store``, ``config``, ``roots``, ``get``,
-    ``search``, ``stats``, ``review``, ``evolver``."""
+class Catalog:
+    """Browsing, the overview's totals and flywheel, one skill's usage, copies and lineage (see
+    the module doc). Given the index and usage reads and, as callables, what it needs of the
+    other services: ``resolve`` (a name or id to its record), ``search``, ``stats``,
+    ``root_label``, ``rows_by_name``, ``per_skill_usage`` (skill id, name -> SkillUsage),
+    ``list_drafts`` and ``roots`` (the library's roots now)."""
 
-    _catalog_snap: _Snapshot | None = None
-    _catalog_lock: threading.Lock | None = None
-    _curation_cache: tuple | None = None
-    _curation_refreshing: bool = False
-    _catalog_building: bool = False
-    _catalog_warming: bool = False
+    def __init__(self, reads: CatalogReads, usage: UsageReads, *, resolve: Callable, search: Callable,
+                 stats: Callable, root_label: Callable[[str], str], rows_by_name: Callable,
+                 per_skill_usage: Callable, list_drafts: Callable[[], list], roots: Callable[[], list]):
+        self.reads, self.usage = reads, usage
+        self.get, self.search, self.stats = resolve, search, stats
+        self._root_label, self._rows_by_name = root_label, rows_by_name
+        self._per_skill_usage, self._list_drafts, self._roots = per_skill_usage, list_drafts, roots
+        self._catalog_snap: _Snapshot | None = None
+        self._catalog_lock = threading.Lock()
+        self._curation_cache: tuple | None = None
+        self._curation_refreshing = False
+        self._catalog_building = False
+        self._catalog_warming = False
 
     # --- snapshot -------------------------------------------------------------------------
     def _catalog(self) -> _Snapshot:
@@ -238,10 +243,7 @@ class CatalogMixin:
         answers while a new one is built in the background (rows shown are always read fresh
         from the index; only which rows match and their order can lag). While one request
         builds it, others are answered from the previous snapshot rather than waiting."""
-        with _GUARD:
-            if self._catalog_lock is None:
-                self._catalog_lock = threading.Lock()
-        gen = self.store.get_meta("generation", "0")
+        gen = self.reads.generation()
         snap = self._catalog_snap
         if snap is not None and snap.gen == gen:
             return snap
@@ -259,19 +261,11 @@ class CatalogMixin:
         if not locked:
             with self._catalog_lock:
                 return self._build_catalog(locked=True)
-        gen = self.store.get_meta("generation", "0")
+        gen = self.reads.generation()
         snap = self._catalog_snap
         if snap is not None and snap.gen == gen:
             return snap
-        rows = self.store.db.execute("""
-            SELECT rowid, id, name, root, kind, repo, skill_type, tags, active, expires_on, version,
-                   CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.status') END,
-                   CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$."last-modified"') END,
-                   CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$."derived-from"') END,
-                   CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.lineage') END,
-                   CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$."merged-from"') END
-            FROM skills ORDER BY rowid""").fetchall()
-        snap = _Snapshot(gen, rows)
+        snap = _Snapshot(gen, self.reads.browse_columns())
         self._catalog_snap = snap
         return snap
 
@@ -340,11 +334,9 @@ class CatalogMixin:
         if not positions:
             return []
         rids = [int(snap.rowids[p]) for p in positions]
-        q = ",".join("?" * len(rids))
-        found = {r["rowid"]: r for r in self.store.db.execute(f"SELECT {_ROW_COLS} FROM skills WHERE rowid IN ({q})",
-                                                              rids)}
+        found = self.reads.rows(rids)
         ids = [snap.ids[p] for p in positions]
-        shown, reports = self._usage_counts(ids)
+        shown, reports = self.usage.counts(ids)
         today = _today().isoformat()
         out = []
         for p, rid in zip(positions, rids):
@@ -361,16 +353,6 @@ class CatalogMixin:
                 modified=snap.modified[p] or None, writable=r["kind"] == "workspace",
                 times_shown=shown.get(r["id"], 0), reports=rep, worked=ok))
         return out
-
-    def _usage_counts(self, ids: list[str]) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
-        if not ids:
-            return {}, {}
-        q = ",".join("?" * len(ids))
-        shown = {r[0]: int(r[1]) for r in self.store.db.execute(
-            f"SELECT skill_id, COUNT(*) FROM recommendations WHERE skill_id IN ({q}) GROUP BY skill_id", ids)}
-        reports = {r[0]: (int(r[1]), int(r[2] or 0)) for r in self.store.db.execute(
-            f"SELECT skill_id, COUNT(*), SUM(worked) FROM outcomes WHERE skill_id IN ({q}) GROUP BY skill_id", ids)}
-        return shown, reports
 
     # --- browsing -------------------------------------------------------------------------
     def browse(self, *, root: str | None = None, repo: str | None = None, skill_type: str | None = None,
@@ -416,14 +398,13 @@ class CatalogMixin:
         rank[name_order] = np.arange(snap.n)
         key = np.zeros(snap.n, dtype=np.float64)
         if sort == "shown":
-            for sid, c in self.store.db.execute("SELECT skill_id, COUNT(*) FROM recommendations GROUP BY skill_id"):
+            for sid, c in self.usage.times_shown():
                 p = snap.pos.get(sid)
                 if p is not None:
                     key[p] = c
         else:
             key[:] = 2.0
-            for sid, c, ok in self.store.db.execute(
-                    "SELECT skill_id, COUNT(*), SUM(worked) FROM outcomes WHERE skill_id IS NOT NULL GROUP BY skill_id"):
+            for sid, c, ok in self.usage.reports():
                 p = snap.pos.get(sid)
                 if p is not None and c:
                     key[p] = (ok or 0) / c
@@ -464,7 +445,7 @@ class CatalogMixin:
 
         roots = []
         counts = dict(counted(snap.root, snap.root_labels))
-        for r in self.roots:
+        for r in self._roots():
             roots.append({"label": r.label, "kind": r.kind, "path": str(r.path), "writable": r.writable,
                           "skills": counts.get(r.label, 0)})
         known = {r["label"] for r in roots}
@@ -480,14 +461,15 @@ class CatalogMixin:
                 "tags_total": len(tags), "skills": snap.n}
 
     # --- overview -------------------------------------------------------------------------
-    def overview(self, *, days: int = 30, weeks: int = 12, top: int = 8) -> dict[str, Any]:
+    def overview(self, *, days: int = 30, weeks: int = 12, top: int = 8, judge: dict[str, Any] | None = None) \
+            -> dict[str, Any]:
         """Totals (active, inactive, expired, drafts waiting, invalid files), skills by root,
-        repo and type, the flywheel series, the lists that need a person, and what the model
-        judge did over the last ``days``."""
+        repo and type, the flywheel series, the lists that need a person, and ``judge`` (what
+        the model judge did over the last ``days``, from the judge service)."""
         snap = self._catalog()
         expired = snap.expired_mask()
-        drafts = self.review.list()
-        invalid = int(self.store.db.execute("SELECT COUNT(*) FROM invalid_files").fetchone()[0])
+        drafts = self._list_drafts()
+        invalid = self.reads.invalid_count()
         totals = {"skills": snap.n, "active": int((snap.active & ~expired).sum()),
                   "deprecated": int((snap.status == 1).sum()), "merged": int((snap.status == 2).sum()),
                   "expired": int((snap.active & expired).sum()), "drafts": len(drafts), "invalid_files": invalid}
@@ -496,7 +478,7 @@ class CatalogMixin:
                 "repos_total": len(f["repos"]), "by_type": f["types"], "untyped": f["untyped"],
                 "flywheel": self.flywheel(days=days, weeks=weeks),
                 "curation": self.curation(top=top, drafts=drafts),
-                "judge": self.judge_stats(since=(_dt.date.today() - _dt.timedelta(days=days)).isoformat())}
+                "judge": judge}
 
     def curation(self, *, top: int = 25, drafts: list[dict] | None = None, since: str | None = None) -> dict[str, Any]:
         """The lists that need a person: drafts to review, kill candidates (active skills
@@ -509,11 +491,9 @@ class CatalogMixin:
         skills: a person who just deprecated a skill sees it gone) or the usage log grows
         (then the kept lists are returned and recomputed in the background: agents' searches
         arrive all the time, and a page must not wait for them)."""
-        drafts = self.review.list() if drafts is None else drafts
-        key = (self.store.get_meta("generation", "0"), since, top)
-        usage = self.store.db.execute("SELECT (SELECT MAX(id) FROM queries), (SELECT MAX(id) FROM outcomes),"
-                                      " (SELECT MAX(id) FROM recommendations)").fetchone()
-        usage = tuple(usage)
+        drafts = self._list_drafts() if drafts is None else drafts
+        key = (self.reads.generation(), since, top)
+        usage = self.usage.marks()
         cached = self._curation_cache
         if cached is None or (cached[0] != key and self._catalog().n <= SNAPSHOT_SYNC_MAX):
             out = self._curation(key, usage, top=top, since=since)
@@ -547,7 +527,6 @@ class CatalogMixin:
         first_day = today - _dt.timedelta(days=days - 1)
         first_week = _week_start(today) - _dt.timedelta(weeks=weeks - 1)
         since = min(first_day, first_week).isoformat()
-        db = self.store.db
         per_day: dict[str, int] = {}
         wk: dict[_dt.date, dict[str, int]] = {}
 
@@ -556,24 +535,18 @@ class CatalogMixin:
             return wk.setdefault(start, {"finds": 0, "reported": 0, "outcomes": 0, "worked": 0, "gaps": 0,
                                          "queries": 0})
 
-        for d, n, finds, gaps in db.execute("""
-                SELECT substr(at, 1, 10) d, COUNT(*), SUM(mode = 'find'),
-                       SUM(mode = 'find' AND confident = 0 AND degraded = 0)
-                FROM queries WHERE at >= ? GROUP BY d""", (since,)):
-            per_day[d] = int(n)
+        for d, n, finds, gaps in self.usage.queries_per_day(since):
+            per_day[d] = n
             w = week(d)
-            w["queries"] += int(n)
-            w["finds"] += int(finds or 0)
-            w["gaps"] += int(gaps or 0)
-        for d, n in db.execute("""
-                SELECT substr(q.at, 1, 10) d, COUNT(DISTINCT q.id) FROM queries q JOIN outcomes o ON o.query_id = q.id
-                WHERE q.mode = 'find' AND q.at >= ? GROUP BY d""", (since,)):
-            week(d)["reported"] += int(n)
-        for d, n, ok in db.execute("SELECT substr(at, 1, 10) d, COUNT(*), SUM(worked) FROM outcomes WHERE at >= ?"
-                                   " GROUP BY d", (since,)):
+            w["queries"] += n
+            w["finds"] += finds
+            w["gaps"] += gaps
+        for d, n in self.usage.reported_finds_per_day(since):
+            week(d)["reported"] += n
+        for d, n, ok in self.usage.outcomes_per_day(since):
             w = week(d)
-            w["outcomes"] += int(n)
-            w["worked"] += int(ok or 0)
+            w["outcomes"] += n
+            w["worked"] += ok
         day_series = []
         for i in range(days):
             d = (first_day + _dt.timedelta(days=i)).isoformat()
@@ -596,21 +569,15 @@ class CatalogMixin:
         when the log keeps its text), the outcomes reported (with notes), and the success
         rate per week."""
         rec = self.get(name_or_id)
-        u = usagemod.per_skill_usage(self.store, rec.id, rec.name)
-        db = self.store.db
+        u = self._per_skill_usage(rec.id, rec.name)
         surfaced = [{"at": r["at"], "rank": r["rank"], "score": round(float(r["score"]), 4), "query_id": r["qid"],
                      "request": r["text"], "mode": r["mode"], "client": r["client"], "confident": bool(r["confident"])}
-                    for r in db.execute("""
-                SELECT r.at, r.rank, r.score, q.id qid, q.text, q.mode, q.client, q.confident
-                FROM recommendations r JOIN queries q ON q.id = r.query_id
-                WHERE r.skill_id = ? ORDER BY r.id DESC LIMIT ?""", (rec.id, int(limit)))]
-        cond = "skill_id = ? OR (skill_id IS NULL AND name = ?)"
+                    for r in self.usage.surfaced(rec.id, limit)]
         outcomes = [{"id": r["id"], "at": r["at"], "worked": bool(r["worked"]), "note": r["note"],
                      "client": r["client"], "query_id": r["query_id"]}
-                    for r in db.execute(f"SELECT id, at, worked, note, client, query_id FROM outcomes WHERE {cond}"
-                                        " ORDER BY id DESC LIMIT ?", (rec.id, rec.name, int(limit)))]
+                    for r in self.usage.outcomes(rec.id, rec.name, limit)]
         weekly: dict[_dt.date, list[int]] = {}
-        for d, ok in db.execute(f"SELECT substr(at, 1, 10), worked FROM outcomes WHERE {cond}", (rec.id, rec.name)):
+        for d, ok in self.usage.outcome_days(rec.id, rec.name):
             try:
                 w = weekly.setdefault(_week_start(_dt.date.fromisoformat(d)), [0, 0])
             except ValueError:
@@ -634,12 +601,8 @@ class CatalogMixin:
         winner = rows[0]["id"]
         return [{"id": r["id"], "name": r["name"], "root": r["root"], "kind": r["kind"], "path": r["path"],
                  "version": r["version"], "active": bool(r["active"]), "description": r["description"],
-                 "wins": r["id"] == winner, "same_text": r["content_hash"] == self._content_hash(rec.id)}
+                 "wins": r["id"] == winner, "same_text": r["content_hash"] == self.reads.content_hash(rec.id)}
                 for r in rows if r["id"] != rec.id]
-
-    def _content_hash(self, skill_id: str) -> str | None:
-        row = self.store.db.execute("SELECT content_hash FROM skills WHERE id = ?", (skill_id,)).fetchone()
-        return row[0] if row else None
 
     def lineage(self, name_or_id: str) -> dict[str, Any]:
         """Where a skill came from (ancestors by DERIVE, sources of a MERGE, what it was
@@ -651,128 +614,3 @@ class CatalogMixin:
         return {"ancestors": rec.lineage, "merged_from": _split(rec.metadata.get("merged-from")),
                 "merged_into": rec.metadata.get("merged-into") or None,
                 "origin": rec.metadata.get("origin") or None, "descendants": children}
-
-    def version_text(self, name_or_id: str, version: int) -> str:
-        """The full SKILL.md text of a kept version."""
-        return self.evolver.history.text(self.get(name_or_id).name, int(version))
-
-    def compare(self, name_or_id: str, v1: int, v2: int, *, context: int = DIFF_CONTEXT) -> dict[str, Any]:
-        """Two versions of a skill side by side (rows of ``side_by_side``) and as a unified diff."""
-        rec = self.get(name_or_id)
-        a, b = self.version_text(rec.id, v1), self.version_text(rec.id, v2)
-        return {"name": rec.name, "id": rec.id, "v1": int(v1), "v2": int(v2), "rows": side_by_side(a, b, context),
-                "unified": self.diff(rec.id, v1, v2)}
-
-    def draft_review(self, name: str, *, context: int = DIFF_CONTEXT) -> dict[str, Any]:
-        """A draft with what it would change: the text it would write beside the current
-        text of the skill it replaces (FIX, MERGE into an existing name) or derives from
-        (DERIVE); a new skill (ARCHIVE) is compared with nothing."""
-        d = self.review.show(name)
-        args = d["args"]
-        action = str(args.get("action") or "").upper()
-        ref = None
-        if action == "FIX":
-            ref = args.get("target_skill_name") or args.get("name")
-        elif action == "DERIVE":
-            ref = args.get("target_skill_name")
-        elif action == "MERGE":
-            ref = args.get("name") or args.get("target_skill_name")
-        base = None
-        if isinstance(ref, str) and ref.strip():
-            try:
-                rec = self.get(ref.strip())
-                base = {"id": rec.id, "name": rec.name, "version": rec.version, "writable": rec.writable,
-                        "text": read_text_bounded(rec.path, MAX_SKILL_BYTES)}
-            except (SkillshelfError, OSError):
-                base = None
-        return {"name": d["name"], "action": action, "args": args, "proposed_at": d["proposed_at"],
-                "text": d["text"], "base": base,
-                "rows": side_by_side(base["text"] if base else "", d["text"], context)}
-
-    # --- checks ---------------------------------------------------------------------------
-    @staticmethod
-    def validate_text(text: str, *, folder_name: str | None = None) -> dict[str, Any]:
-        """Findings for a SKILL.md text: the validator ``skillshelf validate`` runs on files
-        (``valid`` is false when one is an error or fatal)."""
-        if not isinstance(text, str):
-            raise ValidationError("the text must be a string", fix="send the SKILL.md text")
-        size = len(text.encode("utf-8"))
-        if size > MAX_SKILL_BYTES:
-            f = skillmod.Finding("fatal", "file.too-large",
-                                 f"the text is {size:,} bytes; the limit is {MAX_SKILL_BYTES:,}")
-            return {"valid": False, "name": None, "findings": [f.as_dict()]}
-        parsed = skillmod.parse(text, folder_name=folder_name)
-        findings = [f.as_dict() for f in parsed.findings]
-        valid = not any(f["severity"] in ("fatal", "error") for f in findings)
-        return {"valid": valid, "name": parsed.skill.name if parsed.skill else None, "findings": findings}
-
-    def check_save(self, action: str, **args: Any) -> dict[str, Any]:
-        """A dry run of ``save``: the same checks a save makes (names, sizes, conflicts, the
-        target's state), then the validator on the file it would write. Writes nothing.
-        ``ok`` is true when the save would go through; ``text`` is the SKILL.md it would
-        write; ``error`` / ``fix`` say why not."""
-        try:
-            plan = self.evolver.plan({"action": action, **args})
-        except SkillshelfError as exc:
-            return {"ok": False, "error": exc.message, "fix": exc.fix, "findings": [], "text": None,
-                    "name": None, "version": None}
-        text = plan.skill.render()
-        res = self.validate_text(text, folder_name=plan.name)
-        keep = plan.action == "FIX"
-        extra = [f.as_dict() for f in skillmod.validate_for_write(plan.skill, plan.skill.name, keep_unknown_keys=keep)]
-        findings = res["findings"] + [f for f in extra if f not in res["findings"]]
-        if keep:    # a FIX keeps the original's keys: not an error of this save
-            findings = [f for f in findings if f["rule"] != "keys.unknown"]
-        ok = not any(f["severity"] in ("fatal", "error") for f in findings)
-        return {"ok": ok, "error": None if ok else "the result would not be a valid skill",
-                "fix": None if ok else "fix the fields named below", "findings": findings, "text": text,
-                "name": plan.name, "version": plan.skill.version}
-
-    def skill_text(self, name_or_id: str) -> str:
-        """The SKILL.md file of a skill as it is on disk."""
-        rec = self.get(name_or_id)
-        try:
-            return read_text_bounded(rec.path, MAX_SKILL_BYTES)
-        except OSError as exc:
-            raise NotFoundError(f"cannot read {rec.path}: {exc.strerror or exc}",
-                                fix="run `skillshelf sync` and try again") from None
-
-
-# --- side by side ---------------------------------------------------------------------------
-
-def side_by_side(a: str, b: str, context: int = DIFF_CONTEXT) -> list[dict[str, Any]]:
-    """Rows for a two-column diff of ``a`` (left) and ``b`` (right): ``kind`` is equal,
-    change, delete, insert, or skip (``count`` unchanged lines not shown). Line numbers are
-    1-based; a side without a line has None."""
-    al, bl = a.splitlines(), b.splitlines()
-    rows: list[dict[str, Any]] = []
-    sm = difflib.SequenceMatcher(None, al, bl, autojunk=False)
-    groups = list(sm.get_grouped_opcodes(context)) if al != bl else []
-    if not groups:
-        return [{"kind": "skip", "count": len(al), "l_no": None, "l": None, "r_no": None, "r": None}] if al else []
-    last = 0
-    for group in groups:
-        first = group[0][1]
-        if first > last:
-            rows.append({"kind": "skip", "count": first - last, "l_no": None, "l": None, "r_no": None, "r": None})
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                for i, j in zip(range(i1, i2), range(j1, j2)):
-                    rows.append({"kind": "equal", "l_no": i + 1, "l": al[i], "r_no": j + 1, "r": bl[j]})
-            elif tag == "replace":
-                n = max(i2 - i1, j2 - j1)
-                for k in range(n):
-                    i, j = i1 + k, j1 + k
-                    rows.append({"kind": "change",
-                                 "l_no": i + 1 if i < i2 else None, "l": al[i] if i < i2 else None,
-                                 "r_no": j + 1 if j < j2 else None, "r": bl[j] if j < j2 else None})
-            elif tag == "delete":
-                for i in range(i1, i2):
-                    rows.append({"kind": "delete", "l_no": i + 1, "l": al[i], "r_no": None, "r": None})
-            elif tag == "insert":
-                for j in range(j1, j2):
-                    rows.append({"kind": "insert", "l_no": None, "l": None, "r_no": j + 1, "r": bl[j]})
-        last = group[-1][2]
-    if last < len(al):
-        rows.append({"kind": "skip", "count": len(al) - last, "l_no": None, "l": None, "r_no": None, "r": None})
-    return rows

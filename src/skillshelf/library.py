@@ -22,7 +22,8 @@ from . import index as indexmod
 from . import overlay as overlaymod
 from . import skill as skillmod
 from . import usage as usagemod
-from .catalog import PAGE_MAX, SORTS, CatalogMixin
+from .catalog import PAGE_MAX, SORTS, Catalog
+from .comparisons import DIFF_CONTEXT, Comparisons
 from .config import Config, load as load_config
 from .errors import (EmbedderError, NotFoundError, SkillFormatError, SkillshelfError, StoreError, ValidationError,
                      cannot_write_error, write_failure)
@@ -33,6 +34,7 @@ from .onboarding import OnboardingMixin
 from .search import Searcher, SearchResult
 from .sources import Root, current_repo as detect_current_repo, make_roots, precedence_key
 from .store import Store
+from .store.catalog import CatalogReads, UsageReads
 from .text import name_key
 
 SAMPLES = ("cors-fix-nextjs-api", "docker-multi-stage-build", "git-conventional-commits")
@@ -222,7 +224,7 @@ def _record(row) -> SkillRecord:
         active=bool(row["active"]), expires_on=row["expires_on"], lineage=lineage)
 
 
-class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
+class Library(OnboardingMixin, JudgeMixin, LearningMixin):
     """A skill library: a home (workspace + database) plus read-only roots.
 
     ``Library(home=PATH, roots=[PATH, ...])`` opens it; ``sync()`` brings the index up to
@@ -252,6 +254,11 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
             raise ConfigError(f"cannot create the library's home {self.config.home}: {exc.strerror or exc}",
                               fix="pass --home (or SKILLSHELF_HOME) with a folder you can write to") from None
         self.store = Store(self.config.db_path)
+        self._catalog = Catalog(CatalogReads(self.store), UsageReads(self.store), resolve=self.get, search=self.search,
+                                stats=self.stats, root_label=self._root_label, rows_by_name=self._rows_by_name,
+                                per_skill_usage=lambda sid, name: usagemod.per_skill_usage(self.store, sid, name),
+                                list_drafts=lambda: self.review.list(), roots=lambda: self.roots)
+        self._compare = Comparisons(resolve=self.get, diff=self.diff, evolver=lambda: self.evolver, review=lambda: self.review)
         self.client = client
         self._embedder = embedder
         self._embedder_error: str | None = None
@@ -1051,3 +1058,58 @@ class Library(CatalogMixin, OnboardingMixin, JudgeMixin, LearningMixin):
 
     def delete(self, name: str) -> dict[str, Any]:
         return self.evolver.delete(name)
+
+    # --- browsing and comparisons (the dashboard's views) --------------------------------
+    def browse(self, *, root: str | None = None, repo: str | None = None, skill_type: str | None = None,
+               tag: str | None = None, status: str = "any", expired: bool | None = None, query: str | None = None,
+               sort: str = "name", descending: bool = False, offset: int = 0, limit: int = 50):
+        """One page of skills matching every filter (``Catalog.browse``)."""
+        return self._catalog.browse(root=root, repo=repo, skill_type=skill_type, tag=tag, status=status,
+                                    expired=expired, query=query, sort=sort, descending=descending, offset=offset,
+                                    limit=limit)
+
+    def facets(self, *, top_tags: int = 60) -> dict[str, Any]:
+        return self._catalog.facets(top_tags=top_tags)
+
+    def overview(self, *, days: int = 30, weeks: int = 12, top: int = 8) -> dict[str, Any]:
+        import datetime as _dt
+
+        since = (_dt.date.today() - _dt.timedelta(days=days)).isoformat()
+        return self._catalog.overview(days=days, weeks=weeks, top=top, judge=self.judge_stats(since=since))
+
+    def curation(self, *, top: int = 25, drafts: list[dict] | None = None, since: str | None = None) -> dict[str, Any]:
+        return self._catalog.curation(top=top, drafts=drafts, since=since)
+
+    def flywheel(self, *, days: int = 30, weeks: int = 12) -> dict[str, Any]:
+        return self._catalog.flywheel(days=days, weeks=weeks)
+
+    def catalog_warm(self) -> None:
+        self._catalog.catalog_warm()
+
+    def skill_usage(self, name_or_id: str, *, limit: int = 50) -> dict[str, Any]:
+        return self._catalog.skill_usage(name_or_id, limit=limit)
+
+    def copies(self, name_or_id: str) -> list[dict[str, Any]]:
+        return self._catalog.copies(name_or_id)
+
+    def lineage(self, name_or_id: str) -> dict[str, Any]:
+        return self._catalog.lineage(name_or_id)
+
+    def version_text(self, name_or_id: str, version: int) -> str:
+        return self._compare.version_text(name_or_id, version)
+
+    def compare(self, name_or_id: str, v1: int, v2: int, *, context: int = DIFF_CONTEXT) -> dict[str, Any]:
+        return self._compare.compare(name_or_id, v1, v2, context=context)
+
+    def draft_review(self, name: str, *, context: int = DIFF_CONTEXT) -> dict[str, Any]:
+        return self._compare.draft_review(name, context=context)
+
+    @staticmethod
+    def validate_text(text: str, *, folder_name: str | None = None) -> dict[str, Any]:
+        return Comparisons.validate_text(text, folder_name=folder_name)
+
+    def check_save(self, action: str, **args: Any) -> dict[str, Any]:
+        return self._compare.check_save(action, **args)
+
+    def skill_text(self, name_or_id: str) -> str:
+        return self._compare.skill_text(name_or_id)
