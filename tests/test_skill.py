@@ -76,3 +76,43 @@ def test_ttl_expiry():
     s = skill.Skill(name="a", description="d", metadata={"ttl-days": "10", "last-modified": "2026-01-01"})
     assert s.expires_on().isoformat() == "2026-01-11"
     assert skill.Skill(name="a", description="d").expires_on() is None
+
+
+def test_every_problem_of_a_bad_name_is_named():
+    """"Broken Skill" has capitals and a space: both are said, not only the first."""
+    found = dict(skill.check_name("Broken Skill"))
+    assert set(found) == {"name.case", "name.chars"}
+    assert "spaces" in found["name.chars"]
+    assert set(dict(skill.check_name("a_b--"))) == {"name.chars", "name.hyphens"}
+    assert "underscores" in dict(skill.check_name("a_b"))["name.chars"]
+    p = skill.parse("---\nname: Broken Skill\ndescription: d\n---\n", folder_name="Broken Skill")
+    assert {"name.case", "name.chars"} <= rules(p)
+
+
+def test_after_a_yaml_error_what_can_be_checked_is_still_checked():
+    text = ("---\nname: Broken Skill\ndescription: fixes: things\nrequires: [git]\ntags: a, b\n"
+            "metadata:\n  skill-type: RULE\n---\nbody\n")
+    p = skill.parse(text, folder_name="broken-skill")
+    assert not p.usable
+    by = {f.rule: f for f in p.findings}
+    assert {"name.case", "name.chars", "name.folder-mismatch", "keys.unknown", "keys.seed-top-level",
+            "yaml.invalid"} <= set(by)
+    assert by["name.case"].line == 2 and by["keys.unknown"].line == 4 and by["keys.seed-top-level"].line == 5
+    # the reason the file cannot be used comes last, and is the only fatal finding
+    assert p.findings[-1].rule == "yaml.invalid" and p.findings[-1].line == 3
+    assert [f.severity for f in p.findings].count("fatal") == 1
+    # a value the loader would read some other way is not guessed at
+    p = skill.parse("---\nname: {a: b\ndescription: d\n---\n")
+    assert not {"name.case", "name.chars"} & rules(p)
+    # a quoted name is read; a missing description is said
+    p = skill.parse("---\nname: 'My Tool'\nnote: : x\n---\n")
+    assert {"name.case", "name.chars", "description.missing", "keys.unknown"} <= rules(p)
+    assert p.findings[-1].severity == "fatal"
+
+
+def test_a_missing_description_does_not_hide_the_other_findings():
+    p = skill.parse("---\nname: Broken Skill\nweird: 1\n---\n", folder_name="broken-skill")
+    assert not p.usable and p.findings[-1].rule == "description.missing"
+    assert {"name.case", "name.chars", "name.folder-mismatch", "keys.unknown"} <= rules(p)
+    with pytest.raises(SkillFormatError, match="no description"):
+        skill.parse_strict("---\nname: Broken Skill\n---\n")

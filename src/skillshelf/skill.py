@@ -346,21 +346,100 @@ def key_lines(head: str) -> tuple[dict[str, int], dict[str, int]]:
     return top, meta
 
 
+def _shown_char(c: str) -> str:
+    if c == " ":
+        return "spaces"
+    if c == "_":
+        return "underscores"
+    if c.isprintable():
+        return repr(c)
+    return f"U+{ord(c):04X}"
+
+
 def check_name(name: str) -> list[tuple[str, str]]:
-    """Spec problems with a name, as (rule, message) pairs; empty when valid."""
+    """Spec problems with a name, as (rule, message) pairs, every one found (a name can have
+    capitals and a space at once); empty when valid."""
     problems: list[tuple[str, str]] = []
     if not name:
         return [("name.empty", "name is empty")]
     if len(name) > MAX_NAME:
         problems.append(("name.too-long", f"name is {len(name)} characters; the limit is {MAX_NAME}"))
-    if not NAME_RE.match(name):
-        if name != name.lower():
-            problems.append(("name.case", f"name {name!r} has uppercase letters; use lowercase a-z, 0-9 and '-'"))
-        elif "--" in name or name.startswith("-") or name.endswith("-"):
-            problems.append(("name.hyphens", f"name {name!r} has a leading, trailing or double hyphen"))
-        else:
-            problems.append(("name.chars", f"name {name!r} may only hold a-z, 0-9 and single hyphens"))
+    if NAME_RE.match(name):
+        return problems
+    if name != name.lower():
+        problems.append(("name.case", f"name {name!r} has uppercase letters; use lowercase a-z, 0-9 and '-'"))
+    others = list(dict.fromkeys(c for c in name.lower() if not (c.isascii() and (c.isalnum() or c == "-"))))
+    if others:
+        shown = ", ".join(_shown_char(c) for c in others[:5]) + (", …" if len(others) > 5 else "")
+        problems.append(("name.chars", f"name {name!r} holds {shown}; a name may only hold a-z, 0-9 and "
+                                       "single hyphens"))
+    if "--" in name or name.startswith("-") or name.endswith("-"):
+        problems.append(("name.hyphens", f"name {name!r} has a leading, trailing or double hyphen"))
     return problems
+
+
+def _seed_key(key: str) -> str:
+    return key.replace("_", "-").lower()
+
+
+def _key_finding(key: str, line: int | None) -> Finding:
+    """The finding for a top-level key the spec does not define."""
+    if _seed_key(key) in SEED_KEYS:
+        return Finding("error", "keys.seed-top-level",
+                       f"'{key}' belongs under 'metadata:' as a string; it is read from the top level", line)
+    return Finding("error", "keys.unknown", f"unknown frontmatter key '{key}'; the spec allows {', '.join(SPEC_KEYS)}",
+                   line)
+
+
+_PLAIN_SCALAR = re.compile(r"^[^\s#'\"{\[&*!|>%@`,?:-][^#]*$|^-[^\s#][^#]*$")
+
+
+def _name_on_line(line: str) -> str | None:
+    """The value of a ``name: value`` line when it is a plain or fully quoted scalar, else
+    None (a value YAML would read some other way is not guessed at)."""
+    value = line.split(":", 1)[1].strip() if ":" in line else ""
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        inner = value[1:-1]
+        return None if "'" in inner.replace("''", "") else inner.replace("''", "'")
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        inner = value[1:-1]
+        return None if "\\" in inner or '"' in inner else inner
+    value = value.split(" #", 1)[0].rstrip()
+    if not value or ": " in value or not _PLAIN_SCALAR.match(value):
+        return None
+    return value
+
+
+def scan_frontmatter(head: str, folder_name: str | None = None) -> list[Finding]:
+    """What a line scan can still tell of a frontmatter the YAML loader refused: the name's
+    problems (when its value is a plain scalar), a missing name or description, keys the
+    spec does not define. Block-style keys only; linear in the text."""
+    findings: list[Finding] = []
+    try:
+        top, _ = key_lines(head)
+    except re.error:   # pragma: no cover - the patterns are fixed
+        return findings
+    lines = head.split("\n")
+    if "name" not in top:
+        findings.append(Finding("error", "name.missing", "no name; add 'name: <folder name>'", 2))
+    else:
+        line = top["name"]
+        name = _name_on_line(lines[line - 2])
+        if name is not None:
+            name = unicodedata.normalize("NFKC", name.strip())
+            for rule, message in check_name(name):
+                findings.append(Finding("error", rule, message, line))
+            if folder_name is not None and name and unicodedata.normalize("NFKC", folder_name) != name:
+                findings.append(Finding("error", "name.folder-mismatch",
+                                        f"name {name!r} differs from its folder {folder_name!r}; rename one to match",
+                                        line))
+    if "description" not in top:
+        findings.append(Finding("error", "description.missing",
+                                "no description; add 'description: what it does and when to use it'", 2))
+    for key, line in top.items():
+        if key not in SPEC_KEYS:
+            findings.append(_key_finding(key, line))
+    return findings
 
 
 def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
@@ -390,26 +469,26 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
             f"frontmatter is {len(head):,} characters; the limit is {MAX_FRONTMATTER_BYTES:,}", 2)])
     try:
         if "*" in head and _alias_count(head) > MAX_ALIASES:
-            return ParsedFile(None, findings + [Finding(
+            return ParsedFile(None, findings + scan_frontmatter(head, folder_name) + [Finding(
                 "fatal", "yaml.aliases", f"frontmatter uses more than {MAX_ALIASES} YAML aliases; "
                                          "write the values out instead of referring to anchors", 2)])
         data = yaml.load(head, Loader=_Loader) if head.strip() else {}
         problem = _too_complex(data)
         if problem:
-            return ParsedFile(None, findings + [Finding(
+            return ParsedFile(None, findings + scan_frontmatter(head, folder_name) + [Finding(
                 "fatal", "yaml.too-complex", f"frontmatter is {problem}; use plain keys and short values", 2)])
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark is not None else None  # +1 for 1-based, +1 for the opening '---'
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return ParsedFile(None, findings + [Finding(
+        return ParsedFile(None, findings + scan_frontmatter(head, folder_name) + [Finding(
             "fatal", "yaml.invalid",
             f"frontmatter is not valid YAML: {reason}; quote values that contain ': ' or start with special characters",
             line)])
     except Exception as exc:  # noqa: BLE001 — a safe loader's constructors only fail on content
         # a constructor refused a value (an unhashable key, a bad !!int, `!!float ''` raising
         # IndexError inside PyYAML): bad content, reported, never a crash of sync or validate
-        return ParsedFile(None, findings + [Finding(
+        return ParsedFile(None, findings + scan_frontmatter(head, folder_name) + [Finding(
             "fatal", "yaml.invalid", f"frontmatter is not valid YAML: {type(exc).__name__}: {str(exc)[:200]}", 2)])
     if not isinstance(data, dict):
         return ParsedFile(None, findings + [Finding(
@@ -427,11 +506,14 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
         return (meta.get(key) or top.get("metadata", 2)) if under_metadata else top.get(key, 2)
 
     description = data.get("description")
+    # without a description the file cannot be used, but the rest is still checked: every
+    # problem is named at once (the fatal finding comes last)
+    missing: Finding | None = None
     if description is None or (isinstance(description, str) and not description.strip()):
-        return ParsedFile(None, findings + [Finding(
-            "fatal", "description.missing", "no description; add 'description: what it does and when to use it'",
-            at("description"))])
-    if not isinstance(description, str):
+        missing = Finding("fatal", "description.missing",
+                          "no description; add 'description: what it does and when to use it'", at("description"))
+        description = ""
+    elif not isinstance(description, str):
         findings.append(Finding("warning", "description.type", "description is not a string", at("description")))
         description = _scalar_to_str(description)
     if "\n" in description.strip():
@@ -476,20 +558,13 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
     for key, value in data.items():
         if key in SPEC_KEYS:
             continue
-        seed_key = key.replace("_", "-").lower()
-        if seed_key == "skill_type":
-            seed_key = "skill-type"
+        seed_key = _seed_key(key)
+        findings.append(_key_finding(key, at(key)))
         if seed_key in SEED_KEYS:
-            findings.append(Finding("error", "keys.seed-top-level",
-                                    f"'{key}' belongs under 'metadata:' as a string; it is read from the top level",
-                                    at(key)))
             if seed_key not in metadata:
                 metadata[seed_key] = _scalar_to_str(value)
                 from_top[seed_key] = key
         else:
-            findings.append(Finding("error", "keys.unknown",
-                                    f"unknown frontmatter key '{key}'; the spec allows {', '.join(SPEC_KEYS)}",
-                                    at(key)))
             extra[key] = value
 
     def meta_at(key: str) -> int:
@@ -530,6 +605,8 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
         findings.append(Finding("info", "body.long",
                                 f"body has {body.count(chr(10))} lines; the spec advises under {LONG_BODY_LINES}"))
 
+    if missing is not None:
+        return ParsedFile(None, findings + [missing])
     skill = Skill(name=name, description=description, body=body.strip("\n"),
                   license=_opt("license"), compatibility=compatibility,
                   allowed_tools=_opt("allowed-tools"), metadata=metadata, extra=extra)
