@@ -1,0 +1,68 @@
+"""Overlays: the owner's decisions about skills whose files are not theirs to change
+(deprecated with a reason, an expiry date), keyed by skill id, with the file's content hash
+when the decision was taken; and their effect on the skill's index row.
+
+Plain values in and out (a dict per overlay); ``updated_at`` is an ISO string."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .sqlite import Store
+from .writes import refused_as_store_error
+
+FIELDS = ("skill_id", "status", "reason", "expires_on", "content_hash", "updated_at")
+
+
+def _get(db, skill_id: str) -> dict[str, Any] | None:
+    row = db.execute(f"SELECT {', '.join(FIELDS)} FROM overlay WHERE skill_id = ?", (skill_id,)).fetchone()
+    return dict(zip(FIELDS, row)) if row else None
+
+
+def _apply(db, skill_id: str) -> None:
+    ov = _get(db, skill_id)
+    if ov is None:
+        return
+    if ov["status"] == "deprecated":
+        db.execute("UPDATE skills SET active = 0 WHERE id = ?", (skill_id,))
+    if ov["expires_on"]:
+        db.execute("UPDATE skills SET expires_on = ? WHERE id = ?", (ov["expires_on"], skill_id))
+
+
+class Overlays:
+    """The owner's decisions per skill id (``FIELDS``). Writes the disk or a lock refuses
+    raise ``StoreError``."""
+
+    def __init__(self, store: Store | None):
+        self.store = store      # None: only calls given a transaction of the caller's
+
+    def get(self, skill_id: str, tx=None) -> dict[str, Any] | None:
+        """The skill's overlay, or None (read inside the caller's transaction ``tx``, if given)."""
+        return _get(tx if tx is not None else self.store.db, skill_id)
+
+    def update(self, skill_id: str, changes: dict[str, Any], *, at: str) -> dict[str, Any]:
+        """Set ``changes`` (``status``, ``reason``, ``expires_on``) on the skill's overlay,
+        record the skill's current content hash and ``at``, apply the overlay to the skill's
+        index row and advance the index generation: one transaction. Returns the overlay."""
+        unknown = set(changes) - {"status", "reason", "expires_on"}
+        if unknown:
+            raise ValueError(f"not an overlay field: {', '.join(sorted(unknown))}")
+        with refused_as_store_error(self.store), self.store.tx() as tx:
+            data = _get(tx, skill_id) or {"skill_id": skill_id, "status": None, "reason": None, "expires_on": None,
+                                          "content_hash": None, "updated_at": ""}
+            data.update(changes)
+            row = tx.execute("SELECT content_hash FROM skills WHERE id = ?", (skill_id,)).fetchone()
+            if row:
+                data["content_hash"] = row[0]
+            data["updated_at"] = at
+            tx.execute("INSERT OR REPLACE INTO overlay VALUES (:skill_id, :status, :reason, :expires_on,"
+                       " :content_hash, :updated_at)", data)
+            _apply(tx, skill_id)
+            tx.execute("INSERT INTO meta VALUES ('generation', '1') ON CONFLICT(key) DO UPDATE"
+                       " SET value = CAST(value AS INTEGER) + 1")
+        return data
+
+    def apply_to_index(self, skill_id: str, tx=None) -> None:
+        """Make the skill's index row reflect its overlay. Indexing calls it inside its own
+        transaction (``tx``, from ``Store.tx()``) after every re-index of the skill."""
+        _apply(tx if tx is not None else self.store.db, skill_id)
