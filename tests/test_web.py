@@ -490,6 +490,69 @@ def test_side_by_side_rows():
                                                  "r_no": None, "r": None}]
 
 
+# --- the package's shape ----------------------------------------------------------------------
+
+# what an adapter may import from the rest of the package (the layers of the house)
+ADAPTER_MAY_IMPORT = {"skillshelf.library", "skillshelf.errors", "skillshelf.version", "skillshelf.config",
+                      "skillshelf.net", "skillshelf.text"}
+
+
+def _web_imports() -> dict[str, set[tuple[str, bool]]]:
+    """Each module of the web package -> the skillshelf modules it imports (anywhere in it),
+    each with whether its line is marked as waiting for a facade method."""
+    import ast
+
+    import skillshelf.web as web
+
+    here = Path(web.__file__).parent
+    out: dict[str, set[tuple[str, bool]]] = {}
+    for f in sorted(here.glob("*.py")):
+        mod = "skillshelf.web" + ("" if f.stem == "__init__" else f".{f.stem}")
+        pkg = "skillshelf.web"
+        lines = f.read_text().splitlines()
+        found: set[tuple[str, bool]] = set()
+        for node in ast.walk(ast.parse(f.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = pkg.rsplit(".", node.level - 1)[0] if node.level > 1 else pkg
+                    base = f"{parent}.{base}" if base else parent
+                names = [base] if node.module else [f"{base}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            pending = isinstance(node, (ast.Import, ast.ImportFrom)) and "# facade: pending" in lines[node.lineno - 1]
+            found |= {(n, pending) for n in names if n.startswith("skillshelf")}
+        out[mod] = found
+    return out
+
+
+def test_web_imports_only_what_an_adapter_may_and_has_no_circle():
+    graph = _web_imports()
+    assert {"skillshelf.web.app", "skillshelf.web.pages", "skillshelf.web.common"} <= set(graph)
+    for mod, targets in graph.items():
+        for target, pending in targets:
+            if target.startswith("skillshelf.web"):
+                continue
+            assert not target.startswith(("skillshelf.cli", "skillshelf.mcp", "skillshelf.entry")), (mod, target)
+            assert target in ADAPTER_MAY_IMPORT or pending, f"{mod} reaches past the facade into {target}"
+    # no circle inside the package (app builds the app from pages and api, which share common)
+    edges = {m: {t for t, _ in ts if t.startswith("skillshelf.web.") and t in graph} for m, ts in graph.items()}
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for t in edges[m]:
+            assert state.get(t) != 1, "import circle: " + " -> ".join(path + [m, t])
+            if t not in state:
+                visit(t, path + [m])
+        state[m] = 2
+
+    for m in graph:
+        if m not in state:
+            visit(m, [])
+
+
 # --- the web extra is optional ----------------------------------------------------------------
 
 def test_cli_does_not_import_the_web_stack():

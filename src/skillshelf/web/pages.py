@@ -11,10 +11,12 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ..library import Library
 from ..errors import SkillshelfError, ValidationError
+from ..files import MAX_RESOURCE_BYTES, read_text_bounded  # facade: pending
+from ..library import Library
+from ..skill import SKILL_TYPES  # facade: pending
 from . import render
-from .app import error_dict, redirect, skill_url, status_of
+from .common import error_dict, redirect, skill_url, status_of
 from .security import require_csrf
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_csrf)])
@@ -123,8 +125,6 @@ def skill(request: Request, skill_id: str):
 
 @router.get("/file/{skill_id:path}", response_class=HTMLResponse)
 def skill_file(request: Request, skill_id: str):
-    from ..files import MAX_RESOURCE_BYTES, read_text_bounded
-
     lib = _lib(request)
     rec = lib.get(skill_id)
     path = request.query_params.get("path") or ""
@@ -174,8 +174,6 @@ def edit(request: Request, skill_id: str):
 
 def _editor(request: Request, action: str, form: dict[str, str], *, rec: Any = None, error: dict | None = None,
             status: int = 200) -> HTMLResponse:
-    from ..skill import SKILL_TYPES
-
     return _page(request, "edit.html", status, action=action, form=form, rec=rec, error=error, types=SKILL_TYPES)
 
 

@@ -1,0 +1,130 @@
+"""What the pages and the JSON API share: the status of a domain error and its JSON form,
+the site's URLs, the templates with the context every page shares, and the one-time message
+a redirect carries to the next page."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from ..errors import (ConfigError, ConflictError, NotFoundError, PolicyError, SkillFormatError, SkillshelfError,
+                      StoreError, ValidationError, WriteError)
+from ..version import __version__
+from .security import CSRF_FIELD
+
+HERE = Path(__file__).parent
+FLASH_COOKIE = "skillshelf_flash"
+STATUS = {NotFoundError: 404, ValidationError: 400, SkillFormatError: 400, ConflictError: 409, PolicyError: 403,
+          ConfigError: 400, WriteError: 507, StoreError: 503}
+
+
+def status_of(exc: SkillshelfError) -> int:
+    for kind in type(exc).__mro__:
+        if kind in STATUS:
+            return STATUS[kind]
+    return 500
+
+
+def error_dict(exc: SkillshelfError) -> dict[str, Any]:
+    d: dict[str, Any] = {"type": type(exc).__name__, "message": exc.message, "fix": exc.fix}
+    if getattr(exc, "suggestions", None):
+        d["suggestions"] = exc.suggestions
+    return d
+
+
+def skill_url(skill_id: str, **query: Any) -> str:
+    q = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in query.items() if v not in (None, ""))
+    return f"/skill/{quote(skill_id, safe='/:')}" + (f"?{q}" if q else "")
+
+
+def short_repo(repo: str | None) -> str:
+    """A repo as people say it: ``owner/name`` for a GitHub URL."""
+    r = (repo or "").strip()
+    for prefix in ("https://", "http://", "www.", "github.com/"):
+        if r.lower().startswith(prefix):
+            r = r[len(prefix):]
+    return r.removesuffix(".git").strip("/") or (repo or "")
+
+
+def short_path(skill_id: str) -> str:
+    """Where a skill lives, short: the folder below its root, with the middle elided."""
+    rel = skill_id.split(":", 1)[-1]
+    parts = rel.split("/")
+    return rel if len(parts) <= 3 else f"{parts[0]}/…/{parts[-2]}/{parts[-1]}"
+
+
+def _templates() -> Environment:
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["skill_url"] = skill_url
+    env.filters["file_url"] = lambda sid, p: f"/file/{quote(sid, safe='/:')}?path={quote(p, safe='/')}"
+    env.filters["edit_url"] = lambda sid: f"/edit/{quote(sid, safe='/:')}"
+    env.filters["q"] = lambda v: quote(str(v), safe="")
+    env.filters["pct"] = lambda v: "–" if v is None else f"{float(v):.0%}"
+    env.filters["num"] = lambda v: "–" if v is None else f"{v:,}"
+    env.filters["day"] = lambda v: (v or "")[:10]
+    env.filters["when"] = lambda v: (v or "").replace("T", " ")[:16]
+    env.filters["short_repo"] = short_repo
+    env.filters["short_path"] = short_path
+    env.globals["version"] = __version__
+    env.globals["csrf_field"] = CSRF_FIELD
+    return env
+
+
+class Pages:
+    """Renders a template with the context every page shares (CSRF token, flash message,
+    drafts waiting, the indexing note)."""
+
+    def __init__(self, lib: Any):
+        self.lib = lib
+        self.env = _templates()
+
+    def render(self, request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        flash = _read_flash(request)
+        try:
+            drafts = len(self.lib.review.list())
+        except SkillshelfError:
+            drafts = 0
+        html = self.env.get_template(name).render(
+            request=request, csrf=getattr(request.state, "csrf", ""), flash=flash, drafts_waiting=drafts,
+            indexing=self.lib.indexing_note(), path=request.url.path, **ctx)
+        resp = HTMLResponse(html, status)
+        if flash:
+            resp.delete_cookie(FLASH_COOKIE, path="/")
+        return resp
+
+    def fragment(self, name: str, **ctx: Any) -> str:
+        return self.env.get_template(name).render(**ctx)
+
+
+def redirect(url: str, message: str | None = None, kind: str = "ok", keep: dict | None = None) -> RedirectResponse:
+    """303 to ``url`` with a one-time message for the next page (an HttpOnly cookie, so a
+    crafted link cannot put words on the page). ``keep``: what a failed form had typed, so
+    the page can open that form again with it."""
+    resp = RedirectResponse(url, 303)
+    if message:
+        kept = {str(k): str(v)[:1000] for k, v in (keep or {}).items()}
+        raw = json.dumps({"kind": kind, "text": message[:1500], "keep": kept}).encode()
+        resp.set_cookie(FLASH_COOKIE, base64.urlsafe_b64encode(raw).decode(), httponly=True, samesite="strict",
+                        path="/", max_age=60)
+    return resp
+
+
+def _read_flash(request: Request) -> dict | None:
+    raw = request.cookies.get(FLASH_COOKIE)
+    if not raw:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(raw.encode()))
+        keep = data.get("keep") if isinstance(data.get("keep"), dict) else {}
+        return {"kind": str(data.get("kind", "ok")), "text": str(data.get("text", "")),
+                "keep": {str(k): str(v) for k, v in keep.items()}}
+    except (ValueError, TypeError, AttributeError):
+        return None
