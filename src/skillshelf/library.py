@@ -4,16 +4,13 @@ methods and only format what they return."""
 from __future__ import annotations
 
 import contextlib
-import difflib
-import json
 import os
 import sqlite3
-import stat
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,148 +22,24 @@ from . import usage as usagemod
 from .catalog import PAGE_MAX, SORTS, Catalog
 from .comparisons import DIFF_CONTEXT, Comparisons
 from .config import Config, load as load_config
-from .errors import (EmbedderError, NotFoundError, SkillFormatError, SkillshelfError, StoreError, ValidationError,
+from .errors import (EmbedderError, NotFoundError, SkillshelfError, StoreError, ValidationError,
                      cannot_write_error, write_failure)
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from .judge import JudgeMixin
 from .learning import LearningMixin
 from .onboarding import OnboardingMixin
 from .search import Searcher, SearchResult
-from .sources import Root, current_repo as detect_current_repo, make_roots, precedence_key
+from .sources import Root, current_repo as detect_current_repo, make_roots
 from .store import Store
 from .store.catalog import CatalogReads, UsageReads
-from .text import name_key
+from .store.records import SkillRows
+from .records import Clash, FileList, Listing, Records, SkillRecord  # noqa: F401  (re-exported: the facade's values)
 
 SAMPLES = ("cors-fix-nextjs-api", "docker-multi-stage-build", "git-conventional-commits")
 # A stat scan of every SKILL.md costs ~0.7 s at 5.3k skills (BENCHMARKS.md: unchanged resync),
 # too much to pay before each query. One-shot commands scan before their first query; a
 # long-running process (the MCP server) calls ``watch()`` and scans in a background thread.
 AUTO_SYNC_INTERVAL = 2.0
-
-
-class FileList(list):
-    """Names of a skill's files (``SkillRecord.files``), capped: ``more`` counts those left
-    out, ``complete`` is false when the walk itself was cut short (``more`` is then a lower
-    bound)."""
-
-    WALK_CAP = 5000
-
-    def __init__(self, *args: Any):
-        super().__init__(*args)
-        self.more = 0
-        self.complete = True
-
-
-@dataclass
-class SkillRecord:
-    """A skill as the library knows it: where it lives plus its parsed content."""
-
-    id: str
-    name: str
-    path: str
-    root: str
-    kind: str
-    description: str
-    body: str
-    skill_type: str | None
-    tags: list[str]
-    repo: str | None
-    version: int
-    display_name: str
-    metadata: dict[str, str]
-    findings: list[dict]
-    active: bool
-    expires_on: str | None
-    lineage: list[str] = field(default_factory=list)
-    # the owner's decisions on a skill of a read-only root (deprecated, expiry): see overlay.py
-    overlay: dict | None = None
-
-    @property
-    def expired(self) -> bool:
-        import datetime as _dt
-
-        return bool(self.expires_on) and self.expires_on < _dt.date.today().isoformat()
-
-    @property
-    def folder(self) -> Path:
-        return Path(self.path).parent
-
-    @property
-    def writable(self) -> bool:
-        return self.kind == "workspace"
-
-    def files(self, limit: int = 200) -> "FileList":
-        """The skill's other files that can be served (relative paths, sorted): regular files
-        inside the skill folder of at most ``files.MAX_RESOURCE_BYTES``. Hidden files, nested
-        skills and dependency or VCS folders (``sources.SKIP_DIRS``: node_modules, .git,
-        __pycache__, .venv …) are left out. At most ``limit`` names; ``.more`` counts the
-        servable files left out (a lower bound when ``.complete`` is false: the walk stops
-        after ``FileList.WALK_CAP`` files, so a folder of 100k files costs bounded time)."""
-        from .files import MAX_RESOURCE_BYTES, contained
-        from .sources import SKIP_DIRS
-
-        out = FileList()
-        base = self.folder
-        try:
-            base_r = base.resolve()
-        except OSError:
-            return out
-        skill_md = Path(self.path).name
-        visited = 0
-        for dirpath, dirnames, filenames in os.walk(base):
-            here = Path(dirpath)
-            rel_dir = here.relative_to(base)
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS
-                                 and not (here / d / "SKILL.md").exists())
-            for f in sorted(filenames):
-                if f.startswith(".") or (rel_dir == Path(".") and f == skill_md):
-                    continue
-                visited += 1
-                if visited > FileList.WALK_CAP:
-                    out.complete = False
-                    return out
-                p = here / f
-                try:
-                    st = os.stat(p)  # follows a symlink: what a read would open
-                    if os.path.islink(p):
-                        contained(base_r, p)  # a link may point anywhere: keep only those inside
-                except (OSError, ValidationError):
-                    continue
-                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_RESOURCE_BYTES:
-                    continue
-                if len(out) < limit:
-                    out.append((rel_dir / f).as_posix())
-                else:
-                    out.more += 1
-        return out
-
-    def to_skill(self) -> skillmod.Skill:
-        return skillmod.parse_strict(Path(self.path).read_text(encoding="utf-8-sig"),
-                                     folder_name=self.folder.name, path=self.path)
-
-    def as_dict(self, *, body: bool = True) -> dict[str, Any]:
-        d = asdict(self)
-        d["expired"] = self.expired
-        if not body:
-            d.pop("body")
-        return d
-
-
-class Listing(list):
-    """A page of ``Library.list``: the records, and ``matched``, how many skills match the
-    filters in all (more than ``len`` when a limit cut the page)."""
-
-    matched: int = 0
-
-
-@dataclass
-class Clash:
-    name: str
-    winner: str
-    others: list[str]
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -197,10 +70,6 @@ class DoctorReport:
                 "embedder": self.embedder}
 
 
-_COLS = ("id, name, path, root, kind, description, body, skill_type, tags, repo, version, display_name,"
-         " metadata, findings, active, expires_on, rel, content_hash")
-
-
 def explain(exc: BaseException, *, db_path: Path | None = None, home: object = "the library folder") \
         -> SkillshelfError | None:
     """The library's own error for an exception that escaped it raw: a damaged index (named with
@@ -211,17 +80,6 @@ def explain(exc: BaseException, *, db_path: Path | None = None, home: object = "
     if damaged(exc):
         return damaged_error(Path(db_path or "skillshelf.db"), exc)
     return cannot_write_error(exc, home)
-
-
-def _record(row) -> SkillRecord:
-    meta = json.loads(row["metadata"] or "{}")
-    lineage = [x.strip() for x in (meta.get("lineage") or meta.get("derived-from") or "").split(",") if x.strip()]
-    return SkillRecord(
-        id=row["id"], name=row["name"], path=row["path"], root=row["root"], kind=row["kind"],
-        description=row["description"], body=row["body"], skill_type=row["skill_type"],
-        tags=[t for t in (row["tags"] or "").split(",") if t], repo=row["repo"], version=row["version"],
-        display_name=row["display_name"] or row["name"], metadata=meta, findings=json.loads(row["findings"] or "[]"),
-        active=bool(row["active"]), expires_on=row["expires_on"], lineage=lineage)
 
 
 class Library(OnboardingMixin, JudgeMixin, LearningMixin):
@@ -254,6 +112,9 @@ class Library(OnboardingMixin, JudgeMixin, LearningMixin):
             raise ConfigError(f"cannot create the library's home {self.config.home}: {exc.strerror or exc}",
                               fix="pass --home (or SKILLSHELF_HOME) with a folder you can write to") from None
         self.store = Store(self.config.db_path)
+        self._records = Records(SkillRows(self.store), roots=lambda: self.roots,
+                                overlay_of=lambda sid: overlaymod.get(self.store.db, sid),
+                                before_read=lambda: self._maybe_sync(), canonical=self.config.canonical_prefixes)
         self._catalog = Catalog(CatalogReads(self.store), UsageReads(self.store), resolve=self.get, search=self.search,
                                 stats=self.stats, root_label=self._root_label, rows_by_name=self._rows_by_name,
                                 per_skill_usage=lambda sid, name: usagemod.per_skill_usage(self.store, sid, name),
@@ -676,131 +537,41 @@ class Library(OnboardingMixin, JudgeMixin, LearningMixin):
                 print(f"skillshelf: {note}", file=sys.stderr)
         return result
 
+    # --- reading --------------------------------------------------------------------
     def _rows_by_name(self, name: str) -> list:
-        rows = self.store.db.execute(f"SELECT {_COLS} FROM skills WHERE name = ?", (name,)).fetchall()
-        if not rows:
-            rows = self.store.db.execute(f"SELECT {_COLS} FROM skills WHERE name_key = ?",
-                                         (name_key(name),)).fetchall()
-        return sorted(rows, key=lambda r: precedence_key(r["kind"], r["rel"], r["id"],
-                                                         self.config.canonical_prefixes))
+        return self._records.rows_by_name(name)
 
     def get(self, name_or_id: str) -> SkillRecord:
         """The skill with this id, or the one that wins for this name (see ``sources``)."""
-        self._maybe_sync()
-        if not isinstance(name_or_id, str) or not name_or_id.strip():
-            raise ValidationError("no skill name given", fix="pass a skill name or id")
-        key = name_or_id.strip()
-        row = self.store.db.execute(f"SELECT {_COLS} FROM skills WHERE id = ?", (key,)).fetchone()
-        if row is None:
-            by_path = self.store.db.execute(f"SELECT {_COLS} FROM skills WHERE path = ?",
-                                            (str(Path(key).expanduser().absolute()),)).fetchone()
-            row = by_path
-        if row is None:
-            rows = self._rows_by_name(key)
-            row = rows[0] if rows else None
-        if row is None:
-            sugg = self.suggest(key)
-            raise NotFoundError(f"no skill named {key!r}", suggestions=sugg,
-                                fix=None if sugg else "use a name or id that a search or the skill list returned")
-        rec = _record(row)
-        ov = overlaymod.get(self.store.db, rec.id)
-        if ov is not None:
-            rec.overlay = ov.as_dict()
-            rec.overlay["file_changed_since"] = ov.content_hash is not None and ov.content_hash != row["content_hash"]
-        return rec
+        return self._records.get(name_or_id)
 
     def read(self, name_or_id: str, section: str | None = None) -> tuple[SkillRecord, str]:
         """The skill and its body, or only the named section of the body."""
-        rec = self.get(name_or_id)
-        if not section:
-            return rec, rec.body
-        body = skillmod.section(rec.body, section)
-        if body is None:
-            names = [h for lvl, h in skillmod.headings(rec.body) if lvl <= 2]
-            heads = ", ".join(names[:12]) + (", …" if len(names) > 12 else "") if names else "none"
-            raise NotFoundError(f"{rec.name} has no section {section!r}", fix=f"sections: {heads}")
-        return rec, body
+        return self._records.read(name_or_id, section)
 
     def suggest(self, text: str, n: int = 3) -> list[str]:
-        names = [r[0] for r in self.store.db.execute("SELECT DISTINCT name FROM skills")]
-        close = difflib.get_close_matches(text, names, n=n, cutoff=0.5)
-        if len(close) < n:
-            key = name_key(text)
-            close += [nm for nm in names if key and key in name_key(nm) and nm not in close][: n - len(close)]
-        return close
+        return self._records.suggest(text, n)
 
     def list(self, *, root: str | None = None, skill_type: str | None = None, tag: str | None = None,
              name_contains: str | None = None, include_inactive: bool = True, invalid_only: bool = False,
-             limit: int | None = None) -> "Listing":
+             limit: int | None = None) -> Listing:
         """Skills matching every filter given, by name. ``root`` is a root's label or its path;
         an unknown root or skill type is an error naming the valid ones (not an empty list).
         The result's ``matched`` counts every match, also past ``limit``."""
-        if limit is not None and int(limit) < 1:
-            raise ValidationError(f"limit {limit} is out of range", fix="use a limit of 1 or more (or none for all)")
-        self._maybe_sync()
-        where, args = [], []
-        if root:
-            where.append("root = ?")
-            args.append(self._root_label(root))
-        if skill_type:
-            st = skill_type.strip().upper()
-            known = set(skillmod.SKILL_TYPES) | {r[0] for r in self.store.db.execute(
-                "SELECT DISTINCT skill_type FROM skills WHERE skill_type IS NOT NULL AND skill_type != ''")}
-            if st not in known:
-                raise ValidationError(f"unknown skill type {skill_type!r}",
-                                      fix=f"use one of {', '.join(skillmod.SKILL_TYPES)}")
-            where.append("skill_type = ?")
-            args.append(st)
-        if tag:
-            where.append("(',' || tags || ',') LIKE ?")
-            args.append(f"%,{tag.lower()},%")
-        if name_contains:
-            where.append("name LIKE ?")
-            args.append(f"%{name_contains}%")
-        if not include_inactive:
-            where.append("active = 1")
-        if invalid_only:
-            where.append("worst IN ('error', 'fatal')")
-        cond = " WHERE " + " AND ".join(where) if where else ""
-        sql = f"SELECT {_COLS} FROM skills{cond} ORDER BY name, id"
-        if limit:
-            sql += " LIMIT ?"   # "at most N": a limit past SQLite's integers means all of them
-            args_l = [*args, min(int(limit), 2**63 - 1)]
-        else:
-            args_l = args
-        rows = Listing(_record(r) for r in self.store.db.execute(sql, args_l))
-        rows.matched = len(rows)
-        if limit and len(rows) == min(int(limit), 2**63 - 1):
-            rows.matched = int(self.store.db.execute(f"SELECT COUNT(*) FROM skills{cond}", args).fetchone()[0])
-        return rows
+        return self._records.list(root=root, skill_type=skill_type, tag=tag, name_contains=name_contains,
+                                  include_inactive=include_inactive, invalid_only=invalid_only, limit=limit)
 
     def _root_label(self, root: str) -> str:
-        """The label of a root given by label or by path (``list --root``)."""
-        labels = {r.label for r in self.roots}
-        if root in labels:
-            return root
-        target = Path(root).expanduser().resolve()
-        for r in self.roots:
-            if r.path.resolve() == target:
-                return r.label
-        known = ", ".join(f"{r.label} ({r.path})" for r in self.roots)
-        raise ValidationError(f"no root {root!r} in this library", fix=f"use a root's label or path: {known}")
+        return self._records.root_label(root)
 
     def count(self) -> int:
-        return int(self.store.db.execute("SELECT COUNT(*) FROM skills").fetchone()[0])
+        return self._records.count()
 
     def invalid_files(self) -> list[dict]:
-        return [dict(r) for r in self.store.db.execute(
-            "SELECT path, root, rule, message, line FROM invalid_files ORDER BY path")]
+        return self._records.invalid_files()
 
     def clashes(self) -> list[Clash]:
-        out: list[Clash] = []
-        names = [r[0] for r in self.store.db.execute(
-            "SELECT name FROM skills GROUP BY name HAVING COUNT(*) > 1 ORDER BY name")]
-        for name in names:
-            rows = self._rows_by_name(name)
-            out.append(Clash(name, rows[0]["id"], [r["id"] for r in rows[1:]]))
-        return out
+        return self._records.clashes()
 
     # --- validation -----------------------------------------------------------------
     @staticmethod
