@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import index as indexmod
 from . import overlay as overlaymod
@@ -27,7 +27,6 @@ from .errors import (EmbedderError, NotFoundError, SkillshelfError, StoreError, 
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from .judge import JudgeMixin
 from .learning import LearningMixin
-from .onboarding import OnboardingMixin
 from .search import Searcher, SearchResult
 from .sources import Root, current_repo as detect_current_repo, make_roots
 from .store import Store
@@ -70,6 +69,10 @@ class DoctorReport:
                 "embedder": self.embedder}
 
 
+if TYPE_CHECKING:   # pragma: no cover
+    from .archive import ExportReport, ImportReport, SkillFiles
+    from .pick import PickResult
+
 def explain(exc: BaseException, *, db_path: Path | None = None, home: object = "the library folder") \
         -> SkillshelfError | None:
     """The library's own error for an exception that escaped it raw: a damaged index (named with
@@ -82,7 +85,7 @@ def explain(exc: BaseException, *, db_path: Path | None = None, home: object = "
     return cannot_write_error(exc, home)
 
 
-class Library(OnboardingMixin, JudgeMixin, LearningMixin):
+class Library(JudgeMixin, LearningMixin):
     """A skill library: a home (workspace + database) plus read-only roots.
 
     ``Library(home=PATH, roots=[PATH, ...])`` opens it; ``sync()`` brings the index up to
@@ -884,3 +887,37 @@ class Library(OnboardingMixin, JudgeMixin, LearningMixin):
 
     def skill_text(self, name_or_id: str) -> str:
         return self._compare.skill_text(name_or_id)
+
+    # --- onboarding: export, import, pick (archive.py and pick.py, imported when called) ----
+    def export_skills(self, names: list[str] | tuple[str, ...] = (), *, all_skills: bool = False,
+                      to: str | Path) -> "ExportReport":
+        """Write the named skills (or ``all_skills``: every name, the skill a lookup by name
+        finds) to a folder, a ``.zip`` or a ``.tar.gz``, with ``manifest.json`` (names, ids,
+        versions, the sha256 of every file)."""
+        from .archive import export_skills
+
+        return export_skills(self, list(names), all_skills=all_skills, to=to)
+
+    def import_skills(self, source: str | Path, *, mode: str = "copy", replace: bool = False,
+                      dry_run: bool = False) -> "ImportReport":
+        """Import the skills of a folder, ``.zip`` or ``.tar.gz``: ``mode='copy'`` into the
+        workspace (a name already taken is skipped unless ``replace``, which makes the
+        imported text a new version through FIX), ``mode='root'`` as a read-only root.
+        Unsafe archives are refused as a whole before anything is written."""
+        from .archive import import_skills
+
+        return import_skills(self, source, mode=mode, replace=replace, dry_run=dry_run)
+
+    def pick(self, project: str | Path, *, limit: int = 8) -> "PickResult":
+        """The few skills worth installing directly in a client for this project, each with
+        the signal or the outcome that chose it."""
+        from .pick import pick
+
+        return pick(self, project, limit=limit)
+
+    def skill_folder(self, name_or_id: str) -> tuple[Any, "SkillFiles"]:
+        """A skill and its files read into memory (``SKILL.md`` and the others), for copying."""
+        from .archive import skill_files
+
+        rec = self.get(name_or_id)
+        return rec, skill_files(rec.folder, Path(rec.path).name)
