@@ -234,15 +234,18 @@ def test_an_embedder_failure_keeps_the_outcome_unlearned(lib, monkeypatch):
     from skillshelf.errors import EmbedderError
 
     res = lib.search("speed up slow sql queries")
-    emb, _ = lib._embedder_state()
-    lib.__dict__.pop("_request_vectors", None)
+    # the report comes from another process: it has not kept the request's vector, so it
+    # must embed the request again, and its model fails
+    other = Library(home=lib.config.home, roots=lib.config.roots, embedder=FakeEmbedder(), auto_sync=False)
+    emb, _ = other._embedder_state()
 
     def boom(text):
         raise EmbedderError("model gone", fix="none")
 
     monkeypatch.setattr(emb, "embed", boom)
-    out = lib.report_outcome("sql-index", True, query_id=res.query_id)
+    out = other.report_outcome("sql-index", True, query_id=res.query_id)
     assert out["learned"] is False and out["reports"] == 1
+    other.close()
 
 
 def test_one_client_lifts_a_skill_at_most_three_places(lib):

@@ -110,9 +110,9 @@ def test_no_code_path_updates_or_deletes_usage_rows(tmp_path):
     for p in src.rglob("*.py"):
         text = p.read_text()
         for m in re.finditer(r"(UPDATE|DELETE FROM)\s+(queries|recommendations|outcomes)\b", text):
-            bad.append((p.name, m.group(0)))
-    # the one sanctioned deletion: the confirmed retention command
-    assert all(name == "usage.py" for name, _ in bad), bad
+            bad.append((p.relative_to(src).as_posix(), m.group(0)))
+    # the one sanctioned deletion: the confirmed retention command, in the usage log's store
+    assert all(name == "store/usage.py" for name, _ in bad), bad
     lib = Library(home=tmp_path / "h", embedder="none", auto_sync=False)
     db = lib.store.db
     db.execute("INSERT INTO queries (at, text, text_hash, mode, confident, n_hits, latency_ms)"
@@ -177,3 +177,81 @@ def test_most_used_ranks_by_reported_uses_not_times_shown(tmp_path):
     assert shown["dead-skill"] == 5 and shown["cors-fix"] == 1 and shown["flaky-tests"] == 0
     d = st.as_dict()["per_skill"][0]
     assert "times_shown" in d and "recommended" not in d
+
+
+def _read_only_library(tmp_path, monkeypatch):
+    """A library whose database opens read-only (a read-only mount, a full disk)."""
+    from skillshelf.store import Store
+
+    root = tmp_path / "r"
+    write_skill(root, "cors-fix", description="Fix CORS errors")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    lib.close()
+
+    def no_writes(self):
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(Store, "migrate", no_writes)
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    assert lib.store.read_only
+    return lib
+
+
+def test_an_outcome_the_database_refuses_is_the_librarys_store_error(tmp_path, monkeypatch):
+    from skillshelf.errors import StoreError, write_failure
+
+    lib = _read_only_library(tmp_path, monkeypatch)
+    with pytest.raises(StoreError) as caught:
+        lib.report_outcome("cors-fix", True, note="fixed")
+    err = caught.value
+    assert "cannot be written" in err.message and "read-only" in err.message
+    assert str(tmp_path / "h") in err.fix and "searching and reading still work" in err.fix
+    assert write_failure(err) is not None      # the SQLite error stays its cause
+
+
+def test_a_full_disk_refusing_an_outcome_is_the_librarys_store_error(tmp_path, monkeypatch):
+    from skillshelf.errors import StoreError
+    from skillshelf.store import Store
+
+    root = tmp_path / "r"
+    write_skill(root, "cors-fix", description="Fix CORS errors")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    res = lib.search("cors errors")
+    real_tx = Store.tx
+
+    def full(self):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Store, "tx", full)
+    with pytest.raises(StoreError, match="disk is full"):
+        lib.report_outcome("cors-fix", True, query_id=res.query_id)
+    monkeypatch.setattr(Store, "tx", real_tx)
+    assert lib.report_outcome("cors-fix", True, query_id=res.query_id)["reports"] == 1
+
+
+def test_the_log_keeps_the_start_of_a_long_request_and_recognises_its_repeat(tmp_path):
+    from skillshelf.usage import LOGGED_TEXT_CHARS, request_hash
+
+    root = tmp_path / "r"
+    write_skill(root, "cors-fix", description="Fix CORS errors")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    long_request = "fix cors errors " + " ".join(f"line{i} of a pasted log" for i in range(200_000))
+    assert len(long_request) > 4_000_000
+    size = lib.store.path.stat().st_size
+    for _ in range(3):
+        lib.search(long_request)
+    rows = lib.store.db.execute("SELECT text, text_hash FROM queries").fetchall()
+    assert len(rows) == 3
+    text = rows[0]["text"]
+    assert text.startswith(long_request[:LOGGED_TEXT_CHARS]) and len(text) < LOGGED_TEXT_CHARS + 80
+    assert f"{len(long_request):,} characters" in text
+    # the hash is of the whole request: a repeat is still a repeat, a request with the same start is not
+    assert rows[0]["text_hash"] == request_hash(long_request) != request_hash(long_request[:LOGGED_TEXT_CHARS])
+    lib.store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert lib.store.path.stat().st_size - size < 200_000
+    # a request of ordinary length is kept whole
+    lib.search("cors errors in my api")
+    assert lib.store.db.execute("SELECT text FROM queries ORDER BY id DESC").fetchone()[0] == "cors errors in my api"

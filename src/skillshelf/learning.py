@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,8 @@ import numpy as np
 
 from .errors import ValidationError
 from .store import Store, now
+from .store.learning import LearningMemory
+from .store.skill_refs import SkillRefs
 from .text import name_key
 
 # the similarity at which an earlier request counts fully (the kernel's upper end)
@@ -91,18 +94,26 @@ def _day(at: str) -> float:
 
 
 class Learner:
-    """The outcome memory of one store, cached between searches (reloaded when a report is
-    learned or forgotten)."""
+    """The outcome memory, cached between searches (reloaded when a report is learned or
+    forgotten, or the skill rows change). ``memory``: the reports (``LearningMemory``);
+    ``rows``: name keys -> the row number of a skill with that name (one copy standing for
+    all); ``generation``: the skill index's generation (row numbers change with it). Given a
+    store only, all three come from it."""
 
-    def __init__(self, store: Store):
-        self.store = store
+    def __init__(self, store: Store | None = None, *, memory: LearningMemory | None = None,
+                 rows: Callable[[list[str]], dict[str, int]] | None = None,
+                 generation: Callable[[], str] | None = None):
+        refs = SkillRefs(store) if store is not None else None
+        self.memory = memory or LearningMemory(store)
+        self._rows = rows or refs.first_rows
+        self._generation = generation or refs.generation
         self._mem: _Memory | None = None
         self._lock = threading.Lock()
 
     def _load(self, model_id: str) -> _Memory | None:
-        gen = self.store.get_meta("learned_generation", "0")
+        gen, epoch = self.memory.state()
         # a forget or a change of skills (rowids) re-reads everything; a new report is appended
-        base = (self.store.get_meta("learned_epoch", "0"), self.store.get_meta("generation", "0"), model_id)
+        base = (epoch, self._generation(), model_id)
         key = (gen, *base)
         with self._lock:
             mem = self._mem
@@ -111,23 +122,22 @@ class Learner:
             if mem is None or mem.key[1:] != base:
                 mem = _Memory(key, np.zeros((0, 0), np.float32), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
                               [], [])
-            rows = self.store.db.execute(
-                "SELECT l.vector, l.worked, l.at, COALESCE(l.client, ''), l.request,"
-                " (SELECT MIN(s.rowid) FROM skills s WHERE s.name_key = l.name_key), l.id"
-                " FROM learned l WHERE l.model_id = ? AND l.id > ? ORDER BY l.id", (model_id, mem.last_id)).fetchall()
+            rows = self.memory.reports_after(model_id, mem.last_id)
             if rows:
-                vecs = np.vstack([np.frombuffer(r[0], dtype="<f4") for r in rows]).astype(np.float32)
+                vecs = np.vstack([np.frombuffer(r["vector"], dtype="<f4") for r in rows]).astype(np.float32)
                 if len(mem.rowid) and vecs.shape[1] != mem.vectors.shape[1]:
                     vecs = None     # another dimension under the same model id: not comparable
                 if vecs is None:
-                    mem.last_id = int(rows[-1][6])
+                    mem.last_id = rows[-1]["id"]
                 else:
+                    at_row = self._rows([r["name_key"] for r in rows])
                     mem = _Memory(key, vecs if not len(mem.rowid) else np.vstack([mem.vectors, vecs]),
-                                  np.concatenate([mem.rowid, np.asarray([r[5] or 0 for r in rows], dtype=np.int64)]),
-                                  np.concatenate([mem.sign, [1.0 if r[1] else -1.0 for r in rows]]),
-                                  np.concatenate([mem.days, [_day(r[2]) for r in rows]]),
-                                  mem.client + [r[3] for r in rows], mem.request + [r[4] for r in rows],
-                                  int(rows[-1][6]))
+                                  np.concatenate([mem.rowid, np.asarray([at_row.get(r["name_key"], 0) for r in rows],
+                                                                        dtype=np.int64)]),
+                                  np.concatenate([mem.sign, [1.0 if r["worked"] else -1.0 for r in rows]]),
+                                  np.concatenate([mem.days, [_day(r["at"]) for r in rows]]),
+                                  mem.client + [r["client"] for r in rows], mem.request + [r["request"] for r in rows],
+                                  rows[-1]["id"])
             mem.key = key
             self._mem = mem
             return mem
@@ -175,84 +185,25 @@ class Learner:
         return out
 
 
-def learn(store: Store, *, outcome_id: int, skill_id: str, name: str, worked: bool, client: str | None,
-          query_id: int, request: str | None, model_id: str, vector: np.ndarray, at: str | None = None) -> int:
-    """Keep one outcome with its request's vector."""
-    vec = np.asarray(vector, dtype=np.float32)
-    vec = vec / (float(np.linalg.norm(vec)) or 1.0)
-    with store.tx() as tx:
-        cur = tx.execute("INSERT INTO learned (outcome_id, at, skill_id, name_key, worked, client, query_id, request,"
-                         " model_id, vector) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                         (outcome_id, at or now(), skill_id, name_key(name), int(bool(worked)), client, query_id,
-                          request, model_id, vec.astype("<f4").tobytes()))
-        _bump(tx)
-    return int(cur.lastrowid)
-
-
-def _bump(tx) -> None:
-    tx.execute("INSERT INTO meta VALUES ('learned_generation', '1') ON CONFLICT(key) DO UPDATE"
-               " SET value = CAST(value AS INTEGER) + 1")
-
-
-def forget(store: Store, *, skill: str | None = None, client: str | None = None, before: str | None = None,
-           everything: bool = False) -> int:
-    """Delete what was learned: for one skill (all its copies), from one client, before a
-    day, or everything. The usage logs (queries, outcomes) are untouched."""
-    where, args = [], []
-    if skill:
-        where.append("name_key = ?")
-        args.append(name_key(skill))
-    if client is not None:
-        where.append("COALESCE(client, '') = ?")
-        args.append(client)
-    if before:
-        try:
-            _dt.date.fromisoformat(before[:10])
-        except ValueError:
-            raise ValidationError(f"{before!r} is not a date", fix="use YYYY-MM-DD") from None
-        where.append("at < ?")
-        args.append(before)
-    if not where and not everything:
-        raise ValidationError("say what to forget", fix="pass a skill, --client, --before, or --all")
-    with store.tx() as tx:
-        n = tx.execute("DELETE FROM learned" + (" WHERE " + " AND ".join(where) if where else ""), args).rowcount
-        if n:
-            _bump(tx)
-            tx.execute("INSERT INTO meta VALUES ('learned_epoch', '1') ON CONFLICT(key) DO UPDATE"
-                       " SET value = CAST(value AS INTEGER) + 1")
-    return int(n)
-
-
-def summary(store: Store, skill_name: str) -> dict[str, Any]:
-    """What was learned about one skill (all its copies): reports kept, worked / failed,
-    clients, the latest requests."""
-    rows = store.db.execute("SELECT worked, COALESCE(client, ''), request, at FROM learned WHERE name_key = ?"
-                            " ORDER BY id", (name_key(skill_name),)).fetchall()
-    return {"reports": len(rows), "worked": sum(1 for r in rows if r[0]),
-            "failed": sum(1 for r in rows if not r[0]), "clients": len({r[1] for r in rows}),
-            "requests": [r[2] for r in rows if r[2]][-3:], "last": rows[-1][3] if rows else None}
-
-
-def changes(store: Store, *, since: str | None = None, top: int = 10) -> list[dict[str, Any]]:
+def changes_of(memory: LearningMemory, names: Callable[[list[str]], dict[str, str]], *, since: str | None = None,
+               top: int = 10) -> list[dict[str, Any]]:
     """Skills outcomes promote or demote, for the usage report: each with its worked /
     failed reports, net direction (worked − failed, per client capped as in ranking), and
-    the requests behind it."""
-    rows = store.db.execute("SELECT name_key, skill_id, worked, COALESCE(client, ''), request FROM learned"
-                            " WHERE at >= ? ORDER BY id", (since or "0000",)).fetchall()
+    the requests behind it. ``names``: skill ids -> their names (ids no longer indexed are
+    shown by name key)."""
     groups: dict[str, dict[str, Any]] = {}
-    for key, sid, worked, client, request in rows:
-        g = groups.setdefault(key, {"skill_id": sid, "worked": 0, "failed": 0, "clients": {}, "requests": []})
-        g["worked" if worked else "failed"] += 1
-        g["clients"][client] = g["clients"].get(client, 0) + (1 if worked else -1)
-        if request and request not in g["requests"]:
-            g["requests"].append(request)
-    names = dict(store.db.execute("SELECT id, name FROM skills WHERE id IN (%s)" % ",".join(
-        "?" * len({g["skill_id"] for g in groups.values()})), [g["skill_id"] for g in groups.values()]).fetchall()) \
-        if groups else {}
+    for r in memory.since(since or "0000"):
+        g = groups.setdefault(r["name_key"], {"skill_id": r["skill_id"], "worked": 0, "failed": 0, "clients": {},
+                                              "requests": []})
+        g["worked" if r["worked"] else "failed"] += 1
+        g["clients"][r["client"]] = g["clients"].get(r["client"], 0) + (1 if r["worked"] else -1)
+        if r["request"] and r["request"] not in g["requests"]:
+            g["requests"].append(r["request"])
+    known = names([g["skill_id"] for g in groups.values()]) if groups else {}
     out = []
     for key, g in groups.items():
         net = sum(max(-2, min(2, v)) for v in g["clients"].values())
-        out.append({"name": names.get(g["skill_id"], key), "id": g["skill_id"], "worked": g["worked"],
+        out.append({"name": known.get(g["skill_id"], key), "id": g["skill_id"], "worked": g["worked"],
                     "failed": g["failed"], "clients": len(g["clients"]), "net": net,
                     "direction": "promoted" if net > 0 else "demoted" if net < 0 else "mixed",
                     "requests": g["requests"][-3:]})
@@ -260,47 +211,157 @@ def changes(store: Store, *, since: str | None = None, top: int = 10) -> list[di
     return out[:top]
 
 
-class LearningMixin:
-    """Library methods about learning from outcomes (the Library inherits them)."""
+class Learning:
+    """The learning service: keeps reported outcomes with their requests' vectors (so ranking
+    can learn from them), says what was learned, and forgets on request.
 
-    def _remember_vector(self, query_id: int | None, vec) -> None:
+    ``memory``: the reports (``store.learning.LearningMemory``); ``query``: a logged query id
+    -> ``{"text": ...}`` or None (``usage.Usage.query``); ``embedder``: () -> (embedder or
+    None, reason); ``resolve``: a skill name or id -> its record (``.name``), raising
+    ``NotFoundError``; ``names``: skill ids -> names (the report's learning section)."""
+
+    def __init__(self, memory: LearningMemory, *, query: Callable[[int], dict[str, Any] | None],
+                 embedder: Callable[[], tuple[Any, str | None]], resolve: Callable[[str], Any],
+                 names: Callable[[list[str]], dict[str, str]]):
+        self.memory = memory
+        self._query = query
+        self._embedder = embedder
+        self._resolve = resolve
+        self._names = names
+        # the request vectors of recent searches, by query id: a report on one is learned
+        # without embedding the request again (and works with hash_queries)
+        self.request_vectors: dict[int, Any] = {}
+        self._vectors_lock = threading.Lock()
+
+    def remember_vector(self, query_id: int | None, vec) -> None:
+        """Keep a logged search's request vector for a report on it (the last ``RECENT_VECTORS``)."""
         if query_id is None or vec is None:
             return
-        cache = self.__dict__.setdefault("_request_vectors", {})
-        cache[int(query_id)] = vec
-        if len(cache) > RECENT_VECTORS:
-            for k in list(cache)[: len(cache) - RECENT_VECTORS]:
-                cache.pop(k, None)
+        with self._vectors_lock:
+            cache = self.request_vectors
+            cache[int(query_id)] = vec
+            if len(cache) > RECENT_VECTORS:
+                for k in list(cache)[: len(cache) - RECENT_VECTORS]:
+                    cache.pop(k, None)
 
-    def _learn_outcome(self, outcome_id: int, skill_id: str, name: str, worked: bool, query_id: int | None,
-                       client: str | None) -> bool:
+    def learn_outcome(self, outcome_id: int, skill_id: str, name: str, worked: bool, query_id: int | None,
+                      client: str | None) -> bool:
         """Keep an outcome reported against a logged request for ranking (False when it
         cannot be: no request, or no embedder to place it)."""
         if query_id is None:
             return False
-        row = self.store.db.execute("SELECT text FROM queries WHERE id = ?", (query_id,)).fetchone()
-        if row is None:
+        q = self._query(query_id)
+        if q is None:
             return False
-        embedder, _ = self._embedder_state()
+        embedder, _ = self._embedder()
         if embedder is None:
             return False
-        vec = self.__dict__.get("_request_vectors", {}).get(int(query_id))
+        vec = self.request_vectors.get(int(query_id))
         if vec is None:
-            if not row[0]:
+            if not q["text"]:
                 return False        # hash_queries: the text is gone and the vector was not kept
-            vec = embedder.embed(row[0])
-        learn(self.store, outcome_id=outcome_id, skill_id=skill_id, name=name, worked=worked, client=client,
-              query_id=query_id, request=row[0], model_id=embedder.model_id, vector=vec)
+            vec = embedder.embed(q["text"])
+        learn_into(self.memory, outcome_id=outcome_id, skill_id=skill_id, name=name, worked=worked, client=client,
+                   query_id=query_id, request=q["text"], model_id=embedder.model_id, vector=vec)
         return True
 
     def learned(self, name_or_id: str) -> dict[str, Any]:
+        """What ranking learned about a skill (all its copies) from outcomes: reports kept,
+        worked / failed, clients, the latest requests (``skillshelf show``)."""
+        return summary_of(self.memory, self._resolve(name_or_id).name)
+
+    def forget(self, *, skill: str | None = None, client: str | None = None, before: str | None = None,
+               everything: bool = False) -> int:
+        """Undo learning: delete what was learned for a skill (all its copies), from a client,
+        before a day, or everything (``skillshelf usage forget``). The usage logs are
+        untouched. Returns the rows deleted."""
+        name = self._resolve(skill).name if skill else None
+        return forget_in(self.memory, skill=name, client=client, before=before, everything=everything)
+
+    def changes(self, since: str | None = None, top: int = 10) -> list[dict[str, Any]]:
+        """What learning changed, for the usage report (``changes_of``)."""
+        return changes_of(self.memory, self._names, since=since, top=top)
+
+
+def learn_into(memory: LearningMemory, *, outcome_id: int, skill_id: str, name: str, worked: bool,
+               client: str | None, query_id: int, request: str | None, model_id: str, vector: np.ndarray,
+               at: str | None = None) -> int:
+    """Keep one outcome with its request's vector (normalised)."""
+    vec = np.asarray(vector, dtype=np.float32)
+    vec = vec / (float(np.linalg.norm(vec)) or 1.0)
+    return memory.add(outcome_id=outcome_id, at=at or now(), skill_id=skill_id, name_key=name_key(name),
+                      worked=worked, client=client, query_id=query_id, request=request, model_id=model_id,
+                      vector=vec.astype("<f4").tobytes())
+
+
+def forget_in(memory: LearningMemory, *, skill: str | None = None, client: str | None = None,
+              before: str | None = None, everything: bool = False) -> int:
+    """Delete what was learned: for one skill name (all its copies), from one client, before
+    a day, or everything."""
+    if before:
+        try:
+            _dt.date.fromisoformat(before[:10])
+        except ValueError:
+            raise ValidationError(f"{before!r} is not a date", fix="use YYYY-MM-DD") from None
+    if not skill and client is None and not before and not everything:
+        raise ValidationError("say what to forget", fix="pass a skill, --client, --before, or --all")
+    return memory.forget(name_key=name_key(skill) if skill else None, client=client, before=before or None)
+
+
+def summary_of(memory: LearningMemory, skill_name: str) -> dict[str, Any]:
+    """What was learned about one skill name (all its copies)."""
+    rows = memory.for_skill(name_key(skill_name))
+    return {"reports": len(rows), "worked": sum(1 for r in rows if r["worked"]),
+            "failed": sum(1 for r in rows if not r["worked"]), "clients": len({r["client"] for r in rows}),
+            "requests": [r["request"] for r in rows if r["request"]][-3:], "last": rows[-1]["at"] if rows else None}
+
+
+# --- the functions over a store the library and tests called before the service -----------------
+
+def learn(store: Store, **kw: Any) -> int:
+    return learn_into(LearningMemory(store), **kw)
+
+
+def forget(store: Store, **kw: Any) -> int:
+    return forget_in(LearningMemory(store), **kw)
+
+
+def summary(store: Store, skill_name: str) -> dict[str, Any]:
+    return summary_of(LearningMemory(store), skill_name)
+
+
+def changes(store: Store, *, since: str | None = None, top: int = 10) -> list[dict[str, Any]]:
+    return changes_of(LearningMemory(store), SkillRefs(store).names, since=since, top=top)
+
+
+class LearningMixin:
+    """Until the library holds a ``Learning`` of its own: its methods about learning, each
+    delegating to one built on first use over the library's store, search and embedder."""
+
+    def _learning_service(self) -> Learning:
+        svc = self.__dict__.get("_learning")
+        if svc is None:
+            from .store.usage import UsageLog
+
+            log = UsageLog(self.store)
+            svc = Learning(LearningMemory(self.store), query=log.query, embedder=self._embedder_state,
+                           resolve=self.get, names=SkillRefs(self.store).names)
+            svc = self.__dict__.setdefault("_learning", svc)
+        return svc
+
+    def _remember_vector(self, query_id: int | None, vec) -> None:
+        self._learning_service().remember_vector(query_id, vec)
+
+    def _learn_outcome(self, outcome_id: int, skill_id: str, name: str, worked: bool, query_id: int | None,
+                       client: str | None) -> bool:
+        return self._learning_service().learn_outcome(outcome_id, skill_id, name, worked, query_id, client)
+
+    def learned(self, name_or_id: str) -> dict[str, Any]:
         """What ranking learned about a skill from outcomes (``skillshelf show``)."""
-        rec = self.get(name_or_id)
-        return summary(self.store, rec.name)
+        return self._learning_service().learned(name_or_id)
 
     def forget_learning(self, *, skill: str | None = None, client: str | None = None, before: str | None = None,
                         everything: bool = False) -> int:
         """Undo learning: delete what was learned for a skill, from a client, before a day,
         or everything (``skillshelf usage forget``). Returns the rows deleted."""
-        name = self.get(skill).name if skill else None
-        return forget(self.store, skill=name, client=client, before=before, everything=everything)
+        return self._learning_service().forget(skill=skill, client=client, before=before, everything=everything)

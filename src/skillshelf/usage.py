@@ -1,21 +1,30 @@
 """Usage logs (append-only: queries, recommendations, outcomes) and the curation
-statistics built on them. Nothing here leaves the machine."""
+statistics built on them. Nothing here leaves the machine.
+
+``Usage`` is the service: what a search and a report write, what ranking reads back (the
+anti-repeat counts), and the statistics. The rows live behind ``store.usage.UsageLog``."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
 import re
-import sqlite3
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import StoreError
 from .store import Store, now
-from .learning import changes as learning_changes
+from .store.skill_refs import SkillRefs
+from .store.usage import UsageLog
 from .text import sha256, tokenize
+
+# What the log keeps of a request's text: its first LOGGED_TEXT_CHARS characters and a marker
+# saying how long it was. A request is rarely longer; one that is (a pasted log, a whole file)
+# would otherwise grow the database by its size on every search. The hash of the whole
+# normalised text is kept as well, so a repeat is still recognised.
+LOGGED_TEXT_CHARS = 2000
 
 
 def normalize_request(text: str) -> str:
@@ -30,91 +39,12 @@ def request_hash(text: str) -> str:
     return sha256(normalize_request(text))
 
 
-def log_query(store: Store, *, text: str, mode: str, filters: dict, client: str | None, confident: bool,
-              degraded: bool, hits: list, latency_ms: float, hash_text: bool, at: str | None = None) -> int:
-    """One query row plus one row per recommended hit (wildcards are not recommendations)."""
-    at = at or now()
-    try:
-        return _insert_query(store, at=at, text=text, mode=mode, filters=filters, client=client,
-                             confident=confident, degraded=degraded, hits=hits, latency_ms=latency_ms,
-                             hash_text=hash_text)
-    except BaseException:
-        # A COMMIT that fails (disk full, I/O error) may leave the transaction open on this
-        # thread's connection, which would then read an old snapshot and refuse the next BEGIN.
-        db = store.db
-        if db.in_transaction:
-            try:
-                db.execute("ROLLBACK")
-            except sqlite3.Error:  # SQLite ended it already
-                pass
-        raise
-
-
-def _insert_query(store: Store, *, at: str, text: str, mode: str, filters: dict, client: str | None,
-                  confident: bool, degraded: bool, hits: list, latency_ms: float, hash_text: bool) -> int:
-    with store.tx() as tx:
-        cur = tx.execute(
-            "INSERT INTO queries (at, text, text_hash, mode, filters, client, confident, degraded, n_hits, latency_ms)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (at, None if hash_text else text, request_hash(text), mode,
-             json.dumps(filters, sort_keys=True), client, int(confident), int(bool(degraded)),
-             len(hits), float(latency_ms)))
-        qid = int(cur.lastrowid)
-        rank = 0
-        rows = []
-        for h in hits:
-            if getattr(h, "wildcard", False):
-                continue
-            rank += 1
-            rows.append((qid, at, h.id, h.name, rank, float(h.score)))
-        tx.executemany("INSERT INTO recommendations (query_id, at, skill_id, name, rank, score) VALUES (?,?,?,?,?,?)",
-                       rows)
-    return qid
-
-
-def log_outcome(store: Store, *, skill_id: str | None, name: str, worked: bool, note: str,
-                query_id: int | None, client: str | None, at: str | None = None) -> int:
-    with store.tx() as tx:
-        cur = tx.execute("INSERT INTO outcomes (at, skill_id, name, worked, note, query_id, client)"
-                         " VALUES (?,?,?,?,?,?,?)",
-                         (at or now(), skill_id, name, int(bool(worked)), note or "", query_id, client))
-    return int(cur.lastrowid)
-
-
-def recent_counts(store: Store, window: int, *, exclude_request: str | None = None) -> dict[str, int]:
-    """How often each skill was recommended in the last ``window`` logged requests, repeats
-    of ``exclude_request`` (same normalised text) left out: the anti-repeat policy spreads
-    different requests over the collection, it must not change the answer to the same one.
-    The window is counted without the repeats too, so a repeat sees the same recent requests
-    as the first ask did."""
-    if window <= 0:
-        return {}
-    skip = request_hash(exclude_request) if exclude_request is not None else ""
-    qids = [r[0] for r in store.db.execute(
-        "SELECT id FROM queries WHERE text_hash != ? ORDER BY id DESC LIMIT ?", (skip, window))]
-    if not qids:
-        return {}
-    # recommendations are written with their query, in one transaction: the rows of the
-    # last queries are the last rows, and their number is bounded by the queries' n_hits
-    # (no full scan of a long log on every search)
-    bound = store.db.execute("SELECT COALESCE(SUM(n_hits), 0) FROM queries WHERE id >= ?", (min(qids),)).fetchone()[0]
-    q = ",".join("?" * len(qids))
-    rows = store.db.execute(f"""
-        SELECT skill_id, COUNT(*) FROM (SELECT query_id, skill_id FROM recommendations ORDER BY id DESC LIMIT ?)
-        WHERE query_id IN ({q}) GROUP BY skill_id""", (int(bound), *qids))
-    return {r[0]: int(r[1]) for r in rows}
-
-
-def worked_latest(store: Store, skill_ids: list[str]) -> set[str]:
-    """Those of ``skill_ids`` whose latest outcome was 'worked' (exempt from the recency penalty)."""
-    if not skill_ids:
-        return set()
-    q = ",".join("?" * len(skill_ids))
-    rows = store.db.execute(f"""
-        SELECT o.skill_id, o.worked FROM outcomes o
-        JOIN (SELECT skill_id, MAX(id) AS mid FROM outcomes WHERE skill_id IN ({q}) GROUP BY skill_id) last
-        ON last.mid = o.id""", skill_ids)
-    return {r[0] for r in rows if r[1]}
+def logged_text(text: str) -> str:
+    """``text`` as the log keeps it: whole up to ``LOGGED_TEXT_CHARS`` characters, else its
+    start and a marker with the full length."""
+    if len(text) <= LOGGED_TEXT_CHARS:
+        return text
+    return f"{text[:LOGGED_TEXT_CHARS]} … [cut for the log: {len(text):,} characters in all]"
 
 
 # --- statistics -----------------------------------------------------------------
@@ -219,66 +149,6 @@ def group_gaps(rows: list[tuple[str, str]], threshold: float = 0.5) -> list[Gap]
     return [Gap(g["query"], g["count"], g["examples"], g["last"]) for g in groups]
 
 
-def compute_stats(store: Store, *, since: str | None = None, min_uses: int = 3, low_rate: float = 0.5,
-                  top: int = 20) -> Stats:
-    db = store.db
-    since_at = since or "0000"
-    qrows = db.execute("SELECT id, at, text, mode, confident, degraded FROM queries WHERE at >= ? ORDER BY id",
-                       (since_at,)).fetchall()
-    finds = [q for q in qrows if q["mode"] == "find"]
-    per_day: Counter[str] = Counter(q["at"][:10] for q in qrows)
-    usage: dict[str, SkillUsage] = {}
-    names = {r["id"]: r["name"] for r in db.execute("SELECT id, name FROM skills")}
-
-    def get(sid: str, name: str) -> SkillUsage:
-        if sid not in usage:
-            usage[sid] = SkillUsage(sid, name)
-        return usage[sid]
-
-    for r in db.execute("SELECT skill_id, name, COUNT(*) c, MAX(at) last FROM recommendations WHERE at >= ?"
-                        " GROUP BY skill_id", (since_at,)):
-        u = get(r["skill_id"], r["name"])
-        u.times_shown = int(r["c"])
-    orows = db.execute("SELECT * FROM outcomes WHERE at >= ? ORDER BY id", (since_at,)).fetchall()
-    reported_queries = set()
-    for o in orows:
-        sid = o["skill_id"] or o["name"]
-        u = get(sid, o["name"])
-        u.reports += 1
-        if o["worked"]:
-            u.worked += 1
-        else:
-            u.failed += 1
-        u.last_used = max(u.last_used or "", o["at"])
-        if o["note"]:
-            u.notes.append(("worked: " if o["worked"] else "failed: ") + o["note"])
-        if o["query_id"] is not None:
-            reported_queries.add(int(o["query_id"]))
-    find_ids = {int(q["id"]) for q in finds}
-    report_rate = (len(find_ids & reported_queries) / len(find_ids)) if find_ids else 0.0
-    surfaced_ever = {r[0] for r in db.execute("SELECT DISTINCT skill_id FROM recommendations")}
-    never = [{"id": sid, "name": nm} for sid, nm in sorted(names.items()) if sid not in surfaced_ever]
-    # active skills only are kill candidates
-    active = {r[0] for r in db.execute("SELECT id FROM skills WHERE active = 1")}
-    never = [x for x in never if x["id"] in active]
-    per_skill = sorted(usage.values(), key=lambda u: (-(u.reports + u.times_shown), u.id))
-    low = [u for u in per_skill if u.reports >= min_uses and (u.success_rate or 0.0) < low_rate]
-    low.sort(key=lambda u: (u.success_rate or 0.0, -u.reports, u.id))
-    worked = sorted([u for u in per_skill if u.worked], key=lambda u: (-u.worked, u.id))
-    # "most used" means used: skills with reported outcomes, ranked by reports and then by
-    # how many worked. Being shown is not being used (times_shown is its own field).
-    most = sorted((u for u in per_skill if u.reports), key=lambda u: (-u.reports, -u.worked, -u.times_shown,
-                                                                       u.id))[:top]
-    gap_rows = [(q["text"] or f"(hashed query {q['id']})", q["at"]) for q in finds
-                if not q["confident"] and not q["degraded"]]  # lexical-only runs have no confidence signal
-    return Stats(
-        since=since, queries=len(qrows), finds=len(finds), reports=len(orows), report_rate=report_rate,
-        confident_rate=(sum(1 for q in finds if q["confident"]) / len(finds)) if finds else 0.0,
-        queries_per_day=dict(sorted(per_day.items())), skills_total=len(names), most_used=most,
-        low_success=low, never_surfaced=never, gaps=group_gaps(gap_rows), worked=worked, per_skill=per_skill,
-        learning=learning_changes(store, since=since))
-
-
 def render_report(st: Stats, *, fmt: str = "md", limit: int = 25) -> str:
     if fmt == "json":
         return json.dumps(st.as_dict(), indent=2, ensure_ascii=False)
@@ -327,34 +197,167 @@ def render_report(st: Stats, *, fmt: str = "md", limit: int = 25) -> str:
     return "\n".join(lines) + "\n"
 
 
-def prune(store: Store, before: str) -> int:
-    """Delete usage rows older than ``before`` (the one sanctioned deletion; the CLI confirms)."""
-    _dt.date.fromisoformat(before[:10])
-    with store.tx() as tx:
-        tx.execute("INSERT OR REPLACE INTO meta VALUES ('retention_unlocked', '1')")
-        try:
-            n = 0
-            n += tx.execute("DELETE FROM recommendations WHERE at < ?", (before,)).rowcount
-            n += tx.execute("DELETE FROM outcomes WHERE at < ?", (before,)).rowcount
-            n += tx.execute("DELETE FROM judge_log WHERE at < ?", (before,)).rowcount
-            n += tx.execute("DELETE FROM queries WHERE at < ? AND id NOT IN (SELECT query_id FROM recommendations)",
-                            (before,)).rowcount
-        finally:
-            tx.execute("DELETE FROM meta WHERE key = 'retention_unlocked'")
-    return n
+class Usage:
+    """The usage service: logs searches and reports, answers ranking's questions about recent
+    recommendations, and builds the curation statistics.
+
+    ``log``: the usage rows (``store.usage.UsageLog``); ``skills``: a callable returning
+    ``(id, name, active)`` of every indexed skill (the kill list); ``learned``: a callable
+    ``since -> list`` of what learning changed (``learning.Learning.changes``), put in the
+    statistics (None: nothing)."""
+
+    def __init__(self, log: UsageLog, *, skills: Callable[[], list[tuple[str, str, bool]]],
+                 learned: Callable[[str | None], list[dict[str, Any]]] | None = None):
+        self.log = log
+        self._skills = skills
+        self._learned = learned
+
+    # --- writing --------------------------------------------------------------------------
+    def log_query(self, *, text: str, mode: str, filters: dict, client: str | None, confident: bool,
+                  degraded: bool, hits: list, latency_ms: float, hash_text: bool, at: str | None = None) -> int:
+        """One query row plus one row per recommended hit (wildcards are not recommendations).
+        The text is kept cut to ``LOGGED_TEXT_CHARS`` (none with ``hash_text``); its hash is of
+        the whole request. ``StoreError`` when the disk or a lock refuses the write."""
+        recommended = [(h.id, h.name, float(h.score)) for h in hits if not getattr(h, "wildcard", False)]
+        return self.log.log_query(at=at or now(), text=None if hash_text else logged_text(text),
+                                  text_hash=request_hash(text), mode=mode, filters=filters, client=client,
+                                  confident=confident, degraded=bool(degraded), n_hits=len(hits),
+                                  latency_ms=latency_ms, recommended=recommended)
+
+    def log_outcome(self, *, skill_id: str | None, name: str, worked: bool, note: str, query_id: int | None,
+                    client: str | None, at: str | None = None) -> int:
+        """One reported outcome (its id). ``StoreError`` when the disk or a lock refuses it."""
+        return self.log.log_outcome(at=at or now(), skill_id=skill_id, name=name, worked=worked, note=note,
+                                    query_id=query_id, client=client)
+
+    def prune(self, before: str) -> int:
+        """Delete usage rows older than ``before`` (the one sanctioned deletion; the CLI
+        confirms). ``ValueError`` when ``before`` is not a date."""
+        _dt.date.fromisoformat(before[:10])
+        return self.log.prune(before)
+
+    # --- reading --------------------------------------------------------------------------
+    def query(self, query_id: int) -> dict[str, Any] | None:
+        """A logged query (``id, at, text, mode, client, confident, degraded``) or None."""
+        return self.log.query(query_id)
+
+    def recent_counts(self, window: int, *, exclude_request: str | None = None) -> dict[str, int]:
+        """How often each skill was recommended in the last ``window`` logged requests, repeats
+        of ``exclude_request`` (same normalised text) left out: the anti-repeat policy spreads
+        different requests over the collection, it must not change the answer to the same one.
+        The window is counted without the repeats too, so a repeat sees the same recent requests
+        as the first ask did."""
+        skip = request_hash(exclude_request) if exclude_request is not None else ""
+        return self.log.recent_counts(window, skip_hash=skip)
+
+    def worked_latest(self, skill_ids: list[str]) -> set[str]:
+        """Those of ``skill_ids`` whose latest outcome was 'worked' (exempt from the recency penalty)."""
+        return self.log.worked_latest(skill_ids)
+
+    def skill_usage(self, skill_id: str, name: str) -> SkillUsage:
+        """One skill's usage: times shown, outcomes reported, their notes."""
+        u = SkillUsage(skill_id, name)
+        u.times_shown, outcomes = self.log.skill_usage(skill_id, name)
+        for worked, note, at in outcomes:
+            u.reports += 1
+            u.worked += int(worked)
+            u.failed += 1 - int(worked)
+            u.last_used = at
+            if note:
+                u.notes.append(note)
+        return u
+
+    def stats(self, *, since: str | None = None, min_uses: int = 3, low_rate: float = 0.5, top: int = 20) -> Stats:
+        """The curation statistics of the usage logged at or after ``since`` (all of it when
+        None): what worked, what keeps failing (``min_uses`` reports, success below
+        ``low_rate``), what never surfaced, the unserved requests grouped, what learning changed."""
+        since_at = since or "0000"
+        qrows = self.log.queries_since(since_at)
+        finds = [q for q in qrows if q["mode"] == "find"]
+        per_day: Counter[str] = Counter(q["at"][:10] for q in qrows)
+        usage: dict[str, SkillUsage] = {}
+        skills = self._skills()
+
+        def get(sid: str, name: str) -> SkillUsage:
+            if sid not in usage:
+                usage[sid] = SkillUsage(sid, name)
+            return usage[sid]
+
+        for sid, name, shown in self.log.shown_since(since_at):
+            get(sid, name).times_shown = shown
+        orows = self.log.outcomes_since(since_at)
+        reported_queries = set()
+        for o in orows:
+            u = get(o["skill_id"] or o["name"], o["name"])
+            u.reports += 1
+            if o["worked"]:
+                u.worked += 1
+            else:
+                u.failed += 1
+            u.last_used = max(u.last_used or "", o["at"])
+            if o["note"]:
+                u.notes.append(("worked: " if o["worked"] else "failed: ") + o["note"])
+            if o["query_id"] is not None:
+                reported_queries.add(o["query_id"])
+        find_ids = {q["id"] for q in finds}
+        report_rate = (len(find_ids & reported_queries) / len(find_ids)) if find_ids else 0.0
+        surfaced_ever = self.log.ever_recommended()
+        # active skills only are kill candidates
+        never = [{"id": sid, "name": nm} for sid, nm, active in sorted(skills) if active and sid not in surfaced_ever]
+        per_skill = sorted(usage.values(), key=lambda u: (-(u.reports + u.times_shown), u.id))
+        low = [u for u in per_skill if u.reports >= min_uses and (u.success_rate or 0.0) < low_rate]
+        low.sort(key=lambda u: (u.success_rate or 0.0, -u.reports, u.id))
+        worked = sorted([u for u in per_skill if u.worked], key=lambda u: (-u.worked, u.id))
+        # "most used" means used: skills with reported outcomes, ranked by reports and then by
+        # how many worked. Being shown is not being used (times_shown is its own field).
+        most = sorted((u for u in per_skill if u.reports), key=lambda u: (-u.reports, -u.worked, -u.times_shown,
+                                                                           u.id))[:top]
+        gap_rows = [(q["text"] or f"(hashed query {q['id']})", q["at"]) for q in finds
+                    if not q["confident"] and not q["degraded"]]  # lexical-only runs have no confidence signal
+        return Stats(
+            since=since, queries=len(qrows), finds=len(finds), reports=len(orows), report_rate=report_rate,
+            confident_rate=(sum(1 for q in finds if q["confident"]) / len(finds)) if finds else 0.0,
+            queries_per_day=dict(sorted(per_day.items())), skills_total=len({sid for sid, _, _ in skills}),
+            most_used=most, low_success=low, never_surfaced=never, gaps=group_gaps(gap_rows), worked=worked,
+            per_skill=per_skill, learning=self._learned(since) if self._learned else [])
+
+
+# --- the functions the library called before it held a ``Usage``: each builds one over the store
+
+def _usage(store: Store, *, learned: bool = False) -> Usage:
+    changes = None
+    if learned:
+        from .learning import changes_of
+        from .store.learning import LearningMemory
+
+        refs = SkillRefs(store)
+        changes = lambda since: changes_of(LearningMemory(store), refs.names, since=since)  # noqa: E731
+    return Usage(UsageLog(store), skills=SkillRefs(store).all, learned=changes)
+
+
+def log_query(store: Store, **kw: Any) -> int:
+    return _usage(store).log_query(**kw)
+
+
+def log_outcome(store: Store, **kw: Any) -> int:
+    return _usage(store).log_outcome(**kw)
+
+
+def recent_counts(store: Store, window: int, *, exclude_request: str | None = None) -> dict[str, int]:
+    return _usage(store).recent_counts(window, exclude_request=exclude_request)
+
+
+def worked_latest(store: Store, skill_ids: list[str]) -> set[str]:
+    return _usage(store).worked_latest(skill_ids)
 
 
 def per_skill_usage(store: Store, skill_id: str, name: str) -> SkillUsage:
-    u = SkillUsage(skill_id, name)
-    r = store.db.execute("SELECT COUNT(*), MAX(at) FROM recommendations WHERE skill_id=?", (skill_id,)).fetchone()
-    u.times_shown = int(r[0])
-    for o in store.db.execute("SELECT worked, note, at FROM outcomes WHERE skill_id=? OR (skill_id IS NULL AND name=?)"
-                              " ORDER BY id", (skill_id, name)):
-        u.reports += 1
-        u.worked += int(o[0])
-        u.failed += 1 - int(o[0])
-        u.last_used = o[2]
-        if o[1]:
-            u.notes.append(o[1])
-    return u
+    return _usage(store).skill_usage(skill_id, name)
 
+
+def compute_stats(store: Store, **kw: Any) -> Stats:
+    return _usage(store, learned=True).stats(**kw)
+
+
+def prune(store: Store, before: str) -> int:
+    return _usage(store).prune(before)
