@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from skillshelf import Library
-from skillshelf.errors import ValidationError, WriteError
+from skillshelf.errors import NotFoundError, ValidationError, WriteError
 from skillshelf.skill import headings, parse
 
 from conftest import write_skill
@@ -415,6 +415,46 @@ def test_merge_locks_its_sources_against_a_concurrent_fix(tmp_path):
     kept = sorted(int(p.stem[1:]) for p in (home / "history" / "shared").glob("v*.md"))
     assert kept == list(range(1, max(kept) + 1))
     assert len(set(kept)) == len(kept)
+
+
+LOCK_WORKER = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    from skillshelf.files import locked
+    home, n = Path(sys.argv[1]), int(sys.argv[2])
+    counter = home / "counter"
+    for i in range(n):
+        # a read, a pause and a write: without mutual exclusion increments are lost
+        with locked(home, "counter", f"once-{os.getpid()}-{i}"):
+            value = int(counter.read_text())
+            os.sched_yield()
+            counter.write_text(str(value + 1))
+""")
+
+
+def test_locks_exclude_each_other_and_leave_no_lock_files(tmp_path):
+    # released lock files are removed; a waiter that got the lock of a removed file must
+    # notice and lock the new one, or two processes would hold "the" lock at once
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "counter").write_text("0")
+    procs = [subprocess.Popen([sys.executable, "-c", LOCK_WORKER, str(home), "150"], stderr=subprocess.PIPE,
+                              text=True) for _ in range(4)]
+    for p in procs:
+        _, se = p.communicate(timeout=240)
+        assert p.returncode == 0, se
+    assert int((home / "counter").read_text()) == 4 * 150
+    assert sorted((home / "locks").iterdir()) == []
+
+
+def test_saves_of_names_that_do_not_exist_leave_no_lock_files(tmp_path):
+    lib = make(tmp_path)
+    lib.save("ARCHIVE", name="shared", description="shared skill", body=BODY)
+    for i in range(60):
+        with pytest.raises(NotFoundError):
+            lib.save("FIX", target_skill_name=f"no-such-skill-{i}", lesson="x")
+    lib.save("FIX", target_skill_name="shared", lesson="kept")
+    assert sorted((lib.config.home / "locks").iterdir()) == []
 
 
 def test_parse_never_raises_on_yaml_oddities():

@@ -5,7 +5,8 @@
   is refused with a reason instead of exhausting memory.
 - :func:`atomic_write` leaves the previous file intact on failure and keeps its mode.
 - :func:`locked` serialises writers of one skill across processes; the lock file's
-  name is derived from the key by hashing, so no text from a skill ever becomes a path.
+  name is derived from the key by hashing, so no text from a skill ever becomes a path,
+  and it is removed again when the lock is released.
 - :func:`contained` resolves a path and refuses anything outside a base folder.
 """
 
@@ -149,17 +150,51 @@ def lock_path(home: Path, key: str) -> Path:
     return Path(home) / "locks" / f"{digest}.lock"
 
 
+def _acquire(path: Path) -> int:
+    """A descriptor holding an exclusive ``flock`` on the lock file linked at ``path`` now.
+
+    A holder removes its lock file as it releases it (lock files do not pile up, one per
+    name ever locked). A waiter may therefore get the lock on a file that has just been
+    removed: it checks, once the lock is its own, that the file it holds is still the one
+    at ``path`` (same inode), and tries again otherwise. Two processes can never both hold
+    the lock of the file at ``path``."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = os.fstat(fd)
+            try:
+                linked = os.stat(path)
+            except FileNotFoundError:
+                linked = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if linked is not None and (linked.st_ino, linked.st_dev) == (held.st_ino, held.st_dev):
+            return fd
+        os.close(fd)
+
+
+def _release(path: Path, fd: int) -> None:
+    """Remove the lock file while still holding it, then let it go (closing the descriptor
+    releases the ``flock``): a waiter on the removed file sees it is gone and opens anew."""
+    try:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def locked(home: Path, *keys: str) -> Iterator[None]:
     """Exclusive, cross-process locks on each key (taken in sorted order: two writers that
-    lock the same skills cannot deadlock)."""
+    lock the same skills cannot deadlock). The lock files are removed as they are released:
+    ``<home>/locks/`` holds only the locks held now (and any a killed process left)."""
     with contextlib.ExitStack() as stack:
         for key in sorted(set(keys)):
             p = lock_path(home, key)
             p.parent.mkdir(parents=True, exist_ok=True)
-            f = stack.enter_context(open(p, "a+"))
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-            stack.callback(fcntl.flock, f.fileno(), fcntl.LOCK_UN)
+            stack.callback(_release, p, _acquire(p))
         yield
 
 
