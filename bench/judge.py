@@ -37,6 +37,7 @@ from quality import load_requests, measure, summarize  # noqa: E402
 
 from skillshelf import Library  # noqa: E402
 from skillshelf.config import JudgeConfig  # noqa: E402
+from skillshelf.judge_backends import make_backend  # noqa: E402
 
 
 def pct(values: list[float], p: float) -> float | None:
@@ -139,7 +140,7 @@ def main() -> int:
     t0 = time.perf_counter()
     rep = lib.sync()
     print(f"sync: +{rep.added} ~{rep.updated} -{rep.removed} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-    backend = lib._judge_backend()
+    backend = make_backend(jc)      # the one the library's judge makes from the same settings
     up, detail = backend.probe(timeout=5.0)
     print(f"judge: {backend.label} ({detail})", file=sys.stderr)
     if not up:

@@ -16,6 +16,7 @@ import pytest
 
 from skillshelf import Library
 from skillshelf import judge as judgemod
+from skillshelf import judge_prompts as prompts
 from skillshelf.config import JudgeConfig
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.errors import ConfigError, ValidationError
@@ -301,17 +302,23 @@ def test_brainstorm_is_never_reranked(tmp_path, chat):
 
 # --- injection safety -------------------------------------------------------------------------
 
+def judge_service(lib: Library) -> judgemod.Judge:
+    """The library's judge service."""
+    return lib._judge_service()
+
+
 def raw_text(lib: Library, monkeypatch) -> None:
     """The prompt gets the injected description as written, line breaks and all (the index
     flattens line breaks already: the judge must not rely on that)."""
-    real = lib._judge_descriptions
+    judge = judge_service(lib)
+    real = judge.descriptions
 
     def descriptions(hits):
         d = real(hits)
         d.update({h.id: INJECTION for h in hits if h.name == "evil-helper"})
         return d
 
-    monkeypatch.setattr(lib, "_judge_descriptions", descriptions)
+    monkeypatch.setattr(judge, "descriptions", descriptions)
 
 
 def test_injection_does_not_win_the_pick(tmp_path, chat, monkeypatch):
@@ -346,10 +353,11 @@ def test_the_fake_would_follow_the_injection_without_fence_or_cleaning(tmp_path,
     lib = make_lib(tmp_path, chat)
     raw_text(lib, monkeypatch)
     if weakened == "no fence":
-        monkeypatch.setattr(judgemod, "_fenced", lambda cands: "\n".join(json.dumps(c) for c in cands))
+        monkeypatch.setattr(prompts, "_fenced", lambda cands: "\n".join(json.dumps(c) for c in cands))
     else:
-        monkeypatch.setattr(judgemod, "clean_text", lambda text, limit=300: "" if text is None else str(text))
-        monkeypatch.setattr(judgemod, "_fenced", lambda cands: "\n".join(
+        for module in (prompts, judgemod):
+            monkeypatch.setattr(module, "clean_text", lambda text, limit=300: "" if text is None else str(text))
+        monkeypatch.setattr(prompts, "_fenced", lambda cands: "\n".join(
             ["<candidates>"] + [json.dumps({"id": c["id"], "name": c["name"]}) + "\n" + c["description"]
                                 for c in cands] + ["</candidates>"]))
     res = lib.judged_search(QUERY, limit=6)
