@@ -657,3 +657,39 @@ def test_judged_search_for_a_server_uses_search_nowait(tmp_path, chat):
     assert res.query_id is not None
     assert lib.store.db.execute("SELECT query_id FROM judge_log").fetchone()[0] == res.query_id
     lib.close()
+
+
+def test_the_judge_service_is_built_from_its_parts_without_a_library(tmp_path, chat):
+    """``Judge`` gets its settings, log, search and descriptions in its constructor: the
+    facade composes it, nothing in it reaches back to ``Library``."""
+    import inspect
+
+    from skillshelf.search import Hit, SearchResult
+    from skillshelf.store import Store
+    from skillshelf.store.judge import JudgeLog
+
+    assert "Library" not in inspect.getsource(judgemod.Judge) and not hasattr(judgemod, "Library")
+
+    def hit(name: str, score: float) -> Hit:
+        return Hit(id=f"r:{name}", name=name, path=f"/{name}/SKILL.md", score=score, match="weak",
+                   description="short", display_name=name, skill_type=None, repo=None, version=1, tags=[])
+
+    searched = []
+
+    def search(query, nowait, **kw):
+        searched.append((query, nowait, kw))
+        return SearchResult(query, "find", [hit("a", 0.9), hit("b", 0.8), hit("c", 0.7)], True, None, query_id=7)
+
+    cfg = JudgeConfig(backend="ollama", url=chat.url, model="judge-model", timeout=5.0)
+    store = Store(tmp_path / "db.sqlite")
+    judge = judgemod.Judge(config=lambda: cfg, log=JudgeLog(store), search=search,
+                           descriptions=lambda ids: {i: f"the whole description of {i}" for i in ids})
+    res = judge.judged_search("anything", nowait=True, limit=3)
+    assert searched == [("anything", True, {"limit": 3})]
+    assert res.judge == "ok" and [h.name for h in res.hits] == ["c", "b", "a"] and res.pick == "c"
+    assert "the whole description of r:a" in chat.requests[-1]["payload"]["messages"][-1]["content"]
+    st = judge.stats()
+    assert (st["judged"], st["ok"], st["models"]) == (1, 1, {"ollama:judge-model": 1})
+    assert JudgeLog(store).since("0000")[0]["query_id"] == 7
+    assert judge.check().status == "ok"
+    store.close()

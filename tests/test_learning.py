@@ -256,3 +256,36 @@ def test_one_client_lifts_a_skill_at_most_three_places(lib):
     res = lib.search(q, log=False)
     assert 8 - lib.searcher.s.learning_max_lift <= names(res).index(low) < 8
     assert next(h.why for h in res.hits if h.name == low) == "worked for 20 similar requests (promoted)"
+
+
+def test_usage_and_learning_services_are_built_from_their_parts(lib):
+    """``Usage`` and ``Learning`` get what they need in their constructors (the logs, the
+    embedder, a name resolver): neither imports the other, nor the library."""
+    import inspect
+
+    from skillshelf import usage
+    from skillshelf.store.learning import LearningMemory
+    from skillshelf.store.skill_refs import SkillRefs
+    from skillshelf.store.usage import UsageLog
+
+    for module in (usage, learning):
+        src = inspect.getsource(module)
+        assert "import Library" not in src and "from .library" not in src
+    assert "from .usage" not in inspect.getsource(learning) and "import usage" not in inspect.getsource(learning)
+    refs = SkillRefs(lib.store)
+    log = UsageLog(lib.store)
+    svc = learning.Learning(LearningMemory(lib.store), query=log.query, embedder=lib._embedder_state,
+                            resolve=lib.get, names=refs.names)
+    use = usage.Usage(log, skills=refs.all, learned=svc.changes)
+    q = "speed up slow sql queries"
+    res = lib.search(q, log=False)
+    qid = use.log_query(text=q, mode="find", filters={}, client="a", confident=True, degraded=False,
+                        hits=res.hits, latency_ms=1.0, hash_text=False)
+    sid = lib.get("sql-index").id
+    oid = use.log_outcome(skill_id=sid, name="sql-index", worked=True, note="", query_id=qid, client="a")
+    assert svc.learn_outcome(oid, sid, "sql-index", True, qid, "a") is True
+    assert svc.learned("sql-index")["worked"] == 1
+    st = use.stats()
+    assert st.reports == 1 and st.learning[0]["name"] == "sql-index" and st.learning[0]["direction"] == "promoted"
+    assert use.skill_usage(sid, "sql-index").worked == 1
+    assert svc.forget(skill="sql-index") == 1 and use.stats().learning == []
