@@ -171,9 +171,16 @@ def test_invalid_skills_are_reported_and_the_rest_imported(tmp_path):
     dest = open_lib(tmp_path / "dest")
     rep = dest.import_skills(srcdir)
     st = {c.name: c.status for c in rep.skills}
-    assert st == {"good-one": "new", "Bad Name": "invalid", "no-desc": "invalid"}
+    # a file sync can read is imported as it is, with what sync would say about it; one it
+    # cannot use (no description) is refused
+    assert st == {"good-one": "new", "Bad Name": "new", "no-desc": "invalid"}
+    bad = next(c for c in rep.skills if c.name == "Bad Name")
+    assert {f.rule for f in bad.findings} >= {"name.case", "name.chars"}
+    assert rep.with_findings == {"name.case": 1, "name.chars": 1}
+    assert (dest.config.workspace / "Bad Name" / "SKILL.md").read_bytes() == \
+        (srcdir / "Bad Name" / "SKILL.md").read_bytes()
     assert any("outside any skill folder" in n for n in rep.notes)
-    assert [r.name for r in dest.list()] == ["good-one"]
+    assert sorted(r.name for r in dest.list()) == ["Bad Name", "good-one"]
 
 
 def test_a_single_skill_folder_and_the_dry_run(tmp_path):
@@ -410,3 +417,106 @@ def test_an_export_into_the_library_is_refused(src):
         src.export_skills(["crlf-skill"], to=src.config.workspace / "backup")
     with pytest.raises(ValidationError, match="inside the library"):
         src.export_skills(["crlf-skill"], to=src.config.home / "x.zip")
+
+
+# --- a whole library round-trips ---------------------------------------------------------------------
+
+@pytest.fixture
+def mixed(tmp_path: Path):
+    """A library whose skills cannot all have their name as a folder: two read-only roots and
+    the workspace hold skills of one name, one folder name differs from another only in case,
+    one folder is hidden, one holds characters no folder on Windows may hold; several files
+    have keys the spec does not define (read leniently by sync)."""
+    a, b = tmp_path / "team-a", tmp_path / "team-b"
+    write_skill(a, "deploy-helper", description="Deploy with the A scripts",
+                extra="requires: [git, make]\ntags: deploy, ci\n")
+    (a / "deploy-helper" / "scripts").mkdir()
+    (a / "deploy-helper" / "scripts" / "run.sh").write_text("#!/bin/sh\nmake deploy\n")
+    write_skill(b, "deploy-helper", description="Deploy with the B pipeline", extra="x-owner: team b\n")
+    write_skill(b, "nested/deploy-helper", description="A third deploy helper, deeper")
+    write_skill(b, "Tool", name="tool", description="upper-case folder")
+    write_skill(b, "tool", description="lower-case folder")
+    write_skill(b, ".wip", name="wip-notes", description="a skill in a hidden folder")
+    write_skill(b, "draft: notes?", name="Broken Skill", description="a name against the spec")
+    lib = Library.init(tmp_path / "src", roots=[a, b], embedder=FakeEmbedder(), auto_sync=False)
+    write_skill(lib.config.workspace, "deploy-helper", description="my own deploy helper")
+    rep = lib.sync()
+    assert not rep.invalid
+    yield lib
+    lib.close()
+
+
+def skill_bytes(lib: Library) -> list[bytes]:
+    return sorted(Path(r.path).read_bytes() for r in lib.list(include_inactive=True))
+
+
+@pytest.mark.parametrize("target", ["all.zip", "all.tar.gz", "alldir"])
+def test_a_whole_library_round_trips(mixed, tmp_path, target):
+    n = mixed.count()
+    assert n == 11
+    to = tmp_path / target
+    rep = mixed.export_skills(all_skills=True, to=to)
+    assert rep.counts == {"exported": n, "skipped": 0, "own_folder": 6} and rep.skipped == [] and rep.reasons == {}
+    folders = [s["folder"] for s in rep.skills]
+    assert len({f.lower() for f in folders}) == n
+    for f in folders:
+        assert 1 <= len(f.split("/")) <= 2 and all(ar.safe_folder_name(p) for p in f.split("/")), f
+    # the skill a lookup by name finds keeps the plain folder
+    plain = {s["name"]: s["id"] for s in rep.skills if "/" not in s["folder"]}
+    assert plain["deploy-helper"] == mixed.get("deploy-helper").id
+    assert any("folder of their own" in note for note in rep.notes)
+
+    fresh = open_lib(tmp_path / "fresh")
+    imp = fresh.import_skills(to)
+    assert imp.ok and imp.counts == {"new": n}, imp.as_dict()
+    assert imp.with_findings["keys.unknown"] == 2 and imp.with_findings["name.case"] == 1
+    assert fresh.count() == n
+    assert skill_bytes(fresh) == skill_bytes(mixed)        # every SKILL.md, byte for byte
+    run = [r for r in fresh.list() if r.description == "Deploy with the A scripts"][0]
+    assert (run.folder / "scripts" / "run.sh").read_bytes() == b"#!/bin/sh\nmake deploy\n"
+    assert run.folder.name == "deploy-helper" and run.folder.parent != fresh.config.workspace
+    # the same findings as in the library it came from: folder names are kept where they can be
+    # folders; the skill of the hidden folder is in a folder of its name, so that one finding goes
+    rules = lambda lib: sorted((r.description, sorted(f["rule"] for f in r.findings))  # noqa: E731
+                               for r in lib.list(include_inactive=True))
+    hidden = "a skill in a hidden folder"
+    assert [x for x in rules(mixed) if x[0] != hidden] == [x for x in rules(fresh) if x[0] != hidden]
+    assert (hidden, ["name.folder-mismatch"]) in rules(mixed) and (hidden, []) in rules(fresh)
+    again = fresh.import_skills(to)
+    assert again.ok and again.counts == {"unchanged": n}
+
+
+def test_an_export_says_what_it_left_out_and_why(mixed, tmp_path):
+    gone = mixed.get("tool")
+    Path(gone.path).unlink()
+    rep = mixed.export_skills(all_skills=True, to=tmp_path / "o.zip")
+    assert rep.counts["exported"] == mixed.count() - 1 and rep.counts["skipped"] == 1
+    assert rep.skipped[0]["id"] == gone.id and "gone" in rep.skipped[0]["reason"]
+    assert rep.reasons == {"its file is gone since the last sync": 1}
+    assert rep.as_dict()["counts"]["skipped"] == 1
+
+
+def test_a_plain_folder_with_two_skills_of_one_name_imports_both(tmp_path):
+    srcdir = tmp_path / "in"
+    write_skill(srcdir, "x/lint-fix", description="lint, one way")
+    write_skill(srcdir, "y/lint-fix", description="lint, another way")
+    dest = open_lib(tmp_path / "dest")
+    rep = dest.import_skills(srcdir)
+    assert rep.ok and rep.counts == {"new": 2}
+    assert sum("has this name too" in c.message for c in rep.skills) == 1
+    assert sorted(r.description for r in dest.list()) == ["lint, another way", "lint, one way"]
+    assert dest.import_skills(srcdir).counts == {"unchanged": 2}
+
+
+def test_a_dry_run_where_there_is_no_library_creates_nothing(src, tmp_path):
+    from skillshelf.config import load
+
+    out = tmp_path / "o.zip"
+    src.export_skills(all_skills=True, to=out)
+    home = tmp_path / "not-yet" / "home"
+    rep = ar.preview_import(load(home), out)
+    assert rep.dry_run and rep.counts == {"new": 4} and rep.ok
+    assert any("no library" in n for n in rep.notes)
+    assert not (tmp_path / "not-yet").exists()
+    rep = ar.preview_import(load(home), out, mode="root")
+    assert rep.counts == {"root": 4} and rep.root and not (tmp_path / "not-yet").exists()

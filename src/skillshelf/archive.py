@@ -1,240 +1,73 @@
-"""Export and import of skills: a folder, a ``.zip`` or a ``.tar.gz`` holding one folder per
-skill (its ``SKILL.md`` and its other files, byte for byte) and a ``manifest.json`` with
-each skill's name, id, version and the sha256 of every file.
+"""Import of skills from a folder, a ``.zip`` or a ``.tar.gz`` (as :mod:`skillshelf.export`
+writes them, or any folder of skill folders).
 
 What an import reads is read by :mod:`skillshelf.unpack`: whole, into memory, under caps,
 and refused as a whole before anything is written when it is unsafe. Each skill is then
-validated and checked against the manifest. An import never overwrites silently: a skill
-whose name is taken is skipped and reported; ``replace`` makes the imported text a new
-version of the existing skill through the normal FIX path (its previous text kept in
-history), or refuses when FIX cannot carry the change.
+read as sync reads it (a file that cannot be used at all is refused; any other finding, such
+as a key the spec does not define, is reported and the file imported byte for byte) and
+checked against the manifest. Each skill gets a folder of its own in the workspace: the one
+the export chose, or its folder name, or a folder named from its path when that name is
+taken. An import never overwrites silently: a skill whose name the library holds already is
+skipped and reported; ``replace`` makes the imported text a new version of the existing
+skill through the normal FIX path (its previous text kept in history), or refuses when FIX
+cannot carry the change.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
 import re
 import shutil
-import tempfile
-import time
-from dataclasses import asdict, dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import skill as skillmod
 from . import unpack
-from .errors import ConflictError, NotFoundError, SkillshelfError, ValidationError, WriteError
+from .errors import NotFoundError, SkillshelfError, ValidationError, WriteError
+from .export import (
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    ExportReport,
+    _mkdtemp,
+    _quiet,
+    export_skills,
+    folder_for,
+    safe_folder_name,
+    sha256,
+)
 from .files import atomic_write, locked
-from .unpack import ArchiveRefused, SkillFiles, Source, member_path, read_source, skill_files
+from .unpack import (
+    ArchiveRefused,
+    SkillFiles,
+    Source,
+    member_path,
+    read_source,
+    skill_files,
+)
 
-__all__ = ["ArchiveRefused", "Candidate", "ExportReport", "ImportReport", "SkillFiles", "Source", "export_skills",
-           "import_skills", "member_path", "read_source", "skill_files", "sha256"]
+__all__ = [
+    "ArchiveRefused",
+    "Candidate",
+    "ExportReport",
+    "ImportReport",
+    "SkillFiles",
+    "Source",
+    "export_skills",
+    "folder_for",
+    "import_skills",
+    "member_path",
+    "preview_import",
+    "read_source",
+    "safe_folder_name",
+    "sha256",
+    "skill_files",
+]
 
-FORMAT = "skillshelf-export"
-FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 20_000_000
-
-
-def _mkdtemp(prefix: str, dir: Path) -> Path:
-    """A new folder with the permissions a plain mkdir gives (mkdtemp makes it 0700, and it is
-    renamed into place as a skill folder)."""
-    p = Path(tempfile.mkdtemp(prefix=prefix, dir=dir))
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(p, 0o777 & ~mask)
-    return p
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-# --- export --------------------------------------------------------------------------------------
-
-@dataclass
-class ExportReport:
-    target: str
-    kind: str                    # folder | zip | tar.gz
-    skills: list[dict[str, Any]]
-    notes: list[str]
-    bytes: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def target_kind(to: Path) -> str:
-    name = to.name.lower()
-    if name.endswith(".zip"):
-        return "zip"
-    if name.endswith((".tar.gz", ".tgz")):
-        return "tar.gz"
-    return "folder"
-
-
-def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Path) -> ExportReport:
-    """Write the named skills (or every skill, by name: the one a lookup by name finds) to a
-    folder, a .zip or a .tar.gz, with manifest.json."""
-    to = Path(to).expanduser()
-    kind = target_kind(to)
-    if not names and not all_skills:
-        raise ValidationError("no skills named", fix="pass skill names or ids, or --all")
-    if kind == "folder":
-        if to.exists() and (not to.is_dir() or any(to.iterdir())):
-            raise ConflictError(f"{to} exists and is not an empty folder",
-                                fix="export into a new or empty folder, or to a .zip / .tar.gz file")
-    elif to.exists() or to.is_symlink():
-        raise ConflictError(f"{to} exists", fix="remove it or choose another file name")
-    parent = to.parent if to.parent != Path("") else Path(".")
-    if not parent.is_dir():
-        raise NotFoundError(f"the folder {parent} does not exist", fix="create it first, or export elsewhere")
-    target = to.resolve()
-    for base in [lib.config.home, *(r.path for r in lib.roots)]:
-        b = Path(base).resolve()
-        if target == b or b in target.parents:
-            # the copies would be indexed as skills of their own
-            raise ValidationError(f"{to} is inside the library ({b})", fix="export to a folder outside it")
-    notes: list[str] = []
-    records = []
-    if all_skills:
-        seen_names: dict[str, int] = {}
-        for r in lib.list(include_inactive=True):
-            seen_names[r.name] = seen_names.get(r.name, 0) + 1
-        for name, count in seen_names.items():
-            rec = lib.get(name)
-            records.append(rec)
-            if count > 1:
-                notes.append(f"{name}: exported {rec.id}; {count - 1} other skill(s) of that name left out "
-                             "(export them by id into another archive)")
-    else:
-        for n in names:
-            records.append(lib.get(n))
-    entries: list[dict[str, Any]] = []
-    payload: list[tuple[str, SkillFiles]] = []
-    used: dict[str, str] = {}
-    total = 0
-    for rec in records:
-        if not skillmod.NAME_RE.match(rec.name) or len(rec.name) > skillmod.MAX_NAME:
-            notes.append(f"skipped {rec.id}: its name {rec.name!r} cannot be a folder name (fix the name first)")
-            continue
-        if rec.name in used:
-            if used[rec.name] != rec.id:
-                notes.append(f"skipped {rec.id}: {used[rec.name]} has the same name and is exported already")
-            continue
-        used[rec.name] = rec.id
-        sf = skill_files(rec.folder, Path(rec.path).name)
-        notes += [f"{rec.name}: {n}" for n in sf.notes]
-        total += sf.size
-        files = {rel: {"sha256": sha256(data), "bytes": len(data)} for rel, data in sf.files.items()}
-        entries.append({"name": rec.name, "id": rec.id, "version": rec.version, "folder": rec.name,
-                        "files": files})
-        payload.append((rec.name, sf))
-    if not payload:
-        raise ValidationError("nothing to export", fix="; ".join(notes[:3]) or "pass skill names or ids")
-    if total > unpack.MAX_TOTAL_BYTES:
-        raise ValidationError(f"the skills hold {total:,} bytes; an import accepts at most "
-                              f"{unpack.MAX_TOTAL_BYTES:,}",
-                              fix="export fewer skills per archive")
-    from .version import __version__
-
-    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "skillshelf_version": __version__,
-                "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "skills": entries}
-    mtext = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    members: list[tuple[str, bytes, bool]] = [(MANIFEST, mtext, False)]
-    for name, sf in payload:
-        for rel, data in sf.files.items():
-            members.append((f"{name}/{rel}", data, rel in sf.executable))
-    try:
-        if kind == "folder":
-            _write_folder(to, members)
-        elif kind == "zip":
-            _write_zip(to, members)
-        else:
-            _write_targz(to, members)
-    except OSError as exc:
-        raise WriteError(f"cannot write {to}: {exc.strerror or exc}; nothing was exported",
-                         fix=f"check that {parent} is writable and has space") from None
-    summary = [{"name": e["name"], "id": e["id"], "version": e["version"], "files": len(e["files"])}
-               for e in entries]
-    return ExportReport(str(to), kind, summary, notes, total)
-
-
-def _write_folder(to: Path, members: list[tuple[str, bytes, bool]]) -> None:
-    parent = to.parent if str(to.parent) else Path(".")
-    tmp = _mkdtemp(".tmp-export-", parent)
-    try:
-        for rel, data, exe in members:
-            p = tmp / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(data)
-            if exe:
-                os.chmod(p, 0o755)
-        if to.exists():
-            to.rmdir()      # checked empty
-        os.rename(tmp, to)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _temp_file(to: Path) -> tuple[int, str]:
-    parent = to.parent if str(to.parent) else Path(".")
-    return tempfile.mkstemp(prefix=".tmp-export-", dir=parent)
-
-
-def _write_zip(to: Path, members: list[tuple[str, bytes, bool]]) -> None:
-    import zipfile
-
-    fd, tmp = _temp_file(to)
-    stamp = time.localtime()[:6]
-    try:
-        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
-            for rel, data, exe in members:
-                zi = zipfile.ZipInfo(rel, date_time=stamp)
-                zi.compress_type = zipfile.ZIP_DEFLATED
-                zi.create_system = 3
-                zi.external_attr = ((0o100755 if exe else 0o100644) & 0xFFFF) << 16
-                zf.writestr(zi, data)
-        os.replace(tmp, to)
-    except BaseException:
-        with _quiet():
-            os.unlink(tmp)
-        raise
-
-
-def _write_targz(to: Path, members: list[tuple[str, bytes, bool]]) -> None:
-    import tarfile
-
-    fd, tmp = _temp_file(to)
-    now = int(time.time())
-    try:
-        with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w:gz", format=tarfile.PAX_FORMAT) as tf:
-            for rel, data, exe in members:
-                ti = tarfile.TarInfo(rel)
-                ti.size = len(data)
-                ti.mode = 0o755 if exe else 0o644
-                ti.mtime = now
-                ti.type = tarfile.REGTYPE
-                ti.uid = ti.gid = 0
-                ti.uname = ti.gname = ""
-                tf.addfile(ti, io.BytesIO(data))
-        os.replace(tmp, to)
-    except BaseException:
-        with _quiet():
-            os.unlink(tmp)
-        raise
-
-
-class _quiet:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return isinstance(exc[1], OSError)
 
 
 # --- import --------------------------------------------------------------------------------------
@@ -242,7 +75,7 @@ class _quiet:
 @dataclass
 class Candidate:
     folder: str                       # the skill's folder in the source ("" for the top)
-    name: str                         # the folder name the skill gets
+    name: str                         # the skill's name (its frontmatter's; the folder's until it is read)
     files: dict[str, bytes]
     executable: set[str]
     skill_md: str = "SKILL.md"
@@ -251,10 +84,18 @@ class Candidate:
     message: str = ""
     existing: str | None = None       # the id it clashes with or replaces
     version: int | None = None        # the version written (replace)
+    dest: str = ""                    # its folder in the workspace (or the unpacked root), relative
+    # what sync would report about the file (spec errors, warnings): it is imported as it is
+    findings: list[skillmod.Finding] = field(default_factory=list)
+
+    @property
+    def folder_name(self) -> str:
+        return self.folder.rpartition("/")[2]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "folder": self.folder or ".", "status": self.status, "message": self.message,
-                "existing": self.existing, "files": len(self.files), "version": self.version}
+        return {"name": self.name, "folder": self.folder or ".", "dest": self.dest, "status": self.status,
+                "message": self.message, "existing": self.existing, "files": len(self.files),
+                "version": self.version, "findings": [f.as_dict() for f in self.findings]}
 
 
 @dataclass
@@ -278,9 +119,19 @@ class ImportReport:
     def ok(self) -> bool:
         return all(c.status in ("new", "unchanged", "replace", "root") for c in self.skills)
 
+    @property
+    def with_findings(self) -> dict[str, int]:
+        """Of the skills taken in (new, replace, root), how many have each kind of finding (an
+        unknown key, a name that breaks the spec, ...): imported as they are, as sync reads them."""
+        out: Counter[str] = Counter()
+        for c in self.skills:
+            if c.status in ("new", "replace", "root"):
+                out.update({f.rule for f in c.findings if f.severity in ("error", "warning")})
+        return dict(out.most_common())
+
     def as_dict(self) -> dict[str, Any]:
         return {"source": self.source, "kind": self.kind, "mode": self.mode, "dry_run": self.dry_run,
-                "ok": self.ok, "counts": self.counts, "root": self.root,
+                "ok": self.ok, "counts": self.counts, "with_findings": self.with_findings, "root": self.root,
                 "skills": [c.as_dict() for c in self.skills], "notes": self.notes}
 
 
@@ -354,14 +205,37 @@ def candidates(src: Source) -> tuple[list[Candidate], dict[str, dict[str, Any]] 
 
 
 def _validate(c: Candidate) -> None:
-    parsed = skillmod.parse(c.files[c.skill_md], folder_name=c.name)
+    """Read the skill as sync does: a file that cannot be used (no frontmatter, bad YAML, no
+    description) is invalid; any other finding (an unknown key, a name against the spec) is
+    kept with it, and the file is imported byte for byte."""
+    parsed = skillmod.parse(c.files[c.skill_md], folder_name=c.folder_name or c.name)
     c.skill = parsed.skill
-    errors = parsed.errors()
-    if errors:
-        e = errors[0]
+    if parsed.skill is None:
+        e = next(f for f in parsed.findings if f.severity == "fatal")
         c.status, c.message = "invalid", f"{c.skill_md}: {e.message} ({e.rule})"
-    elif not skillmod.NAME_RE.match(c.name) or len(c.name) > skillmod.MAX_NAME:
-        c.status, c.message = "invalid", f"the folder name {c.name!r} is not a valid skill name"
+        return
+    c.name = parsed.skill.name or c.name
+    c.findings = [f for f in parsed.findings if f.severity in ("error", "warning")]
+
+
+def _place(cands: list[Candidate], manifest: dict[str, dict[str, Any]] | None, root_name: str) -> None:
+    """Each skill's folder in the workspace: the folder an export chose (its manifest lists
+    it) when every part is a safe folder name, else the skill's own folder name when safe and
+    free, else a folder of its own named from its path in the source (``folder_for``)."""
+    used: set[str] = set()
+    later = []
+    if manifest is not None:
+        for c in cands:
+            parts = c.folder.split("/") if c.folder else []
+            if 1 <= len(parts) <= 2 and all(safe_folder_name(p) for p in parts) and parts[0].lower() not in used:
+                used.add(parts[0].lower())
+                c.dest = c.folder
+            else:
+                later.append(c)
+    else:
+        later = list(cands)
+    for c in later:
+        c.dest = folder_for(c.folder or root_name, c.folder_name or root_name, c.name, used)
 
 
 def _verify(c: Candidate, manifest: dict[str, dict[str, Any]], src: Source) -> None:
@@ -406,6 +280,7 @@ def import_skills(lib: Any, source: str | Path, *, mode: str = "copy", replace: 
         _validate(c)
         if not c.status and manifest is not None:
             _verify(c, manifest, src)
+    _place(cands, manifest, src.root_name)
     if manifest is not None:
         present = {c.folder for c in cands}
         for folder in sorted(set(manifest) - present):
@@ -427,36 +302,87 @@ def _rows(lib: Any, name: str) -> list[Any]:
     return lib._rows_by_name(name)
 
 
+class _NoLibrary:
+    """What a dry run compares with where the home holds no library yet: nothing."""
+
+    def __init__(self, config: Any):
+        self.config = config
+
+    def _maybe_sync(self) -> None:
+        return None
+
+    def _rows_by_name(self, name: str) -> list[Any]:
+        return []
+
+    def configured_roots(self) -> list[str]:
+        return []
+
+    def get(self, name_or_id: str) -> Any:
+        raise NotFoundError(f"no skill named {name_or_id!r}: there is no library at {self.config.home}")
+
+
+def preview_import(config: Any, source: str | Path, *, mode: str = "copy", replace: bool = False) -> ImportReport:
+    """``import --dry-run`` where the home holds no library yet (no database): the skills are
+    read, checked and compared with an empty library, and nothing is created, the home
+    included. ``config``: the settings of the library the import would go to."""
+    report = import_skills(_NoLibrary(config), source, mode=mode, replace=replace, dry_run=True)
+    report.notes.append(f"there is no library at {config.home} yet: compared with an empty one; "
+                        "the import would create it")
+    return report
+
+
 def _plan_copies(lib: Any, cands: list[Candidate], replace: bool) -> None:
-    taken: dict[str, str] = {}
+    first: dict[str, str] = {}        # name -> the folder in this source that has it first
+    replaced: set[str] = set()
     ws = lib.config.workspace
     for c in cands:
         if c.status:
             continue
-        if c.name in taken:
-            c.status, c.message = "clash", f"{taken[c.name] or '.'} in the same source has this name: skipped"
-            continue
-        taken[c.name] = c.folder
+        twin = first.setdefault(c.name, c.folder or ".")
         rows = _rows(lib, c.name)
         if not rows:
-            if (ws / c.name).exists():
-                c.status, c.message = "clash", (f"{ws / c.name} exists but holds no skill named {c.name}: "
+            dest = ws / c.dest
+            top = ws / c.dest.split("/")[0]
+            if dest.exists() or dest.is_symlink():
+                c.status, c.message = "clash", (f"{dest} exists but holds no skill named {c.name}: "
                                                 "move it aside, then import again")
+            elif "/" in c.dest and (top.is_symlink() or any((top / n).exists() for n in unpack.SKILL_FILES)):
+                c.status, c.message = "clash", f"{top} is a skill or a link: move it aside, then import again"
             else:
                 c.status = "new"
+                if twin != (c.folder or "."):
+                    c.message = (f"{twin} in this source has this name too: both are imported, a lookup by "
+                                 "name takes one of them (use ids for the other)")
             continue
-        rec = lib.get(rows[0]["id"])
+        recs = []
+        for row in rows:
+            try:
+                recs.append(lib.get(row["id"]))
+            except SkillshelfError:
+                continue
+        same = None
+        for rec in recs:
+            try:
+                if _existing_files(rec) == c.files:
+                    same = rec
+                    break
+            except (SkillshelfError, OSError):
+                continue
+        if same is not None:
+            c.existing = same.id
+            c.status, c.message = "unchanged", f"already in the library as {same.id}"
+            continue
+        if not recs:
+            c.status, c.message = "error", f"the library's skills named {c.name} cannot be read: run sync"
+            continue
+        rec = recs[0]
         c.existing = rec.id
-        try:
-            same = _existing_files(rec) == c.files
-        except (SkillshelfError, OSError):
-            same = False
-        if same:
-            c.status, c.message = "unchanged", f"already in the library as {rec.id}"
-            continue
         if not replace:
             c.status, c.message = "clash", (f"{rec.id} has this name: skipped (pass --replace to make the "
                                             "imported text a new version of it)")
+            continue
+        if c.name in replaced:
+            c.status, c.message = "clash", f"{twin} in this source replaces {rec.id} already: skipped"
             continue
         if c.skill_md != "SKILL.md":
             c.status, c.message = "clash", "its file is skill.md: rename it SKILL.md to replace a skill"
@@ -467,6 +393,7 @@ def _plan_copies(lib: Any, cands: list[Candidate], replace: bool) -> None:
             c.status, c.message = "clash", (f"{rec.id}'s {differ[0]} differs, and a FIX versions only SKILL.md: "
                                             f"delete the old skill first (skillshelf delete {rec.id}) or rename one")
             continue
+        replaced.add(c.name)
         c.status, c.message = "replace", f"a new version of {rec.id} (FIX; the old text stays in its history)"
 
 
@@ -493,17 +420,23 @@ def _apply_copies(lib: Any, src: Source, cands: list[Candidate]) -> None:
     ws = lib.config.workspace
     for c in cands:
         if c.status == "new":
+            dest = ws / c.dest     # c.dest: one or two safe folder names (_place)
             try:
                 staged = _stage(home, c.files, c.executable)
-                with locked(home, "skill:" + c.name):
-                    dest = ws / c.name
-                    if dest.exists():
+                with locked(home, "skill:" + c.name, "folder:" + c.dest):
+                    if dest.exists() or dest.is_symlink():
                         shutil.rmtree(staged, ignore_errors=True)
                         c.status, c.message = "clash", f"{dest} appeared while importing: skipped"
                         continue
+                    if dest.parent != ws:
+                        dest.parent.mkdir(exist_ok=True)
+                        if dest.parent.is_symlink() or dest.parent.resolve().parent != ws.resolve():
+                            shutil.rmtree(staged, ignore_errors=True)
+                            c.status, c.message = "clash", f"{dest.parent} is a link: skipped"
+                            continue
                     os.rename(staged, dest)
             except OSError as exc:
-                c.status, c.message = "error", f"cannot write {ws / c.name}: {exc.strerror or exc}"
+                c.status, c.message = "error", f"cannot write {dest}: {exc.strerror or exc}"
             continue
         if c.status == "replace":
             sk = c.skill
@@ -591,7 +524,7 @@ def _as_root(lib: Any, src: Source, report: ImportReport) -> ImportReport:
     try:
         for c in keep:
             for rel, data in c.files.items():
-                p = tmp / c.folder / rel if c.folder else tmp / c.name / rel
+                p = tmp / c.dest / rel      # c.dest: one or two safe folder names (_place)
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_bytes(data)
                 if rel in c.executable:
