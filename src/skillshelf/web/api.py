@@ -1,6 +1,6 @@
 """The JSON API under ``/api`` (described by ``/openapi.json``). Each route calls one
 ``Library`` method and returns what it returns; domain errors become
-``{"error": {"type", "message", "fix"}}`` with a matching status (see ``app.STATUS``).
+``{"error": {"type", "message", "fix"}}`` with a matching status (see ``common.STATUS``).
 ``/api/check`` and ``/api/validate`` answer an htmx request (``HX-Request``) with the HTML
 fragment the editor shows."""
 
@@ -218,6 +218,13 @@ def deprecate(request: Request, body: DeprecateBody):
     lib = lib_of(request)
     with lib.exclusive(what="deprecating a skill"):
         return lib.deprecate(body.skill, body.reason)
+
+
+@router.post("/restore", summary="Make a deprecated skill active again (an overlay for read-only roots)")
+def restore(request: Request, body: SkillRef):
+    lib = lib_of(request)
+    with lib.exclusive(what="restoring a skill"):
+        return lib.restore(body.skill)
 
 
 @router.post("/delete", summary="Delete a workspace skill, its history and its index rows")

@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 
 from ..errors import SkillshelfError, StoreError
 from ..version import __version__
-from . import api, pages
+from . import actions, api, pages
 from .common import HERE, Pages, error_dict, status_of
 from .security import Guard
 
@@ -20,8 +20,8 @@ from .security import Guard
 def build(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int = 7788) -> FastAPI:
     app = FastAPI(title="skillshelf dashboard", version=__version__,
                   description="The JSON API the dashboard's pages use: browse, search, read, the usage "
-                              "flywheel, and the same actions as the CLI (save, deprecate, delete, extend TTL, "
-                              "rollback, review drafts). State-changing calls need the CSRF token "
+                              "flywheel, and the same actions as the CLI (save, deprecate, restore, delete, extend "
+                              "TTL, rollback, review drafts). State-changing calls need the CSRF token "
                               "(X-CSRF-Token header, from the session cookie) and a same-origin Origin, or "
                               "'Authorization: Bearer <SKILLSHELF_HTTP_TOKEN>'.",
                   docs_url=None, redoc_url=None, openapi_url="/openapi.json")
@@ -81,4 +81,5 @@ def build(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int = 778
 
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(actions.router)
     return app

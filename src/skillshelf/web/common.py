@@ -60,6 +60,26 @@ def short_path(skill_id: str) -> str:
     return rel if len(parts) <= 3 else f"{parts[0]}/…/{parts[-2]}/{parts[-1]}"
 
 
+def plural(n: int | None, one: str, many: str | None = None) -> str:
+    """``n`` with its noun agreeing: "1 search", "6 searches", "1,236 outcome reports"."""
+    n = int(n or 0)
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def said_to_a_person(res: Any) -> str:
+    """A save's message as a person reads it: "created NAME", "saved NAME as version 3"
+    instead of the action names agents use ("ARCHIVE NAME: version 1"); what the library
+    added after that (a workspace copy's origin, an index that will catch up) is kept."""
+    action, name, version = getattr(res, "action", ""), getattr(res, "name", ""), getattr(res, "version", "")
+    message = getattr(res, "message", "") or ""
+    head = f"{action} {name}: version {version}"
+    if getattr(res, "status", "saved") != "saved" or not message.startswith(head):
+        return message
+    said = {"ARCHIVE": f"created {name}", "FIX": f"saved {name} as version {version}",
+            "DERIVE": f"created {name}", "MERGE": f"merged into {name} (version {version})"}.get(action)
+    return (said + message[len(head):]) if said else message
+
+
 def _templates() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
@@ -73,6 +93,7 @@ def _templates() -> Environment:
     env.filters["when"] = lambda v: (v or "").replace("T", " ")[:16]
     env.filters["short_repo"] = short_repo
     env.filters["short_path"] = short_path
+    env.filters["plural"] = plural
     env.globals["version"] = __version__
     env.globals["csrf_field"] = CSRF_FIELD
     return env
@@ -128,3 +149,21 @@ def _read_flash(request: Request) -> dict | None:
                 "keep": {str(k): str(v) for k, v in keep.items()}}
     except (ValueError, TypeError, AttributeError):
         return None
+
+
+def lib_of(request: Request) -> Any:
+    return request.app.state.lib
+
+
+def page(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+    return request.app.state.pages.render(request, name, status, **ctx)
+
+
+def to_int(value: Any, default: int, *, low: int = 0, high: int | None = None) -> int:
+    """A number from a query or a form, within ``low``..``high`` (``default`` when it is none)."""
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return default
+    n = max(low, n)
+    return min(n, high) if high is not None else n

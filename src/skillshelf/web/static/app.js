@@ -56,4 +56,30 @@
   document.addEventListener("click", function (e) {
     if (!e.target.closest("details.pop")) closePops(null);
   });
+
+  // Curate: the box in a table's head ticks every box of its form; the button says how many
+  function refresh(form) {
+    var boxes = form.querySelectorAll("input[type=checkbox][name=skill]");
+    var n = 0;
+    boxes.forEach(function (b) { if (b.checked) n++; });
+    var all = form.querySelector("input.tickall");
+    if (all) {
+      all.checked = n > 0 && n === boxes.length;
+      all.indeterminate = n > 0 && n < boxes.length;
+    }
+    var said = form.querySelector(".ticked");
+    if (said) said.textContent = n ? "(" + n + ")" : "";
+  }
+  document.querySelectorAll("input.tickall").forEach(function (box) {
+    box.hidden = false;
+    if (box.form) refresh(box.form);
+  });
+  document.addEventListener("change", function (e) {
+    var t = e.target;
+    if (!t.form || !t.form.querySelector("input.tickall")) return;
+    if (t.matches("input.tickall")) {
+      t.form.querySelectorAll("input[type=checkbox][name=skill]").forEach(function (b) { b.checked = t.checked; });
+    }
+    if (t.matches("input.tickall, input[type=checkbox][name=skill]")) refresh(t.form);
+  });
 })();
