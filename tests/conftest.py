@@ -48,3 +48,27 @@ def fake_lib(tmp_path: Path):
 
 def corpus_available() -> bool:
     return (CORPUS / "skills").is_dir()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A throwaway PostgreSQL cluster for the session (or SKILLSHELF_TEST_PG's server)."""
+    import pgcluster
+
+    reason = pgcluster.why_not()
+    if reason:
+        pytest.skip(f"team-store tests need PostgreSQL: {reason}")
+    if os.environ.get("SKILLSHELF_TEST_PG"):
+        yield None
+        return
+    cluster = pgcluster.Cluster().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_cluster) -> str:
+    """The URL of a new, empty database for one test."""
+    import pgcluster
+
+    return pgcluster.new_database_from_env() if pg_cluster is None else pg_cluster.new_database()

@@ -1,0 +1,165 @@
+"""The team store's schema as ordered, named migrations (PostgreSQL). Each runs once, in order,
+recorded in ``schema_migrations``. Never edit a released migration: add a new one.
+
+The tables mirror the local SQLite store's shared parts (usage logs, learning memory, overlay,
+judge log) so a local library can be copied in row by row (``skillshelf migrate-store``), plus
+what only a team has: the team workspace's skills with their files, versions and changelog,
+drafts, tokens and the change stream."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def m001_team(conn: Any) -> None:
+    conn.execute("""
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+    -- the change stream: every committed change of shared state that a server's index or
+    -- caches depend on; NOTIFY carries the seq, a server that missed one reads from its last seq
+    CREATE TABLE changes (
+        seq BIGSERIAL PRIMARY KEY,
+        kind TEXT NOT NULL,             -- skill | overlay | draft | learning
+        key TEXT NOT NULL,
+        at TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+
+    -- the team workspace: one row per skill folder, its SKILL.md and its other files
+    CREATE TABLE skills (
+        name TEXT PRIMARY KEY,
+        text BYTEA NOT NULL,            -- SKILL.md, byte for byte
+        version INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        deleted BOOLEAN NOT NULL DEFAULT false,
+        updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        updated_by TEXT
+    );
+    CREATE TABLE skill_files (
+        name TEXT NOT NULL REFERENCES skills(name) ON DELETE CASCADE,
+        path TEXT NOT NULL,             -- relative, '/'-separated, contained in the folder
+        content BYTEA NOT NULL,
+        sha256 TEXT NOT NULL,
+        PRIMARY KEY (name, path)
+    );
+    CREATE TABLE history (
+        name TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        text BYTEA NOT NULL,
+        PRIMARY KEY (name, version)     -- a version number is never given twice
+    );
+    CREATE TABLE changelog (
+        id BIGSERIAL PRIMARY KEY,
+        name TEXT NOT NULL,
+        entry TEXT NOT NULL             -- one JSON line, as in changelog.jsonl
+    );
+    CREATE INDEX changelog_name ON changelog(name, id);
+    CREATE TABLE drafts (
+        name TEXT PRIMARY KEY,          -- the draft's file name
+        content BYTEA NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+
+    -- owner state on skills of read-only roots (overlay.py)
+    CREATE TABLE overlay (
+        skill_id TEXT PRIMARY KEY,
+        status TEXT,
+        reason TEXT,
+        expires_on TEXT,
+        content_hash TEXT,
+        updated_at TEXT NOT NULL
+    );
+
+    -- usage logs (usage.py), append-only
+    CREATE TABLE queries (
+        id BIGSERIAL PRIMARY KEY,
+        at TEXT NOT NULL,
+        text TEXT,
+        text_hash TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        filters TEXT NOT NULL DEFAULT '{}',
+        client TEXT,
+        confident INTEGER NOT NULL,
+        degraded INTEGER NOT NULL DEFAULT 0,
+        n_hits INTEGER NOT NULL,
+        latency_ms DOUBLE PRECISION NOT NULL,
+        origin TEXT                     -- 'local:<id>' for rows copied in by migrate-store
+    );
+    CREATE INDEX queries_at ON queries(at);
+    CREATE INDEX queries_hash ON queries(text_hash);
+    CREATE UNIQUE INDEX queries_origin ON queries(origin);
+    CREATE TABLE recommendations (
+        id BIGSERIAL PRIMARY KEY,
+        query_id BIGINT NOT NULL REFERENCES queries(id),
+        at TEXT NOT NULL,
+        skill_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        rank INTEGER NOT NULL,
+        score DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX rec_skill ON recommendations(skill_id);
+    CREATE INDEX rec_query ON recommendations(query_id);
+    CREATE TABLE outcomes (
+        id BIGSERIAL PRIMARY KEY,
+        at TEXT NOT NULL,
+        skill_id TEXT,
+        name TEXT NOT NULL,
+        worked INTEGER NOT NULL,
+        note TEXT NOT NULL DEFAULT '',
+        query_id BIGINT,
+        client TEXT,
+        origin TEXT
+    );
+    CREATE INDEX out_skill ON outcomes(skill_id);
+    CREATE INDEX out_name ON outcomes(name);
+    CREATE INDEX out_query ON outcomes(query_id);
+    CREATE UNIQUE INDEX outcomes_origin ON outcomes(origin);
+
+    -- learning memory (learning.py): one row per report that names its request
+    CREATE TABLE learned (
+        id BIGSERIAL PRIMARY KEY,
+        outcome_id BIGINT NOT NULL,
+        at TEXT NOT NULL,
+        skill_id TEXT NOT NULL,
+        name_key TEXT NOT NULL,
+        worked INTEGER NOT NULL,
+        client TEXT,
+        query_id BIGINT,
+        request TEXT,
+        model_id TEXT NOT NULL,
+        vector BYTEA NOT NULL
+    );
+    CREATE INDEX learned_model ON learned(model_id, id);
+    CREATE INDEX learned_name ON learned(name_key);
+
+    -- the model judge's log (judge.py)
+    CREATE TABLE judge_log (
+        id BIGSERIAL PRIMARY KEY,
+        at TEXT NOT NULL,
+        query_id BIGINT,
+        mode TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        model TEXT NOT NULL,
+        status TEXT NOT NULL,
+        latency_ms DOUBLE PRECISION NOT NULL,
+        candidates INTEGER NOT NULL,
+        invented INTEGER NOT NULL DEFAULT 0,
+        pick TEXT,
+        verdicts TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE INDEX judge_at ON judge_log(at);
+
+    -- people and agents: a token is stored as its sha256, never in clear
+    CREATE TABLE tokens (
+        name TEXT PRIMARY KEY,
+        role TEXT NOT NULL CHECK (role IN ('reader', 'agent', 'curator', 'admin')),
+        hash TEXT NOT NULL UNIQUE,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        last_used TIMESTAMPTZ
+    );
+    """)
+
+
+MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
+    ("001_team", m001_team),
+]

@@ -1,0 +1,219 @@
+"""The team store: one PostgreSQL database shared by several skillshelf servers.
+
+It holds what a team shares — the team workspace's skills with their files, versions and
+changelog, overlays, drafts, usage logs, learning memory, the judge log and the tokens — while
+each server keeps the search index it needs in its own local SQLite file, rebuilt from here.
+A change committed by one server is announced on the ``skillshelf_changes`` channel
+(LISTEN/NOTIFY) and recorded in ``changes`` with a sequence number, so a server that missed a
+notification (a restart, a dropped connection) catches up from the last number it saw.
+
+Only imported when a ``postgresql://`` store is configured: psycopg is not needed otherwise.
+The schema is a list of ordered, named migrations like the SQLite one (``pg_migrations``)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..errors import StoreError
+from .pg_migrations import MIGRATIONS
+
+CHANNEL = "skillshelf_changes"
+
+
+def redact(url: str) -> str:
+    """The URL without its password (for messages and `doctor`)."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def _psycopg():
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError:  # pragma: no cover - they are dependencies; a broken install says so
+        raise StoreError("the PostgreSQL driver is not installed",
+                         fix="pip install 'psycopg[binary]' psycopg-pool (they come with skillshelf)") from None
+    return psycopg, psycopg_pool
+
+
+def unreachable(url: str, exc: BaseException) -> StoreError:
+    reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+    return StoreError(f"cannot reach the team store at {redact(url)} ({reason})",
+                      fix="check that PostgreSQL is running there and that the URL's host, port, database, user "
+                          "and password are right (`skillshelf --store URL doctor` tests it)")
+
+
+def lost(url: str, exc: BaseException) -> StoreError:
+    reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return StoreError(f"the connection to the team store at {redact(url)} failed during this request ({reason})",
+                      fix="try again: the server reconnects by itself once PostgreSQL answers")
+
+
+class PgStore:
+    """A pool of connections to the team database. ``tx()`` is one transaction; a connection
+    that the server dropped (a PostgreSQL restart) is discarded by the pool's check and the
+    next request gets a new one."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, timeout: float = 5.0,
+                 migrate: bool = True):
+        psycopg, pool_mod = _psycopg()
+        self.url = url
+        self._psycopg = psycopg
+        self._closed = False
+        self.pool = pool_mod.ConnectionPool(
+            url, min_size=min_size, max_size=max_size, open=False, timeout=timeout,
+            check=pool_mod.ConnectionPool.check_connection, name="skillshelf",
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(timeout))})
+        try:
+            self.pool.open(wait=True, timeout=timeout)
+        except Exception as exc:  # PoolTimeout wraps the connection error: name the URL and the fix
+            self.pool.close()
+            raise unreachable(url, exc) from None
+        try:
+            if migrate:
+                self.migrate()
+            self.check_schema()
+        except BaseException:
+            self.pool.close()
+            raise
+
+    # --- transactions -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def tx(self) -> Iterator[Any]:
+        """One transaction on a pooled connection; psycopg's connection errors leave as
+        ``StoreError`` naming the store and the fix (the request can be retried)."""
+        psycopg = self._psycopg
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise lost(self.url, exc) from None
+        except Exception as exc:
+            if type(exc).__name__ == "PoolTimeout":
+                raise lost(self.url, exc) from None
+            raise
+
+    def fetchone(self, sql: str, params: tuple | list = ()) -> tuple | None:
+        with self.tx() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def fetchall(self, sql: str, params: tuple | list = ()) -> list[tuple]:
+        with self.tx() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def execute(self, sql: str, params: tuple | list = ()) -> int:
+        """Run one statement in its own transaction; the number of rows it touched."""
+        with self.tx() as conn:
+            return conn.execute(sql, params).rowcount
+
+    # --- schema ---------------------------------------------------------------------------
+    def applied_migrations(self) -> list[str]:
+        with self.tx() as conn:
+            exists = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0]
+            if exists is None:
+                return []
+            return [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
+
+    def migrate(self) -> list[str]:
+        """Apply the migrations this database lacks, each in its own transaction, under an
+        advisory lock (two servers starting at once do not both apply one)."""
+        done: list[str] = []
+        with self.tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(7402212)")
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY,"
+                         " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+            have = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
+            newer = sorted(have - {name for name, _ in MIGRATIONS})
+            if newer:
+                raise StoreError(f"the team store at {redact(self.url)} has a newer schema ({newer[-1]}) than this "
+                                 "skillshelf knows",
+                                 fix="upgrade skillshelf on this server to the version the other servers run")
+            for name, fn in MIGRATIONS:
+                if name in have:
+                    continue
+                fn(conn)
+                conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
+                done.append(name)
+        return done
+
+    def check_schema(self) -> None:
+        applied = set(self.applied_migrations())
+        missing = [name for name, _ in MIGRATIONS if name not in applied]
+        if missing:
+            raise StoreError(f"the team store at {redact(self.url)} has an older schema (missing {missing[0]})",
+                             fix=f"run `skillshelf --store {redact(self.url)} migrate-store --upgrade` once, "
+                                 "with the password, from a server running this version")
+
+    def schema_version(self) -> str:
+        applied = self.applied_migrations()
+        return applied[-1] if applied else "none"
+
+    def ping(self) -> float:
+        """Round-trip time of a trivial query, in milliseconds."""
+        t0 = time.perf_counter()
+        self.fetchone("SELECT 1")
+        return (time.perf_counter() - t0) * 1000
+
+    # --- the change stream ----------------------------------------------------------------
+    @staticmethod
+    def record_change(conn: Any, kind: str, key: str) -> int:
+        """Inside a writing transaction: record that ``key`` (a skill name, a draft, an
+        overlay's skill id) of ``kind`` changed, and announce it at commit. Returns its
+        sequence number."""
+        seq = conn.execute("INSERT INTO changes (kind, key) VALUES (%s, %s) RETURNING seq", (kind, key)).fetchone()[0]
+        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(seq)))
+        return int(seq)
+
+    def last_change(self) -> int:
+        row = self.fetchone("SELECT COALESCE(MAX(seq), 0) FROM changes")
+        return int(row[0]) if row else 0
+
+    def changes_after(self, seq: int, limit: int = 10_000) -> list[tuple[int, str, str]]:
+        """(seq, kind, key) committed after ``seq``, oldest first."""
+        return [(int(s), k, key) for s, k, key in self.fetchall(
+            "SELECT seq, kind, key FROM changes WHERE seq > %s ORDER BY seq LIMIT %s", (int(seq), int(limit)))]
+
+    def listen(self, on_change: Callable[[], None], *, poll: float = 1.0) -> threading.Thread:
+        """Call ``on_change()`` soon after another server commits a change: a daemon thread
+        LISTENs on its own connection, and also wakes every ``poll`` seconds (a notification
+        lost with a dropped connection is then caught by the caller's ``changes_after``).
+        Reconnects with back-off while PostgreSQL is away; ``close()`` stops it."""
+        psycopg = self._psycopg
+
+        def run() -> None:
+            delay = 0.5
+            while not self._closed:
+                try:
+                    with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
+                        conn.execute(f"LISTEN {CHANNEL}")
+                        delay = 0.5
+                        on_change()     # catch up with what was committed while not listening
+                        while not self._closed:
+                            # a notification wakes it at once; the timeout is the safety net
+                            for _ in conn.notifies(timeout=poll, stop_after=1):
+                                pass
+                            if self._closed:
+                                return
+                            on_change()
+                except Exception:  # noqa: BLE001 -- PostgreSQL away: retry, the poll covers the gap
+                    if self._closed:
+                        return
+                    time.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+
+        t = threading.Thread(target=run, name="skillshelf-listen", daemon=True)
+        t.start()
+        self._listener = t
+        return t
+
+    def close(self) -> None:
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self.pool.close(timeout=2.0)
+        t = getattr(self, "_listener", None)
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout=3.0)
