@@ -110,6 +110,8 @@ class Config:
     auto_sync: bool = _f(True, "check files before each query (cheap stat scan) so editor changes are picked up")
     max_body_bytes: int = _f(200_000, "largest skill body an agent may write")
     http_token: str = _f("", "bearer token required by the HTTP server on a non-loopback bind")
+    store: str = _f("", "the store: empty for the local SQLite library in the home, or a postgresql:// URL "
+                        "of a team store shared by several servers")
     search: SearchConfig = _f(SearchConfig(), "search knobs")
     judge: JudgeConfig = _f(JudgeConfig(), "the optional model judge (rerank, soft filter)")
     # Not settings: where each setting came from (``ORIGINS``; "search.x" for nested ones),
@@ -217,6 +219,8 @@ def describe(cfg: Config) -> list[tuple[str, Any, str, str]]:
                 rows.append((key, shown, sf.metadata.get("why", ""), cfg.origin(key)))
         else:
             shown = "***" if secret(f.name) and value else _plain(value)
+            if f.name == "store" and value:    # a URL may carry a password
+                shown = re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", value)
             rows.append((f.name, shown, f.metadata.get("why", ""), cfg.origin(f.name)))
     return rows
 
@@ -306,6 +310,7 @@ _ENV = {
     "client_roots": "SKILLSHELF_CLIENT_ROOTS",
     "hash_queries": "SKILLSHELF_HASH_QUERIES",
     "http_token": "SKILLSHELF_HTTP_TOKEN",
+    "store": "SKILLSHELF_STORE",
     "auto_sync": "SKILLSHELF_AUTO_SYNC",
 }
 # the judge's settings from the environment (judge.<key>)
@@ -401,6 +406,9 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
     if cfg.write_policy not in WRITE_POLICIES:
         raise ConfigError(f"unknown write policy {cfg.write_policy!r}{_where(cfg, 'write_policy')}",
                           fix=f"use one of {', '.join(WRITE_POLICIES)}")
+    if cfg.store and not cfg.store.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(f"unknown store {cfg.store.split('://')[0]!r}{_where(cfg, 'store')}",
+                          fix="leave store empty for the local library, or give a postgresql://USER:PASSWORD@HOST/DB URL")
     if cfg.judge.backend not in JUDGE_BACKENDS:
         origin = cfg.origin("judge.backend")
         where = {"file": f" (in {cfg.config_path})", "environment": f" (from {_JUDGE_ENV['backend']})"}.get(origin, "")
