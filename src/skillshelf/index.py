@@ -21,6 +21,9 @@ from . import skill as skillmod
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from .sources import Found, Root, discover
 from .store import Store, now
+from .store.meta import IndexMeta
+from .store.skills import SkillIndex
+from .store.vectors import VectorStore
 from .text import name_key, normalized_body_hash, sha256
 
 Progress = Callable[[int, int], None]
@@ -100,10 +103,11 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
     t0 = time.perf_counter()
     report = SyncReport()
     found, report.notes = scan(roots, exclude)
-    db = store.db
+    skills = SkillIndex(store)
+    meta = IndexMeta(store)
     # A first look outside any transaction, to skip unchanged files cheaply; re-checked below.
-    snapshot = {r["id"]: (r["mtime_ns"], r["size"]) for r in db.execute("SELECT id, mtime_ns, size FROM skills")}
-    invalid_rows = {r["path"]: r for r in db.execute("SELECT * FROM invalid_files")}
+    snapshot = skills.file_states()
+    invalid_rows = skills.invalid_files()
     seen_ids: set[str] = set()
     seen_invalid: set[str] = set()
     todo: list[Found] = []
@@ -127,7 +131,7 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
     for start in range(0, total, batch) if total else ():
         chunk = todo[start:start + batch]
         with store.tx() as tx:
-            rows = _rows_for(tx, [f.id for f in chunk])
+            rows = skills.rows_for(tx, [f.id for f in chunk])
             writer = lexical.Writer(tx)
             for i, f in enumerate(chunk):
                 if progress:
@@ -136,37 +140,23 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
             writer.flush()
             if report.added + report.updated + report.removed > changed_before:
                 changed_before = report.added + report.updated + report.removed
-                _bump_generation(store)
+                meta.bump_generation()
     if progress:
         progress(total, total)
     with store.tx() as tx:
         # rows whose file is gone, decided on the rows as they are now
-        for row in tx.execute("SELECT rowid, id FROM skills").fetchall():
-            if row["id"] not in seen_ids:
-                _delete_rowid(tx, row["rowid"])
+        for rowid, sid in skills.all_ids(tx):
+            if sid not in seen_ids:
+                _delete_rowid(tx, rowid)
                 report.removed += 1
-        for (path,) in tx.execute("SELECT path FROM invalid_files").fetchall():
+        for path in skills.invalid_paths(tx):
             if path not in seen_invalid:
-                tx.execute("DELETE FROM invalid_files WHERE path=?", (path,))
+                skills.clear_invalid(tx, path)
         if report.added + report.updated + report.removed > changed_before:
-            _bump_generation(store)
-        store.set_meta("last_sync", now())
+            meta.bump_generation()
+        meta.mark_synced(now())
     report.seconds = time.perf_counter() - t0
     return report
-
-
-def _bump_generation(store: Store) -> None:
-    store.set_meta("generation", str(int(store.get_meta("generation", "0") or 0) + 1))
-
-
-def _rows_for(tx, ids: list[str]) -> dict:
-    out = {}
-    for i in range(0, len(ids), 500):
-        part = ids[i:i + 500]
-        q = ",".join("?" * len(part))
-        out.update((r["id"], r) for r in tx.execute(
-            f"SELECT rowid, id, mtime_ns, size, content_hash FROM skills WHERE id IN ({q})", part))
-    return out
 
 
 def _sync_isolated(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, seen_invalid: set[str],
@@ -178,20 +168,18 @@ def _sync_isolated(tx, writer: "lexical.Writer", f: Found, row, report: SyncRepo
     if row is not None and row["mtime_ns"] == f.mtime_ns and row["size"] == f.size:
         report.unchanged += 1          # another process indexed it meanwhile
         return
-    tx.execute("SAVEPOINT one_file")
     try:
-        _sync_one(tx, writer, f, row, report, seen_invalid, on_skill)
+        with SkillIndex.isolated(tx):
+            _sync_one(tx, writer, f, row, report, seen_invalid, on_skill)
     except (sqlite3.Error, ValueError, TypeError, OverflowError, RecursionError) as exc:
-        tx.execute("ROLLBACK TO one_file")
         _mark_invalid(tx, f, row, report, seen_invalid, "file.unindexable",
                       f"could not be indexed ({type(exc).__name__}: {str(exc)[:200]})", None)
-    tx.execute("RELEASE one_file")
 
 
 def _mark_invalid(tx, f: Found, row, report: SyncReport, seen_invalid: set[str], rule: str, message: str,
                   line: int | None) -> None:
-    tx.execute("INSERT OR REPLACE INTO invalid_files VALUES (?,?,?,?,?,?,?,?)",
-               (str(f.path), f.root.label, f.rel, rule, message, line, f.mtime_ns, f.size))
+    SkillIndex.mark_invalid(tx, {"path": str(f.path), "root": f.root.label, "rel": f.rel, "rule": rule,
+                                 "message": message, "line": line, "mtime_ns": f.mtime_ns, "size": f.size})
     seen_invalid.add(str(f.path))
     report.invalid.append(InvalidFile(str(f.path), rule, message, line))
     if row is not None:
@@ -200,9 +188,9 @@ def _mark_invalid(tx, f: Found, row, report: SyncReport, seen_invalid: set[str],
 
 
 def _delete_rowid(tx, rowid: int) -> None:
-    tx.execute("DELETE FROM skills WHERE rowid=?", (rowid,))
+    SkillIndex.delete(tx, rowid)
     lexical.remove(tx, rowid)
-    tx.execute("DELETE FROM skill_vectors WHERE skill_rowid=?", (rowid,))
+    VectorStore.unlink_skill(tx, rowid)
 
 
 def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, seen_invalid: set[str],
@@ -217,7 +205,7 @@ def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, s
         return
     digest = sha256(data)
     if row is not None and row["content_hash"] == digest:
-        tx.execute("UPDATE skills SET mtime_ns=?, size=? WHERE rowid=?", (f.mtime_ns, f.size, row["rowid"]))
+        SkillIndex.touch(tx, row["rowid"], f.mtime_ns, f.size)
         report.unchanged += 1
         return
     parsed = skillmod.parse(data, folder_name=f.folder.name if f.rel != "." else f.root.path.name)
@@ -225,7 +213,7 @@ def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, s
         bad = next(x for x in parsed.findings if x.severity == "fatal")
         _mark_invalid(tx, f, row, report, seen_invalid, bad.rule, bad.message, bad.line)
         return
-    tx.execute("DELETE FROM invalid_files WHERE path=?", (str(f.path),))
+    SkillIndex.clear_invalid(tx, str(f.path))
     sk = parsed.skill
     exp = sk.expires_on()
     values = dict(
@@ -238,16 +226,12 @@ def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, s
         content_hash=digest, body_hash=normalized_body_hash(sk.body), mtime_ns=f.mtime_ns, size=f.size,
         indexed_at=now())
     if row is None:
-        cols = ",".join(values)
-        cur = tx.execute(f"INSERT INTO skills ({cols}) VALUES ({','.join('?' * len(values))})",
-                         tuple(values.values()))
-        rowid = cur.lastrowid
+        rowid = SkillIndex.insert(tx, values)
         report.added += 1
     else:
         rowid = row["rowid"]
-        sets = ",".join(f"{k}=?" for k in values)
-        tx.execute(f"UPDATE skills SET {sets} WHERE rowid=?", (*values.values(), rowid))
-        tx.execute("DELETE FROM skill_vectors WHERE skill_rowid=?", (rowid,))
+        SkillIndex.update(tx, rowid, values)
+        VectorStore.unlink_skill(tx, rowid)
         report.updated += 1
     overlaymod.apply_to_row(tx, f.id)
     writer.add(rowid, lexical_fields(sk))
@@ -338,26 +322,9 @@ def embed_jobs(embedder, jobs) -> dict[str, np.ndarray]:
     return out
 
 
-def cached_hashes(db, model_id: str, hashes) -> set[str]:
-    """Those of ``hashes`` that already have a vector for the model."""
-    hashes = list(hashes)
-    have: set[str] = set()
-    for i in range(0, len(hashes), 500):
-        chunk = hashes[i:i + 500]
-        q = ",".join("?" * len(chunk))
-        have.update(r[0] for r in db.execute(
-            f"SELECT text_hash FROM embeddings WHERE model_id=? AND text_hash IN ({q})", (model_id, *chunk)))
-    return have
-
-
-def _missing(db, model_id: str, part: int, cols: str):
-    """Skills without a ``part`` vector for the model (a cursor: bodies are read one row at
-    a time, not all held at once)."""
-    return db.execute(f"""
-        SELECT s.rowid, {cols} FROM skills s
-        WHERE NOT EXISTS (SELECT 1 FROM skill_vectors v JOIN embeddings e
-                          ON e.text_hash = v.text_hash AND e.model_id = ?
-                          WHERE v.skill_rowid = s.rowid AND v.part = ?)""", (model_id, part))
+def _vector_rows(vecs) -> list[tuple[str, int, bytes]]:
+    """(hash, dimensions, float32 little-endian bytes) of vectors by hash, as the store keeps them."""
+    return [(h, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes()) for h, v in vecs]
 
 
 def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Progress | None = None,
@@ -365,33 +332,34 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
     """Compute missing vectors for the embedder's model (metadata, and with ``body_tokens``
     the body's opening); returns how many distinct texts were embedded. ``ready``: vectors
     already computed for some hashes (a ``Prefetch``), stored instead of embedded again."""
-    db = store.db
+    vs = VectorStore(store)
+    meta = IndexMeta(store)
     model_id = embedder.model_id
     # The body setting is part of what a part-1 vector means: a change re-embeds them.
     body_key = f"t{body_tokens}" if body_tokens else ""
-    if (store.get_meta("body_vectors", "") or "") != body_key:
+    if meta.body_vectors() != body_key:
         with store.tx() as tx:
-            tx.execute("DELETE FROM skill_vectors WHERE part = ?", (PART_BODY,))
-            store.set_meta("body_vectors", body_key)
-            _bump_vectors_generation(store)
+            vs.unlink_part(tx, PART_BODY)
+            meta.set_body_vectors(body_key)
+            meta.bump_vectors_generation()
     items: list[tuple[int, int, str, str, int | None]] = []   # rowid, part, hash, text, max_tokens
-    for r in _missing(db, model_id, PART_META, "s.name, s.description, s.tags"):
-        items.append((r["rowid"], PART_META, *meta_job(r["name"], r["description"], r["tags"])))
+    missing = vs.missing(model_id, PART_META)
+    for rowid, name, description, tags in vs.metadata_texts(missing):
+        items.append((rowid, PART_META, *meta_job(name, description, tags)))
     if body_tokens:
-        for r in _missing(db, model_id, PART_BODY, "s.body"):
-            job = body_job(r["body"], body_tokens)
+        for rowid, body in vs.bodies(vs.missing(model_id, PART_BODY)):
+            job = body_job(body, body_tokens)
             if job:
-                items.append((r["rowid"], PART_BODY, *job))
+                items.append((rowid, PART_BODY, *job))
     if not items:
         return 0
-    have = cached_hashes(db, model_id, {h for _, _, h, _, _ in items})
+    have = vs.cached(model_id, {h for _, _, h, _, _ in items})
     uniq = {h: (t, mt) for _, _, h, t, mt in items if h not in have}
     if ready:
-        done_rows = [(h, model_id, int(ready[h].shape[0]), np.asarray(ready[h], dtype="<f4").tobytes())
-                     for h in uniq if h in ready]
+        done_rows = _vector_rows((h, ready[h]) for h in uniq if h in ready)
         for i in range(0, len(done_rows), 1000):
             with store.tx() as tx:
-                tx.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?)", done_rows[i:i + 1000])
+                vs.put(tx, model_id, done_rows[i:i + 1000])
         todo_uniq = {h: v for h, v in uniq.items() if h not in ready}
     else:
         todo_uniq = uniq
@@ -402,24 +370,15 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
     for i in range(0, len(todo), step):
         part = todo[i:i + step]
         vecs = embed_jobs(embedder, [(h, t, m) for h, (t, m) in part])
-        rows = [(h, model_id, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes()) for h, v in vecs.items()]
         with store.tx() as tx:
-            tx.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?)", rows)
+            vs.put(tx, model_id, _vector_rows(vecs.items()))
         done += len(part)
         if progress:
             progress(done, len(todo))
     with store.tx() as tx:
-        tx.executemany("INSERT OR REPLACE INTO skill_vectors VALUES (?, ?, ?)",
-                       [(rowid, part, h) for rowid, part, h, _, _ in items])
-        _bump_vectors_generation(store)
+        vs.link(tx, [(rowid, part, h) for rowid, part, h, _, _ in items])
+        meta.bump_vectors_generation()   # search state and the vector cache files are keyed by it
     return len(uniq)
-
-
-def _bump_vectors_generation(store: Store) -> None:
-    """Mark the skills' vectors as changed (inside the caller's transaction): search state
-    and the vector cache files are keyed by it. Bumped whenever skill_vectors rows change,
-    even when every text was already embedded (a reverted edit, a body setting put back)."""
-    store.set_meta("vectors_generation", str(int(store.get_meta("vectors_generation", "0") or 0) + 1))
 
 
 class Prefetch:
@@ -471,7 +430,7 @@ class Prefetch:
             if self._error is not None or not jobs:
                 continue
             try:
-                cached = cached_hashes(self.store.db, model_id, [h for h, _, _ in jobs])
+                cached = VectorStore(self.store).cached(model_id, [h for h, _, _ in jobs])
                 self.ready.update(embed_jobs(self.embedder, [j for j in jobs if j[0] not in cached]))
             except BaseException as exc:  # left to embed_pending, which embeds and reports as usual
                 self._error = exc

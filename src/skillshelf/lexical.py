@@ -6,12 +6,11 @@ Here each term's postings are one BLOB (doc ids + per-field term frequencies); a
 reads ~15 BLOBs by primary key and adds vectors, so its cost grows with the postings
 of the query's terms, not with document text.
 
-Layout (migration ``005_lexical``):
-  lex_docs(docid, skill_rowid, alive, lens)  one row per indexed version of a skill
-  lex_main(term, docids, tfs)                compacted postings, one row per term
-  lex_delta(term, docid, tfs)                postings written since the last compaction
-A changed skill gets a new docid (its old one is marked dead), so updates are appends;
-``compact`` folds the delta into the main rows when it grows past a bound.
+Postings live in the store (``store.lexical.Postings``): one row per indexed version of a
+skill (its docid), compacted postings (one row per term), and a delta of postings written
+since the last compaction. A changed skill gets a new docid (its old one is marked dead),
+so updates are appends; ``compact`` folds the delta into the main rows when it grows past
+a bound.
 
 Scoring is BM25F: per-field frequencies are length-normalised per field, weighted, summed
 into one pseudo-frequency, then saturated once (k1) and multiplied by the term's IDF.
@@ -22,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sqlite3
 import re
 import struct
 import threading
@@ -33,6 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .store.lexical import Postings
+from .store.meta import IndexMeta
 from .text import COMPOUND_RE, expand, tokenize
 
 FIELDS = ("name", "description", "tags", "headings", "body")
@@ -110,8 +110,8 @@ class Writer:
     BULK = 200              # documents: at or above, merge into main instead of the delta table
     FLUSH_AT = 4_000_000    # postings held in memory before a merge (~14 bytes each: bounds RSS)
 
-    def __init__(self, db: sqlite3.Connection):
-        self.db = db
+    def __init__(self, tx):
+        self.db = tx           # the sync's transaction (what ``store.tx()`` yields)
         # term -> (docids, packed frequencies): compact arrays, not a tuple per posting
         self.pending: dict[str, tuple[array, bytearray]] = {}
         self.docs = 0
@@ -120,9 +120,7 @@ class Writer:
     def add(self, skill_rowid: int, fields: tuple[str, ...]) -> int:
         remove(self.db, skill_rowid)
         per, lens = doc_postings(fields)
-        cur = self.db.execute("INSERT INTO lex_docs (skill_rowid, alive, lens) VALUES (?, 1, ?)",
-                              (skill_rowid, lens.tobytes()))
-        docid = int(cur.lastrowid)
+        docid = Postings.add_doc(self.db, skill_rowid, lens.tobytes())
         pending = self.pending
         for t, packed in per.items():
             entry = pending.get(t)
@@ -141,61 +139,61 @@ class Writer:
             _merge(self.db, self.pending)
         else:
             size = _PACK.size
-            self.db.executemany("INSERT INTO lex_delta (term, docid, tfs) VALUES (?, ?, ?)",
-                                [(t, d, bytes(tfs[i * size:(i + 1) * size]))
-                                 for t, (ids, tfs) in self.pending.items() for i, d in enumerate(ids)])
+            Postings.add_delta(self.db, [(t, d, bytes(tfs[i * size:(i + 1) * size]))
+                                         for t, (ids, tfs) in self.pending.items() for i, d in enumerate(ids)])
         self.pending = {}
         self.docs = self.postings = 0
-        dead, alive = self.db.execute("SELECT SUM(alive = 0), SUM(alive = 1) FROM lex_docs").fetchone()
-        if delta_size(self.db) > COMPACT_AT or (dead or 0) > 0.2 * (alive or 0) + 100:
+        dead, alive = Postings.doc_counts(self.db)
+        if delta_size(self.db) > COMPACT_AT or dead > 0.2 * alive + 100:
             compact(self.db)
 
 
-def remove(db: sqlite3.Connection, skill_rowid: int) -> None:
-    db.execute("UPDATE lex_docs SET alive = 0 WHERE skill_rowid = ? AND alive = 1", (skill_rowid,))
+def remove(tx, skill_rowid: int) -> None:
+    """The skill's postings no longer count (inside the caller's transaction)."""
+    Postings.retire(tx, skill_rowid)
 
 
-def _merge(db: sqlite3.Connection, pending: dict[str, tuple[array, bytearray]], step: int = 20_000) -> None:
+def _merge(tx, pending: dict[str, tuple[array, bytearray]], step: int = 20_000) -> None:
     """Append new postings to the main rows of their terms (dead docs are dropped at compaction).
     ``pending`` is emptied as it goes, ``step`` terms at a time, so the postings are never held
     twice (as arrays and as row bytes) in full."""
-    known = {r[0] for r in db.execute("SELECT term FROM lex_main")} if pending else set()
+    store = Postings()
+    known = Postings.main_terms(tx) if pending else set()
     while pending:
         rows = []
         for term in list(islice(pending, step)):
             ids, tfs = pending.pop(term)
             new_ids = np.asarray(ids, dtype="<i4").tobytes()
-            old = None
-            if term in known:
-                old = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
+            old = store.main_row(term, tx) if term in known else None
             if old:
                 rows.append((term, old[0] + new_ids, old[1] + bytes(tfs)))
             else:
                 rows.append((term, new_ids, bytes(tfs)))
-        db.executemany("INSERT OR REPLACE INTO lex_main (term, docids, tfs) VALUES (?, ?, ?)", rows)
+        Postings.put_main(tx, rows)
 
 
-def delta_size(db: sqlite3.Connection) -> int:
-    return int(db.execute("SELECT COUNT(*) FROM lex_delta").fetchone()[0])
+def delta_size(tx) -> int:
+    return Postings().delta_size(tx)
 
 
-def compact(db: sqlite3.Connection) -> int:
+def compact(tx) -> int:
     """Fold delta postings into main and drop dead docs (the caller's transaction)."""
-    alive = {int(r[0]) for r in db.execute("SELECT docid FROM lex_docs WHERE alive = 1")}
+    store = Postings()
+    alive = set(Postings.live_docids(tx))
     add_ids: dict[str, list[int]] = defaultdict(list)
     add_tfs: dict[str, list[bytes]] = defaultdict(list)
-    for term, docid, tfs in db.execute("SELECT term, docid, tfs FROM lex_delta ORDER BY term, docid"):
+    for term, docid, tfs in Postings.delta_postings(tx):
         if docid in alive:
             add_ids[term].append(docid)
             add_tfs[term].append(tfs)
-    dead = db.execute("SELECT COUNT(*) FROM lex_docs WHERE alive = 0").fetchone()[0]
+    dead = Postings.doc_counts(tx)[0]
     touched = set(add_ids)
     if dead:
-        touched |= {r[0] for r in db.execute("SELECT term FROM lex_main")}
+        touched |= Postings.main_terms(tx)
     alive_arr = np.array(sorted(alive), dtype=np.int64)
     rows = []
     for term in touched:
-        old = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
+        old = store.main_row(term, tx)
         ids = [np.frombuffer(old[0], dtype=np.int32)] if old else []
         tfs = [np.frombuffer(old[1], dtype=np.uint16).reshape(-1, NF)] if old else []
         if term in add_ids:
@@ -210,10 +208,10 @@ def compact(db: sqlite3.Connection) -> int:
         if len(all_ids):
             rows.append((term, all_ids.astype(np.int32).tobytes(), np.ascontiguousarray(all_tfs).tobytes()))
         else:
-            db.execute("DELETE FROM lex_main WHERE term = ?", (term,))
-    db.executemany("INSERT OR REPLACE INTO lex_main (term, docids, tfs) VALUES (?, ?, ?)", rows)
-    db.execute("DELETE FROM lex_delta")
-    db.execute("DELETE FROM lex_docs WHERE alive = 0")
+            Postings.delete_main(tx, term)
+    Postings.put_main(tx, rows)
+    Postings.clear_delta(tx)
+    Postings.drop_dead_docs(tx)
     return len(rows)
 
 
@@ -239,14 +237,16 @@ class LexicalIndex:
 
     def __init__(self, store, weights: tuple[float, ...]):
         self.store = store
+        self._store_postings = Postings(store)
+        self._meta = IndexMeta(store)
         self.weights = np.asarray(weights, dtype=np.float32)
         self._state: _State | None = None
 
     def _ensure(self) -> _State:
-        gen = self.store.get_meta("generation", "0") or "0"
+        gen = self._meta.generation()
         if self._state is not None and self._state.gen == gen:
             return self._state
-        rows = self.store.db.execute("SELECT docid, skill_rowid, lens FROM lex_docs WHERE alive = 1").fetchall()
+        rows = self._store_postings.live_docs()
         top = max((r[0] for r in rows), default=0) + 1
         to_skill = np.full(top, -1, dtype=np.int64)
         lens = np.zeros((top, NF), dtype=np.float32)
@@ -264,14 +264,12 @@ class LexicalIndex:
         return self._state
 
     def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        db = self.store.db
         ids: list[np.ndarray] = []
         tfs: list[np.ndarray] = []
-        row = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
+        row, delta = self._store_postings.postings_of(term)
         if row:
             ids.append(np.frombuffer(row[0], dtype=np.int32))
             tfs.append(np.frombuffer(row[1], dtype=np.uint16).reshape(-1, NF))
-        delta = db.execute("SELECT docid, tfs FROM lex_delta WHERE term = ?", (term,)).fetchall()
         if delta:
             ids.append(np.array([d[0] for d in delta], dtype=np.int32))
             tfs.append(np.frombuffer(b"".join(d[1] for d in delta), dtype=np.uint16).reshape(-1, NF))

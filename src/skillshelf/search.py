@@ -24,6 +24,8 @@ from .errors import ValidationError
 from . import confidence, learning, lexical, vectors
 from .index import PART_BODY, PART_META
 from .store import Store
+from .store.meta import IndexMeta
+from .store.skills import SearchReads
 from .text import COMPOUND_RE, STOPWORDS, trim
 
 MODES = ("find", "brainstorm")
@@ -191,10 +193,6 @@ class _Meta:
         return self.group_order[self.group_start[g]:self.group_start[g + 1]]
 
 
-_HIT_COLS = ("rowid, id, name, path, description, display_name, skill_type, repo, version, tags, active,"
-             " expires_on, metadata, kind, rel, name_key, content_hash, substr(body, 1, 400) AS opening")
-
-
 def rrf(lists: list[list[int]], weights: list[float], k: int) -> dict[int, float]:
     """Weighted reciprocal rank fusion: score(d) = Σ w_i / (k + rank_i(d)), ranks from 1."""
     fused: dict[int, float] = {}
@@ -236,6 +234,8 @@ class Searcher:
         self._rng = random.Random()
         self._masks: dict[tuple, np.ndarray] = {}
         self._langs: dict[tuple, tuple[str, str]] = {}   # (rowid, content hash) -> languages
+        self._reads = SearchReads(store)
+        self._index_meta = IndexMeta(store)
         self._lex = lexical.LexicalIndex(store, (settings.weight_name, settings.weight_description,
                                                  settings.weight_tags, settings.weight_headings, settings.weight_body))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillshelf-embed")
@@ -243,10 +243,10 @@ class Searcher:
 
     # --- caches -----------------------------------------------------------------
     def _ensure_meta(self) -> _Meta:
-        gen = self.store.get_meta("generation", "0")
+        gen = self._index_meta.generation()
         if self._meta is not None and gen == self._gen:
             return self._meta
-        rows = self.store.db.execute("SELECT rowid, name_key, active, expires_on FROM skills ORDER BY rowid")
+        rows = sorted(self._reads.state())   # by rowid: positions are in rowid order
         keys: dict[str, int] = {}
         rowids, group, active, expires = [], [], [], []
         for rid, key, act, exp in rows:
@@ -262,14 +262,13 @@ class Searcher:
         self._meta, self._gen, self._masks = m, gen, {}
         return m
 
-    def _sql_mask(self, meta: _Meta, key: tuple, sql: str, args: tuple = (), keep=None) -> np.ndarray:
-        """Positions whose rows ``sql`` selects (rowid first, optionally tested by ``keep``
-        on the rest of the row), cached for this index generation."""
+    def _sql_mask(self, meta: _Meta, key: tuple, select) -> np.ndarray:
+        """Positions of the rowids ``select()`` returns (a read of the store), cached for
+        this index generation."""
         cached = self._masks.get(key)
         if cached is not None:
             return cached
-        rows = self.store.db.execute(sql, args).fetchall()
-        ids = [r[0] for r in rows if keep is None or keep(r)]
+        ids = select()
         mask = np.zeros(len(meta.rowids), dtype=bool)
         pos = meta.positions(ids)
         mask[pos[pos >= 0]] = True
@@ -279,25 +278,21 @@ class Searcher:
         return mask
 
     def rows(self, positions: list[int], meta: _Meta | None = None) -> dict[int, Any]:
-        """The skills rows (``_HIT_COLS``) at these positions of ``meta`` (default: the
-        current snapshot), by position."""
+        """The skills rows (``store.skills.HIT_COLUMNS``, as dicts) at these positions of
+        ``meta`` (default: the current snapshot), by position."""
         meta = meta or self._meta
-        rids = [int(meta.rowids[p]) for p in positions]
+        found = self._reads.hit_rows([int(meta.rowids[p]) for p in positions])
         out: dict[int, Any] = {}
-        for i in range(0, len(rids), 500):
-            chunk = rids[i:i + 500]
-            q = ",".join("?" * len(chunk))
-            found = self.store.db.execute(f"SELECT {_HIT_COLS} FROM skills WHERE rowid IN ({q})", chunk).fetchall()
-            for r, p in zip(found, meta.positions([r[0] for r in found])):
-                if p >= 0:
-                    out[int(p)] = r
+        for r, p in zip(found, meta.positions([r["rowid"] for r in found])):
+            if p >= 0:
+                out[int(p)] = r
         return out
 
     def _ensure_vectors(self, embedder, meta: _Meta) -> vectors.ExactIndex | None:
         """The metadata vector index aligned with the meta positions (None: no vectors yet);
         the body vector index is loaded beside it into ``_bindex``."""
         # keyed by the snapshot the vectors are aligned with, not by whatever is current
-        key = (meta.gen, embedder.model_id, self.store.get_meta("vectors_generation", "0"))
+        key = (meta.gen, embedder.model_id, self._index_meta.vectors_generation())
         if self._vec_gen == key:
             return self._vindex
         # what the new load may reuse (unchanged skills' vectors), then free the old indexes
@@ -601,17 +596,11 @@ class Searcher:
         the copy a name resolves to."""
         if not recent:
             return {}
-        ids = list(recent)
         copies: dict[str, int] = {}        # skill id -> group, for every copy of a recent group
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            q = ",".join("?" * len(chunk))
-            found = self.store.db.execute(
-                f"SELECT DISTINCT s2.rowid, s2.id FROM skills s1 JOIN skills s2 ON s2.name_key = s1.name_key"
-                f" WHERE s1.id IN ({q})", chunk).fetchall()
-            for (_, sid), p in zip(found, meta.positions([r[0] for r in found])):
-                if p >= 0:
-                    copies[sid] = int(meta.group[p])
+        found = self._reads.copies(list(recent))
+        for (_, sid), p in zip(found, meta.positions([r[0] for r in found])):
+            if p >= 0:
+                copies[sid] = int(meta.group[p])
         out: dict[int, int] = {}
         for sid, g in copies.items():
             if sid in recent:
@@ -640,14 +629,13 @@ class Searcher:
                 raise ValidationError("repo_scope 'current' needs the current repo",
                                       fix="pass current_repo, set WORKSPACE_FOLDER, or run inside a git repo")
             want = current_repo.lower()
-            mask &= self._sql_mask(meta, ("repo", want), "SELECT rowid FROM skills WHERE repo IS NULL OR repo = ''"
-                                   " OR lower(repo) IN (?, 'global', '*')", (want,))
+            mask &= self._sql_mask(meta, ("repo", want), lambda: self._reads.rowids_for_repo(want))
             filtered = True
         if tags:
             want_tags = {t.strip().lower() for t in tags if t.strip()}
             if want_tags:
-                mask &= self._sql_mask(meta, ("tags", *sorted(want_tags)), "SELECT rowid, tags FROM skills"
-                                       " WHERE tags != ''", keep=lambda r: bool(want_tags & set(r[1].split(","))))
+                mask &= self._sql_mask(meta, ("tags", *sorted(want_tags)), lambda: [
+                    rid for rid, tags in self._reads.tags() if want_tags & set(tags.split(","))])
                 filtered = True
         if skill_type:
             st = skill_type.strip().upper()
@@ -655,7 +643,7 @@ class Searcher:
 
             if st not in SKILL_TYPES:
                 raise ValidationError(f"unknown skill_type {skill_type!r}", fix=f"use one of {', '.join(SKILL_TYPES)}")
-            mask &= self._sql_mask(meta, ("type", st), "SELECT rowid FROM skills WHERE skill_type = ?", (st,))
+            mask &= self._sql_mask(meta, ("type", st), lambda: self._reads.rowids_of_type(st))
             filtered = True
         return mask if filtered else None
 

@@ -39,6 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from .store import Store
+from .store.meta import IndexMeta
+from .store.vectors import IN_CHUNK, VectorStore
 
 CHUNK = 8192            # rows read from SQLite per step while loading (and the SQ8 training sample)
 CACHE_ABOVE = 20_000    # skills: below this, SQLite reads the vectors in well under a second
@@ -112,24 +114,16 @@ class SQ8Index(ExactIndex):
         return int(self.index.sa_code_size() * self.index.ntotal)
 
 
-def _rows(store: Store, model_id: str, part: int, where: str, args: tuple) -> list:
-    """(skill rowid, vector blob) of the ``part`` vectors for the model, for the skills
-    ``where`` selects (a condition on ``v.skill_rowid``)."""
-    return store.db.execute(f"""
-        SELECT v.skill_rowid, e.vector FROM skill_vectors v
-        JOIN embeddings e ON e.text_hash = v.text_hash AND e.model_id = ?
-        WHERE v.part = ? AND {where}""", (model_id, part, *args)).fetchall()
-
-
 def _chunks(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(float32 block, has block) in position order, CHUNK rows at a time; rows without a
     vector are zero."""
     n = len(rowids)
+    vs = VectorStore(store)
     for start in range(0, n, CHUNK):
         ids = rowids[start:start + CHUNK]
         block = np.zeros((len(ids), dim), dtype=np.float32)
         has = np.zeros(len(ids), dtype=bool)
-        rows = _rows(store, model_id, part, "v.skill_rowid BETWEEN ? AND ?", (int(ids[0]), int(ids[-1])))
+        rows = vs.vectors_between(model_id, part, int(ids[0]), int(ids[-1]))
         if rows:
             rid = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
@@ -159,7 +153,7 @@ def previous(index: ExactIndex | None) -> Previous | None:
 
 
 def _position_hashes(store: Store, rowids: np.ndarray, part: int) -> np.ndarray:
-    rows = store.db.execute("SELECT skill_rowid, text_hash FROM skill_vectors WHERE part = ?", (part,)).fetchall()
+    rows = VectorStore(store).text_hashes(part)
     out = np.zeros(len(rowids), dtype=np.int64)
     if rows and len(rowids):
         rid = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -175,10 +169,10 @@ def _fetch(store: Store, model_id: str, rowids: np.ndarray, part: int, positions
            dim: int) -> dict[int, np.ndarray]:
     """Vectors of the skills at ``positions``, by position (those without one are absent)."""
     out: dict[int, np.ndarray] = {}
-    for i in range(0, len(positions), 500):
-        by_rowid = {int(rowids[p]): int(p) for p in positions[i:i + 500]}
-        where = f"v.skill_rowid IN ({','.join('?' * len(by_rowid))})"
-        for rid, blob in _rows(store, model_id, part, where, tuple(by_rowid)):
+    vs = VectorStore(store)
+    for i in range(0, len(positions), IN_CHUNK):
+        by_rowid = {int(rowids[p]): int(p) for p in positions[i:i + IN_CHUNK]}
+        for rid, blob in vs.vectors_of(model_id, part, list(by_rowid)):
             out[by_rowid[rid]] = np.frombuffer(blob, dtype="<f4", count=dim)
     return out
 
@@ -230,9 +224,9 @@ def _remapped_chunks(prev: Previous | None, store: Store, model_id: str, rowids:
 
 
 def cache_path(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: int) -> Path:
+    meta = IndexMeta(store)
     key = hashlib.sha256("\0".join([
-        store.get_meta("index_id", "") or "", model_id, str(part), str(dim),
-        store.get_meta("generation", "0") or "0", store.get_meta("vectors_generation", "0") or "0",
+        meta.index_id(), model_id, str(part), str(dim), meta.generation(), meta.vectors_generation(),
     ]).encode() + np.ascontiguousarray(rowids, dtype="<i8").tobytes()).hexdigest()[:24]
     return store.path.parent / "vector-cache" / f"part{part}-{key}.npy"
 
@@ -320,11 +314,9 @@ def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_abov
     the library has more skills than this and faiss is installed (0 = never). ``previous``:
     an earlier load of this part (``vectors.previous(index)``; above ``CACHE_ABOVE``), whose
     file's vectors are reused for the skills that did not change."""
-    first = store.db.execute("SELECT e.dim FROM skill_vectors v JOIN embeddings e ON e.text_hash = v.text_hash"
-                             " AND e.model_id = ? WHERE v.part = ? LIMIT 1", (model_id, part)).fetchone()
-    if first is None or not len(rowids):
+    dim = VectorStore(store).dimensions(model_id, part)
+    if dim is None or not len(rowids):
         return None
-    dim = int(first[0])
     n = len(rowids)
     chunks = path = hashes = None
     if n > CACHE_ABOVE:

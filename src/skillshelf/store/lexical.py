@@ -1,0 +1,103 @@
+"""The lexical index's postings (BM25F, scored in ``lexical.py``).
+
+Layout (migration ``005_lexical``):
+  lex_docs(docid, skill_rowid, alive, lens)  one row per indexed version of a skill
+  lex_main(term, docids, tfs)                compacted postings, one row per term
+  lex_delta(term, docid, tfs)                postings written since the last compaction
+
+Postings are bytes as ``lexical.py`` packs them (int32 docids, uint16 × 5 frequencies,
+float32 × 5 field lengths); this module stores and returns them as they are. Writes run
+inside the caller's transaction (``tx``: what ``store.tx()`` yields); the query side reads
+on its own (``store`` given)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .sqlite import Store
+
+
+class Postings:
+    """Documents and their per-term postings. ``store`` may be None for an instance used
+    only inside a caller's transaction (the ``tx`` methods)."""
+
+    def __init__(self, store: Store | None = None):
+        self.store = store
+
+    # --- documents -------------------------------------------------------------------
+    @staticmethod
+    def add_doc(tx, skill_rowid: int, lens: bytes) -> int:
+        """A new live document for a skill (its field lengths); returns its docid."""
+        cur = tx.execute("INSERT INTO lex_docs (skill_rowid, alive, lens) VALUES (?, 1, ?)", (skill_rowid, lens))
+        return int(cur.lastrowid)
+
+    @staticmethod
+    def retire(tx, skill_rowid: int) -> None:
+        """The skill's live document no longer counts (its postings go at compaction)."""
+        tx.execute("UPDATE lex_docs SET alive = 0 WHERE skill_rowid = ? AND alive = 1", (skill_rowid,))
+
+    @staticmethod
+    def doc_counts(tx) -> tuple[int, int]:
+        """(dead documents, live documents)."""
+        dead, alive = tx.execute("SELECT SUM(alive = 0), SUM(alive = 1) FROM lex_docs").fetchone()
+        return int(dead or 0), int(alive or 0)
+
+    @staticmethod
+    def live_docids(tx) -> list[int]:
+        return [int(r[0]) for r in tx.execute("SELECT docid FROM lex_docs WHERE alive = 1")]
+
+    @staticmethod
+    def drop_dead_docs(tx) -> None:
+        tx.execute("DELETE FROM lex_docs WHERE alive = 0")
+
+    def live_docs(self) -> list[tuple[int, int, bytes]]:
+        """(docid, skill rowid, field lengths) of every live document."""
+        return [tuple(r) for r in self.store.db.execute("SELECT docid, skill_rowid, lens FROM lex_docs WHERE alive = 1")]
+
+    # --- main postings: one row per term ----------------------------------------------
+    @staticmethod
+    def main_terms(tx) -> set[str]:
+        return {r[0] for r in tx.execute("SELECT term FROM lex_main")}
+
+    def main_row(self, term: str, tx=None) -> tuple[bytes, bytes] | None:
+        """(docids, frequencies) of a term's main row, or None."""
+        db = tx if tx is not None else self.store.db
+        row = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    @staticmethod
+    def put_main(tx, rows: list[tuple[str, bytes, bytes]]) -> None:
+        """Write (term, docids, frequencies) rows, replacing those terms' rows."""
+        tx.executemany("INSERT OR REPLACE INTO lex_main (term, docids, tfs) VALUES (?, ?, ?)", rows)
+
+    @staticmethod
+    def delete_main(tx, term: str) -> None:
+        tx.execute("DELETE FROM lex_main WHERE term = ?", (term,))
+
+    # --- delta postings: written since the last compaction -----------------------------
+    @staticmethod
+    def add_delta(tx, rows: list[tuple[str, int, bytes]]) -> None:
+        """Append (term, docid, frequencies) postings."""
+        tx.executemany("INSERT INTO lex_delta (term, docid, tfs) VALUES (?, ?, ?)", rows)
+
+    def delta_size(self, tx=None) -> int:
+        db = tx if tx is not None else self.store.db
+        return int(db.execute("SELECT COUNT(*) FROM lex_delta").fetchone()[0])
+
+    @staticmethod
+    def delta_postings(tx) -> Iterator[tuple[str, int, bytes]]:
+        """Every delta posting (term, docid, frequencies), by term then docid."""
+        return (tuple(r) for r in tx.execute("SELECT term, docid, tfs FROM lex_delta ORDER BY term, docid"))
+
+    # --- the query side ---------------------------------------------------------------
+    def postings_of(self, term: str) -> tuple[tuple[bytes, bytes] | None, list[tuple[int, bytes]]]:
+        """A term's main row (docids, frequencies) or None, and its delta postings
+        (docid, frequencies): what a search weighs for the term."""
+        db = self.store.db
+        row = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
+        delta = [tuple(r) for r in db.execute("SELECT docid, tfs FROM lex_delta WHERE term = ?", (term,))]
+        return ((row[0], row[1]) if row else None), delta
+
+    @staticmethod
+    def clear_delta(tx) -> None:
+        tx.execute("DELETE FROM lex_delta")

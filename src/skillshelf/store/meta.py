@@ -1,0 +1,55 @@
+"""The index's generations and markers: what tells a search that its state is stale.
+
+``generation`` changes whenever a skill row or its postings change; ``vectors_generation``
+whenever a skill's vector links do (search state and the vector cache files are keyed by
+both). ``index_id`` names the database (files derived from it name the database they came
+from); ``body_vectors`` is the body-vector setting the stored links were made with.
+
+Plain strings in and out. The bumps run inside the caller's transaction (``store.tx()``),
+so a generation moves together with the rows it stands for."""
+
+from __future__ import annotations
+
+from .sqlite import Store
+
+
+class IndexMeta:
+    """The index's generations and markers, kept in the store's ``meta`` table."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def generation(self) -> str:
+        """Changes whenever a skill row or its postings do."""
+        return self.store.get_meta("generation", "0") or "0"
+
+    def vectors_generation(self) -> str:
+        """Changes whenever the skills' vector links do."""
+        return self.store.get_meta("vectors_generation", "0") or "0"
+
+    def index_id(self) -> str:
+        """A random id of this database (migration 007): a rebuilt database gets a new one."""
+        return self.store.get_meta("index_id", "") or ""
+
+    def bump_generation(self) -> None:
+        """Mark the skill rows as changed (inside the caller's transaction)."""
+        self.store.set_meta("generation", str(int(self.generation() or 0) + 1))
+
+    def bump_vectors_generation(self) -> None:
+        """Mark the skills' vectors as changed (inside the caller's transaction). Bumped
+        whenever vector links change, even when every text was already embedded (a reverted
+        edit, a body setting put back)."""
+        self.store.set_meta("vectors_generation", str(int(self.vectors_generation() or 0) + 1))
+
+    def body_vectors(self) -> str:
+        """The body-vector setting the stored body links were made with ('' = none)."""
+        return self.store.get_meta("body_vectors", "") or ""
+
+    def set_body_vectors(self, key: str) -> None:
+        self.store.set_meta("body_vectors", key)
+
+    def mark_synced(self, at: str) -> None:
+        self.store.set_meta("last_sync", at)
+
+    def last_sync(self) -> str | None:
+        return self.store.get_meta("last_sync")
