@@ -1,361 +1,40 @@
-"""Evolution of skills: ARCHIVE / FIX / DERIVE / MERGE, lessons, lineage, versions with
-full previous text, changelog, rollback, TTL, deprecate/delete, and the review queue.
+"""Evolution of skills: ARCHIVE / FIX / DERIVE / MERGE, lessons, lineage, rollback, TTL,
+deprecate / delete.
 
-Files are the truth here too: each skill's versions and changelog live beside the
-workspace in ``<home>/history/<name>/`` (``v1.md``, ``v2.md``, …, ``changelog.jsonl``),
-drafts in ``<home>/drafts/<name>/``. Every write is atomic (temp file, fsync, rename) and
-serialized per skill name with a file lock, so concurrent agents cannot lose updates.
+Each change is planned from the file as it stands under the skill's lock, and written in an
+order that survives a crash at any point: the previous and the new version into the
+history first, then SKILL.md (the commit point), then the changelog and the index.
+
+Where versions and drafts are kept is behind :class:`history.History` and
+:class:`review.Drafts` (files in ``<home>/history/`` and ``<home>/drafts/`` by default).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import difflib
-import json
-import os
 import re
 import shutil
-import unicodedata
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from . import overlay as overlaymod
 from . import skill as skillmod
+from .changes import Plan, SaveResult, build_metadata, same_content
 from .errors import ConflictError, NotFoundError, SkillshelfError, ValidationError, WriteError
-from .files import (MAX_SKILL_BYTES, FileRefused, append_line, atomic_write, contained, is_disk_full, locked,
-                    read_text_bounded)
+from .files import MAX_SKILL_BYTES, FileRefused, contained, is_disk_full, locked, read_text_bounded, write_file
+from .guards import (MAX_LESSON_CHARS, MAX_REASON_CHARS, RESERVED, check_body, check_description, check_new_name,
+                     check_text, name_dir, now_iso, parse_tags, today)
+from .history import ChangelogEntry, FileHistory, History
+from .lessons import LESSONS, compose_body, lesson_lines, merge_lessons, split_sections
+from .review import Drafts, FileDrafts, ReviewQueue
+
+__all__ = ["ACTIONS", "LESSONS", "RESERVED", "ChangelogEntry", "Drafts", "Evolver", "FileDrafts", "FileHistory",
+           "History", "Plan", "ReviewQueue", "SaveResult", "build_metadata", "check_body", "check_description",
+           "check_new_name", "check_text", "compose_body", "lesson_lines", "merge_lessons", "name_dir",
+           "parse_tags", "split_sections"]
 
 ACTIONS = ("ARCHIVE", "FIX", "DERIVE", "MERGE")
-RESERVED = {"con", "prn", "aux", "nul", "com1", "com2", "com3", "com4", "lpt1", "lpt2", "lpt3",
-            "history", "drafts", "skills", "references", "scripts", "assets"}
-LESSONS = "Lessons Learned"
-MAX_LESSON_CHARS = 2_000
-MAX_REASON_CHARS = 1_000
-MAX_CHANGELOG_BYTES = 20_000_000
-# Control characters (C0 but tab and newline, DEL, C1): an ESC in a description reaches
-# every terminal that prints it, a NUL truncates C strings. Refused in what is written.
-# Bidirectional overrides and isolates (U+202A-202E, U+2066-2069) reorder what a terminal or
-# a page shows (a name that reads differently than it is): refused with them.
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def today() -> str:
-    return _dt.date.today().isoformat()
-
-
-def now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-# --- guards -----------------------------------------------------------------------------
-
-def check_new_name(name: Any) -> str:
-    """A name an agent may create: spec-valid, ASCII, not reserved, no path tricks."""
-    if not isinstance(name, str) or not name.strip():
-        raise ValidationError("the skill name is empty", fix="pass a name like 'fix-cors-in-express'")
-    raw = name
-    name = name.strip()
-    if unicodedata.normalize("NFKC", name) != name or not name.isascii():
-        raise ValidationError(f"name {raw!r} has non-ASCII or look-alike characters",
-                              fix="use only a-z, 0-9 and '-'")
-    if "/" in name or "\\" in name or name.startswith(".") or os.path.isabs(name) or ".." in name:
-        raise ValidationError(f"name {raw!r} looks like a path", fix="use a plain name: a-z, 0-9 and '-'")
-    problems = skillmod.check_name(name)
-    if problems:
-        raise ValidationError(problems[0][1], fix="use 1-64 characters of a-z, 0-9 and single hyphens")
-    if name in RESERVED:
-        raise ValidationError(f"name {name!r} is reserved", fix="pick a more specific name")
-    return name
-
-
-def check_text(value: Any, what: str, *, max_chars: int | None = None) -> str:
-    """Text a caller wants written: a string, no control characters (tab and newline are
-    fine), at most ``max_chars``. Returns it with CRLF made LF."""
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise ValidationError(f"{what} must be text, not {type(value).__name__}", fix=f"pass {what} as a string")
-    value = value.replace("\r\n", "\n").replace("\r", "\n")
-    m = _CONTROL_RE.search(value)
-    if m:
-        raise ValidationError(f"{what} holds the control character U+{ord(m.group()):04X} at position {m.start()}",
-                              fix="remove control characters (escape sequences, NUL) from the text")
-    if max_chars is not None and len(value) > max_chars:
-        raise ValidationError(f"{what} is {len(value):,} characters; the limit is {max_chars:,}",
-                              fix=f"shorten {what}")
-    return value
-
-
-def check_body(body: Any, max_bytes: int) -> str:
-    if not isinstance(body, str) or not body.strip():
-        raise ValidationError("the skill body is empty", fix="send the Markdown body (When to Use, Solution, ...)")
-    body = check_text(body, "the body")
-    if body.lstrip("\ufeff \n").startswith("---"):
-        raise ValidationError("the body carries its own frontmatter",
-                              fix="send only the Markdown body; pass name, description and tags as arguments")
-    if len(body.encode("utf-8")) > max_bytes:
-        raise ValidationError(f"the body is {len(body.encode('utf-8'))} bytes; the limit is {max_bytes}",
-                              fix="shorten it or move detail into references/ files")
-    return body.replace("\r\n", "\n").strip("\n")
-
-
-def check_description(description: Any) -> str:
-    if not isinstance(description, str) or not description.strip():
-        raise ValidationError("the description is empty", fix="say what the skill does and when to use it")
-    check_text(description, "the description")
-    description = " ".join(description.split())
-    if len(description) > skillmod.MAX_DESCRIPTION:
-        raise ValidationError(f"the description is {len(description)} characters; the limit is "
-                              f"{skillmod.MAX_DESCRIPTION}", fix="shorten it")
-    return description
-
-
-def name_dir(base: Path, name: Any) -> Path:
-    """The folder ``base/<name>`` for a skill name, refusing any name that is not a plain
-    spec name (a-z, 0-9, single hyphens): names come from files strangers wrote, and
-    ``../../x`` or ``..`` must never become a path. The result is checked to lie inside
-    ``base`` (a symlinked folder cannot lead out either)."""
-    if not isinstance(name, str) or len(name) > skillmod.MAX_NAME or not skillmod.NAME_RE.match(name):
-        raise ValidationError(f"the skill name {str(name)[:80]!r} cannot be used as a folder name",
-                              fix="rename the skill (its SKILL.md name and its folder) to 1-64 characters of "
-                                  "a-z, 0-9 and single hyphens")
-    return contained(base, Path(base) / name)
-
-
-# --- lessons and sections -----------------------------------------------------------------
-
-_VERSION_MARK = re.compile(r"^\s*[-*]\s*(?:\*\*)?v(\d+)(?:\*\*)?\s*[:.)-]\s*", re.I)
-
-
-def lesson_lines(body: str) -> list[str]:
-    sec = skillmod.section(body, LESSONS)
-    if not sec:
-        return []
-    lines = sec.split("\n")[1:]
-    out: list[str] = []
-    for line in lines:
-        if line.strip().startswith(("-", "*")):
-            out.append(line.rstrip())
-        elif line.strip() and out:
-            out[-1] += " " + line.strip()
-    return out
-
-
-def _lesson_text(line: str) -> str:
-    return " ".join(_VERSION_MARK.sub("", line).lstrip("-* ").split()).lower()
-
-
-def merge_lessons(existing: list[str], new: list[str], lesson: str | None, version: int) -> list[str]:
-    """Old lessons kept in order, new ones appended once, one version marker each."""
-    out: list[str] = []
-    seen: set[str] = set()
-    for line in existing + new:
-        key = _lesson_text(line)
-        if key and key not in seen:
-            seen.add(key)
-            out.append(line if line.lstrip().startswith(("-", "*")) else f"- {line}")
-    if lesson and lesson.strip():
-        key = _lesson_text(lesson)
-        if key not in seen:
-            text = _VERSION_MARK.sub("", "- " + lesson.strip()).strip() if _VERSION_MARK.match("- " + lesson) else lesson.strip()
-            out.append(f"- v{version}: {text.lstrip('-* ')}")
-    return out
-
-
-def split_sections(body: str) -> tuple[str, list[tuple[str, str]]]:
-    """(preamble, [(heading title, full section text)]) at the first heading level used (## usually)."""
-    heads = skillmod.headings(body)
-    level = min((lvl for lvl, _ in heads if lvl > 1), default=None)
-    if level is None:
-        return body, []
-    lines = body.split("\n")
-    pre: list[str] = []
-    sections: list[tuple[str, list[str]]] = []
-    fence = False
-    for line in lines:
-        s = line.lstrip()
-        if s.startswith("```") or s.startswith("~~~"):
-            fence = not fence
-        h = None if fence else skillmod.heading(line)
-        if h and h[0] == level:
-            sections.append((h[1].strip(), [line]))
-        elif sections:
-            sections[-1][1].append(line)
-        else:
-            pre.append(line)
-    return "\n".join(pre).strip("\n"), [(t, "\n".join(ls).strip("\n")) for t, ls in sections]
-
-
-def compose_body(old: str, new: str | None, lessons: list[str]) -> str:
-    """The new body. Sections the caller resent replace the old ones in place; old sections
-    it did not resend are kept; new sections follow; the merged Lessons Learned come last."""
-    if new is None:
-        pre, secs = split_sections(old)
-    else:
-        old_pre, old_secs = split_sections(old)
-        new_pre, new_secs = split_sections(new)
-        if not new_secs:            # a body without sections replaces the preamble only
-            new_pre, new_secs = new, []
-        fresh = {t.lower(): text for t, text in new_secs}
-        secs = [(t, fresh.pop(t.lower(), text)) for t, text in old_secs]
-        secs += [(t, text) for t, text in new_secs if t.lower() in fresh]
-        pre = new_pre or old_pre
-    secs = [(t, text) for t, text in secs if t.lower() != LESSONS.lower()]
-    parts = [pre] if pre else []
-    parts += [text for _, text in secs]
-    if lessons:
-        parts.append(f"## {LESSONS}\n\n" + "\n".join(lessons))
-    return "\n\n".join(p for p in parts if p.strip())
-
-
-# --- history ---------------------------------------------------------------------------------
-
-@dataclass
-class ChangelogEntry:
-    at: str
-    action: str
-    name: str
-    from_version: int | None
-    to_version: int
-    trigger: str
-    reason: str
-    sources: list[str] = field(default_factory=list)
-    author: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class History:
-    """``<home>/history/<name>/``: every version's full text and the changelog. Every path
-    is built by :func:`name_dir`: a name that is not a plain spec name has no history."""
-
-    def __init__(self, home: Path):
-        self.base = home / "history"
-
-    def dir(self, name: str) -> Path:
-        return name_dir(self.base, name)
-
-    def _existing(self, name: str) -> Path | None:
-        try:
-            d = self.dir(name)
-        except ValidationError:
-            return None
-        return d if d.is_dir() else None
-
-    def save_version(self, name: str, version: int, text: str) -> None:
-        atomic_write(self.dir(name) / f"v{int(version)}.md", text)
-
-    def versions(self, name: str) -> list[int]:
-        d = self._existing(name)
-        if d is None:
-            return []
-        return sorted(int(p.stem[1:]) for p in d.glob("v*.md") if p.stem[1:].isdigit() and len(p.stem) < 12)
-
-    def text(self, name: str, version: int) -> str:
-        d = self._existing(name)
-        p = d / f"v{int(version)}.md" if d is not None else None
-        if p is None or not p.is_file():
-            have = ", ".join(f"v{v}" for v in self.versions(name)) or "none"
-            raise NotFoundError(f"{name} has no version {version}", fix=f"versions kept: {have}")
-        return read_text_bounded(p, MAX_SKILL_BYTES)
-
-    def append(self, entry: ChangelogEntry) -> None:
-        append_line(self.dir(entry.name) / "changelog.jsonl", json.dumps(entry.as_dict(), ensure_ascii=False))
-
-    def changelog(self, name: str) -> list[ChangelogEntry]:
-        d = self._existing(name)
-        if d is None or not (d / "changelog.jsonl").is_file():
-            return []
-        out = []
-        fields = set(ChangelogEntry.__dataclass_fields__)
-        for line in read_text_bounded(d / "changelog.jsonl", MAX_CHANGELOG_BYTES).splitlines():
-            try:
-                data = json.loads(line)
-                out.append(ChangelogEntry(**{k: v for k, v in data.items() if k in fields}))
-            except (ValueError, TypeError, AttributeError):
-                continue  # a line torn by a crash, or edited by hand: skipped, the rest is kept
-        return out
-
-    def diff(self, name: str, v1: int, v2: int) -> str:
-        a, b = self.text(name, v1), self.text(name, v2)
-        return "".join(difflib.unified_diff(a.splitlines(keepends=True), b.splitlines(keepends=True),
-                                            fromfile=f"{name}/v{v1}", tofile=f"{name}/v{v2}"))
-
-    def remove(self, name: str) -> None:
-        d = self._existing(name)
-        if d is not None:
-            shutil.rmtree(d)
-
-
-# --- the result of a save -----------------------------------------------------------------------
-
-@dataclass
-class SaveResult:
-    status: str                     # saved | draft
-    action: str
-    name: str
-    version: int
-    path: str
-    changelog: dict | None
-    duplicates: list[dict] = field(default_factory=list)
-    message: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def build_metadata(base: dict[str, str], *, skill_type: str | None, tags: list[str] | None, repo: str | None,
-                   ttl_days: int | None, display_name: str | None, author: str | None, version: int,
-                   source: str | None = None) -> dict[str, str]:
-    meta = dict(base)
-    if skill_type:
-        st = skill_type.strip().upper()
-        if st not in skillmod.SKILL_TYPES:
-            raise ValidationError(f"unknown skill_type {skill_type!r}", fix=f"use one of {', '.join(skillmod.SKILL_TYPES)}")
-        meta["skill-type"] = st
-    if tags is not None:
-        meta["tags"] = ", ".join(tags)
-        if not tags:
-            meta.pop("tags")
-    if repo:
-        meta["repo"] = repo
-    if ttl_days not in (None, 0, ""):
-        try:
-            ttl = int(ttl_days)
-        except (TypeError, ValueError):
-            raise ValidationError(f"ttl_days {ttl_days!r} is not a number", fix="pass a number of days") from None
-        if ttl < 1 or ttl > 36500:
-            raise ValidationError(f"ttl_days {ttl} is out of range", fix="use 1 to 36500 days")
-        meta["ttl-days"] = str(ttl)
-    if display_name:
-        meta["display-name"] = " ".join(display_name.split())[:120]
-    if author:
-        meta["author"] = author[:120]
-    if source:
-        meta["source"] = source
-    meta.setdefault("created", today())
-    meta["last-modified"] = today()
-    meta["version"] = str(version)
-    return meta
-
-
-def parse_tags(tags: Any) -> list[str] | None:
-    if tags in (None, ""):
-        return None
-    return skillmod.split_tags(tags)
-
-
-def _same_content(a: skillmod.Skill, b: skillmod.Skill) -> bool:
-    """Equal but for the bookkeeping a write always changes (version, last-modified, and
-    who wrote it)."""
-    skip = ("version", "last-modified", "author")
-    return a.replace(metadata={k: v for k, v in a.metadata.items() if k not in skip}) == \
-        b.replace(metadata={k: v for k, v in b.metadata.items() if k not in skip})
 
 
 def _lock_key(name: str) -> str:
@@ -363,27 +42,17 @@ def _lock_key(name: str) -> str:
     return "skill:" + name
 
 
-# --- operations -------------------------------------------------------------------------------
-
-@dataclass
-class Plan:
-    action: str
-    name: str                       # the skill written
-    skill: skillmod.Skill
-    from_version: int | None
-    sources: list[str]              # ids of the skills it came from
-    deactivate: list[Any]           # records to mark merged
-    previous_text: str | None       # text of the version being replaced (for history)
-    origin: str | None = None
-
-
 class Evolver:
-    """Runs evolution operations for a ``Library`` (passed in; this module holds no state)."""
+    """Runs evolution operations for a ``Library`` (passed in: its index, its config and its
+    search state). ``history`` keeps versions and changelogs (``FileHistory`` by default);
+    ``lock`` serialises the writers of one skill name (``files.locked`` on the home by
+    default: a context manager taking lock keys)."""
 
-    def __init__(self, lib: Any):
+    def __init__(self, lib: Any, *, history: History | None = None, lock: Any = None):
         self.lib = lib
         self.cfg = lib.config
-        self.history = History(self.cfg.home)
+        self.history = history or FileHistory(self.cfg.home)
+        self._lock = lock or (lambda *keys: locked(self.cfg.home, *keys))
 
     # lookups --------------------------------------------------------------------------------
     def _find(self, name: str):
@@ -480,7 +149,7 @@ class Evolver:
             sk = cur.replace(name=name,
                              description=check_description(a["description"]) if a.get("description") else cur.description,
                              body=compose_body("" if replace else cur.body, new_body, lessons), metadata=meta)
-            if target.kind == "workspace" and _same_content(sk, cur):
+            if target.kind == "workspace" and same_content(sk, cur):
                 raise ValidationError(f"this FIX leaves {name} as it is",
                                       fix="pass a body, lesson, description or metadata that differs from the "
                                           "current skill")
@@ -547,15 +216,11 @@ class Evolver:
     def _skill_path(self, name: str) -> Path:
         return name_dir(self.cfg.workspace, name) / "SKILL.md"
 
-    def _write(self, path: Path, text: str) -> None:
+    @staticmethod
+    def _write(path: Path, text: str) -> None:
         """An atomic write whose failure (permissions, full disk, read-only folder) is one
         clear error; the previous file is left as it was."""
-        try:
-            atomic_write(path, text)
-        except OSError as exc:
-            fix = "free some disk space and try again" if is_disk_full(exc) else \
-                f"check that {path.parent} is writable (or pass --home with a writable folder)"
-            raise WriteError(f"cannot write {path}: {exc.strerror or exc}; nothing was changed", fix=fix) from None
+        write_file(path, text)
 
     def _write_skill(self, sk: skillmod.Skill, *, keep_keys: bool = False) -> Path:
         problems = skillmod.validate_for_write(sk, sk.name, keep_unknown_keys=keep_keys)
@@ -589,7 +254,7 @@ class Evolver:
         they were taken), so two writers of one skill never plan from the same version."""
         for _ in range(5):
             keys = self._refs(args)
-            with locked(self.cfg.home, *keys):
+            with self._lock(*keys):
                 self.lib.sync(embed=False)
                 plan = self.plan(args, source="person" if trigger == "person" else "agent")
                 need = {_lock_key(plan.name)} | {_lock_key(r.name) for r in plan.deactivate}
@@ -620,7 +285,7 @@ class Evolver:
         entry = ChangelogEntry(at=now_iso(), action=plan.action, name=plan.name, from_version=plan.from_version,
                                to_version=plan.skill.version, trigger=trigger, reason=str(args.get("reason") or ""),
                                sources=plan.sources, author=str(args.get("author") or ""))
-        notes += self._after_write(lambda: self.history.append(entry))
+        notes += self._after_write(lambda: self.history.append_changelog(entry))
         dups: list[dict] = []
 
         def index() -> None:
@@ -651,10 +316,10 @@ class Evolver:
 
     def _save_version(self, name: str, version: int, text: str) -> None:
         try:
-            self.history.save_version(name, version, text)
+            self.history.write_version(name, version, text)
         except OSError as exc:
             fix = "free some disk space and try again" if is_disk_full(exc) else \
-                f"check that {self.history.base} is writable"
+                f"check that {self.history.where} is writable"
             raise WriteError(f"cannot write the history of {name}: {exc.strerror or exc}; nothing was changed",
                              fix=fix) from None
 
@@ -680,7 +345,7 @@ class Evolver:
             self._save_version(name, cur.version, text)
         self._save_version(name, version, sk.render())
         self._write_skill(sk, keep_keys=True)
-        self._after_write(lambda: self.history.append(
+        self._after_write(lambda: self.history.append_changelog(
             ChangelogEntry(now_iso(), status.upper(), name, cur.version, version, trigger, reason)))
 
     def duplicates(self, sk: skillmod.Skill, exclude: set[str]) -> list[dict]:
@@ -714,7 +379,7 @@ class Evolver:
         """The skill ``ref`` resolves to, with its lock held and resolved again under it."""
         for _ in range(5):
             name = self.lib.get(ref).name
-            with locked(self.cfg.home, _lock_key(name)):
+            with self._lock(_lock_key(name)):
                 self.lib.sync(embed=False)
                 rec = self.lib.get(ref)
                 if rec.name == name:
@@ -729,7 +394,7 @@ class Evolver:
                 raise ValidationError(f"{rec.name} lives in the read-only root {rec.root} and has no versions here",
                                       fix="FIX it to make a workspace copy with versions")
             sname = check_new_name(rec.name)
-            old = skillmod.parse_strict(self.history.text(sname, int(version)), folder_name=sname)
+            old = skillmod.parse_strict(self.history.read_version(sname, int(version)), folder_name=sname)
             cur_text = self._read(rec.path)
             cur = skillmod.parse_strict(cur_text, folder_name=Path(rec.path).parent.name, path=rec.path)
             if cur.version not in self.history.versions(sname):
@@ -740,7 +405,7 @@ class Evolver:
             path = self._write_skill(sk, keep_keys=True)
             entry = ChangelogEntry(now_iso(), "ROLLBACK", sname, cur.version, new_version, "person",
                                    f"rolled back to v{version}", [rec.id], author)
-            notes = self._after_write(lambda: self.history.append(entry))
+            notes = self._after_write(lambda: self.history.append_changelog(entry))
             notes += self._after_write(lambda: self.lib.sync(embed=True))
         msg = f"{sname} is now v{new_version} (the text of v{version})"
         return SaveResult("saved", "ROLLBACK", sname, new_version, str(path), entry.as_dict(),
@@ -804,91 +469,3 @@ class Evolver:
                 self.history.remove(rec.name)
         self._after_write(lambda: self.lib.sync(embed=False))
         return {"name": rec.name, "deleted": str(folder)}
-
-
-# --- review queue ---------------------------------------------------------------------------------
-
-class ReviewQueue:
-    """Drafts written under the ``propose`` policy, kept apart from live skills, one folder
-    per draft name (a plain spec name: see :func:`name_dir`)."""
-
-    def __init__(self, evolver: Evolver):
-        self.ev = evolver
-        self.base = evolver.cfg.drafts
-
-    def _lock(self, name: str):
-        return locked(self.ev.cfg.home, "draft:" + name)
-
-    def propose(self, args: dict[str, Any]) -> SaveResult:
-        plan = self.ev.plan(args)           # validates now: a bad draft is refused at once
-        folder = name_dir(self.base, plan.name)
-        with self._lock(plan.name):
-            if (folder / "draft.json").exists():
-                raise ConflictError(f"a draft for {plan.name!r} is already waiting for review",
-                                    fix=f"ask a person to run `skillshelf review approve {plan.name}` or reject it")
-            self.ev._write(folder / "SKILL.md", plan.skill.render())
-            self.ev._write(folder / "draft.json", json.dumps({"args": args, "proposed_at": now_iso()}, indent=2))
-        return SaveResult("draft", plan.action, plan.name, plan.skill.version, str(folder / "SKILL.md"), None,
-                          message=f"draft saved for review: a person approves it with "
-                                  f"`skillshelf review approve {plan.name}`")
-
-    def _read_draft(self, folder: Path) -> dict | None:
-        try:
-            data = json.loads(read_text_bounded(folder / "draft.json", MAX_SKILL_BYTES * 2))
-        except (OSError, ValueError, SkillshelfError):
-            return None
-        return data if isinstance(data, dict) and isinstance(data.get("args"), dict) else None
-
-    def list(self) -> list[dict]:
-        out = []
-        if not self.base.is_dir():
-            return out
-        for d in sorted(self.base.iterdir()):
-            if not skillmod.NAME_RE.match(d.name) or not d.is_dir():
-                continue
-            data = self._read_draft(d)
-            if data is None:
-                continue
-            a = data["args"]
-            out.append({"name": d.name, "action": str(a.get("action", "")).upper(),
-                        "reason": a.get("reason", ""), "author": a.get("author", ""),
-                        "proposed_at": data.get("proposed_at"), "path": str(d / "SKILL.md")})
-        return out
-
-    def _load(self, name: str) -> tuple[Path, dict]:
-        try:
-            folder = name_dir(self.base, name)
-        except ValidationError:
-            folder = None
-        data = self._read_draft(folder) if folder is not None else None
-        if data is None:
-            names = [d["name"] for d in self.list()]
-            raise NotFoundError(f"no draft named {str(name)[:80]!r}", suggestions=names[:3],
-                                fix=None if names else "there are no drafts waiting")
-        return folder, data
-
-    def show(self, name: str) -> dict:
-        folder, data = self._load(name)
-        return {"name": name, "args": data["args"], "proposed_at": data.get("proposed_at"),
-                "text": read_text_bounded(folder / "SKILL.md", MAX_SKILL_BYTES)}
-
-    def approve(self, name: str, *, reviewer: str = "") -> SaveResult:
-        with self._lock(name):
-            folder, data = self._load(name)
-            args = dict(data["args"])
-            if reviewer:
-                args["reason"] = (args.get("reason") or "") + f" (approved by {reviewer})"
-            res = self.ev.apply(args, trigger="approved")
-            shutil.rmtree(folder, ignore_errors=True)
-        return res
-
-    def reject(self, name: str, reason: str) -> dict:
-        reason = check_text(reason, "the reason", max_chars=MAX_REASON_CHARS).strip()
-        if not reason:
-            raise ValidationError("a reason is required to reject a draft", fix="pass --reason '...'")
-        with self._lock(name):
-            folder, data = self._load(name)
-            append_line(self.base / "rejected.jsonl",
-                        json.dumps({"name": name, "reason": reason, "at": now_iso(), "args": data["args"]}))
-            shutil.rmtree(folder, ignore_errors=True)
-        return {"name": name, "rejected": True, "reason": reason}

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import ValidationError
+from .errors import ValidationError, WriteError
 
 # A SKILL.md bigger than this is not a skill (the largest of 5,327 real ones is ~290 KB).
 MAX_SKILL_BYTES = 2_000_000
@@ -133,6 +133,17 @@ def atomic_write(path: Path, text: str | bytes) -> None:
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def write_file(path: Path, text: str | bytes) -> None:
+    """:func:`atomic_write` whose failure (permissions, a full disk, a read-only folder) is
+    one :class:`WriteError` naming the fix; the previous file is left as it was."""
+    try:
+        atomic_write(path, text)
+    except OSError as exc:
+        fix = "free some disk space and try again" if is_disk_full(exc) else \
+            f"check that {Path(path).parent} is writable (or pass --home with a writable folder)"
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}; nothing was changed", fix=fix) from None
 
 
 def append_line(path: Path, line: str) -> None:
