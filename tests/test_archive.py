@@ -472,7 +472,7 @@ def test_a_whole_library_round_trips(mixed, tmp_path, target):
     assert imp.with_findings["keys.unknown"] == 2 and imp.with_findings["name.case"] == 1
     assert fresh.count() == n
     assert skill_bytes(fresh) == skill_bytes(mixed)        # every SKILL.md, byte for byte
-    run = [r for r in fresh.list() if r.description == "Deploy with the A scripts"][0]
+    run = next(r for r in fresh.list() if r.description == "Deploy with the A scripts")
     assert (run.folder / "scripts" / "run.sh").read_bytes() == b"#!/bin/sh\nmake deploy\n"
     assert run.folder.name == "deploy-helper" and run.folder.parent != fresh.config.workspace
     # the same findings as in the library it came from: folder names are kept where they can be

@@ -116,6 +116,60 @@ def test_pick_proposes_few_distinct_skills_with_reasons(library, project):
         assert lib.stats().queries == 0      # picking searches without filling the usage log
 
 
+OFF_STACK = {
+    "technology-stack-blueprint-generator": "TypeScript project blueprint generator - types, build configuration and "
+                                            "common errors across .NET, Java, Python and JavaScript stacks",
+    "expo-react-state": "React components, hooks and state management in Expo and React Native mobile apps",
+    "django-models-migrations": "Django web app - models, migrations, views and settings",
+    "nextjs-route-handlers": "Next.js app router route handlers and API routes - CORS, caching, build and deploy",
+    "react-hooks-state": "React components, hooks and state management with context and reducers",
+}
+
+
+def test_pick_proposes_skills_for_the_projects_stack_from_strong_signals(tmp_path, project):
+    """A generic skill that many searches find, a skill for another stack (Expo, Django) and a
+    skill only a weak signal (.git) found are not proposed; the framework's own skills come
+    first. No skill is named in the method: the skills' own words decide."""
+    home = make_library(tmp_path / "h")
+    with Library(home, auto_sync=False) as lib:
+        for name, desc in OFF_STACK.items():
+            write_skill(lib.config.workspace, name, description=desc,
+                        body=f"# {name}\n\n## When to Use\n\n{desc}\n\n## Solution\n\nSteps.\n")
+        lib.sync()
+        # each of them is a likely match for a search the project's signals run
+        for query, name in [("TypeScript project: types, build configuration and common errors",
+                             "technology-stack-blueprint-generator"),
+                            ("React components, hooks and state management", "expo-react-state"),
+                            ("git commit messages, branches and pull requests", "git-conventional-commits")]:
+            assert any(h.name == name and h.match == "likely" for h in lib.search(query, log=False).hits), name
+        res = lib.pick(project, limit=8)
+    names = [p.name for p in res.picks]
+    assert "technology-stack-blueprint-generator" not in names and "expo-react-state" not in names
+    assert "django-models-migrations" not in names
+    assert "git-conventional-commits" not in names          # only the weak .git signal found it
+    assert {"nextjs-route-handlers", "cors-fix-nextjs-api", "react-hooks-state"} <= set(names)
+    assert names[0] in ("nextjs-route-handlers", "cors-fix-nextjs-api")
+    assert any("expo-react-state is for" in n for n in res.notes)
+
+
+def test_a_skill_is_for_the_stack_it_names():
+    from skillshelf.pick import Signal, for_the_stack, own_stacks
+
+    nextjs = Signal("nextjs", "Next.js", "q", "package.json: next", 1.0)
+    react = Signal("react", "React", "q", "package.json: react", 1.0)
+    own = own_stacks([nextjs])
+    assert own >= {"nextjs", "react", "javascript", "typescript"}
+    assert for_the_stack("nextjs cors fix: Fix CORS errors in Next.js API routes", "nextjs-cors-fix", nextjs, own) \
+        is None
+    assert for_the_stack("expo router: navigation in React Native apps", "expo-router", react, own) == "is for expo"
+    assert "mostly for" in for_the_stack("stack blueprint: detects .NET, Java, JavaScript, React, Python",
+                                         "stack-blueprint", react, own)
+    assert for_the_stack("docker build: small images", "docker-build", nextjs, own) == "does not name Next.js"
+    # words inside other words do not count: JavaScript is not Java, "expofp" is not Expo
+    assert for_the_stack("javascript tips for React apps", "js-tips", react, own) is None
+    assert for_the_stack("expofp automation: React dashboards", "expofp-automation", react, own) is None
+
+
 def test_the_usage_log_counts(tmp_path, project):
     home = make_library(tmp_path / "h")
     with Library(home, auto_sync=False) as lib:

@@ -28,6 +28,7 @@ MAX_FILES = 30_000          # files looked at in one project
 MAX_DEPTH = 6               # folder levels below the project
 MAX_MANIFEST_BYTES = 1_000_000
 MAX_SIGNALS = 14            # searches run for one pick
+STRONG = 0.75               # a signal this sure (a dependency, a tool's own file) may propose a skill
 
 
 @dataclass
@@ -121,6 +122,7 @@ DEPENDENCIES: dict[str, tuple[str, str, str]] = {
     "drizzle-orm": ("drizzle", "Drizzle", "Drizzle ORM schema and migrations"),
     "electron": ("electron", "Electron", "Electron desktop app packaging and IPC"),
     "react-native": ("react-native", "React Native", "React Native mobile app build and navigation"),
+    "expo": ("expo", "Expo", "Expo and React Native mobile app build and navigation"),
     "graphql": ("graphql", "GraphQL", "GraphQL schema, resolvers and queries"),
     "stripe": ("stripe", "Stripe", "Stripe payments integration and webhooks"),
     "typescript": ("typescript", "TypeScript", "TypeScript project: types, build configuration and common errors"),
@@ -392,6 +394,115 @@ def project_signals(project: str | Path) -> tuple[list[Signal], list[str]]:
     return signals, notes
 
 
+# --- what a skill is for ----------------------------------------------------------------------------
+# A proposal must be a skill *for* the project's stack: it names the technology of the signal
+# that found it, and it is not about another stack (a skill for Expo apps, a generator that
+# "detects .NET, Java, JavaScript, React, Python") that the project does not use. Words are
+# matched on the skill's name, description and tags.
+
+# technology key -> what names it in a skill's text (default: its label and key)
+ALIASES: dict[str, str] = {
+    "nextjs": r"next\.?js|next\s+js",
+    "react": r"react(?![\s-]*native)",
+    "react-native": r"react[\s-]*native",
+    "expo": r"expo(?![\w-]*fp)",
+    "javascript": r"javascript|node\.?js|\bnode\b",
+    "typescript": r"typescript",
+    "python": r"python",
+    "go": r"golang|\bgo\s+(?:modules?|code|services?|projects?|tests?|programs?|apps?)\b",
+    "rust": r"\brust\b|cargo",
+    "java": r"\bjava\b(?!\s*script)|spring\s*boot|\bmaven\b|\bgradle\b",
+    "kotlin": r"kotlin",
+    "csharp": r"c#|\.net\b|dotnet|asp\.net",
+    "ruby": r"\bruby\b",
+    "php": r"\bphp\b",
+    "swift": r"\bswift(?:ui)?\b",
+    "dart": r"\bdart\b|flutter",
+    "elixir": r"elixir|phoenix",
+    "scala": r"\bscala\b",
+    "vue": r"\bvue(?:\.?js)?\b",
+    "svelte": r"svelte",
+    "angular": r"angular",
+    "nuxt": r"nuxt",
+    "django": r"django",
+    "flask": r"\bflask\b",
+    "fastapi": r"fastapi",
+    "rails": r"\brails\b",
+    "laravel": r"laravel",
+    "symfony": r"symfony",
+    "github-actions": r"github[\s-]*actions?|github\s+workflows?",
+    "gitlab-ci": r"gitlab",
+    "compose": r"docker[\s-]*compose|compose\s+files?",
+    "kubernetes": r"kubernetes|\bk8s\b|kubectl",
+    "python-cli": r"\btyper\b|\bclick\b|command[\s-]*line",
+    "aws": r"\baws\b|boto3|amazon web services",
+    "tailwind": r"tailwind",
+    "pytorch": r"pytorch|\btorch\b",
+    "sklearn": r"scikit[\s-]*learn|sklearn",
+    "git": r"\bgit\b",
+    "make": r"makefile|\bmake\b",
+    "shell": r"\bbash\b|shell\s+scripts?|\bsh\b",
+}
+# stacks: a skill about one of these is for projects that use it (tools such as Docker, CI or
+# a cloud are not a stack: a Next.js skill that mentions Docker is still a Next.js skill)
+STACKS = {"javascript", "typescript", "python", "go", "rust", "java", "kotlin", "csharp", "ruby", "php", "swift",
+          "dart", "elixir", "scala", "nextjs", "react", "react-native", "expo", "vue", "svelte", "angular", "nuxt",
+          "django", "flask", "fastapi", "rails", "laravel", "symfony", "express", "nestjs", "electron"}
+# a stack brings the ones it is built on
+IMPLIES = {"nextjs": {"react", "javascript", "typescript"}, "react": {"javascript"}, "typescript": {"javascript"},
+           "react-native": {"react", "javascript", "expo"}, "expo": {"react-native", "react", "javascript"},
+           "vue": {"javascript"}, "nuxt": {"vue", "javascript"}, "svelte": {"javascript"},
+           "angular": {"typescript", "javascript"}, "express": {"javascript"}, "nestjs": {"typescript", "javascript"},
+           "electron": {"javascript"}, "django": {"python"}, "flask": {"python"}, "fastapi": {"python"},
+           "rails": {"ruby"}, "laravel": {"php"}, "symfony": {"php"}, "kotlin": {"java"}}
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(key: str, label: str = "") -> re.Pattern[str]:
+    pat = _PATTERNS.get(key)
+    if pat is None:
+        words = {re.escape(w) for w in (label.lower(), key.replace("-", " "), key) if w}
+        text = ALIASES.get(key) or "|".join(rf"(?<![\w.]){w}(?![\w])" for w in sorted(words, key=len, reverse=True))
+        pat = _PATTERNS[key] = re.compile(text, re.IGNORECASE)
+    return pat
+
+
+def _stack_labels() -> dict[str, str]:
+    labels = {code: label for code, label in LANGUAGES.values()}
+    labels.update({key: label for key, label, _ in DEPENDENCIES.values()})
+    return labels
+
+
+def stacks_named(text: str) -> set[str]:
+    """The stacks (``STACKS``) a skill's text names."""
+    labels = _stack_labels()
+    return {k for k in STACKS if _pattern(k, labels.get(k, "")).search(text)}
+
+
+def own_stacks(signals: list[Signal]) -> set[str]:
+    """The stacks a project uses: its signals' and the ones they are built on."""
+    own = {s.key for s in signals}
+    for k in list(own):
+        own |= IMPLIES.get(k, set())
+    return own
+
+
+def for_the_stack(text: str, name: str, signal: Signal | None, own: set[str]) -> str | None:
+    """Why a skill (its name, and its name, description and tags as ``text``) is not for this
+    project, or None when it is: it must name the signal's technology, name no stack the
+    project does not use in its name, and name no more such stacks than stacks it uses."""
+    named = stacks_named(text)
+    foreign = named - own
+    in_name = stacks_named(name.replace("-", " ")) - own
+    if in_name:
+        return f"is for {', '.join(sorted(in_name))}"
+    if len(foreign) > len(named & own):
+        return f"is mostly for {', '.join(sorted(foreign))}"
+    if signal is not None and not _pattern(signal.key, signal.label).search(text):
+        return f"does not name {signal.label}"
+    return None
+
+
 # --- choosing -------------------------------------------------------------------------------------
 
 def pick(lib: Any, project: str | Path, *, limit: int = 8) -> PickResult:
@@ -409,13 +520,14 @@ def pick(lib: Any, project: str | Path, *, limit: int = 8) -> PickResult:
     if not 1 <= int(limit) <= 50:
         raise ValidationError(f"-n {limit} is out of range", fix="pick from 1 to 50 skills (8 is the advice)")
     signals, notes = project_signals(root)
+    own = own_stacks(signals)
     stats = lib.stats()
     usage = {u.id: u for u in stats.per_skill}
     failing = {u.id for u in stats.low_success}
-    scores: dict[str, float] = {}
     by: dict[str, list[tuple[float, Signal]]] = {}
     hits: dict[str, Any] = {}
     lexical_only = False
+    off_stack: dict[str, str] = {}
     for s in signals[:MAX_SIGNALS]:
         res = lib.search(s.query, limit=5, log=False)
         # without vectors no hit can be "likely": the top lexical hit counts, at half weight
@@ -424,10 +536,23 @@ def pick(lib: Any, project: str | Path, *, limit: int = 8) -> PickResult:
         for rank, h in enumerate(res.hits):
             if h.wildcard or (h.match != "likely" and not (lexical and rank == 0)):
                 continue
-            contrib = s.weight / (1 + rank) * (0.5 if lexical else 1.0)
-            scores[h.id] = scores.get(h.id, 0.0) + contrib
+            why_not = for_the_stack(_text(h.name, h.description, h.tags), h.name, s, own)
+            if why_not is not None:
+                if s.weight >= STRONG and why_not.startswith("is "):
+                    off_stack.setdefault(h.id, f"{h.name} {why_not}")
+                continue
+            # the stronger the signal and the closer the match, the more it counts
+            contrib = s.weight * (0.5 + 0.5 * max(0.0, min(1.0, h.score))) / (1 + rank) * (0.5 if lexical else 1.0)
             by.setdefault(h.id, []).append((contrib, s))
             hits.setdefault(h.id, h)
+    # a skill is proposed for what a strong signal found; weaker signals and other signals
+    # that found it too add a little (a skill many generic searches find is not better for it)
+    scores: dict[str, float] = {}
+    for sid, contribs in by.items():
+        if not any(sig.weight >= STRONG for _, sig in contribs):
+            continue
+        parts = sorted((c for c, _ in contribs), reverse=True)
+        scores[sid] = parts[0] + 0.25 * sum(parts[1:])
     if lexical_only:
         notes.append("search ran without embeddings (lexical only): the picks are less sure; "
                      "`skillshelf doctor` says why")
@@ -459,6 +584,8 @@ def pick(lib: Any, project: str | Path, *, limit: int = 8) -> PickResult:
             continue
         if not rec.active or rec.expired or any(p.name == rec.name for p in picks):
             continue
+        if not contribs and for_the_stack(_text(rec.name, rec.description, rec.tags), rec.name, None, own):
+            continue          # it worked, but for a stack this project does not use
         per_signal[primary] += 1
         u = usage.get(sid)
         why = [f"{s.label} ({s.evidence})" for _, s in contribs[:2]]
@@ -468,8 +595,15 @@ def pick(lib: Any, project: str | Path, *, limit: int = 8) -> PickResult:
         picks.append(Pick(rec.name, rec.id, rec.path, desc, round(scores[sid], 3),
                           "; ".join(why) or "chosen", [s.key for _, s in contribs],
                           u.worked if u else 0, u.reports if u else 0))
+    shown = [why for sid, why in off_stack.items() if sid not in scores][:3]
+    if shown:
+        notes.append("left out as not for this project's stack: " + "; ".join(shown))
     if not signals:
         notes.append("no languages, frameworks or tool files recognised in this folder")
     if signals and not picks:
         notes.append("the library has no likely match for this project's signals: nothing to install")
     return PickResult(str(root.resolve()), signals, picks, notes)
+
+
+def _text(name: str, description: str, tags: Any) -> str:
+    return " ".join([name.replace("-", " "), description or "", " ".join(tags or [])])
