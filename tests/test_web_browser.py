@@ -214,3 +214,125 @@ def test_csrf_refused_from_the_page(server, page):
     status = pg.evaluate("""async () => (await fetch('/api/deprecate', {method: 'POST',
         headers: {'Content-Type': 'application/json'}, body: JSON.stringify({skill: 'cors-fix', reason: 'x'})})).status""")
     assert status == 403 and lib.get("cors-fix").active
+
+
+# --- every screen ---------------------------------------------------------------------------
+
+PHONE = {"width": 390, "height": 844}
+
+
+def _wait_for_gaps(lib, n: int = 1) -> None:
+    deadline = time.monotonic() + 10
+    while len(lib.curation()["gaps"]) < n:          # the lists are recomputed in the background
+        assert time.monotonic() < deadline, "the curation lists did not follow the usage log"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def phone(browser):
+    # not is_mobile: a mobile browser zooms out to fit a page that overflows, and the overflow
+    # would no longer show in innerWidth
+    ctx = browser.new_context(viewport=PHONE, has_touch=True)
+    pg = ctx.new_page()
+    pg.set_default_timeout(10_000)
+    yield pg
+    ctx.close()
+
+
+def _box(pg, selector: str) -> dict:
+    box = pg.locator(selector).first.bounding_box()
+    assert box, f"{selector} is not on the page"
+    return box
+
+
+def test_every_page_fits_a_phone(server, phone, shots):
+    """At 390 px no page scrolls sideways, the header's controls are all on screen (the
+    search box wide enough to type in), and Curate's tables and fields stay in their cards."""
+    base, lib = server
+    pg = phone
+    for q in ("rotate the signing keys of a release pipeline every quarter", "tune postgres autovacuum"):
+        lib.search(q, limit=3)
+    _wait_for_gaps(lib)
+    ws, ro = lib.get("deploy-previews").id, lib.get("cors-fix").id
+    urls = ["/", "/skills", "/skills?q=conventional+commit+messages", f"/skill/{ro}", f"/skill/{ws}?tab=history",
+            f"/skill/{ws}?tab=usage", f"/skill/{ws}?tab=source", "/review", "/curate", "/new", f"/edit/{ws}",
+            f"/new?request={'rotate the signing keys of a release pipeline every quarter'.replace(' ', '+')}",
+            f"/file/{lib.get('hostile-skill').id}?path=references/notes.md"]
+    for url in urls:
+        pg.goto(base + url)
+        name = url.strip("/").split("?")[0].replace("/", "_").replace(":", "_") or "overview"
+        pg.screenshot(path=str(shots / f"phone-{name}.png"), full_page=True)
+        width, inner = pg.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert inner == PHONE["width"] and width <= inner, f"{url} is {width} px wide on a {inner} px screen"
+        for control in ("a.brand", "header nav a[href='/curate']", "a.btn:has-text('New skill')", "#gq"):
+            box = _box(pg, control)
+            assert pg.locator(control).first.is_visible() and box["x"] >= 0 and box["x"] + box["width"] <= inner, \
+                (url, control, box)
+        assert _box(pg, "#gq")["width"] >= 250, "the search box shrank to its hint"
+    # Curate: every table and the reason field inside its card
+    pg.goto(base + "/curate")
+    for panel in pg.locator("section.panel").all():
+        p = panel.bounding_box()
+        assert p["x"] >= 0 and p["x"] + p["width"] <= PHONE["width"]
+        for inner_el in panel.locator(".scrollx, input[name=reason], .bulkbar .btn").all():
+            b = inner_el.bounding_box()
+            assert b["x"] >= p["x"] and b["x"] + b["width"] <= p["x"] + p["width"] + 0.5, (inner_el, b, p)
+    # a popover opened on a phone stays on the screen
+    pg.goto(f"{base}/skill/{ro}")
+    pg.click("summary:has-text('Extend TTL')")
+    form = _box(pg, "details[open] .popform")
+    assert form["x"] >= 0 and form["x"] + form["width"] <= PHONE["width"]
+    assert pg.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    pg.screenshot(path=str(shots / "phone-popover.png"))
+
+
+def test_curate_ticks_every_skill_on_a_page(server, page, shots):
+    base, lib = server
+    pg = page
+    for i in range(3):                              # skills no search has listed yet
+        lib.save("ARCHIVE", name=f"unseen-{i}", description=f"An unseen skill {i}", body="## Solution\n\nx\n",
+                 by="person")
+    pg.goto(base + "/curate")
+    kill = pg.locator("#kill")
+    boxes = kill.locator("input[name=skill]")
+    n = boxes.count()
+    assert n >= 2
+    all_box = kill.locator("input.tickall")
+    assert all_box.is_visible()
+    all_box.check()
+    assert [boxes.nth(i).is_checked() for i in range(n)] == [True] * n
+    assert kill.locator("button .ticked").inner_text() == f"({n})"
+    boxes.nth(0).uncheck()
+    assert pg.evaluate("document.querySelector('#kill input.tickall').indeterminate")
+    assert kill.locator("button .ticked").inner_text() == f"({n - 1})"
+    pg.screenshot(path=str(shots / "curate-ticked.png"), full_page=True)
+    all_box.click()                                 # from "some": every box again
+    assert all(boxes.nth(i).is_checked() for i in range(n))
+    all_box.uncheck()
+    assert not any(boxes.nth(i).is_checked() for i in range(n))
+    assert kill.locator("button .ticked").inner_text() == ""
+
+
+def test_a_diff_shows_where_lines_were_left_out(server, page, shots):
+    base, lib = server
+    pg = page
+    pg.goto(f"{base}/skill/{lib.get('deploy-previews').id}?tab=history&a=1&b=2")
+    row = pg.locator("table.sbs tr.elided").first
+    assert row.is_visible() and "unchanged line" in row.inner_text()
+    table, box = _box(pg, "table.sbs"), row.bounding_box()
+    assert box["x"] >= table["x"] and box["width"] > table["width"] * 0.9 and box["height"] >= 10
+    pg.screenshot(path=str(shots / "diff-elided.png"), full_page=True)
+
+
+def test_the_overview_gives_a_gap_the_room_of_its_row(server, page, shots):
+    base, lib = server
+    pg = page
+    lib.search("tune postgres autovacuum", limit=3)
+    _wait_for_gaps(lib)
+    pg.goto(base + "/")
+    cell = pg.locator("td.gapq", has_text="tune postgres autovacuum").first
+    row = cell.locator("xpath=..").bounding_box()
+    box = cell.bounding_box()
+    assert box["width"] >= row["width"] * 0.4, (box, row)
+    assert pg.evaluate("c => c.scrollWidth <= c.clientWidth", cell.element_handle()), "a short request was cut"
+    pg.screenshot(path=str(shots / "overview-gaps.png"), full_page=True)
