@@ -10,6 +10,7 @@ the decision was taken on an older text.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -30,16 +31,30 @@ class Overlay:
         return asdict(self)
 
 
-def get(store: Store, skill_id: str) -> Overlay | None:
-    """The skill's overlay, or None. ``store`` may also be a connection inside a transaction."""
-    data = Overlays(store).get(skill_id) if isinstance(store, Store) else Overlays(None).get(skill_id, store)
+def _overlays(where: Any) -> Overlays:
+    """``where`` as the overlay store: an ``Overlays`` (or another backend's class with the
+    same methods) as given, the one over a ``Store``."""
+    if isinstance(where, Store):
+        return Overlays(where)
+    if hasattr(where, "update") and hasattr(where, "apply_to_index"):
+        return where
+    raise TypeError(f"not an overlay store: {type(where).__name__}")
+
+
+def get(overlays: Overlays | Store, skill_id: str) -> Overlay | None:
+    """The skill's overlay, or None. ``overlays`` may also be a connection inside a
+    transaction (indexing's)."""
+    if isinstance(overlays, sqlite3.Connection):
+        data = Overlays(None).get(skill_id, overlays)
+    else:
+        data = _overlays(overlays).get(skill_id)
     return Overlay(**data) if data else None
 
 
-def set_state(store: Store, skill_id: str, **changes: Any) -> Overlay:
+def set_state(overlays: Overlays | Store, skill_id: str, **changes: Any) -> Overlay:
     """Set fields of a skill's overlay (``status``, ``reason``, ``expires_on``) and apply
     them to its index row, in one transaction."""
-    return Overlay(**Overlays(store).update(skill_id, changes, at=now()))
+    return Overlay(**_overlays(overlays).update(skill_id, changes, at=now()))
 
 
 def apply_to_row(tx, skill_id: str) -> None:
