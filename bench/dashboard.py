@@ -17,6 +17,7 @@ Pages (p50 over ``--rounds`` requests each, after one warm-up request):
   table         GET /skills with a different sort / offset / filter each round
   skill         GET /skill/<id> of a different skill each round (Markdown rendered anew)
   search        GET /skills?q=<a development request> (a different one each round)
+  curate        GET /curate, and a page deep into the kill candidates (?kill_offset=)
 Also timed once: the first table page (it builds the browse snapshot from every skill row; a
 server builds it at start), the first table page after the index changed (rebuilt on the
 request up to 20,000 skills, in the background above), a snapshot build on its own, the overview just after the usage log grew (served from the
@@ -152,11 +153,12 @@ def measure(lib, corpus: Path, rounds: int, *, skill_pages: bool = True) -> dict
     # up to catalog.SNAPSHOT_SYNC_MAX skills, in the background above (the old one answers)
     lib.store.set_meta("generation", f"{lib.store.get_meta('generation', '0')}+bench")
     out["table_after_index_change_ms"] = round(timed("/skills") * 1000, 1)
-    while lib._catalog_building:
+    catalog = lib._catalog          # the catalog service the library composes (its snapshot, timed alone)
+    while catalog._catalog_building:
         time.sleep(0.05)
     lib.store.set_meta("generation", f"{lib.store.get_meta('generation', '0')}+bench")
     t = time.perf_counter()
-    lib._build_catalog()
+    catalog._build_catalog()
     out["snapshot_build_ms"] = round((time.perf_counter() - t) * 1000, 1)
     timed("/")
     out["overview"] = _p([timed("/") for _ in range(rounds)])
@@ -177,6 +179,16 @@ def measure(lib, corpus: Path, rounds: int, *, skill_pages: bool = True) -> dict
         extra = rng.choice(["", "&status=active", "&expired=no", "&desc=1"])
         table.append(timed(f"/skills?sort={sort}&offset={off}{extra}"))
     out["table"] = _p(table)
+    # Curate: every kill candidate is paged through (a page of pages.KILL_PAGE), with the
+    # deprecated skills listed below; a page deep into the list costs what the first does
+    from skillshelf.web.pages import KILL_PAGE
+
+    timed("/curate")
+    out["curate"] = _p([timed("/curate") for _ in range(rounds)])
+    kill_total = lib.curation(top=1)["kill_total"]
+    deep = [(kill_total - 1) // KILL_PAGE * KILL_PAGE, max(kill_total // 2 // KILL_PAGE * KILL_PAGE, 0)]
+    out["curate_deep_page"] = _p([timed(f"/curate?kill_offset={deep[i % 2]}") for i in range(rounds)])
+    out["kill_candidates"] = kill_total
     if skill_pages:
         ids = [r[0] for r in lib.store.db.execute("SELECT id FROM skills ORDER BY random() LIMIT ?", (rounds + 1,))]
         timed("/skill/" + quote(ids[0], safe="/:"))

@@ -440,6 +440,32 @@ def test_curate_pages_through_kill_candidates_and_ticks_a_whole_page(client, lib
     assert 'name="skill"' in last[last.index('id="kill"'):last.index('id="inactive"')]
 
 
+def test_lists_kept_at_another_length_are_cut_or_said(client, lib, monkeypatch):
+    """Above SNAPSHOT_SYNC_MAX skills the curation lists are served as they were kept while
+    they are recomputed, possibly cut at another length than this page asked for: the
+    overview shows the head of each list whatever it gets, and a Curate page the kept list
+    does not reach says so instead of showing a short page."""
+    from skillshelf.web import pages
+
+    real_overview, real_curation = lib.overview, lib.curation
+    many = [{"id": f"root:x/s{i}", "name": f"s{i}"} for i in range(40)]
+
+    def overview(**kw):
+        o = real_overview(**kw)
+        o["curation"] = {**o["curation"], "kill": many, "kill_total": 40}
+        return o
+
+    monkeypatch.setattr(lib, "overview", overview)
+    home = client.get("/").text
+    assert home.count('href="/skill/root:x/s') == pages.OVERVIEW_TOP and "All 40, with bulk deprecate" in home
+    monkeypatch.setattr(pages, "KILL_PAGE", 5)
+    monkeypatch.setattr(lib, "curation", lambda **kw: {**real_curation(**kw), "kill": many[:7], "kill_total": 40})
+    full = client.get("/curate?kill_offset=0").text
+    assert "being computed" not in full and "1–5 of 40" in full
+    short = client.get("/curate?kill_offset=5").text
+    assert "6–10 of 40" in short and "The whole list is being computed" in short and "root:x/s6" in short
+
+
 def test_a_batch_goes_on_past_a_skill_that_refuses(client, lib):
     r = client.post("/act/deprecate-many", data=form(client, skill=["no-such-skill", rid(lib, "commit-style")],
                                                      reason="unused"), headers={"Origin": BASE})

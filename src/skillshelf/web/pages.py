@@ -25,6 +25,7 @@ PAGE = 50
 SEARCH_PAGE = 20
 KILL_PAGE = 200            # kill candidates on one page of Curate
 INACTIVE_PAGE = 100        # deprecated skills on one page of Curate
+OVERVIEW_TOP = 8           # rows of each curation list on the overview
 LIST_MAX = 500             # rewrite candidates and gaps shown on Curate
 CURATION_ALL = 1_000_000   # Curate pages through every kill candidate: the lists are asked for whole
 FILE_LIST_MAX = 5000
@@ -49,7 +50,9 @@ def overview(request: Request):
         "success_rate": render.bars(fw["weeks"], "success_rate", label="week", percent=True),
         "gaps": render.bars(fw["weeks"], "gaps", label="week"),
     }
-    return page(request, "overview.html", o=o, charts=charts, cur=o["curation"])
+    # the overview shows the head of each list (Curate has them whole)
+    cur = {k: v[:OVERVIEW_TOP] if isinstance(v, list) else v for k, v in o["curation"].items()}
+    return page(request, "overview.html", o=o, charts=charts, cur=cur)
 
 
 # --- curate ---------------------------------------------------------------------------------
@@ -79,6 +82,9 @@ def curate(request: Request):
     cur = lib.curation(top=CURATION_ALL)
     kill = _window(cur["kill_total"], kill_at, KILL_PAGE, lambda o: url("kill", kill_offset=o))
     kill["items"] = cur["kill"][kill["offset"]:kill["end"]]
+    # a list kept from a request that asked for fewer rows (above SNAPSHOT_SYNC_MAX skills the
+    # lists are recomputed in the background): say so rather than show a short page
+    kill["partial"] = len(cur["kill"]) < kill["end"]
     kill["here"] = url("kill", kill_offset=kill["offset"]).split("#")[0]
     first = lib.browse(status="inactive", sort="name", offset=gone_at, limit=INACTIVE_PAGE)
     if gone_at and not first.items and first.total:       # past the end (some were restored): the last page
