@@ -182,14 +182,14 @@ def test_sync_shows_each_phase_and_the_whole_time(home, monkeypatch, capsys):
     import io
     import time
 
-    from skillshelf import cli as climod
+    from skillshelf.cli import common
     from skillshelf.index import SyncReport
     from skillshelf.library import Library
 
     monkeypatch.setenv("SKILLSHELF_EMBEDDER", "fake")   # a model is configured (never loaded: sync is faked)
     screen = io.StringIO()
-    monkeypatch.setattr(climod, "err", climod._SafeConsole(file=screen, force_terminal=True,
-                                                            force_interactive=True, width=160))
+    monkeypatch.setattr(common, "err", common._SafeConsole(file=screen, force_terminal=True,
+                                                           force_interactive=True, width=160))
 
     def fake_sync(self, *, progress=None, embed=True, embed_progress=None):
         for i in range(4):

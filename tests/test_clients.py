@@ -480,6 +480,6 @@ def test_cli_install_errors_are_one_line(tmp_path):
 
 
 def test_the_cli_offers_every_client():
-    from skillshelf import cli_onboarding
+    from skillshelf.cli import install
 
-    assert cli_onboarding.CLIENT_NAMES == tuple(cl.CLIENTS)
+    assert install.CLIENT_NAMES == tuple(cl.CLIENTS)

@@ -285,6 +285,7 @@ class SkillChange:
     after: str | None = None
     hint: str = ""
     backup: Path | None = None
+    name: str = TEACHING_SKILL
 
     def diff(self) -> str:
         if self.action not in ("create", "update", "remove") or self.dest is None:
@@ -410,6 +411,107 @@ def plan_skill(client: Client, scope: str, *, where: Where, project: Path, remov
     return SkillChange(dest, "create" if before is None else "update", before=before, after=ours)
 
 
+# --- install and uninstall: plan, then apply unless it is a dry run --------------------------------
+
+@dataclass
+class Installation:
+    """What ``install`` or ``uninstall`` did to one client (in a dry run: would do): its
+    configuration file, and the teaching skill in its skills folder (None: left out)."""
+
+    config: ConfigChange
+    skill: SkillChange | None
+    dry_run: bool
+
+    @property
+    def client(self) -> Client:
+        return self.config.client
+
+    def as_dict(self) -> dict[str, Any]:
+        ch, sk = self.config, self.skill
+        d: dict[str, Any] = {"client": ch.client.name, "scope": ch.scope, "config": str(ch.path),
+                             "action": ch.action, "changed": ch.changed, "dry_run": self.dry_run, "entry": ch.entry,
+                             "backup": str(ch.backup) if ch.backup else None, "notes": ch.notes}
+        if self.dry_run:
+            d["diff"] = ch.diff()
+        if sk is not None:
+            d["skill"] = {"path": str(sk.dest) if sk.dest else None, "action": sk.action, "hint": sk.hint or None,
+                          "backup": str(sk.backup) if sk.backup else None}
+        return d
+
+
+def project_folder(project: Path | None) -> Path:
+    """The project folder for a project scope: the one given (it must exist), else this one."""
+    p = (project or Path.cwd()).expanduser().absolute()
+    if project is not None and not p.is_dir():
+        from .errors import NotFoundError
+
+        raise NotFoundError(f"the project folder {p} does not exist", fix="pass an existing folder to --project")
+    return p
+
+
+def server_env(config: Any, write_policy: str | None) -> dict[str, str]:
+    """What the client must pass to the server: the home when it is not the default (the client
+    does not see this shell's --home or SKILLSHELF_HOME), and a write policy when one is asked for."""
+    from .config import WRITE_POLICIES
+
+    env: dict[str, str] = {}
+    if config.origin("home") in ("flag", "environment"):
+        env["SKILLSHELF_HOME"] = str(config.home)
+    if write_policy is not None:
+        if write_policy not in WRITE_POLICIES:
+            raise ValidationError(f"unknown write policy {write_policy!r}",
+                                  fix=f"use one of {', '.join(WRITE_POLICIES)}")
+        env["SKILLSHELF_WRITE_POLICY"] = write_policy
+    return env
+
+
+def install(client: str, scope: str, *, config: Any, project: Path | None = None, write_policy: str | None = None,
+            skill: bool = True, dry_run: bool = False, where: Where | None = None) -> Installation:
+    """Add our server entry to the client's configuration for ``scope`` (merged into the file,
+    other servers kept, a backup written first) and, with ``skill``, put the teaching skill in
+    its skills folder. ``config``: the library's settings (its home goes into the entry when
+    it is not the default one). A dry run plans and writes nothing."""
+    c = get_client(client)
+    proj = project_folder(project)
+    env = server_env(config, write_policy)
+    command, prefix = server_command()
+    where = where or Where.current()
+    ch = plan_install(c, scope, where=where, project=proj, command=command, args=[*prefix, "serve"], env=env)
+    sk = plan_skill(c, scope, where=where, project=proj) if skill else None
+    if not dry_run:
+        apply(ch)
+        if sk is not None:
+            apply_skill(sk)
+    return Installation(ch, sk, dry_run)
+
+
+def uninstall(client: str, scope: str, *, project: Path | None = None, skill: bool = True, dry_run: bool = False,
+              where: Where | None = None) -> Installation:
+    """Remove only our entry from the client's configuration (a backup is written first) and,
+    with ``skill``, the teaching skill we installed (unless it was edited)."""
+    c = get_client(client)
+    proj = project_folder(project)
+    where = where or Where.current()
+    ch = plan_uninstall(c, scope, where=where, project=proj)
+    sk = plan_skill(c, scope, where=where, project=proj, remove=True) if skill else None
+    if not dry_run:
+        apply(ch)
+        if sk is not None:
+            apply_skill(sk)
+    return Installation(ch, sk, dry_run)
+
+
+def skills_folder(client: str, scope: str, project: Path, where: Where | None = None) -> tuple[Client, Path]:
+    """The client and its skills folder for ``scope``; an error naming the way out when the
+    client has none (Claude Desktop takes uploaded skills only)."""
+    c = get_client(client)
+    dest = c.skills_dir(scope, where or Where.current(), project)
+    if dest is None:
+        raise ValidationError(f"{c.title} has no {scope} skills folder",
+                              fix="install into another client, or upload the skills in its settings")
+    return c, dest
+
+
 # --- applying ---------------------------------------------------------------------------------------
 
 def backup_path(path: Path, stamp: str | None = None) -> Path:
@@ -529,7 +631,7 @@ def copy_skill_folders(dest_dir: Path, skills: list[tuple[str, dict[str, bytes],
             out.append(CopyResult(name, dest_dir / "?", "error", exc.message))
             continue
         if dest.exists():
-            same = all((dest / rel).is_file() and (dest / rel).read_bytes() == data for rel, data in files.items())
+            same = all(_holds(dest / rel, data) for rel, data in files.items())
             out.append(CopyResult(name, dest, "unchanged" if same else "differs",
                                   "" if same else f"{dest} exists and differs: left as it is"))
             continue
@@ -551,6 +653,14 @@ def copy_skill_folders(dest_dir: Path, skills: list[tuple[str, dict[str, bytes],
             continue
         out.append(CopyResult(name, dest, "create"))
     return out
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether the file at ``path`` holds exactly ``data`` (read only when its size matches)."""
+    try:
+        return path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def _umask() -> int:

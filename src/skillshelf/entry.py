@@ -40,61 +40,13 @@ def main(argv: list[str] | None = None) -> None:
         except _NotServe:
             ns = None
         if ns is not None and ns.command == "serve":
-            _serve(ns)
+            from .launch import serve
+
+            serve(ns)
             return
     from .cli import main as cli_main
 
     cli_main(argv)
-
-
-def _serve(ns: argparse.Namespace) -> None:
-    """Start the MCP server. Every problem found before it starts is one line on stderr:
-    exit 2 for a bad argument, 1 for anything else (a port in use, an unusable home)."""
-    import os
-
-    from .errors import SkillshelfError
-
-    try:
-        from .config import ensure_home, load
-
-        if ns.http:
-            _check_port(ns.host, ns.port)
-        cfg = load(ns.home or os.environ.get("SKILLSHELF_HOME"), roots=ns.root or None,
-                   client_roots=ns.client_roots, write_policy=ns.write_policy)
-        if ensure_home(cfg):   # a typo in SKILLSHELF_HOME must not look like an empty library
-            print(f"skillshelf: note: there was no library at {cfg.home}; created a new, empty one"
-                  " (check --home / SKILLSHELF_HOME if you meant another)", file=sys.stderr)
-        for m in cfg.missing_roots():   # stderr: stdout is the protocol
-            print(f"skillshelf: warning: {m.message}; left out — {m.fix}", file=sys.stderr)
-        from .mcp_server import serve
-
-        def factory():
-            from .library import Library
-
-            return Library(config=cfg, client="mcp")
-
-        serve(factory, http=ns.http, host=ns.host, port=ns.port, token=cfg.http_token)
-    except _BadArgument as exc:
-        print(f"error: {exc} — see `skillshelf serve --help`", file=sys.stderr)
-        sys.exit(2)
-    except SkillshelfError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(1)
-
-
-class _BadArgument(Exception):
-    """A serve argument that can never work (exit 2)."""
-
-
-def _check_port(host: str, port: int) -> None:
-    """Refuse, before anything else is said: a port outside 1-65535 (a usage error, exit 2),
-    and a host and port this process cannot listen on (``ConfigError``). The server binds
-    again itself before it prints its URL, so a port taken in between is one line too."""
-    from .net import bind_socket
-
-    if not 1 <= port <= 65535:
-        raise _BadArgument(f"port {port} is out of range: use a port from 1 to 65535 (default 8765)")
-    bind_socket(host, port, default_port=8765).close()
 
 
 if __name__ == "__main__":

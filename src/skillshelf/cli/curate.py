@@ -1,0 +1,110 @@
+"""Curating the library: a skill's ``history`` and ``diff``, ``rollback``, ``extend-ttl``,
+``deprecate``, ``delete``, and the ``review`` queue of drafts."""
+
+from __future__ import annotations
+
+import typer
+
+from .common import _clean, _counts, _json, _lib, _positive, _write, err, out
+
+commands = typer.Typer()
+
+
+@commands.command()
+def history(name: str, json_out: bool = typer.Option(False, "--json")) -> None:
+    """Versions and changelog of a skill."""
+    h = _lib().history(name)
+    if json_out:
+        _json(h)
+        return
+    out.print(f"{h['name']} — current v{h['current_version']}; versions kept: "
+              f"{', '.join('v' + str(v) for v in h['versions']) or 'none'}")
+    if h["lineage"]:
+        out.print("lineage: " + " → ".join(h["lineage"] + [h["name"]]))
+    for e in h["changelog"]:
+        frm = f"v{e['from_version']}" if e["from_version"] else "new"
+        out.print(f"  {e['at']}  {e['action']:8} {frm} → v{e['to_version']}  [{e['trigger']}] {e['reason']}")
+
+
+@commands.command(cls=_counts("version numbers"))
+def diff(name: str = typer.Argument(..., help="skill name or id"),
+         v1: int = typer.Argument(..., callback=_positive("version numbers"), metavar="V1"),
+         v2: int = typer.Argument(..., callback=_positive("version numbers"), metavar="V2")) -> None:
+    """Unified diff between two versions of a skill."""
+    _write(_lib().diff(name, v1, v2) or "(no differences)\n")
+
+
+@commands.command(cls=_counts("the version number"))
+def rollback(name: str = typer.Argument(..., help="skill name or id"),
+             version: int = typer.Argument(..., callback=_positive("the version number"), metavar="VERSION"))\
+        -> None:
+    """Make the text of VERSION current again (as a new version)."""
+    out.print(_lib().rollback(name, version).message)
+
+
+@commands.command("extend-ttl", cls=_counts("the number of days"))
+def extend_ttl(name: str = typer.Argument(..., help="skill name or id"),
+               days: int = typer.Argument(..., callback=_positive("the number of days"), metavar="DAYS")) -> None:
+    """Push a skill's expiry date DAYS further."""
+    res = _lib().extend_ttl(name, days)
+    out.print(res["message"])
+
+
+@commands.command()
+def deprecate(name: str, reason: str = typer.Option(..., help="why it should no longer be used")) -> None:
+    """Mark a skill inactive (kept on disk, hidden from search)."""
+    res = _lib().deprecate(name, reason)
+    out.print(res["message"])
+
+
+@commands.command()
+def delete(name: str, yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
+    """Delete a workspace skill: its folder, its history and its index rows."""
+    lib = _lib()
+    rec = lib.get(name)
+    if not yes and not typer.confirm(_clean(f"Delete {rec.name} ({rec.path}) and its history?")):
+        err.print("nothing deleted")
+        raise typer.Exit(1)
+    res = lib.delete(rec.id)
+    out.print(f"deleted {res['name']}")
+
+
+review_app = typer.Typer(help="The review queue: drafts agents proposed under the 'propose' policy.",
+                         no_args_is_help=True)
+
+
+@review_app.command("list")
+def review_list(json_out: bool = typer.Option(False, "--json")) -> None:
+    """Drafts waiting for a person."""
+    drafts = _lib().review.list()
+    if json_out:
+        _json(drafts)
+        return
+    if not drafts:
+        out.print("no drafts waiting")
+    for d in drafts:
+        out.print(f"{d['name']:32} {d['action']:8} {d['proposed_at']}  {d['reason']}")
+
+
+@review_app.command("show")
+def review_show(name: str) -> None:
+    """The draft's SKILL.md as it would be written."""
+    d = _lib().review.show(name)
+    out.print(f"draft {d['name']} ({str(d['args'].get('action', '')).upper()}, proposed {d['proposed_at']})\n")
+    out.print(d["text"])
+
+
+@review_app.command("approve")
+def review_approve(name: str) -> None:
+    """Apply the draft to the library."""
+    res = _lib().review.approve(name, reviewer="cli")
+    out.print(res.message)
+    for d in res.duplicates:
+        out.print(f"  similar: {d['name']} ({d['similarity']}) — {d['suggestion']}")
+
+
+@review_app.command("reject")
+def review_reject(name: str, reason: str = typer.Option(..., help="why")) -> None:
+    """Discard the draft (the reason is kept in drafts/rejected.jsonl)."""
+    _lib().review.reject(name, reason)
+    out.print(f"rejected {name}")

@@ -1,0 +1,83 @@
+"""Moving skills in and out: ``export`` (folders or an archive, with a manifest) and ``import``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import _json, _lib, _usage_error, err, out
+
+commands = typer.Typer()
+
+
+@commands.command("export")
+def export_(
+    ctx: typer.Context,
+    names: Optional[list[str]] = typer.Argument(None, metavar="[NAMES]...", help="skill names or ids"),
+    all_: bool = typer.Option(False, "--all", help="every skill (by name: the one a lookup by name finds)"),
+    to: Optional[Path] = typer.Option(None, "--to", metavar="DIR|FILE.zip|FILE.tar.gz",
+                                      help="a new (or empty) folder, or an archive file to create"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Export skills (SKILL.md and their other files) with a manifest.json of names, ids,
+    versions and the sha256 of every file."""
+    if to is None:
+        raise _usage_error(ctx, "say where to: --to DIR, --to FILE.zip or --to FILE.tar.gz")
+    if names and all_:
+        raise _usage_error(ctx, "pass skill names or --all, not both")
+    if not names and not all_:
+        raise _usage_error(ctx, "name the skills to export, or pass --all")
+    rep = _lib().export_skills(names or [], all_skills=all_, to=to)
+    if json_out:
+        _json(rep.as_dict())
+        return
+    for s in rep.skills:
+        out.print(f"  {s['name']:40} v{s['version']}  {s['files']} file{'s' if s['files'] != 1 else ''}  ({s['id']})")
+    for n in rep.notes:
+        out.print(f"  note: {n}")
+    out.print(f"exported {len(rep.skills)} skill{'s' if len(rep.skills) != 1 else ''} ({rep.bytes:,} bytes) "
+              f"to {rep.target} ({rep.kind}, with manifest.json)")
+
+
+@commands.command("import")
+def import_(
+    ctx: typer.Context,
+    source: Path = typer.Argument(..., metavar="PATH|ARCHIVE", help="a folder of skills, a .zip or a .tar.gz"),
+    as_root: bool = typer.Option(False, "--as-root", help="register it as a read-only root (an archive is "
+                                                          "unpacked under <home>/imports/ first)"),
+    copy: bool = typer.Option(False, "--copy", help="copy the skills into the workspace (the default)"),
+    replace: bool = typer.Option(False, "--replace", help="a name already taken: make the imported text a new "
+                                                          "version of that skill (FIX) instead of skipping it"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="list what would change; write nothing"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Import skills: each is validated and checked against the manifest's sha256; a name
+    already in the library is skipped and reported (never overwritten silently). Unsafe
+    archives (paths out of the folder, absolute paths, links, devices, too big) are refused."""
+    if as_root and copy:
+        raise _usage_error(ctx, "--as-root and --copy exclude each other: pass one")
+    if as_root and replace:
+        raise _usage_error(ctx, "--replace applies to --copy only")
+    rep = _lib().import_skills(source, mode="root" if as_root else "copy", replace=replace, dry_run=dry_run)
+    if json_out:
+        _json(rep.as_dict())
+    else:
+        would = {"new": "would import", "replace": "would replace", "root": "would register"}
+        shown = {"new": "imported", "replace": "replaced", "root": "in root"}
+        for c in rep.skills:
+            status = (would if rep.dry_run else shown).get(c.status, c.status)
+            out.print(f"  {status:14} {c.name}" + (f"  — {c.message}" if c.message else ""))
+        for n in rep.notes:
+            out.print(f"  note: {n}")
+        counts = ", ".join(f"{v} {k}" for k, v in rep.counts.items())
+        where = f"; root {rep.root}" if rep.root else ""
+        n = len(rep.skills)
+        out.print(f"{'dry run: ' if rep.dry_run else ''}{n} skill{'s' if n != 1 else ''} in {rep.source} "
+                  f"({rep.kind}): {counts}{where}" + ("; nothing was written" if rep.dry_run else ""))
+        if not rep.ok:
+            err.print("error: some skills were not imported (see above): fix or rename them, or pass --replace "
+                      "for names already taken")
+    if not rep.ok:
+        raise typer.Exit(1)

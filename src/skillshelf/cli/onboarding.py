@@ -1,0 +1,151 @@
+"""Setting a library up and checking it: ``init``, ``sync``, ``doctor``, ``rebuild``, ``config``,
+``version`` and ``demo``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import common
+from .common import _config, _json, _lib, _styled, _table, _version_line, out
+
+commands = typer.Typer()
+
+
+@commands.command()
+def init(samples: bool = typer.Option(True, "--samples/--no-samples", help="write the three sample skills")) -> None:
+    """Create the home, the database and three sample skills."""
+    lib = _lib(creates=True, samples=samples)
+    rep = lib.sync()
+    out.print(f"home      {lib.config.home}")
+    out.print(f"workspace {lib.config.workspace}")
+    out.print(f"database  {lib.config.db_path}")
+    n = lib.count()
+    out.print(f"{n} skills indexed ({rep.added} new). " + ("Try: skillshelf search \"fix a CORS error\"" if n else
+              "Add a collection: skillshelf roots add PATH && skillshelf sync"))
+
+
+@commands.command()
+def sync(json_out: bool = typer.Option(False, "--json", help="print the counts as JSON")) -> None:
+    """Bring the index up to date with the files (only what changed is read)."""
+    import time
+
+    from .progress import SyncProgress
+
+    lib = _lib()
+    t0 = time.perf_counter()
+    if json_out:
+        rep = lib.sync()
+        d = rep.as_dict()
+        d["seconds"] = round(time.perf_counter() - t0, 3)   # the whole sync, embedding included
+        _json(d)
+        return
+    # common.err, looked up now: a test puts a console of its own there
+    with SyncProgress(common.err, embedding=lib.config.embedder != "none") as prog:
+        rep = lib.sync(progress=prog.on_files, embed_progress=prog.on_texts)
+    elapsed = time.perf_counter() - t0
+    out.print(f"added {rep.added} · updated {rep.updated} · removed {rep.removed} · unchanged {rep.unchanged}"
+              f" · invalid {len(rep.invalid)} · embedded {rep.embedded} ({elapsed:.1f}s)")
+    for inv in rep.invalid:
+        line = f":{inv.line}" if inv.line else ""
+        out.print(f"  invalid {inv.path}{line}: {inv.message}")
+    for note in rep.notes:
+        out.print(f"  note: {note}")
+
+
+CLASH_EXAMPLES = 5
+INVALID_EXAMPLES = 20
+
+
+@commands.command()
+def doctor(json_out: bool = typer.Option(False, "--json"),
+           verbose: bool = typer.Option(False, "--verbose", "-v",
+                                        help="list every name clash and invalid file")) -> None:
+    """Check configuration, roots, index, invalid files, name clashes and the embedder."""
+    lib = _lib(warn_missing=False)   # doctor reports a missing root as a failed check
+    rep = lib.doctor()
+    if json_out:
+        _json(rep.as_dict())
+        if not rep.ok:
+            raise typer.Exit(1)
+        return
+    marks = {"ok": ("ok  ", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
+    for c in rep.checks:
+        out.print(_styled(marks[c.status], f" {c.name}: {c.detail}"))
+    out.print("\nroots:")
+    for r in rep.roots:
+        out.print(f"  {r['label']:20} {r['kind']:9} {'rw' if r['writable'] else 'ro'} {r['skill_files']:6} {r['path']}")
+    if rep.invalid_files:
+        shown_invalid = rep.invalid_files if verbose else rep.invalid_files[:INVALID_EXAMPLES]
+        out.print(f"\ninvalid files (skipped): {len(rep.invalid_files)}")
+        for i in shown_invalid:
+            out.print(f"  {i['path']}{':' + str(i['line']) if i['line'] else ''}: {i['message']}")
+        if len(shown_invalid) < len(rep.invalid_files):
+            out.print(f"  … and {len(rep.invalid_files) - len(shown_invalid)} more: "
+                      "`skillshelf doctor --verbose` lists them all")
+    if rep.clashes:
+        # a large collection has hundreds: a count and a few examples, all of them on request
+        shown = rep.clashes if verbose else rep.clashes[:CLASH_EXAMPLES]
+        out.print(f"\nname clashes: {len(rep.clashes)} names are used by more than one skill; the first id wins"
+                  f" a lookup by name{'' if verbose else ', for example'}:")
+        for c in shown:
+            out.print(f"  {c.name}: {c.winner}  (also: {', '.join(c.others[:3])}"
+                      f"{' …' if len(c.others) > 3 else ''})")
+        if len(shown) < len(rep.clashes):
+            out.print(f"  … and {len(rep.clashes) - len(shown)} more: `skillshelf doctor --verbose` lists them all")
+    if not rep.ok:
+        raise typer.Exit(1)
+
+
+@commands.command()
+def rebuild(yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
+    """Index the files into a new database; the old file is moved aside (for a damaged one)."""
+    from ..library import Library
+
+    cfg = _config()
+    if not yes and not typer.confirm(f"Move {cfg.db_path} aside and re-index the skill files? Usage history stays "
+                                     "in the moved file."):
+        common.err.print("nothing changed")
+        raise typer.Exit(1)
+    lib, moved = Library.rebuild(config=cfg)
+    if moved is not None:
+        out.print(f"moved the old database to {moved}")
+    out.print(f"indexed {lib.count()} skills into {cfg.db_path}")
+
+
+@commands.command()
+def config(json_out: bool = typer.Option(False, "--json")) -> None:
+    """Print every setting: its value, where it came from (default, file, environment, flag)
+    and the reason for its default."""
+    from ..config import describe
+
+    cfg = _config()
+    rows = describe(cfg)
+    if json_out:
+        _json({k: {"value": v, "source": origin, "why": why} for k, v, why, origin in rows})
+        return
+    out.print(f"config file: {cfg.config_path}{'' if cfg.config_path.exists() else ' (absent)'}")
+    table = _table("setting", "value", "source", "why")
+    for k, v, why, origin in rows:
+        shown = ", ".join(map(str, v)) or "-" if isinstance(v, list) else str(v) if v != "" else "-"
+        table.add_row(k, shown, origin, why)
+    out.print(table)
+
+
+@commands.command()
+def version() -> None:
+    """Print the version."""
+    out.print(_version_line())
+
+
+@commands.command()
+def demo(query: str = typer.Argument("my fetch to the Next.js API fails with a CORS error"),
+         corpus: Optional[Path] = typer.Option(None, help="also index this folder of skills")) -> None:
+    """The whole loop an agent runs, on the sample skills: a search, a read by section, a
+    report, a draft saved and approved, stats; each step as the agent sees it (the MCP tool,
+    its arguments, its result). In a temporary library unless --home names one."""
+    from .demo import run_demo
+
+    run_demo(query, corpus)

@@ -1,0 +1,38 @@
+"""The servers: ``serve`` (MCP, stdio or HTTP) and ``dashboard`` (the web UI)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .common import _lib, state
+
+commands = typer.Typer()
+
+
+@commands.command()
+def serve(
+    http: bool = typer.Option(False, "--http", help="Streamable HTTP instead of stdio"),
+    host: str = typer.Option("127.0.0.1", help="HTTP bind address (non-loopback needs SKILLSHELF_HTTP_TOKEN)"),
+    port: int = typer.Option(8765, help="HTTP port"),
+    write_policy: Optional[str] = typer.Option(None, "--write-policy", help="read-only | propose | open"),
+) -> None:
+    """Run the MCP server (stdio by default; logs go to stderr)."""
+    import argparse
+
+    from ..launch import serve as launch
+
+    launch(argparse.Namespace(home=state.home, root=[str(r) for r in state.roots], client_roots=state.client_roots,
+                              http=http, host=host, port=port, write_policy=write_policy))
+
+
+@commands.command()
+def dashboard(host: str = typer.Option("127.0.0.1", help="bind address (non-loopback needs SKILLSHELF_HTTP_TOKEN)"),
+              port: int = typer.Option(7788, help="port"),
+              open_browser: bool = typer.Option(False, "--open", help="open the dashboard in a browser")) -> None:
+    """The web dashboard: browse, search, review and curate the library."""
+    from .. import web   # the web stack is imported only here
+
+    web.require()       # a broken install is said before a library is opened
+    web.serve(_lib(), host=host, port=port, open_browser=open_browser)

@@ -1,0 +1,254 @@
+"""Finding and reading skills: ``list``, ``show``, ``search``, ``validate`` and ``pick``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import _clean, _json, _lib, _styled, _table, err, out
+from .install import ClientName, Scope
+
+commands = typer.Typer()
+
+@commands.command("list")
+def list_(
+    root: Optional[str] = typer.Option(None, metavar="LABEL|PATH",
+                                       help="only skills of this root (its label, or the path given to roots add)"),
+    skill_type: Optional[str] = typer.Option(None, "--type", help="IMPLEMENTATION | WORKFLOW | TROUBLESHOOTING | ..."),
+    tag: Optional[str] = typer.Option(None, help="only skills with this tag"),
+    name: Optional[str] = typer.Option(None, help="name contains"),
+    invalid: bool = typer.Option(False, "--invalid", help="only skills with spec errors"),
+    limit: Optional[int] = typer.Option(None, help="at most this many"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """List skills (every match with --json unless --limit is given)."""
+    lib = _lib()
+    recs = lib.list(root=root, skill_type=skill_type, tag=tag, name_contains=name, invalid_only=invalid,
+                    limit=limit if limit is not None or json_out else 200)
+    if json_out:
+        _json([r.as_dict(body=False) for r in recs])
+        return
+    table = _table("name", "type", "version", "tags", "id")
+    for r in recs:
+        flag = "" if r.active else " (inactive)"
+        flag += " (expired)" if r.expired else ""
+        table.add_row(r.name + flag, r.skill_type or "", str(r.version), ",".join(r.tags[:4]), r.id)
+    if recs:
+        out.print(table)
+    filtered = any(x is not None and x is not False for x in (root, skill_type, tag, name, invalid or None))
+    if len(recs) < recs.matched:
+        out.print(f"{len(recs)} shown of {recs.matched}{' matching' if filtered else ''}; "
+                  "use --limit N or --json for all")
+    elif not recs:
+        out.print("no skills match these filters" if filtered else
+                  "no skills indexed yet: add a collection with `skillshelf roots add PATH`, then `skillshelf sync`")
+
+
+@commands.command()
+def show(name: str = typer.Argument(..., help="skill name, id or path"),
+         section: Optional[str] = typer.Option(None, help="only this section, e.g. 'Solution'"),
+         json_out: bool = typer.Option(False, "--json")) -> None:
+    """Show one skill: metadata, findings and body."""
+    lib = _lib()
+    rec, body = lib.read(name, section)
+    if json_out:
+        d = rec.as_dict()
+        d["body"] = body
+        d["files"] = rec.files()
+        _json(d)
+        return
+    out.print(_styled((rec.display_name, "bold"), f"  ({rec.id})"))
+    out.print(f"path     {rec.path}")
+    out.print(f"type     {rec.skill_type or '-'}   version {rec.version}   tags {', '.join(rec.tags) or '-'}")
+    if rec.lineage:
+        out.print(f"lineage  {' → '.join(rec.lineage)}")
+    ov = rec.overlay or {}
+    if ov.get("status") == "deprecated":
+        out.print(f"status   deprecated by you: {ov.get('reason') or '-'} (kept in the library; the file is untouched)")
+    elif not rec.active:
+        out.print("status   inactive")
+    if rec.expired:
+        out.print(f"expired  {rec.expires_on}")
+    elif rec.expires_on:
+        out.print(f"expires  {rec.expires_on}" + (" (set by you in the library)" if ov.get("expires_on") else ""))
+    if ov.get("file_changed_since"):
+        out.print("note     the file has changed since you decided this: review it")
+    learned = lib.learned(rec.id)
+    if learned["reports"]:
+        out.print(f"learned  worked for {learned['worked']} request{'s' * (learned['worked'] != 1)}, failed for "
+                  f"{learned['failed']} ({learned['clients']} client{'s' * (learned['clients'] != 1)}); similar "
+                  "requests rank it accordingly (`skillshelf usage forget` undoes it)")
+    out.print(f"\n{rec.description}\n")
+    for f in rec.findings:
+        out.print(f"  {f['severity']:7} {f['rule']}: {f['message']}")
+    files = rec.files()
+    if files:
+        out.print("files    " + ", ".join(files))
+    out.print("")
+    out.print(body)
+
+
+@commands.command()
+def search(
+    query: str = typer.Argument(..., help="what you are trying to do, in your own words"),
+    limit: int = typer.Option(10, "--limit", "-n"),
+    mode: str = typer.Option("find", help="find | brainstorm"),
+    repo_scope: str = typer.Option("all", help="all | current"),
+    current_repo: Optional[str] = typer.Option(None, help="repo name for --repo-scope current"),
+    tags: Optional[str] = typer.Option(None, help="comma-separated tags"),
+    skill_type: Optional[str] = typer.Option(None, "--type"),
+    include_inactive: bool = typer.Option(False, "--include-inactive"),
+    include_expired: bool = typer.Option(False, "--include-expired"),
+    no_log: bool = typer.Option(False, "--no-log", help="leave no trace in the usage log"),
+    judge: bool = typer.Option(False, "--judge", help="let the configured model judge rerank the hits, with why /"
+                                                      " why not and a pick (README: \"Model judge\")"),
+    judge_mode: Optional[str] = typer.Option(None, "--judge-mode", metavar="rerank|filter|both",
+                                             help="what the judge does (implies --judge): rerank, filter (mark the"
+                                                  " top hits likely / weak) or both"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Search the library (hybrid BM25 + embeddings)."""
+    lib = _lib()
+    kw = dict(limit=limit, mode=mode, repo_scope=repo_scope, current_repo=current_repo, tags=tags,
+              skill_type=skill_type, include_inactive=include_inactive, include_expired=include_expired,
+              log=not no_log, client="cli")
+    if judge or judge_mode:
+        res = lib.judged_search(query, judge=judge_mode or "rerank", **kw)
+    else:
+        res = lib.search(query, **kw)
+    if json_out:
+        _json(res.as_dict())
+        return
+    if res.degraded:
+        err.print(f"degraded: {res.degraded}")
+    if not res.hits:
+        out.print("no skills matched")
+        return
+    judged = getattr(res, "verdicts", None) is not None
+    if judged:
+        table = _table("#", "name", "match", "score", "judge", "description")
+    else:
+        table = _table("#", "name", "match", "score", "description")
+    for i, h in enumerate(res.hits, 1):
+        name = h.name + (f" ×{h.copies}" if h.copies > 1 else "") + (" (wildcard)" if h.wildcard else "")
+        if judged:
+            v = res.hit_extra(h).get("judge", {})
+            mark = " ".join(x for x in (f"fit {v['fit']}" if "fit" in v else "", v.get("verdict", ""),
+                                        f"{v['score']:.2f}" if "score" in v else "") if x)
+            table.add_row(str(i), name, h.match, f"{h.score:.2f}", mark or "-", h.description)
+        else:
+            table.add_row(str(i), name, h.match, f"{h.score:.2f}", h.description)
+    out.print(table)
+    if judged:
+        for i, h in enumerate(res.hits, 1):
+            v = res.hit_extra(h).get("judge", {})
+            if v.get("why") or v.get("why_not"):
+                out.print(f"  {i}. {h.name}: why: {v.get('why') or '-'}; why not: {v.get('why_not') or '-'}")
+        line = f"judge: {res.judge} ({res.judge_model}, {res.judge_latency_ms / 1000:.1f}s)"
+        if res.judge == "ok":
+            out.print(line + (f"; pick: {res.pick}" if res.pick else ""))
+        else:
+            err.print(line + ("" if res.judge.startswith("skipped") else ": the plain order is shown"))
+    out.print("confident match" if res.confident else "no confident match: this may be a gap in the library")
+
+
+@commands.command()
+def validate(paths: list[Path] = typer.Argument(..., help="SKILL.md files or folders"),
+             json_out: bool = typer.Option(False, "--json")) -> None:
+    """Check SKILL.md files against the Agent Skills spec; exit 1 on errors."""
+    from ..library import Library
+
+    results = Library.validate_paths(paths)
+    # a folder with no SKILL.md under it is a mistake (a CI job pointed at the wrong folder
+    # must not pass with "0 of 0")
+    empty = [p for p in paths if p.is_dir() and not any(Path(f).is_relative_to(p) for f, _ in results)]
+    bad = 0
+    if json_out:
+        _json([{"path": p, "valid": not any(f.severity in ("fatal", "error") for f in fs),
+                "findings": [f.as_dict() for f in fs]} for p, fs in results])
+    for p, fs in results:
+        errors = [f for f in fs if f.severity in ("fatal", "error")]
+        bad += bool(errors)
+        if json_out:
+            continue
+        out.print(f"{'FAIL' if errors else 'ok  '} {p}")
+        for f in fs:
+            where = f":{f.line}" if f.line else ""
+            out.print(f"  {f.severity:7} {f.rule}{where}: {f.message}")
+    if not json_out and results:
+        out.print(f"{len(results) - bad} valid, {bad} invalid of {len(results)} files")
+    for p in empty:
+        err.print(f"error: no SKILL.md found under {p} — pass a skill's folder, a folder of skill folders or a "
+                  "SKILL.md file")
+    if bad or empty:
+        raise typer.Exit(1)
+
+
+@commands.command()
+def pick(
+    for_: Optional[Path] = typer.Option(None, "--for", metavar="PATH", help="the project folder (default: this one)"),
+    n: int = typer.Option(8, "-n", "--limit", min=1, max=50, help="how many skills at most (8 is the advice)"),
+    install: Optional[ClientName] = typer.Option(None, "--install", metavar="CLIENT",  # type: ignore[valid-type]
+                                                 help="copy the picks into this client's skills folder"),
+    scope: Scope = typer.Option(Scope.project, "--scope", help="with --install: project (the project's folder) "
+                                                              "or user (the client's own)"),
+    yes: bool = typer.Option(False, "--yes", help="install without asking"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Propose the few skills worth installing directly in a client for a project, from its
+    languages, frameworks and tool files and from the usage log; --install copies them."""
+    project = (for_ or Path.cwd()).expanduser().absolute()
+    lib = _lib()
+    res = lib.pick(project, limit=n)
+    dest = None
+    c = None
+    if install is not None:
+        from ..clients import skills_folder  # facade: pending
+
+        c, dest = skills_folder(install.value, scope.value, project)
+    if json_out and install is None:
+        _json(res.as_dict())
+        return
+    if not json_out:
+        out.print(f"project: {res.project}")
+        if res.signals:
+            out.print("signals: " + ", ".join(f"{s.label} ({s.evidence})" for s in res.signals[:12]))
+        for i, p in enumerate(res.picks, 1):
+            out.print(f"{i:2}. {p.name} — {p.reason}")
+        for note in res.notes:
+            out.print(f"note: {note}")
+        if res.picks and install is None:
+            out.print(f"{len(res.picks)} skill{'s' if len(res.picks) != 1 else ''} proposed; install them with "
+                      "`skillshelf pick --install CLIENT` (the rest stay one search away)")
+    if install is None:
+        return
+    if not res.picks:
+        if json_out:
+            _json(res.as_dict() | {"installed": []})
+        else:
+            out.print("nothing to install")
+        return
+    assert c is not None and dest is not None
+    if not yes and not typer.confirm(_clean(f"Copy these {len(res.picks)} skills into {dest}?")):
+        err.print("nothing installed")
+        raise typer.Exit(1)
+    from ..clients import copy_skill_folders  # facade: pending (Library.install_skills)
+
+    payload = []
+    for p in res.picks:
+        _rec, sf = lib.skill_folder(p.id)
+        payload.append((p.name, sf.files, sf.executable))
+    results = copy_skill_folders(dest, payload)
+    if json_out:
+        _json(res.as_dict() | {"installed": [{"name": r.name, "path": str(r.dest), "action": r.action,
+                                               "detail": r.detail} for r in results]})
+    else:
+        words = {"create": "installed", "unchanged": "already there", "differs": "left as is", "error": "failed"}
+        for r in results:
+            out.print(f"  {words[r.action]:14} {r.name} → {r.dest}" + (f"  ({r.detail})" if r.detail else ""))
+        if any(r.action == "create" for r in results):
+            out.print(f"next: start a new {c.title} session so it loads the new skills")
+    if any(r.action == "error" for r in results):
+        raise typer.Exit(1)

@@ -1,0 +1,111 @@
+"""What agents reported and what the library learned: ``report-outcome``, ``stats``, ``report``,
+``prune-usage`` and ``usage forget``."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .common import _clean, _date, _json, _lib, _table, _usage_error, _write, _write_json_text, err, out
+
+commands = typer.Typer()
+
+
+@commands.command("report-outcome")
+def report_outcome(ctx: typer.Context, skill: str = typer.Argument(..., help="skill name or id"),
+                   worked: bool = typer.Option(False, "--worked", help="the skill worked"),
+                   failed: bool = typer.Option(False, "--failed", help="the skill did not work"),
+                   note: str = typer.Option("", help="what happened"),
+                   query_id: Optional[int] = typer.Option(None, help="the query_id a search printed with --json"))\
+        -> None:
+    """Record whether a skill worked (append-only): --worked or --failed."""
+    if worked and failed:   # recording either would be a guess
+        raise _usage_error(ctx, "--worked and --failed contradict each other: pass one of them")
+    if not worked and not failed:
+        raise _usage_error(ctx, "say how it went: pass --worked or --failed")
+    res = _lib().report_outcome(skill, worked, note=note, query_id=query_id, client="cli")
+    out.print(f"recorded: {res['skill']} {'worked' if worked else 'failed'} ({res['reports']} reports)")
+
+
+@commands.command()
+def stats(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYYY-MM-DD",
+                                             help="only usage from this day on"),
+          json_out: bool = typer.Option(False, "--json")) -> None:
+    """Curation statistics: most used, low success, never surfaced, gaps."""
+    lib = _lib()
+    st = lib.stats(since=since)
+    js = lib.judge_stats(since=since)
+    if json_out:
+        _json(st.as_dict() | {"judge": js})
+        return
+    out.print(f"{st.queries} queries ({st.finds} finds), {st.reports} reports, report rate {st.report_rate:.0%}, "
+              f"confident {st.confident_rate:.0%}")
+    out.print(_judge_line(js))
+    t = _table("most used", "reports", "success", "times shown", "last used", title="most used (by reported uses)")
+    for u in st.most_used[:15]:
+        t.add_row(u.name, str(u.reports), "-" if u.success_rate is None else f"{u.success_rate:.0%}",
+                  str(u.times_shown), u.last_used or "-")
+    out.print(t)
+    t = _table("skill", "worked", "reports", "rate", title="low success (rewrite candidates)")
+    for u in st.low_success[:15]:
+        t.add_row(u.name, str(u.worked), str(u.reports), f"{(u.success_rate or 0):.0%}")
+    out.print(t)
+    t = _table("request", "times", "last seen", title="gaps (no confident match)")
+    for g in st.gaps[:15]:
+        t.add_row(g.query, str(g.count), g.last_seen[:10])
+    out.print(t)
+    out.print(f"never surfaced (kill candidates): {len(st.never_surfaced)} skills"
+              + (": " + ", ".join(x['name'] for x in st.never_surfaced[:10]) if st.never_surfaced else ""))
+
+
+def _judge_line(js: dict) -> str:
+    """The judge's line in ``stats``: how many searches it judged and how that went."""
+    if not js["judged"]:
+        return "judge: " + ("configured (" + js["backend"] + "), no judged searches yet" if js["configured"]
+                            else "off (no judge.backend configured)")
+    models = ", ".join(f"{m} ×{n}" for m, n in js["models"].items())
+    line = (f"judge: {js['judged']} judged searches ({models}): {js['ok']} answered, {js['timeouts']} timed out, "
+            f"{js['errors']} failed")
+    if js["p50_ms"] is not None:
+        line += f"; latency p50 {js['p50_ms'] / 1000:.1f}s, p95 {js['p95_ms'] / 1000:.1f}s"
+    if js["invented_dropped"]:
+        line += f"; {js['invented_dropped']} invented names dropped"
+    if js["likely"] or js["weak"]:
+        line += f"; soft filter: {js['likely']} likely, {js['weak']} weak"
+    return line
+
+
+@commands.command()
+def report(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYYY-MM-DD",
+                                              help="only usage from this day on"),
+           fmt: str = typer.Option("md", "--format", help="md | json")) -> None:
+    """A usage report: what worked, the rewrite list, the kill list, the gaps."""
+    text = _lib().usage_report(since=since, fmt=fmt)
+    _write_json_text(text) if fmt == "json" else _write(text)
+
+
+@commands.command("prune-usage")
+def prune_usage(before: str = typer.Option(..., callback=_date, metavar="YYYY-MM-DD",
+                                           help="delete usage rows older than this day"),
+                yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
+    """Delete old usage rows (the only way usage rows are ever deleted)."""
+    if not yes and not typer.confirm(f"Delete all usage rows before {_clean(before)}?"):
+        err.print("nothing deleted")
+        raise typer.Exit(1)
+    n = _lib().prune_usage(before)
+    out.print(f"deleted {n} rows")
+
+
+usage_app = typer.Typer(help="What ranking learned from outcome reports.", no_args_is_help=True)
+
+
+@usage_app.command("forget")
+def usage_forget(skill: Optional[str] = typer.Argument(None, help="forget what was learned about this skill"),
+                 client: Optional[str] = typer.Option(None, help="only what this client reported"),
+                 before: Optional[str] = typer.Option(None, callback=_date, metavar="YYYY-MM-DD",
+                                                      help="only reports before this day"),
+                 everything: bool = typer.Option(False, "--all", help="forget everything learned")) -> None:
+    """Undo learning from outcomes (the usage log itself is kept: `prune-usage` deletes that)."""
+    n = _lib().forget_learning(skill=skill, client=client, before=before, everything=everything)
+    out.print(f"forgot {n} learned report{'s' * (n != 1)}")
