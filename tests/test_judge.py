@@ -637,7 +637,7 @@ def test_cli_judge_without_configuration(tmp_path, capsys):
 
 
 def test_public_api():
-    assert set(judgemod.__all__) >= {"JudgeMixin", "JudgedResult", "clean_text", "validate_ranking"}
+    assert set(judgemod.__all__) >= {"Judge", "JudgedResult", "clean_text", "validate_ranking"}
     for name in judgemod.__all__:
         assert hasattr(judgemod, name)
 

@@ -14,6 +14,7 @@ from skillshelf import Library
 from skillshelf import learning
 from skillshelf.cli import app
 from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.store.learning import LearningMemory
 
 from conftest import write_skill
 
@@ -131,8 +132,9 @@ def test_reports_decay_with_time(lib):
     q = emb.embed("speed up slow sql queries")
     rid = lib.store.db.execute("SELECT rowid, id FROM skills WHERE name='sql-index'").fetchone()
     s = lib.searcher.s
-    learning.learn(lib.store, outcome_id=1, skill_id=rid[1], name="sql-index", worked=True, client="a", query_id=1,
-                   request="x", model_id=emb.model_id, vector=q, at="2026-01-01T00:00:00+00:00")
+    learning.learn_into(LearningMemory(lib.store), outcome_id=1, skill_id=rid[1], name="sql-index", worked=True,
+                        client="a", query_id=1, request="x", model_id=emb.model_id, vector=q,
+                        at="2026-01-01T00:00:00+00:00")
     fresh = lib.searcher.learner.evidence(q, emb.model_id, s, at="2026-01-01T00:00:00+00:00")[rid[0]].shift
     later = lib.searcher.learner.evidence(q, emb.model_id, s, at="2026-04-01T00:00:00+00:00")[rid[0]].shift
     assert later == pytest.approx(s.learning_weight * np.tanh(0.5 * (0.5 ** (90 / s.learning_half_life_days))),
@@ -264,7 +266,6 @@ def test_usage_and_learning_services_are_built_from_their_parts(lib):
     import inspect
 
     from skillshelf import usage
-    from skillshelf.store.learning import LearningMemory
     from skillshelf.store.skill_refs import SkillRefs
     from skillshelf.store.usage import UsageLog
 

@@ -32,8 +32,11 @@ def month(tmp_path):
     lib.sync()
     rng = random.Random(7)
     start = dt.datetime(2026, 11, 1, 9, 0, tzinfo=dt.timezone.utc)
-    from skillshelf import usage
+    from skillshelf.store.skill_refs import SkillRefs
+    from skillshelf.store.usage import UsageLog
+    from skillshelf.usage import Usage
 
+    usage = Usage(UsageLog(lib.store), skills=SkillRefs(lib.store).all)
     gaps_a = ["terraform state lock stuck on s3 backend", "unlock terraform state on s3 backend",
               "terraform s3 backend state lock will not release"]
     gaps_b = ["write a haiku about kubernetes pods", "kubernetes pods haiku poem"]
@@ -45,13 +48,13 @@ def month(tmp_path):
                 continue
             res = lib.searcher.search(SKILLS[name], limit=3)
             res.hits = [h for h in res.hits if h.name == name][:1] + [h for h in res.hits if h.name != name][:1]
-            qid = usage.log_query(lib.store, text=SKILLS[name], mode="find", filters={}, client="test", confident=True,
+            qid = usage.log_query(text=SKILLS[name], mode="find", filters={}, client="test", confident=True,
                                   degraded=False, hits=res.hits, latency_ms=3.0, hash_text=False, at=at)
-            usage.log_outcome(lib.store, skill_id=f"r:{name}", name=name, worked=worked, note=f"day {day}",
+            usage.log_outcome(skill_id=f"r:{name}", name=name, worked=worked, note=f"day {day}",
                               query_id=qid, client="test", at=at)
         if day % 4 == 0:
             for g in (gaps_a + gaps_b)[day % 5: day % 5 + 2]:
-                usage.log_query(lib.store, text=g, mode="find", filters={}, client="test", confident=False,
+                usage.log_query(text=g, mode="find", filters={}, client="test", confident=False,
                                 degraded=False, hits=[], latency_ms=3.0, hash_text=False, at=at)
     return lib
 
