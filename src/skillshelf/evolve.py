@@ -1,9 +1,11 @@
 """Evolution of skills: ARCHIVE / FIX / DERIVE / MERGE, lessons, lineage, rollback, TTL,
-deprecate / delete.
+deprecate / restore / delete.
 
 Each change is planned from the file as it stands under the skill's lock, and written in an
 order that survives a crash at any point: the previous and the new version into the
-history first, then SKILL.md (the commit point), then the changelog and the index.
+history first, then SKILL.md (the commit point), then the changelog and the index. A change
+found on disk (a person edited SKILL.md in an editor) is kept as a version of its own before
+anything else writes the skill, so no edit is ever overwritten unseen.
 
 Where versions and drafts are kept is behind :class:`history.History` and
 :class:`review.Drafts` (files in ``<home>/history/`` and ``<home>/drafts/`` by default).
@@ -40,6 +42,11 @@ ACTIONS = ("ARCHIVE", "FIX", "DERIVE", "MERGE")
 def _lock_key(name: str) -> str:
     """Writers of one skill name (its workspace folder, history and index rows) share a lock."""
     return "skill:" + name
+
+
+INACTIVE = ("inactive", "deprecated", "merged")   # statuses that keep a skill out of search
+EDITED_ON_DISK = "edited on disk"      # the author of a change found on disk
+FOUND_ON_DISK = "found on disk"        # ... of the first version kept of a skill written outside skillshelf
 
 
 class Evolver:
@@ -231,22 +238,43 @@ class Evolver:
         self._write(path, sk.render())
         return path
 
+    @staticmethod
+    def _ref_texts(args: dict[str, Any]) -> list[str]:
+        """Every reference a change makes to a skill (a name, an id or a path)."""
+        refs = [args.get("name"), args.get("target_skill_name")]
+        srcs = args.get("source_skill_names") or []
+        refs += [x for x in re.split(r"[,\n]", srcs)] if isinstance(srcs, str) else list(srcs)
+        return [ref.strip() for ref in refs if isinstance(ref, str) and ref.strip()]
+
     def _refs(self, args: dict[str, Any]) -> set[str]:
         """Lock keys for every skill a change may write, from its references resolved as
         they stand now (a name, an id like ``workspace:foo`` or a path all lead to the same
         key). Re-checked against the plan once the locks are held."""
-        refs = [args.get("name"), args.get("target_skill_name")]
-        srcs = args.get("source_skill_names") or []
-        refs += [x for x in re.split(r"[,\n]", srcs)] if isinstance(srcs, str) else list(srcs)
         keys: set[str] = set()
-        for ref in refs:
-            if not isinstance(ref, str) or not ref.strip():
-                continue
+        for ref in self._ref_texts(args):
             try:
-                keys.add(_lock_key(self.lib.get(ref.strip()).name))
+                keys.add(_lock_key(self.lib.get(ref).name))
             except SkillshelfError:
-                keys.add(_lock_key(ref.strip()))   # a new name, or one the plan will refuse
+                keys.add(_lock_key(ref))   # a new name, or one the plan will refuse
         return keys
+
+    def _capture_refs(self, args: dict[str, Any], keys: set[str]) -> dict[str, int]:
+        """Keep the changes found on disk in the workspace skills a change names (their
+        locks held), before the change is planned. Returns {name: version kept}."""
+        seen: set[str] = set()
+        out: dict[str, int] = {}
+        for ref in self._ref_texts(args):
+            try:
+                rec = self.lib.get(ref)
+            except SkillshelfError:
+                continue
+            if rec.id in seen or _lock_key(rec.name) not in keys:
+                continue
+            seen.add(rec.id)
+            version = self._capture(rec)
+            if version is not None:
+                out[rec.name] = version
+        return out
 
     def apply(self, args: dict[str, Any], *, trigger: str = "agent") -> SaveResult:
         """Plan and write one change. The locks are taken on the skills the change resolves
@@ -256,14 +284,17 @@ class Evolver:
             keys = self._refs(args)
             with self._lock(*keys):
                 self.lib.sync(embed=False)
+                kept = self._capture_refs(args, keys)
+                if kept:
+                    self.lib.sync(embed=False)      # the plan reads the index rows of what was kept
                 plan = self.plan(args, source="person" if trigger == "person" else "agent")
                 need = {_lock_key(plan.name)} | {_lock_key(r.name) for r in plan.deactivate}
                 if need <= keys:
-                    return self._commit(plan, args, trigger)
+                    return self._commit(plan, args, trigger, kept)
         raise ConflictError("the skills this change names kept changing while it was planned",
                             fix="try again in a moment")
 
-    def _commit(self, plan: Plan, args: dict[str, Any], trigger: str) -> SaveResult:
+    def _commit(self, plan: Plan, args: dict[str, Any], trigger: str, kept: dict[str, int]) -> SaveResult:
         # Order matters for a crash at any point: history first (an extra version file is
         # harmless), then SKILL.md (the commit point), then the changelog and the index.
         if plan.previous_text is not None and plan.from_version is not None:
@@ -275,7 +306,7 @@ class Evolver:
                                   fix="fix the arguments and try again")
         self._save_version(plan.name, plan.skill.version, plan.skill.render())
         path = self._write_skill(plan.skill, keep_keys=plan.action == "FIX")
-        notes: list[str] = []
+        notes = [f"the change found on disk in {name} was kept first as v{v}" for name, v in sorted(kept.items())]
         for rec in plan.deactivate:
             try:
                 self._set_status(rec, "merged", {"merged-into": plan.name}, trigger=trigger,
@@ -329,24 +360,143 @@ class Evolver:
         if rec.kind != "workspace":
             overlaymod.set_state(self.lib.store, rec.id, status="deprecated", reason=reason[:300] or status)
             return
-        text = self._read(rec.path)
-        cur = skillmod.parse_strict(text, folder_name=Path(rec.path).parent.name, path=rec.path)
+        changes: dict[str, str | None] = {**extra, "status": status}
+        if reason:
+            changes["status-reason"] = reason[:300]
+        self._write_metadata(rec, changes, action=status.upper(), trigger=trigger, reason=reason)
+
+    def _write_metadata(self, rec, changes: dict[str, str | None], *, action: str, trigger: str,
+                        reason: str) -> int:
+        """A new version of the workspace skill ``rec`` (its lock held) with metadata keys
+        set (None removes a key), kept in the history and logged. Returns its number."""
+        self._capture(rec)
+        cur = skillmod.parse_strict(self._read(rec.path), folder_name=Path(rec.path).parent.name, path=rec.path)
         name = check_new_name(cur.name)
         meta = dict(cur.metadata)
-        meta.update(extra)
-        meta["status"] = status
-        if reason:
-            meta["status-reason"] = reason[:300]
+        for key, value in changes.items():
+            if value is None:
+                meta.pop(key, None)
+            else:
+                meta[key] = value
         version = self._next_version(name, cur.version)
         meta["version"] = str(version)
         meta["last-modified"] = today()
         sk = cur.replace(metadata=meta)
-        if cur.version not in self.history.versions(name):
-            self._save_version(name, cur.version, text)
         self._save_version(name, version, sk.render())
         self._write_skill(sk, keep_keys=True)
         self._after_write(lambda: self.history.append_changelog(
-            ChangelogEntry(now_iso(), status.upper(), name, cur.version, version, trigger, reason)))
+            ChangelogEntry(now_iso(), action, name, cur.version, version, trigger, reason)))
+        return version
+
+    # changes found on disk ------------------------------------------------------------------------
+    def _capture(self, rec) -> int | None:
+        """Keep the workspace skill ``rec``'s file as a version of its own when it holds no
+        kept version: a person changed it in an editor (author "edited on disk"), or it was
+        written outside skillshelf and nothing of it is kept yet (its first version, "found on
+        disk"). Called with the skill's lock held, before anything writes the skill: no edit
+        is overwritten unseen, and a diff never shows it as part of someone else's change.
+        Returns the version the file became, or None when it holds a kept version."""
+        if rec.kind != "workspace" or not isinstance(rec.name, str) or not skillmod.NAME_RE.match(rec.name):
+            return None                 # another collection's file, or a name that has no history
+        name = rec.name
+        path = Path(rec.path)
+        try:
+            text = self._read(path)
+        except SkillshelfError:
+            return None                 # gone or refused: nothing here to keep
+        try:
+            cur = skillmod.parse_strict(text, folder_name=path.parent.name, path=str(path))
+        except SkillshelfError:
+            cur = None                  # no longer parses: kept as it is, the text is the person's
+        claimed = cur.version if cur is not None else None
+        kept = self.history.versions(name)
+        if not kept:
+            version = claimed or 1
+            self._save_version(name, version, text)
+            self._after_write(lambda: self.history.append_changelog(ChangelogEntry(
+                now_iso(), "FOUND", name, None, version, "person",
+                "kept as found on disk (no earlier version of it was kept)", [rec.id], FOUND_ON_DISK)))
+            return version
+        base = claimed if claimed in kept else kept[-1]
+        old = self.history.read_version(name, base)
+        if old == text or (cur is not None and self._same_text(old, cur, name)):
+            return None
+        if claimed is not None and claimed > kept[-1]:
+            version, new_text = claimed, text       # the person numbered it above every kept version
+        elif cur is None:
+            version, new_text = self._next_version(name, 0), text
+        else:
+            version = self._next_version(name, claimed or 0)
+            new_text = cur.with_metadata(version=str(version), last_modified=self._mtime_date(path)).render()
+        self._save_version(name, version, new_text)
+        if new_text != text:
+            self._write(contained(self.cfg.workspace, path), new_text)
+        self._after_write(lambda: self.history.append_changelog(ChangelogEntry(
+            now_iso(), "EDIT", name, base, version, "person", "changed on disk, outside skillshelf", [rec.id],
+            EDITED_ON_DISK)))
+        return version
+
+    @staticmethod
+    def _same_text(old_text: str, cur: skillmod.Skill, name: str) -> bool:
+        """Whether a kept text says what ``cur`` says (its frontmatter may be written
+        differently, its bookkeeping keys may differ)."""
+        try:
+            old = skillmod.parse_strict(old_text, folder_name=name)
+        except SkillshelfError:
+            return False
+        return same_content(old, cur)
+
+    @staticmethod
+    def _mtime_date(path: Path) -> str:
+        try:
+            return _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
+        except (OSError, ValueError, OverflowError):
+            return today()
+
+    def _current(self, ref: str) -> tuple[Any, int | None, str | None]:
+        """The skill ``ref`` names, once a change found on disk was kept as a version (for
+        history, diff and version reads). Returns (record, the version kept or None, a note
+        when the change could not be kept: a library that cannot be written still reads)."""
+        import sqlite3
+
+        rec = self.lib.get(ref)
+        if rec.kind != "workspace" or not skillmod.NAME_RE.match(rec.name):
+            return rec, None, None
+        try:
+            with self._lock(_lock_key(rec.name)):
+                version = self._capture(rec)
+        except (SkillshelfError, OSError, sqlite3.Error) as exc:
+            return rec, None, f"a change found on disk could not be kept as a version: {exc}"
+        if version is None:
+            return rec, None, None
+        self._after_write(lambda: self.lib.sync(embed=False))
+        with contextlib.suppress(SkillshelfError):
+            rec = self.lib.get(rec.id)
+        return rec, version, None
+
+    def capture(self, ref: str) -> int | None:
+        """Keep a change found on disk in the skill ``ref`` as a version now (see
+        :meth:`_capture`). Returns the version it became, or None when there was none."""
+        return self._current(ref)[1]
+
+    # reads ---------------------------------------------------------------------------------------
+    def history_of(self, ref: str) -> dict[str, Any]:
+        """Versions kept, changelog and lineage of a skill (a change on disk kept first)."""
+        rec, version, note = self._current(ref)
+        out = {"name": rec.name, "id": rec.id, "current_version": version or rec.version,
+               "versions": self.history.versions(rec.name),
+               "changelog": [e.as_dict() for e in self.history.changelog(rec.name)], "lineage": rec.lineage}
+        if note:
+            out["note"] = note
+        return out
+
+    def diff(self, ref: str, v1: int, v2: int) -> str:
+        """A unified diff between two versions of a skill (a change on disk kept first)."""
+        return self.history.diff(self._current(ref)[0].name, int(v1), int(v2))
+
+    def version_text(self, ref: str, version: int) -> str:
+        """The full text of a version of a skill (a change on disk kept first)."""
+        return self.history.read_version(self._current(ref)[0].name, int(version))
 
     def duplicates(self, sk: skillmod.Skill, exclude: set[str]) -> list[dict]:
         emb, _ = self.lib._embedder_state()
@@ -394,18 +544,21 @@ class Evolver:
                 raise ValidationError(f"{rec.name} lives in the read-only root {rec.root} and has no versions here",
                                       fix="FIX it to make a workspace copy with versions")
             sname = check_new_name(rec.name)
+            captured = self._capture(rec)       # an edit on disk is a version before it is replaced
             old = skillmod.parse_strict(self.history.read_version(sname, int(version)), folder_name=sname)
-            cur_text = self._read(rec.path)
-            cur = skillmod.parse_strict(cur_text, folder_name=Path(rec.path).parent.name, path=rec.path)
-            if cur.version not in self.history.versions(sname):
-                self._save_version(sname, cur.version, cur_text)
-            new_version = self._next_version(sname, cur.version)
+            try:
+                cur_version = skillmod.parse_strict(self._read(rec.path), folder_name=Path(rec.path).parent.name,
+                                                    path=rec.path).version
+            except SkillshelfError:             # a file that no longer parses was kept as the latest
+                cur_version = captured or self.history.versions(sname)[-1]
+            new_version = self._next_version(sname, cur_version)
             sk = old.with_metadata(version=str(new_version), last_modified=today())
             self._save_version(sname, new_version, sk.render())
             path = self._write_skill(sk, keep_keys=True)
-            entry = ChangelogEntry(now_iso(), "ROLLBACK", sname, cur.version, new_version, "person",
+            entry = ChangelogEntry(now_iso(), "ROLLBACK", sname, cur_version, new_version, "person",
                                    f"rolled back to v{version}", [rec.id], author)
-            notes = self._after_write(lambda: self.history.append_changelog(entry))
+            notes = [f"the change found on disk was kept first as v{captured}"] if captured else []
+            notes += self._after_write(lambda: self.history.append_changelog(entry))
             notes += self._after_write(lambda: self.lib.sync(embed=True))
         msg = f"{sname} is now v{new_version} (the text of v{version})"
         return SaveResult("saved", "ROLLBACK", sname, new_version, str(path), entry.as_dict(),
@@ -450,6 +603,39 @@ class Evolver:
         self._after_write(lambda: self.lib.sync(embed=False))
         return {"name": rec.name, "id": rec.id, "status": "inactive", "reason": reason,
                 "message": f"{rec.name} is inactive: {reason}"}
+
+    def restore(self, name: str, *, reason: str = "") -> dict:
+        """Undo a deprecation (or a merge's retirement): the skill is active again. A
+        workspace skill gets a new version without its status; for a skill of a read-only
+        root the deprecation kept in the library is cleared (its file is never changed)."""
+        reason = check_text(reason, "the reason", max_chars=MAX_REASON_CHARS).strip()
+        rec = self.lib.get(name)
+        if rec.kind != "workspace":
+            ov = getattr(rec, "overlay", None) or {}
+            if ov.get("status") != "deprecated":
+                if (rec.metadata.get("status") or "active").lower() in INACTIVE:
+                    raise ValidationError(f"{rec.name} is marked inactive by its own file in the read-only root "
+                                          f"{rec.root}, not by a deprecation kept here",
+                                          fix=f"FIX it to make a workspace copy you can change "
+                                              f"(`skillshelf fix {rec.id} ...`), or change it in {rec.root}")
+                raise ValidationError(f"{rec.name} is not deprecated: there is nothing to restore",
+                                      fix="deprecated skills show as inactive in `skillshelf list --all`")
+            overlaymod.set_state(self.lib.store, rec.id, status=None, reason=None)
+            return {"name": rec.name, "id": rec.id, "status": "active", "reason": reason,
+                    "message": f"{rec.name} is active again (the deprecation kept in the library is cleared; "
+                               f"the read-only file in {rec.root} is untouched)"}
+        with self._locked_record(rec.id) as rec:
+            self._capture(rec)
+            cur = skillmod.parse_strict(self._read(rec.path), folder_name=Path(rec.path).parent.name,
+                                        path=rec.path)
+            if (cur.metadata.get("status") or "active").lower() not in INACTIVE:
+                raise ValidationError(f"{rec.name} is not deprecated: there is nothing to restore",
+                                      fix="deprecated skills show as inactive in `skillshelf list --all`")
+            version = self._write_metadata(rec, {"status": None, "status-reason": None, "merged-into": None},
+                                           action="RESTORE", trigger="person", reason=reason or "restored")
+        self._after_write(lambda: self.lib.sync(embed=False))
+        return {"name": rec.name, "id": rec.id, "status": "active", "reason": reason, "version": version,
+                "message": f"{rec.name} is active again (v{version})"}
 
     def delete(self, name: str) -> dict:
         rec = self.lib.get(name)
