@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import skill as skillmod
+from .changes import SaveResult
 from .errors import ConflictError, NotFoundError, SkillshelfError, ValidationError
 from .files import MAX_SKILL_BYTES, append_line, locked, read_text_bounded, write_file
 from .guards import check_text, name_dir, now_iso
@@ -118,9 +119,7 @@ class ReviewQueue:
         self.ev = evolver
         self.drafts = drafts or FileDrafts(evolver.cfg.drafts, evolver.cfg.home)
 
-    def propose(self, args: dict[str, Any]):
-        from .evolve import SaveResult
-
+    def propose(self, args: dict[str, Any]) -> SaveResult:
         plan = self.ev.plan(args)           # validates now: a bad draft is refused at once
         with self.drafts.lock(plan.name):
             if self.drafts.record(plan.name) is not None:
@@ -156,7 +155,7 @@ class ReviewQueue:
         return {"name": name, "args": data["args"], "proposed_at": data.get("proposed_at"),
                 "text": self.drafts.text(name)}
 
-    def approve(self, name: str, *, reviewer: str = ""):
+    def approve(self, name: str, *, reviewer: str = "") -> SaveResult:
         with self.drafts.lock(name):
             data = self._load(name)
             args = dict(data["args"])
