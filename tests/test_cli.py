@@ -73,7 +73,7 @@ def test_user_errors_are_one_line_without_traceback(home, monkeypatch, capsys):
     code, _, e = cli(capsys, *g, "list", "--bogus")
     assert code == 2 and e.strip() == "error: No such option: --bogus — see `skillshelf list --help`"
     code, _, e = cli(capsys, *g, "list", "--limit", "0")
-    assert code == 1 and "limit 0 is out of range" in e
+    assert code == 2 and "0 is out of range" in e and "use 1 or more" in e
 
 
 def test_validate_reports_findings_and_exit_code(tmp_path):
@@ -228,7 +228,7 @@ def test_filters_that_match_nothing_by_mistake_are_errors(home, tmp_path, monkey
     code, _, e = cli(capsys, *g, "list", "--root", "colection")
     assert code == 1 and e.startswith("error: no root 'colection'") and f"collection ({coll.resolve()})" in e
     code, _, e = cli(capsys, *g, "list", "--type", "BOGUS")
-    assert code == 1 and "WORKFLOW" in e and "IMPLEMENTATION" in e
+    assert code == 2 and "WORKFLOW" in e and "IMPLEMENTATION" in e
     code, o, _ = cli(capsys, *g, "list", "--type", "workflow", "--json")
     assert code == 0 and len(json.loads(o)) == 6
     # the footer counts what the filter matched
@@ -272,7 +272,7 @@ def test_messages_speak_the_command_line(home, tmp_path, monkeypatch, capsys):
     g = ["--home", home]
     assert cli(capsys, *g, "init")[0] == 0
     code, _, e = cli(capsys, *g, "search", "cors", "--type", "NOPE")
-    assert code == 1 and "--type 'NOPE'" in e and "skill_type" not in e
+    assert code == 2 and "--type 'NOPE'" in e and "skill_type" not in e
     code, _, e = cli(capsys, *g, "search", "cors", "--repo-scope", "current")
     assert code == 1 and "--current-repo" in e and "current_repo" not in e and "repo_scope" not in e
     # help shows PATH, not a Python type

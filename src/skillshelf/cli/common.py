@@ -130,7 +130,7 @@ def _write_json_text(text: str) -> None:
 _C1 = re.compile("[\x7f-\x9f]")
 
 
-# --- arguments -----------------------------------------------------------------------------------
+# --- arguments: a malformed one is a usage error (exit 2) ------------------------------------
 
 def _usage_error(ctx: typer.Context, message: str) -> Exception:
     """A usage error (exit 2) of the click copy typer runs on, for arguments that parse one by
@@ -139,10 +139,35 @@ def _usage_error(ctx: typer.Context, message: str) -> Exception:
     return kind(message, ctx=ctx)
 
 
+def _bad_option(ctx: typer.Context, option: str, exc: SkillshelfError) -> Exception:
+    """The library refused an option's value as malformed (an unknown skill type): a usage
+    error naming the option, with the library's own message and fix."""
+    return typer.BadParameter(_cli_words(str(exc)), ctx=ctx, param_hint=f"'{option}'")
+
+
 def _positive(what: str):
     def check(value: int) -> int:
         if value is not None and value < 1:
             raise typer.BadParameter(f"{value}: {what} must be positive")
+        return value
+    return check
+
+
+def _in_range(low: int, high: int | None, what: str):
+    """A number option's check: an out-of-range value names the range (exit 2)."""
+    def check(value: Optional[int]) -> Optional[int]:
+        if value is not None and (value < low or (high is not None and value > high)):
+            use = f"use {low} to {high}" if high is not None else f"use {low} or more"
+            raise typer.BadParameter(f"{value} is out of range for {what}: {use}")
+        return value
+    return check
+
+
+def _choice(*choices: str):
+    """A word option's check: anything but one of ``choices`` is a usage error naming them."""
+    def check(value: Optional[str]) -> Optional[str]:
+        if value is not None and value not in choices:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}")
         return value
     return check
 
@@ -230,14 +255,37 @@ def _cli_words(message: str) -> str:
 
 def _usage_fix(exc: Any, argv: list[str]) -> str:
     """The way out of a usage error: by default the command's help. A global option after the
-    command: put it before."""
+    command: put it before. An unknown "option" that is a value starting with '-' (a skill
+    named "-21risk-automation"): put `--` before it, as click reads every word after `--` as
+    an argument."""
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "skillshelf"
     option = getattr(exc, "option_name", None) or ""
     if option in _GLOBAL_OPTIONS and where != "skillshelf":
         return (f"{option} is a global option: put it before the command (skillshelf {option} ... "
                 f"{where.split(' ', 1)[-1]} ...)")
+    word = _dashed_value(option, argv) if ctx is not None and _takes_arguments(ctx.command) else None
+    if word is not None:
+        return f"a name or value that starts with '-' goes after `--`: `{where} -- {word}`"
     return f"see `{where} --help`"
+
+
+def _takes_arguments(command: Any) -> bool:
+    return any(getattr(p, "param_type_name", "") == "argument" for p in getattr(command, "params", ()))
+
+
+def _dashed_value(option: str, argv: list[str]) -> str | None:
+    """The word of ``argv`` that click took for the unknown option ``option`` when it cannot be
+    an option: one dash and more than one letter ("-21risk-automation" is read as "-2" then
+    "1risk..."). None when the word looks like an option (a typo in "--limit", a lone "-x")."""
+    if not option.startswith("-") or option.startswith("--") or len(option) != 2:
+        return None
+    for word in argv:
+        if word == "--":
+            break
+        if word.startswith("-") and not word.startswith("--") and len(word) > 2 and option[1] in word[1:]:
+            return word
+    return None
 
 
 def _usage_errors() -> tuple[type[BaseException], ...]:

@@ -7,26 +7,43 @@ from typing import Optional
 
 import typer
 
-from .common import _clean, _json, _lib, _styled, _table, err, out
+from ..errors import ValidationError
+from .common import _bad_option, _choice, _clean, _in_range, _json, _lib, _styled, _table, err, out
 from .install import ClientName, Scope
 
 commands = typer.Typer()
 
+SEARCH_MAX = 100
+
+
+def _unknown_type(exc: ValidationError, skill_type: Optional[str]) -> bool:
+    """Whether the library refused the value of --type (its list of types is the standard
+    ones and those the library's files use)."""
+    return skill_type is not None and "type" in exc.message and repr(skill_type) in exc.message
+
+
 @commands.command("list")
 def list_(
+    ctx: typer.Context,
     root: Optional[str] = typer.Option(None, metavar="LABEL|PATH",
                                        help="only skills of this root (its label, or the path given to roots add)"),
     skill_type: Optional[str] = typer.Option(None, "--type", help="IMPLEMENTATION | WORKFLOW | TROUBLESHOOTING | ..."),
     tag: Optional[str] = typer.Option(None, help="only skills with this tag"),
     name: Optional[str] = typer.Option(None, help="name contains"),
     invalid: bool = typer.Option(False, "--invalid", help="only skills with spec errors"),
-    limit: Optional[int] = typer.Option(None, help="at most this many"),
+    limit: Optional[int] = typer.Option(None, callback=_in_range(1, None, "the number of skills listed"),
+                                        help="at most this many"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """List skills (every match with --json unless --limit is given)."""
     lib = _lib()
-    recs = lib.list(root=root, skill_type=skill_type, tag=tag, name_contains=name, invalid_only=invalid,
-                    limit=limit if limit is not None or json_out else 200)
+    try:
+        recs = lib.list(root=root, skill_type=skill_type, tag=tag, name_contains=name, invalid_only=invalid,
+                        limit=limit if limit is not None or json_out else 200)
+    except ValidationError as exc:
+        if _unknown_type(exc, skill_type):
+            raise _bad_option(ctx, "--type", exc) from None
+        raise
     if json_out:
         _json([r.as_dict(body=False) for r in recs])
         return
@@ -47,7 +64,7 @@ def list_(
 
 
 @commands.command()
-def show(name: str = typer.Argument(..., help="skill name, id or path"),
+def show(name: str = typer.Argument(..., help="skill name, id or path (one that starts with '-' goes after --)"),
          section: Optional[str] = typer.Option(None, help="only this section, e.g. 'Solution'"),
          json_out: bool = typer.Option(False, "--json")) -> None:
     """Show one skill: metadata, findings and body."""
@@ -92,10 +109,11 @@ def show(name: str = typer.Argument(..., help="skill name, id or path"),
 
 @commands.command()
 def search(
+    ctx: typer.Context,
     query: str = typer.Argument(..., help="what you are trying to do, in your own words"),
-    limit: int = typer.Option(10, "--limit", "-n"),
-    mode: str = typer.Option("find", help="find | brainstorm"),
-    repo_scope: str = typer.Option("all", help="all | current"),
+    limit: int = typer.Option(10, "--limit", "-n", callback=_in_range(1, SEARCH_MAX, "the number of hits")),
+    mode: str = typer.Option("find", callback=_choice("find", "brainstorm"), help="find | brainstorm"),
+    repo_scope: str = typer.Option("all", callback=_choice("all", "current"), help="all | current"),
     current_repo: Optional[str] = typer.Option(None, help="repo name for --repo-scope current"),
     tags: Optional[str] = typer.Option(None, help="comma-separated tags"),
     skill_type: Optional[str] = typer.Option(None, "--type"),
@@ -105,6 +123,7 @@ def search(
     judge: bool = typer.Option(False, "--judge", help="let the configured model judge rerank the hits, with why /"
                                                       " why not and a pick (README: \"Model judge\")"),
     judge_mode: Optional[str] = typer.Option(None, "--judge-mode", metavar="rerank|filter|both",
+                                             callback=_choice("rerank", "filter", "both"),
                                              help="what the judge does (implies --judge): rerank, filter (mark the"
                                                   " top hits likely / weak) or both"),
     json_out: bool = typer.Option(False, "--json"),
@@ -114,10 +133,15 @@ def search(
     kw = dict(limit=limit, mode=mode, repo_scope=repo_scope, current_repo=current_repo, tags=tags,
               skill_type=skill_type, include_inactive=include_inactive, include_expired=include_expired,
               log=not no_log, client="cli")
-    if judge or judge_mode:
-        res = lib.judged_search(query, judge=judge_mode or "rerank", **kw)
-    else:
-        res = lib.search(query, **kw)
+    try:
+        if judge or judge_mode:
+            res = lib.judged_search(query, judge=judge_mode or "rerank", **kw)
+        else:
+            res = lib.search(query, **kw)
+    except ValidationError as exc:
+        if _unknown_type(exc, skill_type):
+            raise _bad_option(ctx, "--type", exc) from None
+        raise
     if json_out:
         _json(res.as_dict())
         return
@@ -189,7 +213,8 @@ def validate(paths: list[Path] = typer.Argument(..., help="SKILL.md files or fol
 @commands.command()
 def pick(
     for_: Optional[Path] = typer.Option(None, "--for", metavar="PATH", help="the project folder (default: this one)"),
-    n: int = typer.Option(8, "-n", "--limit", min=1, max=50, help="how many skills at most (8 is the advice)"),
+    n: int = typer.Option(8, "-n", "--limit", callback=_in_range(1, 50, "the number of skills picked"),
+                          help="how many skills at most (8 is the advice)"),
     install: Optional[ClientName] = typer.Option(None, "--install", metavar="CLIENT",  # type: ignore[valid-type]
                                                  help="copy the picks into this client's skills folder"),
     scope: Scope = typer.Option(Scope.project, "--scope", help="with --install: project (the project's folder) "

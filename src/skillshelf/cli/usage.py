@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .common import _clean, _date, _json, _lib, _table, _usage_error, _write, _write_json_text, err, out
+from .common import _choice, _clean, _date, _json, _lib, _table, _usage_error, _write, _write_json_text, err, out
 
 commands = typer.Typer()
 
@@ -79,7 +79,7 @@ def _judge_line(js: dict) -> str:
 @commands.command()
 def report(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYYY-MM-DD",
                                               help="only usage from this day on"),
-           fmt: str = typer.Option("md", "--format", help="md | json")) -> None:
+           fmt: str = typer.Option("md", "--format", callback=_choice("md", "json"), help="md | json")) -> None:
     """A usage report: what worked, the rewrite list, the kill list, the gaps."""
     text = _lib().usage_report(since=since, fmt=fmt)
     _write_json_text(text) if fmt == "json" else _write(text)
