@@ -153,6 +153,18 @@ def test_a_version_number_a_person_raised_is_kept_as_written(tmp_path):
     assert history_texts(lib.config.home, "guide")[2] == text
 
 
+def test_a_version_number_raised_without_a_change_leaves_no_gap(tmp_path):
+    lib = make(tmp_path)
+    lib.save("ARCHIVE", name="guide", description="A guide", body=BODY)
+    path = Path(lib.get("guide").path)
+    path.write_text(path.read_text().replace("version: '1'", "version: '2'"))
+    lib.sync()
+    lib.deprecate("guide", "replaced")
+    assert lib.history("guide")["versions"] == [1, 2, 3]
+    lib.rollback("guide", 2)
+    assert lib.history("guide")["versions"] == [1, 2, 3, 4]
+
+
 def test_a_file_saved_again_unchanged_is_not_a_new_version(tmp_path):
     lib = make(tmp_path)
     lib.save("ARCHIVE", name="guide", description="A guide", body=BODY)

@@ -370,8 +370,11 @@ class Evolver:
         """A new version of the workspace skill ``rec`` (its lock held) with metadata keys
         set (None removes a key), kept in the history and logged. Returns its number."""
         self._capture(rec)
-        cur = skillmod.parse_strict(self._read(rec.path), folder_name=Path(rec.path).parent.name, path=rec.path)
+        text = self._read(rec.path)
+        cur = skillmod.parse_strict(text, folder_name=Path(rec.path).parent.name, path=rec.path)
         name = check_new_name(cur.name)
+        if cur.version not in self.history.versions(name):     # numbered by hand, same text as the latest
+            self._save_version(name, cur.version, text)
         meta = dict(cur.metadata)
         for key, value in changes.items():
             if value is None:
@@ -546,11 +549,14 @@ class Evolver:
             sname = check_new_name(rec.name)
             captured = self._capture(rec)       # an edit on disk is a version before it is replaced
             old = skillmod.parse_strict(self.history.read_version(sname, int(version)), folder_name=sname)
+            cur_text = self._read(rec.path)
             try:
-                cur_version = skillmod.parse_strict(self._read(rec.path), folder_name=Path(rec.path).parent.name,
+                cur_version = skillmod.parse_strict(cur_text, folder_name=Path(rec.path).parent.name,
                                                     path=rec.path).version
             except SkillshelfError:             # a file that no longer parses was kept as the latest
                 cur_version = captured or self.history.versions(sname)[-1]
+            if cur_version not in self.history.versions(sname):    # numbered by hand, same text as the latest
+                self._save_version(sname, cur_version, cur_text)
             new_version = self._next_version(sname, cur_version)
             sk = old.with_metadata(version=str(new_version), last_modified=today())
             self._save_version(sname, new_version, sk.render())
