@@ -46,10 +46,10 @@ def _docker_hit(lib, query, **kw):
 
 
 def test_an_english_request_is_shown_the_english_original(lib, monkeypatch):
-    from skillshelf import search
+    from skillshelf import hits
 
     # without the language rule, these English requests show a translation, or a mirror
-    monkeypatch.setattr(search, "SHOW_COPY", "off", raising=False)
+    monkeypatch.setattr(hits, "SHOW_COPY", "off")
     requests = {"docker compose": "/docs/tr/", "docker": "/docs/ja-JP/",
                 "set up docker compose for local development": "/.kiro/"}
     for q, shown in requests.items():
