@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from skillshelf import Library
-from skillshelf.errors import ValidationError
+from skillshelf.errors import NotFoundError, ValidationError
 from skillshelf.skill import parse
 
 from conftest import write_skill
@@ -184,6 +184,24 @@ def test_deprecate_keeps_a_hand_edit_first(tmp_path):
     assert [e["action"] for e in log] == ["ARCHIVE", "EDIT", "INACTIVE"]
     assert "Written by hand in an editor." in lib.evolver.version_text("guide", 2)
     assert "Written by hand in an editor." in Path(lib.get("guide").path).read_text()
+
+
+def test_history_still_reads_when_a_change_on_disk_cannot_be_kept(tmp_path):
+    import errno
+
+    from skillshelf.evolve import Evolver
+
+    lib = make(tmp_path)
+    lib.save("ARCHIVE", name="guide", description="A guide", body=BODY)
+    edit_by_hand(Path(lib.get("guide").path))
+
+    def read_only_lock(*keys):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    h = Evolver(lib, lock=read_only_lock).history_of("guide")
+    assert h["versions"] == [1] and "could not be kept" in h["note"] and "Read-only" in h["note"]
+    with pytest.raises(NotFoundError, match="has no version 2"):
+        Evolver(lib, lock=read_only_lock).diff("guide", 1, 2)
 
 
 # --- the CLI, as a person runs it ------------------------------------------------------------------
