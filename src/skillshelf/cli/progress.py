@@ -1,57 +1,116 @@
-"""A sync's progress on stderr, one line per phase on an interactive terminal."""
+"""A sync's progress on stderr: a live display on a terminal, plain lines anywhere else.
+
+The library reports two counts: files read into the lexical index (done of total) and
+texts embedded (done of total). A local model embeds the texts of changed skills while the
+files are read; what is left after the last file is the phase "embedding (finishing)".
+A count not known yet is not shown (no "0/?"); the rate and the time left appear once a
+phase has a count and some speed."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
+
+# a log, a pipe or CI gets a line per phase, and one more at most this often while it lasts
+PLAIN_EVERY = 10.0
 
 
 class SyncProgress:
-    """A sync's phases on stderr, one line each: finding the files, reading them into the
-    lexical index (files done of total, files/s, time left), and embedding (texts done of
-    total, texts/s, time left). The model embeds changed skills while they are read; what is
-    left after the last file shows as "embedding (finishing)" until the library reports
-    counts. Transient: the summary line replaces it. Only on an interactive terminal."""
+    """The callbacks a sync is given (``on_files``, ``on_texts``), shown on ``console``: live
+    and transient (the summary line replaces it) on an interactive terminal, else plain lines.
+    An unchanged sync prints nothing."""
 
     def __init__(self, console: Any, *, embedding: bool):
         self.embedding = embedding
-        self.prog = Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
-                             _RateColumn(), TimeElapsedColumn(), _LeftColumn(), console=console, transient=True,
-                             # where stderr is no terminal (a pipe, a log, CI) nothing is drawn, and Rich
-                             # would end the display with an empty line ahead of the summary
-                             disable=not console.is_interactive)
-        self.scan = self.prog.add_task("finding skill files", total=None)
-        self.read = self.prog.add_task("reading · lexical index", total=None, visible=False, unit="files")
-        self.embed = self.prog.add_task("embedding", total=None, visible=False, unit="texts")
-        self.counting = False
+        self.view: _Live | _Plain = _Live(console, embedding) if console.is_interactive else _Plain(console)
+        self.files = (0, 0)
+        self.texts_done = -1
+        self.reading = False       # files are being read
+        self.read = False          # the last file was read
+        self.lock = threading.Lock()   # a model may report from its own thread
 
     def __enter__(self) -> "SyncProgress":
-        self.prog.__enter__()
+        self.view.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.prog.__exit__(*exc)
+        self.view.stop()
 
     def on_files(self, done: int, total: int) -> None:
-        p = self.prog
-        if not p.tasks[self.read].visible:
-            p.update(self.scan, total=1, completed=1, visible=False)
-            p.update(self.read, visible=True)
-            p.reset(self.read, total=total, completed=done, visible=True)
-            if self.embedding and total:
-                p.update(self.embed, description="embedding (beside reading)", visible=True)
-        p.update(self.read, completed=done, total=total)
-        if total and done >= total and self.embedding and not self.counting:
-            p.update(self.embed, description="embedding (finishing)", visible=True)
+        with self.lock:
+            if not self.reading and not self.read:
+                self.reading = True
+                self.view.reading(total, self.embedding)
+            self.view.files(done, total)
+            if done >= total and not self.read:
+                self.reading, self.read = False, True
+                if total and self.embedding:
+                    self.view.finishing(self.texts_done >= 0)
 
     def on_texts(self, done: int, total: int) -> None:
+        with self.lock:
+            if done < self.texts_done:     # a count of its own (what was left to embed): a new phase
+                self.view.embedding(total, restart=True)
+            elif self.texts_done < 0:
+                self.view.embedding(total, restart=False, beside=self.reading)
+            self.texts_done = done
+            self.view.texts(done, total, final=not self.reading)
+
+
+# --- on a terminal ------------------------------------------------------------------------------
+
+class _Live:
+    def __init__(self, console: Any, embedding: bool):
+        self.prog = Progress(TextColumn("{task.description:<28}"), BarColumn(), _CountColumn(), _RateColumn(),
+                             TimeElapsedColumn(), _LeftColumn(), console=console, transient=True)
+        self.scan = self.prog.add_task("finding skill files", total=None)
+        self.read = self.prog.add_task("reading · lexical index", total=None, visible=False, unit="files")
+        self.embed = self.prog.add_task("embedding", total=None, visible=False, unit="texts", final=False)
+
+    def start(self) -> None:
+        self.prog.start()
+
+    def stop(self) -> None:
+        self.prog.stop()
+
+    def reading(self, total: int, embedding: bool) -> None:
         p = self.prog
-        if not self.counting:
-            self.counting = True
-            p.reset(self.embed, total=total, completed=0, visible=True, description="embedding")
-        p.update(self.embed, completed=done, total=total)
+        p.update(self.scan, total=1, completed=1, visible=False)
+        p.reset(self.read, total=total, completed=0, visible=True)
+
+    def files(self, done: int, total: int) -> None:
+        self.prog.update(self.read, completed=done, total=total)
+
+    def finishing(self, counted: bool) -> None:
+        p = self.prog
+        p.update(self.embed, description="embedding (finishing)", visible=True, final=True)
+        if not counted:   # the texts read last are still with the model: time, no count yet
+            p.reset(self.embed, total=None, completed=0, visible=True)
+
+    def embedding(self, total: int, *, restart: bool, beside: bool = False) -> None:
+        p = self.prog
+        if restart:
+            p.reset(self.embed, total=total, completed=0, visible=True, description="embedding", final=True)
+        else:
+            desc = "embedding (beside reading)" if beside else p.tasks[self.embed].description
+            p.reset(self.embed, total=total, completed=0, visible=True, description=desc)
+
+    def texts(self, done: int, total: int, *, final: bool) -> None:
+        self.prog.update(self.embed, completed=done, total=total, final=final)
+
+
+class _CountColumn(ProgressColumn):
+    """done/total, once there is a total (an unknown count is not "0/?")."""
+
+    def render(self, task: Any) -> Text:
+        if task.total is None:
+            return Text("")
+        total = f"{int(task.total):,}"
+        return Text(f"{int(task.completed):>{len(total)},}/{total}", style="progress.download")
 
 
 class _RateColumn(ProgressColumn):
@@ -65,10 +124,76 @@ class _RateColumn(ProgressColumn):
 
 
 class _LeftColumn(ProgressColumn):
-    """Time left, once a counted task has a speed."""
+    """Time left, once a counted task has a speed and its total is final (the texts to embed
+    grow while files are still being read)."""
 
     def render(self, task: Any) -> Text:
-        if task.total is None or task.finished or task.time_remaining is None:
+        if task.total is None or task.finished or task.time_remaining is None or task.fields.get("final") is False:
             return Text("")
-        left = int(task.time_remaining)
-        return Text(f"~{left // 60}:{left % 60:02d} left")
+        return Text(f"~{_clock(task.time_remaining)} left")
+
+
+def _clock(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 60}:{s % 60:02d}"
+
+
+# --- a pipe, a log, CI ------------------------------------------------------------------------------
+
+class _Plain:
+    """A line when a phase starts, and its count, rate and time left every ``PLAIN_EVERY``
+    seconds while it lasts."""
+
+    def __init__(self, console: Any):
+        self.console = console
+        self.phase = ""
+        self.unit = ""
+        self.started = self.last = 0.0
+        self.base = -1
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def _begin(self, phase: str, unit: str, line: str) -> None:
+        self.phase, self.unit = phase, unit
+        self.started = self.last = time.monotonic()
+        self.base = -1             # the rate counts from the phase's first count
+        self.console.print(line)
+
+    def reading(self, total: int, embedding: bool) -> None:
+        if total:
+            beside = " (the model embeds them meanwhile)" if embedding else ""
+            self._begin("reading", "files", f"reading {total:,} files · lexical index{beside}")
+
+    def files(self, done: int, total: int) -> None:
+        if self.phase == "reading":
+            self._tick(done, total, final=True)
+
+    def finishing(self, counted: bool) -> None:
+        self._begin("embedding (finishing)", "texts", "embedding (finishing): the texts of the files read last")
+
+    def embedding(self, total: int, *, restart: bool, beside: bool = False) -> None:
+        if not beside and total and (restart or self.phase != "embedding (finishing)"):
+            self._begin("embedding", "texts", f"embedding {total:,} texts")
+
+    def texts(self, done: int, total: int, *, final: bool) -> None:
+        if self.phase.startswith("embedding"):
+            self._tick(done, total, final=final)
+
+    def _tick(self, done: int, total: int, *, final: bool) -> None:
+        now = time.monotonic()
+        if self.base < 0:
+            self.base, self.started = done, now
+        if now - self.last < PLAIN_EVERY or done >= total:
+            return
+        self.last = now
+        line = f"{self.phase}: {done:,}/{total:,} {self.unit}"
+        rate = (done - self.base) / (now - self.started) if now > self.started else 0.0
+        if rate > 0:
+            line += f" · {rate:,.0f} {self.unit}/s"
+            if final:
+                line += f" · ~{_clock((total - done) / rate)} left"
+        self.console.print(line)
