@@ -304,7 +304,7 @@ def test_brainstorm_is_never_reranked(tmp_path, chat):
 
 def judge_service(lib: Library) -> judgemod.Judge:
     """The library's judge service."""
-    return lib._judge_service()
+    return lib._judge
 
 
 def raw_text(lib: Library, monkeypatch) -> None:

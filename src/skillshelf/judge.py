@@ -49,7 +49,7 @@ from .search import Hit, SearchResult
 from .store import now
 from .store.judge import JudgeLog
 
-__all__ = ["JUDGE_MODES", "Judge", "JudgeMixin", "JudgedResult", "Verdict", "ChatBackend", "CrossEncoderBackend",
+__all__ = ["JUDGE_MODES", "Judge", "JudgedResult", "Verdict", "ChatBackend", "CrossEncoderBackend",
            "JudgeFailure", "JudgeTimeout", "clean_text", "build_rerank_prompt", "build_filter_prompt",
            "parse_answer", "validate_ranking", "validate_verdicts", "rerank", "soft_filter", "judge_result",
            "make_backend"]
@@ -350,48 +350,3 @@ class Judge:
         if up:
             return Check("judge", "ok", f"{what}: {detail}")
         return Check("judge", "warn", f"{what}: {detail}; judged searches will return the plain order, flagged")
-
-
-class JudgeMixin:
-    """Until the library holds a ``Judge`` of its own: its judge methods, each delegating to
-    one built on first use over the library's configuration, store and search."""
-
-    def _judge_service(self) -> Judge:
-        svc = self.__dict__.get("_judge")
-        if svc is None:
-            from .store.skill_refs import SkillRefs
-
-            # late-bound: the library's configuration and search methods may be replaced
-            svc = Judge(config=lambda: self.config.judge, log=JudgeLog(self.store),
-                        search=lambda query, nowait, **kw: (self.search_nowait if nowait else self.search)(query,
-                                                                                                            **kw),
-                        descriptions=SkillRefs(self.store).descriptions)
-            svc = self.__dict__.setdefault("_judge", svc)
-        return svc
-
-    def judge_configured(self) -> bool:
-        """True when a judge backend is set (``judge.backend`` is not ``none``)."""
-        return self._judge_service().configured()
-
-    def _judge_backend(self):
-        return self._judge_service().backend()
-
-    def judged_search(self, query: str, *, judge: str | bool = "rerank", nowait: bool = False,
-                      **search_kwargs: Any) -> SearchResult:
-        """``search`` (or ``search_nowait`` with ``nowait``, for servers), then the judge on
-        its hits: ``judge`` is rerank | filter | both (True means rerank). The result is a
-        ``JudgedResult``; a judge that times out or fails leaves the plain order, flagged.
-        ``ConfigError`` when no judge is configured."""
-        return self._judge_service().judged_search(query, judge=judge, nowait=nowait, **search_kwargs)
-
-    def judge_hits(self, res: SearchResult, judge: str = "rerank", *, log: bool = False) -> JudgedResult:
-        """Judge an existing result (benches; the MCP and CLI go through ``judged_search``)."""
-        return self._judge_service().judge_hits(res, judge, log=log)
-
-    def judge_stats(self, *, since: str | None = None) -> dict[str, Any]:
-        """A summary of the judge log (``Judge.stats``)."""
-        return self._judge_service().stats(since=since)
-
-    def judge_check(self) -> Check:
-        """The doctor's check of the judge (``Judge.check``)."""
-        return self._judge_service().check()

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,51 +18,27 @@ from . import usage as usagemod
 from .catalog import PAGE_MAX, SORTS, Catalog
 from .comparisons import DIFF_CONTEXT, Comparisons
 from .config import Config, load as load_config
-from .errors import (EmbedderError, NotFoundError, SkillshelfError, StoreError, ValidationError,
+from .errors import (EmbedderError, NotFoundError, SkillshelfError, ValidationError,
                      cannot_write_error, write_failure)
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
-from .judge import JudgeMixin
-from .learning import LearningMixin
+from .indexing import RESCAN, Indexer, LazyEmbedder
+from .judge import Judge
+from .learning import Learning
+from .usage import Usage
 from .search import Searcher, SearchResult
 from .sources import Root, current_repo as detect_current_repo, make_roots
-from .store import Store
-from .store.catalog import CatalogReads, UsageReads
+from .store import Store, open_shared
+from .store.skill_refs import SkillRefs
+from .store.catalog import CatalogReads
 from .store.records import SkillRows
-from .records import Clash, FileList, Listing, Records, SkillRecord  # noqa: F401  (re-exported: the facade's values)
+from .checks import Check, Clash, DoctorReport
+from .records import FileList, Listing, Records, SkillRecord  # noqa: F401  (re-exported: the facade's values)
 
 SAMPLES = ("cors-fix-nextjs-api", "docker-multi-stage-build", "git-conventional-commits")
 # A stat scan of every SKILL.md costs ~0.7 s at 5.3k skills (BENCHMARKS.md: unchanged resync),
 # too much to pay before each query. One-shot commands scan before their first query; a
 # long-running process (the MCP server) calls ``watch()`` and scans in a background thread.
 AUTO_SYNC_INTERVAL = 2.0
-
-
-@dataclass
-class Check:
-    name: str
-    status: str      # ok | warn | fail
-    detail: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class DoctorReport:
-    checks: list[Check]
-    roots: list[dict]
-    invalid_files: list[dict]
-    clashes: list[Clash]
-    embedder: dict
-
-    @property
-    def ok(self) -> bool:
-        return all(c.status != "fail" for c in self.checks)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "checks": [c.as_dict() for c in self.checks], "roots": self.roots,
-                "invalid_files": self.invalid_files, "clashes": [c.as_dict() for c in self.clashes],
-                "embedder": self.embedder}
 
 
 if TYPE_CHECKING:   # pragma: no cover
@@ -85,7 +57,7 @@ def explain(exc: BaseException, *, db_path: Path | None = None, home: object = "
     return cannot_write_error(exc, home)
 
 
-class Library(JudgeMixin, LearningMixin):
+class Library:
     """A skill library: a home (workspace + database) plus read-only roots.
 
     ``Library(home=PATH, roots=[PATH, ...])`` opens it; ``sync()`` brings the index up to
@@ -115,27 +87,36 @@ class Library(JudgeMixin, LearningMixin):
             raise ConfigError(f"cannot create the library's home {self.config.home}: {exc.strerror or exc}",
                               fix="pass --home (or SKILLSHELF_HOME) with a folder you can write to") from None
         self.store = Store(self.config.db_path)
+        shared = open_shared(self.config, self.store)
+        self._overlays = shared.overlays
+        refs = SkillRefs(self.store)
         self._records = Records(SkillRows(self.store), roots=lambda: self.roots,
-                                overlay_of=lambda sid: overlaymod.get(self.store.db, sid),
+                                overlay_of=lambda sid: overlaymod.get(self._overlays, sid),
                                 before_read=lambda: self._maybe_sync(), canonical=self.config.canonical_prefixes)
-        self._catalog = Catalog(CatalogReads(self.store), UsageReads(self.store), resolve=self.get, search=self.search,
+        self._learning = Learning(shared.learning, query=shared.usage.query, embedder=lambda: self.model.state(),
+                                  resolve=self.get, names=refs.names)
+        self._usage = Usage(shared.usage, skills=refs.all, learned=self._learning.changes)
+        # late-bound: tests and servers may replace the configuration and the search methods
+        self._judge = Judge(config=lambda: self.config.judge, log=shared.judge,
+                            search=lambda q, nowait, **kw: (self.search_nowait if nowait else self.search)(q, **kw),
+                            descriptions=refs.descriptions)
+        self._catalog = Catalog(CatalogReads(self.store), shared.usage_reads, resolve=self.get, search=self.search,
                                 stats=self.stats, root_label=self._root_label, rows_by_name=self._rows_by_name,
-                                per_skill_usage=lambda sid, name: usagemod.per_skill_usage(self.store, sid, name),
+                                per_skill_usage=self._usage.skill_usage,
                                 list_drafts=lambda: self.review.list(), roots=lambda: self.roots)
         self._compare = Comparisons(resolve=self.get, diff=self.diff, evolver=lambda: self.evolver, review=lambda: self.review)
         self.client = client
-        self._embedder = embedder
-        self._embedder_error: str | None = None
-        self._embedder_lock = threading.Lock()
-        self._last_check = 0.0
-        self._watching = False
-        self._sync_lock = threading.RLock()   # re-entered by _maybe_sync around sync()
-        self.searcher = Searcher(self.store, self.config.search, embedder_provider=self._embedder_state,
+        self.model = LazyEmbedder(lambda: self.config, embedder)
+        self.searcher = Searcher(self.store, self.config.search, embedder_provider=self.model.state,
                                  canonical=self.config.canonical_prefixes)
+        self.indexer = Indexer(self.store, self.searcher, self.model, config=lambda: self.config,
+                               roots=lambda: self.roots)
 
     # --- lifecycle ------------------------------------------------------------------
     def close(self) -> None:
-        self._watching = False
+        """Stop the background indexing and the watches (waiting a bounded time for a sync in
+        progress to stop), then close this thread's database connection."""
+        self.indexer.close()
         self.store.close()
 
     def __enter__(self) -> "Library":
@@ -191,313 +172,60 @@ class Library(JudgeMixin, LearningMixin):
             raise
         return lib, moved
 
-    # --- embedder -------------------------------------------------------------------
+    # --- indexing (``indexing.Indexer``: sync, watch, background indexing) ------------
     def _embedder_state(self):
         """(embedder or None, reason when degraded). Loads the backend on first use."""
-        with self._embedder_lock:
-            if self._embedder is not None:
-                return self._embedder, None
-            if self._embedder_error is not None:
-                return None, self._embedder_error
-            name = self.config.embedder
-            if name == "none":
-                self._embedder_error = "embedder is 'none': lexical-only search"
-                return None, self._embedder_error
-            from .embeddings import create
-
-            try:
-                emb = create(name, model=self.config.embedder_model, url=self.config.embedder_url,
-                             api_key=self.config.embedder_api_key, model_path=self.config.embedder_path,
-                             precision=self.config.embedder_precision)
-                emb.load()
-            except EmbedderError as exc:
-                self._embedder_error = f"embedder {name!r} unavailable ({exc}): lexical-only search"
-                print(f"skillshelf: {self._embedder_error}", file=sys.stderr)
-                return None, self._embedder_error
-            self._embedder = emb
-            return emb, None
+        return self.model.state()
 
     def warm(self, *, sync: bool = True) -> None:
-        """Load the embedding model and the search state now, so that the first query is
-        fast (long-running servers). With ``sync`` (an empty index), the files are synced
-        first by ``sync()``, whose model embeds beside the lexical indexing; otherwise the
-        model loads beside the search state (two cores)."""
-        if sync:
-            self.sync()
-        else:
-            loader = threading.Thread(target=self._embedder_state, name="skillshelf-model", daemon=True)
-            loader.start()
-            self.searcher.warm()
-            loader.join()
-        emb, _ = self._embedder_state()
-        self.searcher.warm(emb)
+        """Load the embedding model and the search state now (see ``Indexer.warm``)."""
+        self.indexer.warm(sync=sync)
 
     def embedder_status(self) -> dict[str, Any]:
-        emb, reason = self._embedder_state()
-        total = self.store.db.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
+        emb, reason = self.model.state()
+        total = self.store.db.execute("SELECT COUNT(*) FROM skills").fetchone()[0]  # store: pending
         if emb is None:
             return {"name": self.config.embedder, "ok": False, "degraded": reason, "skills": total, "vectors": 0}
         counts = dict(self.store.db.execute("""SELECT v.part, COUNT(*) FROM skill_vectors v JOIN embeddings e
-            ON e.text_hash=v.text_hash AND e.model_id=? GROUP BY v.part""", (emb.model_id,)).fetchall())
+            ON e.text_hash=v.text_hash AND e.model_id=? GROUP BY v.part""", (emb.model_id,)).fetchall())  # store: pending
         return {"name": self.config.embedder, "ok": True, "model_id": emb.model_id, "dimensions": emb.dimensions,
                 "degraded": None, "skills": total, "vectors": counts.get(0, 0), "body_vectors": counts.get(1, 0),
                 "body_vector_tokens": self.config.search.body_vector_tokens}
 
-    # --- sync -----------------------------------------------------------------------
     def sync(self, *, progress=None, embed: bool = True, embed_progress=None) -> indexmod.SyncReport:
-        with self._sync_lock:
-            t0 = time.perf_counter()
-            # A local model embeds the changed skills while the lexical index is being built.
-            emb = self._embedder_state()[0] if embed else None
-            pre = indexmod.Prefetch(self.store, emb, self.config.search.body_vector_tokens) \
-                if emb is not None and emb.local else None
-            try:
-                report = indexmod.sync(self.store, self.roots, progress=progress,
-                                       on_skill=pre.add if pre else None, exclude=(self.config.home,))
-            finally:
-                ready = pre.finish() if pre else None
-            self._clean_temp_files(report)
-            if embed:
-                self._embed_pending(report, embed_progress, ready)
-            self._last_check = time.monotonic()
-            report.seconds = time.perf_counter() - t0    # the whole sync, embedding included
-            return report
-
-    TEMP_AGE = 600.0
-
-    def _clean_temp_files(self, report: indexmod.SyncReport) -> None:
-        """Remove ``.tmp-*`` files an interrupted write (kill -9, power loss) left in the
-        library's own folders; only old ones, never a write in progress."""
-        now = time.time()
-        if now - getattr(self, "_temp_cleaned", 0.0) < self.TEMP_AGE:
-            return
-        self._temp_cleaned = now
-        for base in (self.config.workspace, self.config.home / "history", self.config.drafts):
-            if not base.is_dir():
-                continue
-            for dirpath, _dirs, files in os.walk(base):
-                for f in files:
-                    if not f.startswith(".tmp-"):
-                        continue
-                    p = Path(dirpath) / f
-                    try:
-                        if now - p.lstat().st_mtime > self.TEMP_AGE:
-                            p.unlink()
-                            report.notes.append(f"removed {p}, left by an interrupted write")
-                    except OSError:
-                        continue
-
-    def _embed_pending(self, report: indexmod.SyncReport, progress=None, ready=None) -> None:
-        emb, _ = self._embedder_state()
-        if emb is None:
-            return
-        try:
-            report.embedded = indexmod.embed_pending(self.store, emb, progress=progress, ready=ready,
-                                                       body_tokens=self.config.search.body_vector_tokens)
-        except EmbedderError as exc:
-            # a backend that fails here would fail every query: go lexical-only, loudly
-            report.notes.append(f"embedding failed: {exc}")
-            with self._embedder_lock:
-                self._embedder = None
-                self._embedder_error = f"embedder failed: {exc}: lexical-only search"
+        return self.indexer.sync(progress=progress, embed=embed, embed_progress=embed_progress)
 
     def _maybe_sync(self, *, embed: bool = False) -> None:
-        """Pick up editor changes: a stat scan at most every AUTO_SYNC_INTERVAL seconds
-        (never on the query path when a watcher thread does it). The model is loaded to
-        embed only what changed, or with ``embed`` (a search, which needs it anyway) to
-        fill any missing vector: listing or reading skills never loads it for nothing."""
-        if not self.config.auto_sync or self._watching or self.store.read_only:
-            return   # (a database open read-only cannot take what a scan finds: doctor says so)
-        if time.monotonic() - self._last_check < AUTO_SYNC_INTERVAL:
-            return
-        with self._sync_lock:
-            try:
-                report = self.sync(embed=embed)
-            except (OSError, sqlite3.OperationalError, StoreError) as exc:
-                if isinstance(exc, StoreError) and "damaged" in exc.message:
-                    raise
-                # a full disk or a read-only database must not stop reads: serve the index as
-                # it is and say so once
-                self._last_check = time.monotonic()
-                if not getattr(self, "_sync_warned", False):
-                    self._sync_warned = True
-                    print(f"skillshelf: could not update the index ({exc}); serving it as it is",
-                          file=sys.stderr)
-                return
-            if not embed and report.changed:
-                self._embed_pending(report)
+        self.indexer.maybe_sync(embed=embed)
 
-    def watch(self, interval: float = 3.0, *, now: bool = False) -> None:
-        """Rescan the roots every ``interval`` seconds in a daemon thread (``now``: the first
-        scan at once)."""
-        if self._watching or not self.config.auto_sync:
-            return
-        self._watching = True
-        threading.Thread(target=self._watch_loop, args=(interval, 0.0 if now else interval),
-                         name="skillshelf-watch", daemon=True).start()
+    def watch(self, interval: float = RESCAN, *, now: bool = False) -> None:
+        self.indexer.watch(interval, now=now)
 
-    def _watch_loop(self, interval: float, wait: float) -> None:
-        while self._watching:
-            time.sleep(wait)
-            wait = interval
-            self._background_sync()
-
-    # --- background indexing (long-running servers) -----------------------------------
-    # A server opens the library (the Store and the searcher: fast) and answers at once;
-    # ``start_indexing`` brings the index up to date in a daemon thread. Queries meanwhile
-    # answer from what the index has committed, and ``indexing_note()`` says how far it is.
-    _indexer: threading.Thread | None = None
-    _progress: dict[str, Any] | None = None
-    WRITE_WAIT = 2.0   # seconds a server request waits for the database writer
-
-    def start_indexing(self, interval: float = 3.0) -> None:
-        """Index in a daemon thread, then keep the index up to date (``watch``) when
-        ``auto_sync`` is on. Returns at once. An empty index is synced first (the model
-        embeds beside it); otherwise the model and search state load first and the files are
-        rescanned right after (changes made while the server was down show up soon)."""
-        if self._indexer is not None:
-            return
-        fresh = self.count() == 0
-        self._progress = {"first": fresh, "state": "indexing" if fresh else "ready",
-                          "phase": "scanning" if fresh else None, "done": 0, "total": 0, "error": None}
-        watch = self.config.auto_sync and not self._watching
-        if watch:
-            self._watching = True   # from now on no query syncs on the request path
-
-        def run() -> None:
-            if fresh:
-                self._background_sync()
-            else:
-                try:
-                    self.warm(sync=False)
-                except Exception as exc:  # reported; the watcher and the queries go on
-                    print(f"skillshelf: loading the search state failed: {exc}", file=sys.stderr)
-            if watch:
-                self._watch_loop(interval, interval if fresh else 0.0)
-
-        self._indexer = threading.Thread(target=run, name="skillshelf-index", daemon=True)
-        self._indexer.start()
-
-    def _background_sync(self) -> None:
-        """One sync off the request path, its progress kept for ``indexing_status``; the
-        search state is reloaded here after a change, not in the next query (at 100k skills
-        that is seconds an agent would otherwise wait for)."""
-        p = self._progress
-        if p is None:
-            p = self._progress = {"first": False, "state": "ready", "phase": None, "done": 0, "total": 0,
-                                  "error": None}
-
-        def reading(done: int, total: int) -> None:
-            p.update(phase="indexing", done=done, total=total)
-
-        def embedding(done: int, total: int) -> None:
-            p.update(phase="embedding", done=done, total=total)
-
-        p.update(phase="scanning", done=0, total=0)
-        try:
-            rep = self.sync(progress=reading, embed_progress=embedding)
-            if rep.changed or rep.embedded or p["first"]:
-                self.searcher.warm(self._embedder_state()[0])
-            p.update(state="ready", error=None)
-        except Exception as exc:  # a failed scan must not end the watcher; it is reported
-            p.update(state="failed", error=" ".join(str(exc).split())[:300])
-            print(f"skillshelf: background sync failed: {exc}", file=sys.stderr)
-        finally:
-            p.update(phase=None, done=0, total=0, first=False)
+    def start_indexing(self, interval: float = RESCAN) -> None:
+        self.indexer.start(interval)
 
     def indexing_status(self) -> dict[str, Any]:
-        """``state``: ready | indexing (the first index of an empty library) | failed (the last
-        background sync; ``error`` says why); ``phase``: None | scanning | indexing (files,
-        ``done`` of ``total``) | embedding (texts, ``done`` of ``total``)."""
-        p = dict(self._progress or {"state": "ready", "phase": None, "done": 0, "total": 0, "error": None})
-        p.pop("first", None)
-        return p
+        return self.indexer.status()
 
     def indexing_note(self) -> str | None:
-        """What a query answered now is missing, in words (None: nothing)."""
-        p = self.indexing_status()
-        phase, done, total = p["phase"], p["done"], p["total"]
-        if phase == "scanning" and p["state"] == "indexing":
-            return "indexing has just started (finding the skill files); results are partial"
-        if phase == "indexing" and total and done < total:
-            return (f"indexing {done:,} of {total:,} skills ({self.count():,} searchable so far); "
-                    "results are partial and lexical-only until vectors exist")
-        if phase == "indexing" and total:
-            return f"indexed {total:,} skills, computing their vectors: results are lexical-only until then"
-        if phase == "embedding" and total:
-            return f"embedding {done:,} of {total:,} texts; results are lexical-only until it finishes"
-        if p["state"] == "failed":
-            return f"the last indexing failed ({p['error']}); results may be stale: run `skillshelf sync` to see why"
-        return None
+        return self.indexer.note()
 
-    def _acquire(self, lock, wait: float | None) -> bool:
-        """Take ``lock`` for a request: wait up to ``wait`` seconds (default ``WRITE_WAIT``),
-        and longer only while no indexing is under way (a routine rescan ends soon)."""
-        deadline = time.monotonic() + (self.WRITE_WAIT if wait is None else wait)
-        while not lock.acquire(timeout=0.2):
-            if time.monotonic() >= deadline and self.indexing_note() is not None:
-                return False
-        return True
+    def root_events(self) -> list[dict]:
+        return self.indexer.root_events()
 
-    def _busy(self, what: str, doing: str):
-        from .errors import ConflictError
+    def writer(self, wait: float | None = None, *, what: str = "this write"):
+        return self.indexer.writer(wait, what=what)
 
-        note = self.indexing_note()
-        return ConflictError(f"{what} has to wait: {doing}" + (f" ({note})" if note else ""),
-                             fix="try again in a minute")
-
-    def _take_writer(self, wait: float | None):
-        """Take this process's database writer for a request: its release function (a no-op
-        where none is needed), or None while an indexing keeps it busy."""
-        lock = getattr(self.store, "_write_lock", None)
-        # Only where the request cannot start a sync itself (which would take the sync lock
-        # while holding the writer: the order a background sync takes them the other way).
-        if lock is None or not (self._watching or not self.config.auto_sync):
-            return lambda: None
-        return lock.release if self._acquire(lock, wait) else None
-
-    @contextlib.contextmanager
-    def writer(self, wait: float | None = None, *, what: str = "this write") -> Iterator[None]:
-        """Hold the database writer for a request's writes. While an indexing keeps it busy
-        for more than ``wait`` seconds (default ``WRITE_WAIT``), raise ``ConflictError`` with
-        its progress instead of waiting behind it. Re-entrant: the writes inside take it again."""
-        release = self._take_writer(wait)
-        if release is None:
-            raise self._busy(what, "the index is being written")
-        try:
-            yield
-        finally:
-            release()
-
-    @contextlib.contextmanager
-    def exclusive(self, wait: float | None = None, *, what: str = "this change") -> Iterator[None]:
-        """Hold the sync lock for a request that syncs after writing (saves, reindex): taken
-        before the writer, in the order a sync takes them. ``ConflictError`` while an indexing
-        keeps it busy for more than ``wait`` seconds."""
-        if not self._acquire(self._sync_lock, wait):
-            raise self._busy(what, "the library is being indexed")
-        try:
-            yield
-        finally:
-            self._sync_lock.release()
+    def exclusive(self, wait: float | None = None, *, what: str = "this change"):
+        return self.indexer.exclusive(wait, what=what)
 
     def search_nowait(self, query: str, **kw: Any) -> SearchResult:
         """``search`` for a long-running server: while the writer is busy with an index
         transaction for more than ``WRITE_WAIT`` seconds, the query is answered without being
         logged (no ``query_id``), and ``degraded`` says how far a background indexing is."""
-        release = self._take_writer(None)
-        try:
-            res = self.search(query, log=release is not None, **kw)
-        finally:
-            if release is not None:
-                release()
-        note = self.indexing_note()
-        if note:
-            # while indexing, advice to run a sync ("no vectors yet", "no skills indexed yet") is
-            # the note's business, not a fix to apply
-            other = res.degraded if res.degraded and "skillshelf sync" not in res.degraded else None
-            res.degraded = note + (f"; {other}" if other else "")
-        return res
+        with self.indexer.logging_writer() as logged:
+            res = self.search(query, log=logged and kw.pop("log", True), **kw)
+        return self.indexer.annotate(res)
 
     # --- reading --------------------------------------------------------------------
     def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
@@ -511,8 +239,8 @@ class Library(JudgeMixin, LearningMixin):
             current_repo = detect_current_repo()
         # The anti-repeat policy spreads different requests over the collection; a repeat of
         # this same request is left out of it, so asking again gives the same answer.
-        recent = usagemod.recent_counts(self.store, self.config.search.recency_window, exclude_request=query)
-        worked = (lambda ids: usagemod.worked_latest(self.store, ids)) if recent else None
+        recent = self._usage.recent_counts(self.config.search.recency_window, exclude_request=query)
+        worked = self._usage.worked_latest if recent else None
         result = self.searcher.search(query, limit=limit, mode=mode, repo_scope=repo_scope,
                                       current_repo=current_repo, tags=tags, skill_type=skill_type,
                                       include_inactive=include_inactive, include_expired=include_expired,
@@ -521,12 +249,12 @@ class Library(JudgeMixin, LearningMixin):
             filters = {k: v for k, v in dict(repo_scope=repo_scope, current_repo=current_repo, tags=tags,
                                                 skill_type=skill_type).items() if v and v != "all"}
             try:
-                result.query_id = usagemod.log_query(
-                    self.store, text=query, mode=mode, filters=filters, client=client or self.client,
+                result.query_id = self._usage.log_query(
+                    text=query, mode=mode, filters=filters, client=client or self.client,
                     confident=result.confident, degraded=result.degraded is not None, hits=result.hits,
                     latency_ms=result.latency_ms, hash_text=self.config.hash_queries)
                 # kept in memory so a report on this request is learned without embedding it again
-                self._remember_vector(result.query_id, result.request_vector)
+                self._learning.remember_vector(result.query_id, result.request_vector)
             except Exception as exc:
                 # A read must keep working when the log cannot be written (disk full, read-only
                 # database or file system): the hits are returned and `degraded` says what is
@@ -637,7 +365,7 @@ class Library(JudgeMixin, LearningMixin):
         for m in self.missing_roots:
             roots.append({"label": "-", "path": str(m.path), "kind": "missing", "writable": False,
                           "exists": False, "skill_files": 0})
-        indexed = {row[0] for row in self.store.db.execute("SELECT id FROM skills")}
+        indexed = self._records.rows.ids()
         invalid = self.invalid_files()
         on_disk = {f.id for f in found}
         invalid_paths = {i["path"] for i in invalid}
@@ -690,31 +418,29 @@ class Library(JudgeMixin, LearningMixin):
             except (TypeError, ValueError):
                 raise ValidationError(f"query id {query_id!r} is not a number",
                                       fix="pass the query id a search returned, or leave it empty") from None
-            # past SQLite's integers no query can have the id (and the lookup itself would overflow)
-            if not 1 <= qid < 2**63 or not self.store.db.execute("SELECT 1 FROM queries WHERE id=?",
-                                                                 (qid,)).fetchone():
+            if self._usage.query(qid) is None:    # (ids past the store's integers included)
                 raise NotFoundError(f"no query with id {qid}", fix="pass the query id a search returned, or none")
-        oid = usagemod.log_outcome(self.store, skill_id=rec.id, name=rec.name, worked=worked, note=note,
+        oid = self._usage.log_outcome(skill_id=rec.id, name=rec.name, worked=worked, note=note,
                                    query_id=qid, client=client or self.client)
         # Kept for ranking (learning.py) when it names the request it answers: later requests
         # that mean the same thing see it. Learning is a derived copy; a failure to write it
         # leaves the logged outcome in place.
         try:
-            learned = self._learn_outcome(oid, rec.id, rec.name, worked, qid, client or self.client)
+            learned = self._learning.learn_outcome(oid, rec.id, rec.name, worked, qid, client or self.client)
         except EmbedderError:
             learned = False         # the model failed to place the request: logged, not learned
         except Exception as exc:
             if write_failure(exc) is None:
                 raise
             learned = False
-        u = usagemod.per_skill_usage(self.store, rec.id, rec.name)
+        u = self._usage.skill_usage(rec.id, rec.name)
         return {"outcome_id": oid, "skill": rec.name, "id": rec.id, "worked": worked,
                 "reports": u.reports, "success_rate": None if u.success_rate is None else round(u.success_rate, 3),
                 "learned": learned}
 
     def stats(self, *, since: str | None = None) -> usagemod.Stats:
-        return usagemod.compute_stats(self.store, since=since, min_uses=self.config.low_success_min_uses,
-                                      low_rate=self.config.low_success_rate)
+        return self._usage.stats(since=since, min_uses=self.config.low_success_min_uses,
+                                 low_rate=self.config.low_success_rate)
 
     def usage_report(self, *, since: str | None = None, fmt: str = "md") -> str:
         if fmt not in ("md", "json"):
@@ -723,7 +449,7 @@ class Library(JudgeMixin, LearningMixin):
 
     def prune_usage(self, before: str) -> int:
         try:
-            return usagemod.prune(self.store, before)
+            return self._usage.prune(before)
         except ValueError:
             raise ValidationError(f"{before!r} is not a date", fix="use YYYY-MM-DD") from None
 
@@ -921,3 +647,38 @@ class Library(JudgeMixin, LearningMixin):
 
         rec = self.get(name_or_id)
         return rec, skill_files(rec.folder, Path(rec.path).name)
+
+    # --- learning and the model judge ---------------------------------------------------
+    def learned(self, name_or_id: str) -> dict[str, Any]:
+        """What ranking learned about a skill from outcomes (``skillshelf show``)."""
+        return self._learning.learned(name_or_id)
+
+    def forget_learning(self, *, skill: str | None = None, client: str | None = None, before: str | None = None,
+                        everything: bool = False) -> int:
+        """Undo learning: delete what was learned for a skill, from a client, before a day,
+        or everything (``skillshelf usage forget``). Returns the rows deleted."""
+        return self._learning.forget(skill=skill, client=client, before=before, everything=everything)
+
+    def judge_configured(self) -> bool:
+        """True when a judge backend is set (``judge.backend`` is not ``none``)."""
+        return self._judge.configured()
+
+    def judged_search(self, query: str, *, judge: str | bool = "rerank", nowait: bool = False,
+                      **search_kwargs: Any) -> SearchResult:
+        """``search`` (or ``search_nowait`` with ``nowait``, for servers), then the judge on
+        its hits: ``judge`` is rerank | filter | both (True means rerank). The result is a
+        ``JudgedResult``; a judge that times out or fails leaves the plain order, flagged.
+        ``ConfigError`` when no judge is configured."""
+        return self._judge.judged_search(query, judge=judge, nowait=nowait, **search_kwargs)
+
+    def judge_hits(self, res: SearchResult, judge: str = "rerank", *, log: bool = False):
+        """Judge an existing result (benches; the MCP and CLI go through ``judged_search``)."""
+        return self._judge.judge_hits(res, judge, log=log)
+
+    def judge_stats(self, *, since: str | None = None) -> dict[str, Any]:
+        """A summary of the judge log."""
+        return self._judge.stats(since=since)
+
+    def judge_check(self) -> Check:
+        """The doctor's check of the judge."""
+        return self._judge.check()

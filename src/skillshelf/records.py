@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import skill as skillmod
+from .checks import Clash
 from .errors import NotFoundError, ValidationError
 from .sources import precedence_key
 from .store.records import SkillRows
@@ -133,16 +134,6 @@ class Listing(list):
     filters in all (more than ``len`` when a limit cut the page)."""
 
     matched: int = 0
-
-
-@dataclass
-class Clash:
-    name: str
-    winner: str
-    others: list[str]
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _record(row) -> SkillRecord:

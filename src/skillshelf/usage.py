@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .store import Store, now
-from .store.skill_refs import SkillRefs
+from .store import now
 from .store.usage import UsageLog
 from .text import sha256, tokenize
 
@@ -320,44 +319,3 @@ class Usage:
             queries_per_day=dict(sorted(per_day.items())), skills_total=len({sid for sid, _, _ in skills}),
             most_used=most, low_success=low, never_surfaced=never, gaps=group_gaps(gap_rows), worked=worked,
             per_skill=per_skill, learning=self._learned(since) if self._learned else [])
-
-
-# --- the functions the library called before it held a ``Usage``: each builds one over the store
-
-def _usage(store: Store, *, learned: bool = False) -> Usage:
-    changes = None
-    if learned:
-        from .learning import changes_of
-        from .store.learning import LearningMemory
-
-        refs = SkillRefs(store)
-        changes = lambda since: changes_of(LearningMemory(store), refs.names, since=since)  # noqa: E731
-    return Usage(UsageLog(store), skills=SkillRefs(store).all, learned=changes)
-
-
-def log_query(store: Store, **kw: Any) -> int:
-    return _usage(store).log_query(**kw)
-
-
-def log_outcome(store: Store, **kw: Any) -> int:
-    return _usage(store).log_outcome(**kw)
-
-
-def recent_counts(store: Store, window: int, *, exclude_request: str | None = None) -> dict[str, int]:
-    return _usage(store).recent_counts(window, exclude_request=exclude_request)
-
-
-def worked_latest(store: Store, skill_ids: list[str]) -> set[str]:
-    return _usage(store).worked_latest(skill_ids)
-
-
-def per_skill_usage(store: Store, skill_id: str, name: str) -> SkillUsage:
-    return _usage(store).skill_usage(skill_id, name)
-
-
-def compute_stats(store: Store, **kw: Any) -> Stats:
-    return _usage(store, learned=True).stats(**kw)
-
-
-def prune(store: Store, before: str) -> int:
-    return _usage(store).prune(before)
