@@ -131,10 +131,14 @@ def test_words_of_unspaced_scripts_do_not_count_as_missing(tmp_path):
     assert lex.coverage(["的跨域错误"], [1, 2]) == [None, None]
 
 
-@pytest.fixture(scope="module")
-def samples(tmp_path_factory):
-    lib = Library.init(tmp_path_factory.mktemp("samples") / "h", auto_sync=False)   # the bundled model
+@pytest.fixture(scope="module", params=["int8", "float32"])
+def samples(tmp_path_factory, request):
+    """The sample skills under the bundled model, in both precisions: a match decision must
+    not depend on which one (or on which CPU kernel runs the 8-bit one)."""
+    lib = Library.init(tmp_path_factory.mktemp("samples") / "h", auto_sync=False,
+                       embedder_precision=request.param)
     lib.sync()
+    assert lib._embedder_state()[0].precision == request.param
     return lib
 
 
@@ -144,6 +148,41 @@ def test_a_word_held_somewhere_in_a_body_is_not_a_match_without_meaning(samples,
     near 0 it is still not a match."""
     res = samples.search(query, log=False)
     assert not res.confident and all(h.match == "weak" for h in res.hits), [(h.name, h.score) for h in res.hits]
+
+
+# far more than the ~0.02 the 8-bit model moves a score between CPUs and against float32
+MARGIN = 0.05
+
+
+@pytest.mark.parametrize("query", ["layer", "header", "json", "localhost ports"])
+def test_no_decision_sits_near_the_floor_for_a_word_a_body_only_mentions(samples, query):
+    """The floor that applies to a request this short is well above what its hits score, so
+    another CPU's int8 kernel cannot make one of them a match."""
+    floor = confidence.cosine_floor(len(query.split()))
+    res = samples.search(query, log=False)
+    assert all(h.score <= floor - MARGIN for h in res.hits), (floor, [(h.name, h.score) for h in res.hits])
+
+
+@pytest.mark.parametrize("query,name", [("docker", "docker-multi-stage-build"), ("cors", "cors-fix-nextjs-api"),
+                                        ("commit message", "git-conventional-commits")])
+def test_a_short_request_naming_a_skills_subject_is_a_match_with_margin(samples, query, name):
+    res = samples.search(query, log=False)
+    top = res.hits[0]
+    assert top.name == name and top.match == "likely" and res.confident
+    assert top.score >= confidence.cosine_floor(len(query.split())) + MARGIN, top.score
+
+
+def test_the_floor_of_a_short_request_is_higher():
+    """One or two words held in a body say next to nothing (coverage is all or nothing): the
+    meaning must carry the match. Longer requests keep the fitted rule."""
+    assert confidence.cosine_floor(1) == confidence.cosine_floor(2) == confidence.SHORT_COSINE_FLOOR
+    assert confidence.cosine_floor(3) == confidence.cosine_floor() == confidence.COSINE_FLOOR
+    assert confidence.SHORT_COSINE_FLOOR >= confidence.COSINE_FLOOR + 0.1
+    assert not confidence.likely(0.2, 1.0, words=1) and not confidence.likely(0.2, 1.0, words=2)
+    assert confidence.likely(0.45, 1.0, words=1)
+    # a development request: many of its words held, a lower cosine
+    assert confidence.likely(0.2, 0.6, words=15) and not confidence.likely(0.1, 0.6, words=15)
+    assert not confidence.likely(0.0, 1.0, words=15)
 
 
 def test_a_request_partly_in_an_unspaced_script_uses_the_cosine_rule(samples):

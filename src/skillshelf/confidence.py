@@ -23,10 +23,32 @@ FEATURES = ("cos", "cover")
 WEIGHTS = (-1.228, 2.145, 4.445)
 THRESHOLD = 0.80
 # Below this score a hit is not likely whatever words it holds: the model was fitted on
-# requests of a sentence or two, and for a one-word request a skill holding that word in its
-# body has coverage 1.0 at any cosine. 0.15 is the highest floor that changes the flag of no
-# development request (0.20 flags one more served second wording, 0.25 five).
+# requests of a sentence or two (10 words or more). 0.15 changes the flag of no development
+# request (0.20 flags one more served second wording, 0.25 five).
 COSINE_FLOOR = 0.15
+# A request of one or two words: a skill that holds them somewhere in its body has coverage
+# 1.0, so the words say next to nothing and the meaning must carry the match. A word that is
+# a skill's subject scores 0.45-0.50 ("docker", "cors", "commit message"); a word a body only
+# mentions scores under 0.16 ("header", "json", "localhost ports"), and the 8-bit model moves
+# a score by up to ~0.02 between CPUs (AVX2 or AVX-512 kernels) and against float32. 0.30 sits
+# far from both, so no decision flips with the CPU. No development request is this short
+# (the shortest has 10 words).
+SHORT_REQUEST_WORDS = 2
+SHORT_COSINE_FLOOR = 0.30
+
+
+def cosine_floor(words: int | None = None) -> float:
+    """The lowest score a likely hit may have, for a request of ``words`` words (the words
+    the coverage looks for: stop words and numbers left out, a repeated word counted each
+    time; None: not known, the plain floor)."""
+    return SHORT_COSINE_FLOOR if words is not None and words <= SHORT_REQUEST_WORDS else COSINE_FLOOR
+
+
+def likely(score: float, cover: float, words: int | None = None) -> bool:
+    """Whether a hit of this score (cosine), holding this share of the request's rare words,
+    is a likely match for a request of ``words`` words (see ``cosine_floor``)."""
+    return score > 0 and score >= cosine_floor(words) and \
+        probability({"cos": score, "cover": cover}) >= THRESHOLD
 
 
 def probability(signals: dict, weights=WEIGHTS) -> float:
