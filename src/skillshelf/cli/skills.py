@@ -111,7 +111,8 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
 def search(
     ctx: typer.Context,
     query: str = typer.Argument(..., help="what you are trying to do, in your own words"),
-    limit: int = typer.Option(10, "--limit", "-n", callback=_in_range(1, SEARCH_MAX, "the number of hits")),
+    limit: int = typer.Option(10, "--limit", "-n", callback=_in_range(1, SEARCH_MAX, "the number of hits"),
+                              help=f"at most this many hits (1 to {SEARCH_MAX})"),
     mode: str = typer.Option("find", callback=_choice("find", "brainstorm"), help="find | brainstorm"),
     repo_scope: str = typer.Option("all", callback=_choice("all", "current"), help="all | current"),
     current_repo: Optional[str] = typer.Option(None, help="repo name for --repo-scope current"),
