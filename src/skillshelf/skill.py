@@ -371,8 +371,8 @@ def check_name(name: str) -> list[tuple[str, str]]:
     others = list(dict.fromkeys(c for c in name.lower() if not (c.isascii() and (c.isalnum() or c == "-"))))
     if others:
         shown = ", ".join(_shown_char(c) for c in others[:5]) + (", …" if len(others) > 5 else "")
-        problems.append(("name.chars", f"name {name!r} holds {shown}; a name may only hold a-z, 0-9 and "
-                                       "single hyphens"))
+        problems.append(("name.chars",
+                         f"name {name!r} holds {shown}; a name may only hold a-z, 0-9 and single hyphens"))
     if "--" in name or name.startswith("-") or name.endswith("-"):
         problems.append(("name.hyphens", f"name {name!r} has a leading, trailing or double hyphen"))
     return problems
