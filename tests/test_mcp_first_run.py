@@ -15,6 +15,7 @@ from mcp import Client
 from skillshelf import Library
 from skillshelf import index as indexmod
 from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.indexing import Indexer
 from skillshelf.mcp_server import build_server
 
 WORDS = ("docker build cache layer image python test fixture cors header api route deploy kubernetes helm "
@@ -111,7 +112,7 @@ def slow_sync(monkeypatch):
 def test_requests_do_not_wait_for_a_long_index_transaction(tmp_path, slow_sync, monkeypatch):
     from conftest import write_skill
 
-    monkeypatch.setattr(Library, "WRITE_WAIT", 0.5)
+    monkeypatch.setattr(Indexer, "WRITE_WAIT", 0.5)
 
     started, release = slow_sync
     root = tmp_path / "slow-root"
@@ -165,7 +166,7 @@ def test_indexing_progress_and_note_on_the_library(tmp_path):
     lib = Library(tmp_path / "home", roots=[root], embedder=FakeEmbedder())
     assert lib.indexing_status()["state"] == "ready" and lib.indexing_note() is None
     seen: list[str] = []
-    real = lib.sync
+    real = lib.indexer.sync
 
     def spy(**kw):
         def progress(done, total):
@@ -173,7 +174,7 @@ def test_indexing_progress_and_note_on_the_library(tmp_path):
             seen.append(lib.indexing_note() or "")
         return real(progress=progress, embed_progress=kw.get("embed_progress"))
 
-    lib.sync = spy
+    lib.indexer.sync = spy
     lib.start_indexing()
     for _ in range(200):
         if lib.indexing_status()["state"] == "ready" and lib.count() == 30:

@@ -72,12 +72,12 @@ def test_a_rescan_that_cannot_write_leaves_the_last_index_in_use(tmp_path):
     lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=True)
     lib.sync()
     write_skill(root, "cors-fix", description="Fix CORS errors in Next.js API routes and preflight requests")
-    lib._last_check = 0.0                      # the next search rescans the roots
+    lib.indexer.expire()                       # the next search rescans the roots
     lib.store.db.execute("PRAGMA query_only = 1")
     res = lib.search("cors errors")
     assert res.hits[0].name == "cors-fix" and "preflight" not in res.hits[0].description
     assert "usage not recorded" in res.degraded
     lib.store.db.execute("PRAGMA query_only = 0")
-    lib._last_check = 0.0
+    lib.indexer.expire()
     res = lib.search("cors errors")
     assert res.degraded is None and "preflight" in res.hits[0].description

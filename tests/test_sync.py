@@ -68,9 +68,9 @@ def test_deleting_database_rebuilds_everything(tmp_path):
 
 
 def test_editor_change_is_picked_up_without_manual_sync(tmp_path, monkeypatch):
-    import skillshelf.library as libmod
+    import skillshelf.indexing as indexing
 
-    monkeypatch.setattr(libmod, "AUTO_SYNC_INTERVAL", 0.0)
+    monkeypatch.setattr(indexing, "AUTO_SYNC_INTERVAL", 0.0)
     root = tmp_path / "r"
     write_skill(root, "alpha", description="first")
     lib = _lib(tmp_path, auto_sync=True)
@@ -197,13 +197,13 @@ def test_listing_does_not_load_the_model_unless_something_changed(tmp_path):
     lib = _lib(tmp_path, auto_sync=True, embedder=FakeEmbedder())
     lib.sync()
     asked = []
-    real = lib._embedder_state
-    lib._embedder_state = lambda: asked.append(1) or real()
-    lib._last_check = 0.0
+    real = lib.model.state
+    lib.model.state = lambda: asked.append(1) or real()
+    lib.indexer.expire()
     lib.list()
     assert asked == []                       # nothing changed: no model, no embedding
     write_skill(root, "beta", description="second")
-    lib._last_check = 0.0
+    lib.indexer.expire()
     assert {r.name for r in lib.list()} == {"alpha", "beta"}
     assert asked                             # a change: its vectors are made right away
     status = lib.embedder_status()
