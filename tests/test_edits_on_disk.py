@@ -230,8 +230,6 @@ def test_cli_rollback_keeps_a_hand_edit(tmp_path):
     assert "+Written by hand in an editor." in r.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="needs Library.history / Library.diff to delegate to "
-                                       "Evolver.history_of / Evolver.diff (the facade change is pending)")
 def test_cli_history_shows_a_hand_edit_as_a_version(tmp_path):
     lib = make(tmp_path)
     lib.save("ARCHIVE", name="guide", description="A guide", body=BODY)
@@ -292,8 +290,6 @@ def test_restore_clears_the_overlay_of_a_read_only_skill(tmp_path):
         lib.evolver.restore("cors-fix")
 
 
-@pytest.mark.xfail(strict=True, reason="needs the overlay store to set the row's `active` from the file's own "
-                                       "status when a deprecation is cleared (overlay change pending)")
 def test_a_restored_read_only_skill_is_active_again(tmp_path):
     root = tmp_path / "root"
     write_skill(root, "cors-fix", description="Fix CORS errors in API routes")

@@ -25,7 +25,7 @@ class Comparisons:
 
     def version_text(self, name_or_id: str, version: int) -> str:
         """The full SKILL.md text of a kept version."""
-        return self._evolver().history.text(self.get(name_or_id).name, int(version))
+        return self._evolver().version_text(name_or_id, int(version))
 
     def compare(self, name_or_id: str, v1: int, v2: int, *, context: int = DIFF_CONTEXT) -> dict[str, Any]:
         """Two versions of a skill side by side (rows of ``side_by_side``) and as a unified diff."""

@@ -539,13 +539,11 @@ class Library:
         return self.evolver.apply(args, trigger=by)
 
     def history(self, name: str) -> dict[str, Any]:
-        rec = self.get(name)
-        h = self.evolver.history
-        return {"name": rec.name, "id": rec.id, "current_version": rec.version, "versions": h.versions(rec.name),
-                "changelog": [e.as_dict() for e in h.changelog(rec.name)], "lineage": rec.lineage}
+        """Versions kept and the changelog (a change found on disk is kept as a version first)."""
+        return self.evolver.history_of(name)
 
     def diff(self, name: str, v1: int, v2: int) -> str:
-        return self.evolver.history.diff(self.get(name).name, int(v1), int(v2))
+        return self.evolver.diff(name, int(v1), int(v2))
 
     def rollback(self, name: str, version: int, *, author: str = ""):
         return self.evolver.rollback(name, int(version), author=author)
@@ -555,6 +553,11 @@ class Library:
 
     def deprecate(self, name: str, reason: str) -> dict[str, Any]:
         return self.evolver.deprecate(name, reason)
+
+    def restore(self, name: str, *, reason: str = "") -> dict[str, Any]:
+        """Undo a deprecation: a new version of a workspace skill, or the overlay cleared for a
+        skill of a read-only root."""
+        return self.evolver.restore(name, reason=reason)
 
     def delete(self, name: str) -> dict[str, Any]:
         return self.evolver.delete(name)

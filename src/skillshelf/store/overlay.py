@@ -25,6 +25,10 @@ def _apply(db, skill_id: str) -> None:
         return
     if ov["status"] == "deprecated":
         db.execute("UPDATE skills SET active = 0 WHERE id = ?", (skill_id,))
+    else:   # restored (or never deprecated here): the file's own status decides
+        db.execute("UPDATE skills SET active = CASE WHEN lower(coalesce(CASE WHEN json_valid(metadata) THEN"
+                   " json_extract(metadata, '$.status') END, 'active')) IN ('inactive', 'deprecated', 'merged')"
+                   " THEN 0 ELSE 1 END WHERE id = ?", (skill_id,))
     if ov["expires_on"]:
         db.execute("UPDATE skills SET expires_on = ? WHERE id = ?", (ov["expires_on"], skill_id))
 
