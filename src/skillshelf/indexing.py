@@ -38,6 +38,7 @@ from .search import Searcher, SearchResult
 from .sources import Root
 from .store import Store
 from .store.records import SkillRows
+from .store.vectors import VectorStore
 from .watcher import Watcher
 
 # One-shot use: a stat scan of every SKILL.md costs ~0.2-0.9 s at 5.3k skills, too much
@@ -114,6 +115,7 @@ class Indexer:
         self._config = config
         self._roots = roots
         self._skills = SkillRows(store)
+        self._vectors = VectorStore(store)
         self._sync_lock = threading.RLock()   # re-entered by maybe_sync around sync()
         self._last_check = 0.0                # when the query path last looked (monotonic)
         self._last_full = 0.0                 # when the last full sync ended (monotonic)
@@ -202,6 +204,20 @@ class Indexer:
             # a backend that fails here would fail every query: go lexical-only, loudly
             report.notes.append(f"embedding failed: {exc}")
             self.embedder.fail(f"embedder failed: {exc}: lexical-only search")
+
+    def embedder_status(self) -> dict[str, Any]:
+        """The embedder's name, whether it works (``degraded`` says why not), and how many
+        skills have their metadata and body vectors for its model."""
+        cfg = self._config()
+        emb, reason = self.embedder.state()
+        total = self._skills.count()
+        if emb is None:
+            return {"name": cfg.embedder, "ok": False, "degraded": reason, "skills": total, "vectors": 0}
+        counts = self._vectors.counts(emb.model_id)
+        return {"name": cfg.embedder, "ok": True, "model_id": emb.model_id, "dimensions": emb.dimensions,
+                "degraded": None, "skills": total, "vectors": counts.get(indexmod.PART_META, 0),
+                "body_vectors": counts.get(indexmod.PART_BODY, 0),
+                "body_vector_tokens": cfg.search.body_vector_tokens}
 
     # --- the query path (one-shot commands, the Python API) ---------------------------
     def maybe_sync(self, *, embed: bool = False) -> None:

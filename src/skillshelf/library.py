@@ -182,15 +182,7 @@ class Library:
         self.indexer.warm(sync=sync)
 
     def embedder_status(self) -> dict[str, Any]:
-        emb, reason = self.model.state()
-        total = self.store.db.execute("SELECT COUNT(*) FROM skills").fetchone()[0]  # store: pending
-        if emb is None:
-            return {"name": self.config.embedder, "ok": False, "degraded": reason, "skills": total, "vectors": 0}
-        counts = dict(self.store.db.execute("""SELECT v.part, COUNT(*) FROM skill_vectors v JOIN embeddings e
-            ON e.text_hash=v.text_hash AND e.model_id=? GROUP BY v.part""", (emb.model_id,)).fetchall())  # store: pending
-        return {"name": self.config.embedder, "ok": True, "model_id": emb.model_id, "dimensions": emb.dimensions,
-                "degraded": None, "skills": total, "vectors": counts.get(0, 0), "body_vectors": counts.get(1, 0),
-                "body_vector_tokens": self.config.search.body_vector_tokens}
+        return self.indexer.embedder_status()
 
     def sync(self, *, progress=None, embed: bool = True, embed_progress=None) -> indexmod.SyncReport:
         return self.indexer.sync(progress=progress, embed=embed, embed_progress=embed_progress)
@@ -620,12 +612,22 @@ class Library:
     # --- onboarding: export, import, pick (archive.py and pick.py, imported when called) ----
     def export_skills(self, names: list[str] | tuple[str, ...] = (), *, all_skills: bool = False,
                       to: str | Path) -> "ExportReport":
-        """Write the named skills (or ``all_skills``: every name, the skill a lookup by name
-        finds) to a folder, a ``.zip`` or a ``.tar.gz``, with ``manifest.json`` (names, ids,
-        versions, the sha256 of every file)."""
+        """Write the named skills (or ``all_skills``: every skill; several of one name, or names
+        no folder can have, each in a folder of its own named from the id) to a folder, a
+        ``.zip`` or a ``.tar.gz``, with ``manifest.json`` (names, ids, versions, the sha256 of
+        every file). The report lists what was left out and why."""
         from .archive import export_skills
 
         return export_skills(self, list(names), all_skills=all_skills, to=to)
+
+    @staticmethod
+    def preview_import(source: str | Path, *, config: Config, mode: str = "copy", replace: bool = False) \
+            -> "ImportReport":
+        """What ``import_skills(..., dry_run=True)`` would report, for a home that may not exist
+        yet: compared with an empty library, creating nothing (not even the home)."""
+        from .archive import preview_import
+
+        return preview_import(config, source, mode=mode, replace=replace)
 
     def import_skills(self, source: str | Path, *, mode: str = "copy", replace: bool = False,
                       dry_run: bool = False) -> "ImportReport":
