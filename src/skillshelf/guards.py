@@ -50,7 +50,8 @@ def check_new_name(name: Any) -> str:
         raise ValidationError(f"name {raw!r} looks like a path", fix="use a plain name: a-z, 0-9 and '-'")
     problems = skillmod.check_name(name)
     if problems:
-        raise ValidationError(problems[0][1], fix="use 1-64 characters of a-z, 0-9 and single hyphens")
+        raise ValidationError("; ".join(p[1] for p in problems),
+                              fix="use 1-64 characters of a-z, 0-9 and single hyphens")
     if name in RESERVED:
         raise ValidationError(f"name {name!r} is reserved", fix="pick a more specific name")
     return name
