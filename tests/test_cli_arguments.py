@@ -1,5 +1,6 @@
 """Arguments on the real console script: a malformed one is a usage error (exit 2, one line
-naming the option and the help), and a name that starts with '-' is reached with `--`."""
+naming the option and the help), a name that starts with '-' is reached with `--`, and
+`restore` undoes a deprecation."""
 
 from __future__ import annotations
 
@@ -86,3 +87,41 @@ def test_a_name_that_starts_with_a_hyphen_is_reached_after_double_dash(tmp_path)
     assert line.startswith("error: No such option: --sektion") and line.endswith("— see `skillshelf show --help`")
     assert "--section" in line and "`--`" not in line
 
+
+def test_restore_undoes_a_deprecation(lib_home):
+    name = "docker-multi-stage-build"
+    p = sk("deprecate", name, "--reason", "superseded", home=lib_home)
+    assert p.returncode == 0, p.stderr
+    assert "status   inactive" in sk("show", name, home=lib_home).stdout
+    hits = json.loads(sk("search", "multi-stage docker build", "--json", home=lib_home).stdout)["hits"]
+    assert name not in [h["name"] for h in hits]
+    p = sk("restore", name, "--reason", "still the one we use", home=lib_home)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == "" and name in p.stdout
+    changelog = json.loads(sk("history", name, "--json", home=lib_home).stdout)["changelog"]
+    assert changelog[-1]["reason"] == "still the one we use"
+    assert "\nstatus " not in sk("show", name, home=lib_home).stdout
+    hits = json.loads(sk("search", "multi-stage docker build", "--json", home=lib_home).stdout)["hits"]
+    assert hits and hits[0]["name"] == name
+    # a skill that is not deprecated, a name that is not there: one line, exit 1
+    p = sk("restore", name, home=lib_home)
+    assert p.returncode == 1 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    p = sk("restore", "no-such-skill", home=lib_home)
+    assert p.returncode == 1 and one_line(p).startswith("error: no skill named 'no-such-skill'")
+
+
+def test_restore_of_a_read_only_root_clears_the_deprecation_kept_in_the_library(tmp_path):
+    root = tmp_path / "coll"
+    skill_md = write_skill(root, "zebra-care", description="Care for zebras in a small zoo")
+    before = skill_md.read_bytes()
+    home = tmp_path / "home"
+    g = ["--root", str(root)]
+    assert sk(*g, "init", "--no-samples", home=home).returncode == 0
+    assert sk(*g, "deprecate", "zebra-care", "--reason", "we closed the zoo", home=home).returncode == 0
+    assert "deprecated by you" in sk(*g, "show", "zebra-care", home=home).stdout
+    p = sk(*g, "restore", "zebra-care", home=home)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert "deprecated" not in sk(*g, "show", "zebra-care", home=home).stdout
+    hits = json.loads(sk(*g, "search", "zebras", "--json", home=home).stdout)["hits"]
+    assert [h["name"] for h in hits] == ["zebra-care"]
+    assert skill_md.read_bytes() == before

@@ -1,5 +1,5 @@
 """Curating the library: a skill's ``history`` and ``diff``, ``rollback``, ``extend-ttl``,
-``deprecate``, ``delete``, and the ``review`` queue of drafts."""
+``deprecate`` and ``restore``, ``delete``, and the ``review`` queue of drafts."""
 
 from __future__ import annotations
 
@@ -54,6 +54,15 @@ def extend_ttl(name: str = typer.Argument(..., help="skill name or id"),
 def deprecate(name: str, reason: str = typer.Option(..., help="why it should no longer be used")) -> None:
     """Mark a skill inactive (kept on disk, hidden from search)."""
     res = _lib().deprecate(name, reason)
+    out.print(res["message"])
+
+
+@commands.command()
+def restore(name: str = typer.Argument(..., help="skill name or id"),
+            reason: str = typer.Option("", help="why it is back (kept in its changelog)")) -> None:
+    """Undo a deprecation: the skill is active again and found by search (a skill of a
+    read-only root: the deprecation kept in the library is cleared; its file is untouched)."""
+    res = _lib().restore(name, reason=reason)
     out.print(res["message"])
 
 
