@@ -20,6 +20,7 @@ from skillshelf.mcp_server import serve
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
 ACCEPT = "application/json, text/event-stream"
+TOKEN = "s3cret-token-for-tests"
 
 
 def _free_port() -> int:
@@ -68,16 +69,16 @@ def _post(port, host=None, auth=(), origin=None):
 
 
 def test_with_a_token_any_host_is_accepted_and_the_token_is_checked(home):
-    proc, port = _start(home, "--host", "0.0.0.0", token="s3cret")
+    proc, port = _start(home, "--host", "0.0.0.0", token=TOKEN)
     try:
         lan = f"192.168.1.10:{port}"
-        assert _post(port, host=lan, auth=["Bearer s3cret"]).status_code == 200   # was 421
-        assert _post(port, host=lan, auth=["bearer s3cret"]).status_code == 200   # scheme is case-insensitive
-        assert _post(port, host=lan, auth=["BEARER   s3cret"]).status_code == 200
+        assert _post(port, host=lan, auth=[f"Bearer {TOKEN}"]).status_code == 200   # was 421
+        assert _post(port, host=lan, auth=[f"bearer {TOKEN}"]).status_code == 200   # scheme is case-insensitive
+        assert _post(port, host=lan, auth=[f"BEARER   {TOKEN}"]).status_code == 200
         assert _post(port, host=lan).status_code == 401
         assert _post(port, host=lan, auth=["Bearer wrong"]).status_code == 401
-        assert _post(port, host=lan, auth=["Basic s3cret"]).status_code == 401
-        assert _post(port, host=lan, auth=["Bearer s3cret", "Bearer s3cret"]).status_code == 400
+        assert _post(port, host=lan, auth=[f"Basic {TOKEN}"]).status_code == 401
+        assert _post(port, host=lan, auth=[f"Bearer {TOKEN}", f"Bearer {TOKEN}"]).status_code == 400
     finally:
         proc.terminate()
         proc.wait(10)
@@ -117,3 +118,37 @@ def test_a_port_in_use_is_one_clear_error_before_anything_says_listening(capsys)
             serve(_never, http=True, port=port)
     assert "already in use" in err.value.message and "--port" in err.value.fix
     assert "http://" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("token", ["x", "s3cret", "fifteen-chars-x", " " * 20])
+def test_a_short_token_is_refused_beyond_loopback(home, token):
+    """A one-letter token guards nothing: refused before anything listens, naming how to make one."""
+    exe = shutil.which("skillshelf") or str(Path(sys.executable).parent / "skillshelf")
+    env = {**os.environ, "SKILLSHELF_HOME": str(home), "SKILLSHELF_EMBEDDER": "none", "SKILLSHELF_HTTP_TOKEN": token}
+    p = subprocess.run([exe, "serve", "--http", "--host", "0.0.0.0", "--port", str(_free_port())], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert "too short" in p.stderr and "at least 16" in p.stderr and "secrets.token_urlsafe(32)" in p.stderr
+    assert "http://" not in p.stderr   # nothing said it was listening
+
+
+def test_check_remote_token():
+    from skillshelf.net import check_remote_token
+
+    for host in ("127.0.0.1", "localhost", "::1"):   # loopback: no token needed, any token taken
+        check_remote_token(None, host)
+        check_remote_token("x", host)
+    check_remote_token("a" * 16, "0.0.0.0")
+    check_remote_token(TOKEN, "192.168.1.10")
+    with pytest.raises(ConfigError) as err:
+        check_remote_token("", "0.0.0.0")
+    assert "beyond this machine" in err.value.message and "token_urlsafe" in err.value.fix
+    with pytest.raises(ConfigError) as err:
+        check_remote_token("a" * 15, "::")
+    assert "15 characters" in err.value.message and "bind 127.0.0.1" in err.value.fix
+
+
+def test_a_short_token_is_refused_before_the_library_opens_or_the_port_binds():
+    with pytest.raises(ConfigError) as err:
+        serve(_never, http=True, host="0.0.0.0", port=_free_port(), token="x")
+    assert "too short" in err.value.message

@@ -1,38 +1,39 @@
 """The MCP adapter: tools, skill resources, the Skills Extension listing and a prompt,
-over stdio (default) or Streamable HTTP.
+over stdio (default) or Streamable HTTP (:mod:`skillshelf.mcp_http`).
 
 Only ``mcp`` and the standard library are imported at module level: the library (numpy,
 SQLite, the embedding model) is opened in a background thread as the server starts, so
 ``tools/list`` answers as fast as a bare server, and the index is brought up to date in
 another (``Library.start_indexing``): no request waits for a sync. Nothing here writes to
 stdout: in the stdio transport stdout is the protocol. Every tool calls one ``Library``
-method and formats what it returns.
+method and formats what it returns (the wording is in :mod:`skillshelf.mcp_text`).
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import contextvars
-import hashlib
+import functools
 import logging
-import mimetypes
+import os
 import sys
 import threading
-from collections.abc import Callable, Iterable
-from pathlib import Path
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any
-from urllib.parse import quote, unquote
 
 import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.lowlevel.helper_types import ReadResourceContents
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import (INVALID_PARAMS, CallToolResult, ListResourcesResult, PaginatedRequestParams, RequestParams,
-                       Resource, ResourceTemplate, TextContent, ToolAnnotations)
+from mcp.types import (INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, ListResourcesResult, PaginatedRequestParams,
+                       RequestParams, Resource, ResourceTemplate, TextContent, ToolAnnotations)
 from pydantic import BaseModel, Field, StrictStr
 
+from . import mcp_text
+from .mcp_text import message as _message
 from .version import __version__
 
 log = logging.getLogger("skillshelf.mcp")
@@ -48,13 +49,14 @@ SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 # tokens and smaller clients hold less); a longer body is read on with `offset` or by section.
 # A module constant until the configuration has a setting for it.
 MAX_RESULT_CHARS = 25_000
-# Names of a skill's files shown by get_skill (the rest are counted; resources/list has all).
-FILES_SHOWN_CHARS = 3_000
 # resources/list and skills/list pages: ~50 entries are ~17 KB of JSON, which any client holds.
 RESOURCES_PAGE = 50
 SKILLS_PAGE = 50
 # How long a request waits for the library to open (a database another process is migrating).
 OPEN_WAIT = 20.0
+# How long a closed stdin waits for requests under way and the background indexing to stop
+# before the process exits: MCP clients wait ~2 s after closing stdin, then kill the server.
+SHUTDOWN_WAIT = 1.0
 
 
 # --- output models (kept flat: they are sent with every tools/list) -------------------------
@@ -103,10 +105,35 @@ class Out(BaseModel):
 
 # --- the library, opened off the request path --------------------------------------------------
 
+def _resources_of(lib: Any) -> Any:
+    """The library's skill files as resources (``resources.SkillResources``).
+
+    Built here until the facade offers ``Library.resource_page``, ``skill_manifests``,
+    ``skill_manifest`` and ``read_resource`` itself (the same names and signatures), when
+    this becomes ``return lib``."""
+    from .errors import NotFoundError
+    from .resources import SkillResources  # facade: pending
+
+    def by_id(skill_id: str) -> Any:
+        try:
+            rec = lib.get(skill_id)
+        except NotFoundError:
+            return None
+        return rec if rec.id == skill_id else None   # get() also resolves names and paths: ids only here
+
+    return SkillResources(active=lambda: lib.list(include_inactive=False), by_id=by_id,
+                          generation=lambda: lib.store.get_meta("generation", "0") or "0")  # facade: pending
+
+
+def _read_only(lib: Any) -> bool:
+    """Whether the library's database is open read-only (no usage is logged)."""
+    return lib.store.read_only is not None   # facade: pending (Library.read_only)
+
+
 class LibraryHandle:
     """Opens the Library in a background thread at start (the Store and the searcher: well
     under a second) and then starts its background indexing; requests wait only for the
-    opening, never for a sync."""
+    opening, never for a sync. ``close`` ends it all: requests under way, the indexing."""
 
     def __init__(self, factory: Callable[[], Any]):
         self._factory = factory
@@ -114,8 +141,11 @@ class LibraryHandle:
         self._error: BaseException | None = None
         self._ready = threading.Event()
         self._started = False
+        self._closing = False
+        self._calls = 0
         self._lock = threading.Lock()
-        self._catalog: tuple[str | None, list[Any]] | None = None
+        self._idle = threading.Condition(self._lock)
+        self._resources: Any = None
 
     def start(self) -> None:
         with self._lock:
@@ -132,6 +162,12 @@ class LibraryHandle:
             print(f"skillshelf: cannot open the library: {exc}", file=sys.stderr)
             self._ready.set()
             return
+        with self._lock:
+            closing = self._closing
+        if closing:   # the server stopped while the library opened: start nothing
+            self._close_library(lib)
+            self._ready.set()
+            return
         try:
             # before any request gets the library: from here on no request syncs itself
             lib.start_indexing()
@@ -140,76 +176,78 @@ class LibraryHandle:
         self._lib = lib
         self._ready.set()
 
-    def skills(self) -> list[Any]:
-        """The active skills ordered by name, without their bodies, for listings that page
-        (resources/list, skills/list): read once per index generation, not once per page
-        (a full read of 5.3k skills takes ~0.5-1 s)."""
-        import dataclasses
-
-        lib = self.get()
-        gen = lib.store.get_meta("generation", "0")
-        with self._lock:
-            if self._catalog is not None and self._catalog[0] == gen:
-                return self._catalog[1]
-        recs = [dataclasses.replace(r, body="") for r in lib.list(include_inactive=False)]
-        with self._lock:
-            self._catalog = (gen, recs)
-        return recs
-
     def get(self) -> Any:
         self.start()
         if not self._ready.wait(OPEN_WAIT):
             raise ToolError("the library is still opening (its database is busy). Fix: try again in a minute")
         if self._error is not None:
             raise ToolError(_message(self._error, "the library could not be opened"))
+        if self._lib is None:
+            raise ToolError("the server is shutting down. Fix: start it again (your MCP client does on its next call)")
         return self._lib
 
+    def resources(self) -> Any:
+        """The skill files as resources (one per library: it keeps the listing cached)."""
+        lib = self.get()
+        with self._lock:
+            if self._resources is None:
+                self._resources = _resources_of(lib)
+            return self._resources
 
-def _message(exc: BaseException, doing: str = "") -> str:
-    """One line naming the problem and the fix, for any exception."""
-    import sqlite3
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        """Count a request under way (``close`` waits for it); refused once closing."""
+        with self._lock:
+            if self._closing:
+                raise ToolError("the server is shutting down. Fix: start it again (your MCP client does on its "
+                                "next call)")
+            self._calls += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._calls -= 1
+                self._idle.notify_all()
 
-    from .errors import SkillshelfError, cannot_write_error
-    from .library import explain
+    def close(self, timeout: float = SHUTDOWN_WAIT) -> bool:
+        """Refuse new requests, wait (at most ``timeout`` seconds in all) for the library to
+        finish opening and for the requests under way, then close the library: its
+        background indexing stops and is joined. Returns whether everything ended in time."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._closing = True
+            started = self._started
+        ready = not started or self._ready.wait(max(0.0, deadline - time.monotonic()))
+        with self._idle:
+            while self._calls and (left := deadline - time.monotonic()) > 0:
+                self._idle.wait(left)
+            idle = not self._calls
+        lib, self._lib = self._lib, None
+        closed = self._close_library(lib) if lib is not None else True
+        return ready and idle and closed
 
-    if isinstance(exc, SkillshelfError):
-        from .errors import NotFoundError
-
-        msg, fix = exc.message, exc.fix
-        if not fix:   # the model needs a next step even where the library gave none
-            fix = ("use a name or id that search_skills returned" if isinstance(exc, NotFoundError)
-                   else "check the arguments against the tool's description")
-    elif isinstance(exc, (OSError, sqlite3.Error)) and (refused := cannot_write_error(exc, "the library folder")):
-        msg, fix = refused.message, refused.fix
-    elif isinstance(exc, OSError):
-        where = f" ({exc.filename})" if exc.filename else ""
-        msg = f"{exc.strerror or type(exc).__name__}{where}"
-        fix = "check that file or folder (it may be missing, unreadable or on a full disk), then try again"
-    else:
-        msg = f"{type(exc).__name__}: {str(exc).split(' with text ', 1)[0]}"
-        if (known := explain(exc)) is not None:
-            fix = known.fix
-        elif isinstance(exc, sqlite3.Error):
-            fix = ("run `skillshelf doctor`; if it reports the database damaged, `skillshelf rebuild` re-indexes"
-                   " the files")
-        else:
-            fix = "try again; if it keeps failing, run `skillshelf doctor` and read the server's log (stderr)"
-    msg = " ".join(str(msg).split())[:500]
-    if doing:
-        msg = f"{doing}: {msg}"
-    return f"{msg.rstrip('.')}. Fix: {fix}" if fix else msg
+    @staticmethod
+    def _close_library(lib: Any) -> bool:
+        try:
+            lib.close()
+        except Exception as exc:
+            print(f"skillshelf: closing the library failed: {exc}", file=sys.stderr)
+            return False
+        return True
 
 
-def _tool(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Every failure of a tool as an ``isError`` result with one line naming the problem
-    and the fix: domain errors as they are, anything else (an OSError, a database error)
-    with its kind, its traceback logged to stderr rather than sent to the model."""
+def _tool(handle: LibraryHandle, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A tool function, counted as a request under way, with every failure as an
+    ``isError`` result of one line naming the problem and the fix: domain errors as they
+    are, anything else (an OSError, a database error) with its kind, its traceback logged to
+    stderr rather than sent to the model."""
     from .errors import SkillshelfError
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with handle.call():
+                return fn(*args, **kwargs)
         except ToolError:
             raise
         except (SkillshelfError, ResourceError) as exc:
@@ -225,16 +263,26 @@ def _result(text: str, data: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
-def _page_of(body: str, offset: int, budget: int) -> tuple[str, int | None]:
-    """``body[offset:]`` up to ``budget`` characters, cut at a line end where one is near,
-    and the offset the next page starts at (None: this is the end)."""
-    end = offset + max(budget, 1)
-    if end >= len(body):
-        return body[offset:], None
-    nl = body.rfind("\n", offset + budget // 2, end)
-    if nl > offset:
-        end = nl + 1
-    return body[offset:end], end
+def _resource_call(handle: LibraryHandle, uri: str, fn: Callable[[Any], Any]) -> Any:
+    """``fn(resources)`` for a request about resources, every failure a protocol error of
+    one line with the fix: a request that can never be served (a bad URI or cursor, a file
+    that is missing, special or over the cap) is invalid params (-32602); the library
+    failing (it could not be opened, a read failed) is an internal error (-32603)."""
+    from .errors import NotFoundError, SkillshelfError, ValidationError
+
+    data = {"uri": uri} if uri else None
+    try:
+        with handle.call():
+            return fn(handle.resources())
+    except (ValidationError, NotFoundError) as exc:
+        raise MCPError(INVALID_PARAMS, _message(exc), data=data) from None
+    except ToolError as exc:  # the library could not be opened, or the server is closing
+        raise MCPError(INTERNAL_ERROR, str(exc), data=data) from None
+    except (SkillshelfError, OSError) as exc:
+        raise MCPError(INTERNAL_ERROR, _message(exc), data=data) from None
+    except Exception as exc:
+        log.error("reading resources failed (%s)", uri or "a listing", exc_info=True)
+        raise MCPError(INTERNAL_ERROR, _message(exc), data=data) from None
 
 
 # --- the Skills Extension (SEP-2640 draft) ------------------------------------------------------
@@ -245,25 +293,6 @@ class _ListParams(RequestParams):
 
 class _GetParams(RequestParams):
     uri: StrictStr
-
-
-def skill_uri(rec_id: str, file: str = "SKILL.md") -> str:
-    root, _, rel = rec_id.partition(":")
-    path = root if rel in ("", ".") else f"{root}/{rel}"
-    return "skill://" + quote(path, safe="/-_.~") + "/" + quote(file, safe="/-_.~")
-
-
-def _bad_cursor(cursor: str) -> MCPError:
-    return MCPError(INVALID_PARAMS, f"invalid cursor {cursor[:40]!r}: pass the nextCursor of the previous page, "
-                                    "or none for the first page")
-
-
-def _index_cursor(cursor: str | None) -> int:
-    if not cursor:
-        return 0
-    if not cursor.isdigit() or len(cursor) > 9:
-        raise _bad_cursor(cursor)
-    return int(cursor)
 
 
 class SkillsExtension(Extension):
@@ -282,104 +311,18 @@ class SkillsExtension(Extension):
         return (MethodBinding("skills/list", _ListParams, self._list, frozenset({"2026-07-28"})),
                 MethodBinding("skills/get", _GetParams, self._get, frozenset({"2026-07-28"})))
 
-    def manifest(self, rec) -> dict[str, Any]:
-        from .files import MAX_RESOURCE_BYTES, FileRefused, read_bounded
-
-        resources = []
-        for f in ["SKILL.md", *rec.files()]:
-            p = Path(rec.path) if f == "SKILL.md" else rec.folder / f
-            try:
-                # bounded: a file that grew past the cap since it was listed is left out, not read
-                digest = hashlib.sha256(read_bounded(p, MAX_RESOURCE_BYTES)).hexdigest()
-            except (OSError, FileRefused):
-                continue
-            resources.append({"uri": skill_uri(rec.id, f), "sha256": digest, "mimeType": _mime(f)})
-        fm = {"name": rec.name, "description": rec.description}
-        if rec.metadata:
-            fm["metadata"] = rec.metadata
-        return {"uri": skill_uri(rec.id), "frontmatter": fm, "resources": resources}
-
     def _list_sync(self, cursor: str | None) -> dict[str, Any]:
-        start = _index_cursor(cursor)
-        recs = self.handle.skills()
-        page = recs[start:start + self.page_size]
-        out: dict[str, Any] = {"skills": [self.manifest(r) for r in page]}
-        if start + self.page_size < len(recs):
-            out["nextCursor"] = str(start + self.page_size)
-        return out
+        page, nxt = _resource_call(self.handle, "", lambda r: r.skill_manifests(cursor, self.page_size))
+        return {"skills": page} | ({"nextCursor": nxt} if nxt is not None else {})
 
     async def _list(self, ctx: Any, params: _ListParams) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(self._list_sync, params.cursor)
 
     async def _get(self, ctx: Any, params: _GetParams) -> dict[str, Any]:
         def get() -> dict[str, Any]:
-            try:
-                rec = _resolve_uri(self.handle.get(), params.uri)[0]
-            except ResourceNotFoundError as exc:   # a protocol error the client can act on, not -32603
-                raise MCPError(INVALID_PARAMS, str(exc), data={"uri": params.uri}) from None
-            return {"skill": self.manifest(rec)}
+            return {"skill": _resource_call(self.handle, params.uri, lambda r: r.skill_manifest(params.uri))}
 
         return await anyio.to_thread.run_sync(get)
-
-
-def _untitled(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        out = {}
-        for k, v in schema.items():
-            if k == "title" and isinstance(v, str):
-                continue
-            if k == "properties" and isinstance(v, dict):
-                out[k] = {name: _untitled(sub) for name, sub in v.items()}
-            else:
-                out[k] = _untitled(v)
-        return out
-    if isinstance(schema, list):
-        return [_untitled(x) for x in schema]
-    return schema
-
-
-def _mime(file: str) -> str:
-    if file.endswith(".md"):
-        return "text/markdown"
-    return mimetypes.guess_type(file)[0] or "text/plain"
-
-
-def _resolve_uri(lib: Any, uri: str):
-    """(record, file path) for ``skill://<root>/<rel>/<file>``. Serves exactly what
-    ``SkillRecord.files`` lists (plus SKILL.md): no hidden or dependency folders, nothing
-    outside the skill folder (the size and file-kind checks are made by the bounded read)."""
-    from .files import contained
-    from .errors import ValidationError
-    from .sources import SKIP_DIRS
-
-    if not uri.startswith("skill://"):
-        raise ResourceNotFoundError(f"not a skill URI: {uri[:200]} (skill URIs look like skill://<root>/<skill>/SKILL.md)")
-    path = unquote(uri[len("skill://"):])
-    parts = path.split("/")
-    if any(p in ("", ".", "..") for p in parts) or len(parts) < 2:
-        raise ResourceNotFoundError(f"bad skill URI: {uri[:200]}")
-    # the longest prefix that names a skill wins (skills can nest)
-    for cut in range(len(parts) - 1, 0, -1):
-        root, rel = parts[0], "/".join(parts[1:cut]) or "."
-        row = lib.store.db.execute("SELECT id FROM skills WHERE id = ?", (f"{root}:{rel}",)).fetchone()
-        if row:
-            rec = lib.get(row[0])
-            inner = parts[cut:]
-            file = "/".join(inner)
-            if file == Path(rec.path).name:
-                return rec, Path(rec.path)
-            if any(p.startswith(".") or p in SKIP_DIRS for p in inner):
-                raise ResourceNotFoundError(f"no file {file!r} in skill {rec.name} (hidden and dependency "
-                                            "folders are not served)")
-            try:
-                target = contained(rec.folder, rec.folder / file)
-            except ValidationError:
-                raise ResourceNotFoundError(f"no file {file!r} in skill {rec.name}: it leads outside the "
-                                            "skill folder") from None
-            if not target.exists():
-                raise ResourceNotFoundError(f"no file {file!r} in skill {rec.name}")
-            return rec, target
-    raise ResourceNotFoundError(f"no skill at {uri[:200]}")
 
 
 CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("skillshelf_mcp_client", default="mcp")
@@ -390,7 +333,7 @@ def _client_name(context: Any) -> str:
     try:
         info = context.request_context.session.client_params.client_info
         name = " ".join(str(info.name).split())[:40]
-    except Exception:   # noqa: BLE001 — no session (in-process calls) or no clientInfo: the plain name
+    except Exception:
         return "mcp"
     return f"mcp:{name}" if name else "mcp"
 
@@ -433,37 +376,15 @@ class SkillshelfServer(MCPServer):
     async def list_tools(self):
         # Pydantic's generated titles ("Target Skill Name") repeat the property names and
         # cost ~1 KB of every client's context: drop them from what is advertised.
-        return [t.model_copy(update={"input_schema": _untitled(t.input_schema),
-                                     "output_schema": _untitled(t.output_schema)})
+        return [t.model_copy(update={"input_schema": mcp_text.untitled(t.input_schema),
+                                     "output_schema": mcp_text.untitled(t.output_schema)})
                 for t in await super().list_tools()]
 
     def resources_page(self, cursor: str | None = None) -> tuple[list[Resource], str | None]:
         """One page of resources (each skill's SKILL.md, then its files) and the cursor of
-        the next. The cursor is ``<skill index>.<file index>`` in the list ordered by name,
-        so only the skills on the page have their folders walked."""
-        s, f = 0, 0
-        if cursor:
-            a, dot, b = cursor.partition(".")
-            if not (dot and a.isdigit() and b.isdigit() and len(cursor) <= 19):
-                raise _bad_cursor(cursor)
-            s, f = int(a), int(b)
-        recs = self.handle.skills()
-        out: list[Resource] = []
-        while s < len(recs):
-            rec = recs[s]
-            files = ["SKILL.md", *rec.files()]
-            while f < len(files):
-                if len(out) == RESOURCES_PAGE:
-                    return out, f"{s}.{f}"
-                name = files[f]
-                if f == 0:
-                    out.append(Resource(uri=skill_uri(rec.id), name=rec.name, description=rec.description[:200],
-                                        mime_type="text/markdown"))
-                else:
-                    out.append(Resource(uri=skill_uri(rec.id, name), name=f"{rec.name}/{name}", mime_type=_mime(name)))
-                f += 1
-            s, f = s + 1, 0
-        return out, None
+        the next (``Library.resource_page``)."""
+        page, nxt = _resource_call(self.handle, "", lambda r: r.resource_page(cursor, RESOURCES_PAGE))
+        return [Resource(**entry) for entry in page], nxt
 
     async def list_resources(self) -> list[Resource]:
         """The first page (``resources/list`` itself pages with a cursor)."""
@@ -479,26 +400,12 @@ class SkillshelfServer(MCPServer):
                                  mime_type="text/markdown")]
 
     def read_resource_sync(self, uri: str) -> list[ReadResourceContents]:
-        from .errors import SkillshelfError
-        from .files import MAX_RESOURCE_BYTES, FileRefused, read_bounded
-
-        try:
-            rec, target = _resolve_uri(self.handle.get(), uri)
-            data = read_bounded(target, MAX_RESOURCE_BYTES)
-        except ResourceError:
-            raise
-        except FileRefused as exc:
-            # the file exists but is not served: the request's parameter is at fault
-            raise MCPError(INVALID_PARAMS, _message(exc), data={"uri": uri}) from None
-        except ToolError as exc:  # the library could not be opened
-            raise ResourceError(str(exc)) from None
-        except (SkillshelfError, OSError) as exc:
-            raise ResourceError(_message(exc)) from None
+        data, mime = _resource_call(self.handle, uri, lambda r: r.read_resource(uri))
         try:
             content: str | bytes = data.decode("utf-8")
         except UnicodeDecodeError:
             content = data
-        return [ReadResourceContents(content=content, mime_type=_mime(target.name))]
+        return [ReadResourceContents(content=content, mime_type=mime)]
 
     async def read_resource(self, uri: Any, context: Any = None) -> Iterable[ReadResourceContents]:
         return await anyio.to_thread.run_sync(self.read_resource_sync, str(uri))
@@ -506,44 +413,14 @@ class SkillshelfServer(MCPServer):
 
 # --- tools ----------------------------------------------------------------------------------------
 
-def _hit_text(i: int, h: dict[str, Any]) -> str:
-    from .text import trim
-
-    extra = f" ×{h['copies']}" if h.get("copies", 1) > 1 else ""
-    flags = "".join(f" [{f}]" for f in ("expired",) if h.get(f))
-    # when the name would resolve to another same-named skill, say which one to get
-    get = f" (get_skill: {h['ref']})" if h.get("ref") and h["ref"] != h["name"] else ""
-    desc = trim(h["description"], 100) if get else h["description"]  # keep 5 hits under ~1.4k chars
-    j = h.get("judge") or {}
-    said = ""
-    if j:
-        said = f" (judge: fit {j.get('fit', '?')}" + (f" — {trim(str(j['why']), 120)}" if j.get("why") else "") + ")"
-    return f"{i}. {h['name']}{extra} [{h['match']}]{flags}{get} — {desc}{said}"
-
-
-def _files_line(rec_id: str, files: list[str], more: int) -> tuple[list[str], int, str]:
-    """(names shown, names left out, the text line) within ``FILES_SHOWN_CHARS``."""
-    shown: list[str] = []
-    used = 0
-    for f in files:
-        if used + len(f) + 2 > FILES_SHOWN_CHARS:
-            break
-        shown.append(f)
-        used += len(f) + 2
-    left = len(files) - len(shown) + more
-    if not shown:
-        return shown, left, (f"files: {left} (list them with resources/list)" if left else "")
-    line = "files: " + ", ".join(shown) + (f", … ({left} more: resources/list)" if left else "")
-    return shown, left, line + f"  (read as resources: {skill_uri(rec_id, shown[0])})"
-
-
 def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
     handle = LibraryHandle(factory)
     server = SkillshelfServer(handle, name="skillshelf", version=__version__, instructions=INSTRUCTIONS,
                               title="skillshelf skill library")
     ro = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+    tool = functools.partial(_tool, handle)
 
-    @_tool
+    @tool
     def search_skills(query: str, limit: int = 5, mode: str = "find", repo_scope: str = "all",
                       current_repo: str = "", tags: str = "", skill_type: str = "", judge: bool = False) \
             -> Annotated[CallToolResult, SearchOut]:
@@ -559,13 +436,9 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
                 "lineage", "expired", "active", "copies", "wildcard", "ref")
         hits = [{k: v for k, v in h.as_dict().items() if k in keep and v not in (None, [], False)}
                 | {"match": h.match, "score": h.score} | (res.hit_extra(h) if judged else {}) for h in res.hits]
-        lines = [_hit_text(i, h) for i, h in enumerate(hits, 1)]
-        read_only = lib.store.read_only is not None
-        qid = (f"query_id={res.query_id}" if res.query_id is not None
-               else "query not logged (the library is read-only: outcomes cannot be recorded)" if read_only
-               else "query not logged (see degraded): report_outcome without query_id")
-        lines.append(("confident match" if res.confident else "no confident match (possible gap)")
-                     + f"; {qid}. Next: get_skill(name)" + ("." if read_only else ", then report_outcome."))
+        lines = [mcp_text.hit_line(i, h) for i, h in enumerate(hits, 1)]
+        lines.append(mcp_text.next_step(confident=res.confident, any_hits=bool(hits), query_id=res.query_id,
+                                        read_only=_read_only(lib)))
         if res.degraded:
             lines.append(f"degraded: {res.degraded}")
         data: dict[str, Any] = {"hits": hits, "confident": res.confident, "query_id": res.query_id,
@@ -578,9 +451,10 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
             lines.append(f"judge: {data['judge']}")
         return _result("\n".join(lines), data)
 
-    @_tool
+    @tool
     def get_skill(name: str, section: str = "", offset: int = 0) -> Annotated[CallToolResult, SkillOut]:
         from .errors import ValidationError
+        from .resources import skill_uri  # facade: pending (Library.skill_uri)
         from .text import trim
 
         lib = handle.get()
@@ -590,7 +464,8 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
                                   f"({len(body):,} characters)",
                                   fix="pass the next_offset of the previous get_skill call, or 0")
         files = rec.files()
-        shown_files, files_more, files_line = _files_line(rec.id, list(files), files.more)
+        shown_files, files_more, files_line = mcp_text.files_line(lambda f: skill_uri(rec.id, f), list(files),
+                                                                  files.more)
         meta = {"display_name": rec.display_name, "description": trim(rec.description, 1024),
                 "skill_type": rec.skill_type, "tags": rec.tags, "repo": rec.repo, "lineage": rec.lineage,
                 "active": rec.active, "expired": rec.expired, "path": rec.path}
@@ -601,22 +476,20 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
             head += "\n" + files_line
         # what the page may take: the cap less the header, the structured part and a footer
         budget = MAX_RESULT_CHARS - len(head) - len(str(data)) - 600
-        text, nxt = _page_of(body, offset, budget)
+        text, nxt = mcp_text.page_of(body, offset, budget)
         data.update(shown_chars=len(text), total_chars=len(body), next_offset=nxt)
         out = f"{head}\n\n{text}"
         if nxt is not None:
-            out += (f"\n\n[shown {offset + len(text):,} of {len(body):,} characters; read on with "
-                    f"get_skill(name={rec.id!r}{f', section={section!r}' if section else ''}, offset={nxt})")
+            heads: list[str] = []
             if not section:
                 from .skill import headings
 
                 heads = [h for lvl, h in headings(body) if lvl <= 2][:12]
-                if heads:
-                    out += ", or one section: " + ", ".join(trim(h, 60) for h in heads)
-            out += "]"
+            out += mcp_text.read_on(shown_to=offset + len(text), total=len(body), ref=rec.id, section=section,
+                                    next_offset=nxt, heads=heads)
         return _result(out, data)
 
-    @_tool
+    @tool
     def save_skill(action: str, name: str = "", description: str = "", body: str = "", skill_type: str = "",
                    lesson: str = "", repo_name: str = "", tags: str = "", reason: str = "",
                    target_skill_name: str = "", source_skill_names: str = "", ttl_days: int = 0,
@@ -633,7 +506,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
         return _result(text, {"status": res.status, "name": res.name, "version": res.version,
                               "changelog": res.changelog, "duplicates": res.duplicates, "message": res.message})
 
-    @_tool
+    @tool
     def report_outcome(skill: str, worked: bool, note: str = "",
                        query_id: int | None = None) -> Annotated[CallToolResult, Out]:
         lib = handle.get()
@@ -643,7 +516,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
         return _result(f"recorded: {res['skill']} {'worked' if worked else 'did not work'} "
                        f"({res['reports']} reports, success {rate if rate is not None else '-'})", res)
 
-    @_tool
+    @tool
     def skill_stats() -> Annotated[CallToolResult, Out]:
         lib = handle.get()
         st = lib.stats()
@@ -660,7 +533,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
                  f"never surfaced: {len(st.never_surfaced)} skills"]
         return _result("\n".join(lines), data)
 
-    @_tool
+    @tool
     def reindex() -> Annotated[CallToolResult, Out]:
         lib = handle.get()
         with lib.exclusive(what="reindexing"):
@@ -714,76 +587,58 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
 
 # --- transports -----------------------------------------------------------------------------------
 
-from .net import LOOPBACK  # noqa: E402
-
-
-def http_app(server: SkillshelfServer, *, host: str, port: int, token: str = ""):
-    """The ASGI app: Streamable HTTP at /mcp. Without a token (loopback only) the Host and
-    Origin headers are checked against loopback names (DNS rebinding protection). With a
-    token, the token is the protection: any Host a client uses to reach this machine (a LAN
-    address, a name) is accepted, and every request needs ``Authorization: Bearer <token>``."""
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    if token:
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    else:
-        hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"]
-        origins = [f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}"]
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                             allowed_origins=origins)
-    app = server.streamable_http_app(transport_security=security, host=host)
-    return BearerAuth(app, token) if token else app
-
-
 def serve(factory: Callable[[], Any], *, http: bool = False, host: str = "127.0.0.1", port: int = 8765,
           token: str = "") -> None:
+    """Serve the library ``factory()`` opens. Over HTTP (``mcp_http.run``) until interrupted;
+    over stdio until the client closes stdin, which ends the process (``_serve_stdio``)."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    if not http:
-        build_server(factory).run("stdio")
+    if http:
+        from .mcp_http import run
+
+        run(lambda: build_server(factory), host=host, port=port, token=token)
         return
-    from .errors import ConfigError
-
-    if host not in LOOPBACK and not token:
-        raise ConfigError(f"binding {host} exposes the library beyond this machine",
-                          fix="set SKILLSHELF_HTTP_TOKEN (clients send 'Authorization: Bearer <token>'), "
-                              "or bind 127.0.0.1")
-    from .net import bind_socket
-
-    sock = bind_socket(host, port, default_port=8765)   # before anything says it is listening
-    import uvicorn
-
-    app = http_app(build_server(factory), host=host, port=port, token=token)
-    shown = f"[{host}]" if ":" in host else host
-    print(f"skillshelf MCP over Streamable HTTP at http://{shown}:{port}/mcp", file=sys.stderr)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    _serve_stdio(factory)
 
 
-class BearerAuth:
-    """Refuse requests without exactly one ``Authorization: Bearer <token>`` header (ASGI
-    middleware; the scheme is case-insensitive, RFC 7235; a repeated header is refused)."""
+_GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
-    def __init__(self, app: Any, token: str):
-        self.app = app
-        self.token = token.encode()
 
-    async def _refuse(self, send: Any, status: int, text: str) -> None:
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
-        await send({"type": "http.response.body", "body": text.encode()})
+def _client_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` only says that the client went away (its pipes closed)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_client_gone(e) for e in exc.exceptions)
+    return isinstance(exc, _GONE)
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        import hmac
 
-        if scope["type"] == "websocket":  # not part of MCP: never opened without checks
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        if scope["type"] == "http":
-            values = [v for k, v in scope.get("headers") or [] if k.lower() == b"authorization"]
-            if len(values) > 1:
-                await self._refuse(send, 400, "repeated Authorization header: send it once")
-                return
-            scheme, _, credentials = (values[0] if values else b"").strip().partition(b" ")
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(credentials.strip(), self.token):
-                await self._refuse(send, 401, "missing or wrong bearer token")
-                return
-        await self.app(scope, receive, send)
+def _serve_stdio(factory: Callable[[], Any]) -> None:
+    """Run over stdio until stdin closes, then stop: new requests are refused, the requests
+    under way and the background indexing get ``SHUTDOWN_WAIT`` seconds to end (the
+    library is closed, its threads joined), and the process exits 0.
+
+    It exits with ``os._exit``, after flushing what it wrote: the interpreter's own
+    finalisation is not run. A native thread still running then (onnxruntime embedding for
+    a request the client abandoned, or a sync that did not stop in time) aborts the whole
+    process in its C++ runtime ("terminate called without an active exception", exit -6)
+    when it next takes the GIL, and nothing is left that finalisation would close."""
+    server = build_server(factory)
+    code = 0
+    try:
+        server.run("stdio")
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            code = 130
+        elif _client_gone(exc):
+            code = 0
+        else:
+            log.error("the stdio server failed", exc_info=True)
+            code = 1
+    closer = threading.Thread(target=server.handle.close, name="skillshelf-close", daemon=True)
+    closer.start()
+    closer.join(SHUTDOWN_WAIT + 0.5)
+    if closer.is_alive():
+        print("skillshelf: background work did not stop in time; exiting anyway", file=sys.stderr)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

@@ -2,7 +2,8 @@
 
 The socket is bound here, before anything says it is listening, and handed to the server
 as it is: a port in use or out of range is one clear error, and no other program can take
-the port between the check and the start."""
+the port between the check and the start. A bind beyond loopback needs a token long enough
+not to be guessed (``check_remote_token``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,25 @@ import socket
 from .errors import ConfigError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# The shortest bearer token accepted on a bind other machines can reach: 16 characters of
+# ``secrets.token_urlsafe`` are ~96 bits, beyond guessing over a network.
+MIN_TOKEN_CHARS = 16
+MAKE_TOKEN = 'python -c "import secrets; print(secrets.token_urlsafe(32))"'
+
+
+def check_remote_token(token: str | None, host: str) -> None:
+    """Refuse (``ConfigError``) to serve ``host`` beyond this machine without a token
+    (``SKILLSHELF_HTTP_TOKEN``) or with one shorter than ``MIN_TOKEN_CHARS`` (a one-letter
+    token guards nothing); a loopback bind needs none."""
+    if host in LOOPBACK:
+        return
+    fix = (f"set SKILLSHELF_HTTP_TOKEN to a random token of {MIN_TOKEN_CHARS} or more characters, e.g. the "
+           f"output of `{MAKE_TOKEN}` (clients send 'Authorization: Bearer <token>'), or bind 127.0.0.1")
+    if not token:
+        raise ConfigError(f"binding {host} exposes the library beyond this machine", fix=fix)
+    if len(token.strip()) < MIN_TOKEN_CHARS:
+        raise ConfigError(f"SKILLSHELF_HTTP_TOKEN is too short to guard {host} ({len(token.strip())} characters; "
+                          f"at least {MIN_TOKEN_CHARS})", fix=fix)
 
 
 def bind_socket(host: str, port: int, *, default_port: int) -> socket.socket:

@@ -1,0 +1,143 @@
+"""What the MCP tools say: the text block of each result (what a model reads) and the
+one-line error for any failure. Pure formatting over what ``Library`` returned: no library
+calls here, and nothing heavier than the standard library at import time (``serve`` starts
+before numpy loads)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .text import trim
+
+# Names of a skill's files shown by get_skill (the rest are counted; resources/list has all).
+FILES_SHOWN_CHARS = 3_000
+
+
+def message(exc: BaseException, doing: str = "") -> str:
+    """One line naming the problem and the fix, for any exception."""
+    import sqlite3
+
+    from .errors import NotFoundError, SkillshelfError, cannot_write_error
+    from .library import explain
+
+    if isinstance(exc, SkillshelfError):
+        msg, fix = exc.message, exc.fix
+        if not fix:   # the model needs a next step even where the library gave none
+            fix = ("use a name or id that search_skills returned" if isinstance(exc, NotFoundError)
+                   else "check the arguments against the tool's description")
+    elif isinstance(exc, (OSError, sqlite3.Error)) and (refused := cannot_write_error(exc, "the library folder")):
+        msg, fix = refused.message, refused.fix
+    elif isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        msg = f"{exc.strerror or type(exc).__name__}{where}"
+        fix = "check that file or folder (it may be missing, unreadable or on a full disk), then try again"
+    else:
+        msg = f"{type(exc).__name__}: {str(exc).split(' with text ', 1)[0]}"
+        if (known := explain(exc)) is not None:
+            fix = known.fix
+        elif isinstance(exc, sqlite3.Error):
+            fix = ("run `skillshelf doctor`; if it reports the database damaged, `skillshelf rebuild` re-indexes"
+                   " the files")
+        else:
+            fix = "try again; if it keeps failing, run `skillshelf doctor` and read the server's log (stderr)"
+    msg = " ".join(str(msg).split())[:500]
+    if doing:
+        msg = f"{doing}: {msg}"
+    return f"{msg.rstrip('.')}. Fix: {fix}" if fix else msg
+
+
+# --- search_skills ------------------------------------------------------------------------------
+
+def hit_line(i: int, h: dict[str, Any]) -> str:
+    """One hit of a search: rank, name, match, flags and description (and the judge's word)."""
+    extra = f" ×{h['copies']}" if h.get("copies", 1) > 1 else ""
+    flags = "".join(f" [{f}]" for f in ("expired",) if h.get(f))
+    # when the name would resolve to another same-named skill, say which one to get
+    get = f" (get_skill: {h['ref']})" if h.get("ref") and h["ref"] != h["name"] else ""
+    desc = trim(h["description"], 100) if get else h["description"]  # keep 5 hits under ~1.4k chars
+    j = h.get("judge") or {}
+    said = ""
+    if j:
+        said = f" (judge: fit {j.get('fit', '?')}" + (f" — {trim(str(j['why']), 120)}" if j.get("why") else "") + ")"
+    return f"{i}. {h['name']}{extra} [{h['match']}]{flags}{get} — {desc}{said}"
+
+
+def next_step(*, confident: bool, any_hits: bool, query_id: int | None, read_only: bool) -> str:
+    """The closing line of a search: the confidence, the query id, and what to do next. With
+    no confident match the model is told not to force a skill (as the using-skillshelf
+    skill teaches) rather than to read one."""
+    qid = (f"query_id={query_id}" if query_id is not None
+           else "query not logged (the library is read-only: outcomes cannot be recorded)" if read_only
+           else "query not logged (see degraded): report_outcome without query_id")
+    if confident:
+        return f"confident match; {qid}. Next: get_skill(name)" + ("." if read_only else ", then report_outcome.")
+    line = f"no confident match (possible gap); {qid}. Nothing here fits confidently: do not force a skill. "
+    if any_hits:
+        line += "Open a weak hit only if its description clearly covers your case. "
+    return line + ("Otherwise do the task yourself." if read_only else
+                   "Otherwise do the task yourself, then save what you learned with save_skill(action='ARCHIVE').")
+
+
+# --- get_skill ----------------------------------------------------------------------------------
+
+def page_of(body: str, offset: int, budget: int) -> tuple[str, int | None]:
+    """``body[offset:]`` up to ``budget`` characters and the offset the next page starts at
+    (None: this is the end). A page that does not reach the end is cut after a line where
+    one ends in its second half, else after a space, so no word is split between two pages
+    (only a single "word" longer than half the budget is)."""
+    end = offset + max(budget, 1)
+    if end >= len(body):
+        return body[offset:], None
+    floor = offset + max(budget, 1) // 2
+    cut = body.rfind("\n", floor, end)
+    if cut < 0:
+        cut = max(body.rfind(" ", floor, end), body.rfind("\t", floor, end))
+    if cut >= floor:
+        end = cut + 1
+    return body[offset:end], end
+
+
+def files_line(uri_of: Any, files: list[str], more: int) -> tuple[list[str], int, str]:
+    """(names shown, names left out, the text line) within ``FILES_SHOWN_CHARS``;
+    ``uri_of(file)`` is the resource URI of one of the skill's files."""
+    shown: list[str] = []
+    used = 0
+    for f in files:
+        if used + len(f) + 2 > FILES_SHOWN_CHARS:
+            break
+        shown.append(f)
+        used += len(f) + 2
+    left = len(files) - len(shown) + more
+    if not shown:
+        return shown, left, (f"files: {left} (list them with resources/list)" if left else "")
+    line = "files: " + ", ".join(shown) + (f", … ({left} more: resources/list)" if left else "")
+    return shown, left, line + f"  (read as resources: {uri_of(shown[0])})"
+
+
+def read_on(*, shown_to: int, total: int, ref: str, section: str, next_offset: int, heads: list[str]) -> str:
+    """The footer of a page of a long body: how much was shown and how to read on."""
+    out = (f"\n\n[shown {shown_to:,} of {total:,} characters; read on with "
+           f"get_skill(name={ref!r}{f', section={section!r}' if section else ''}, offset={next_offset})")
+    if heads:
+        out += ", or one section: " + ", ".join(trim(h, 60) for h in heads)
+    return out + "]"
+
+
+# --- tool schemas -------------------------------------------------------------------------------
+
+def untitled(schema: Any) -> Any:
+    """A JSON schema without pydantic's generated ``title`` keys (they repeat the property
+    names and cost ~1 KB of every client's context in tools/list)."""
+    if isinstance(schema, dict):
+        out = {}
+        for k, v in schema.items():
+            if k == "title" and isinstance(v, str):
+                continue
+            if k == "properties" and isinstance(v, dict):
+                out[k] = {name: untitled(sub) for name, sub in v.items()}
+            else:
+                out[k] = untitled(v)
+        return out
+    if isinstance(schema, list):
+        return [untitled(x) for x in schema]
+    return schema
