@@ -16,6 +16,7 @@ from skillshelf import Library
 from skillshelf import index as indexmod
 from skillshelf import indexing, watcher
 from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.sources import Root
 
 from conftest import write_skill
 
@@ -125,8 +126,9 @@ def test_an_idle_server_does_not_rescan(tmp_path, monkeypatch):
 
 def test_the_library_own_writes_and_temporary_files_are_not_changes(tmp_path):
     root = _root(tmp_path)
-    w = watcher.Watcher(indexing_roots := Library(home=tmp_path / "home", roots=[root], auto_sync=False).roots,
-                        exclude=(tmp_path / "home",)).start()
+    roots = [Root(tmp_path / "home" / "skills", "workspace", "workspace"), Root(root, "other", "root")]
+    roots[0].path.mkdir(parents=True)
+    w = watcher.Watcher(roots, exclude=(tmp_path / "home",)).start()
     try:
         folder = root / "web" / "cors-fix"
         (folder / ".tmp-123-SKILL.md").write_text("x")
@@ -141,7 +143,7 @@ def test_the_library_own_writes_and_temporary_files_are_not_changes(tmp_path):
         time.sleep(0.3)
         assert w.changes() == {folder / "SKILL.md"}
         assert w.changes() == set()              # taken once
-        assert [s["mode"] for s in w.status()] == ["events"] * len(indexing_roots)
+        assert [s["mode"] for s in w.status()] == ["events", "events"]
     finally:
         w.close()
 
@@ -277,8 +279,31 @@ def test_a_keyboard_interrupt_seen_by_the_watcher_is_raised(tmp_path):
             pass
 
     root = _root(tmp_path)
-    w = watcher.Watcher(Library(home=tmp_path / "home", roots=[root], auto_sync=False).roots).start()
+    w = watcher.Watcher([Root(root, "other", "root")]).start()
     w.close()
     w.watches[0].notify = Interrupted()
     with pytest.raises(KeyboardInterrupt):
         w.changes()
+
+
+def test_a_watch_that_fails_is_set_up_again_and_its_root_counts_as_changed(tmp_path):
+    class Broken:
+        def watch(self, *a):
+            # what watchfiles raises when a file vanished while it read it
+            raise RuntimeError("error in underlying watcher: IO error: No such file or directory (os error 2)")
+
+        def close(self):
+            pass
+
+    root = _root(tmp_path)
+    w = watcher.Watcher([Root(root, "other", "root")]).start()
+    try:
+        w.watches[0].notify.close()
+        w.watches[0].notify = Broken()
+        assert w.changes() == {root}                  # events may have been lost: a sync looks
+        assert w.status()[0]["mode"] == "events"      # and the root is watched again
+        write_skill(root, "new/zebra-paint", description="Paint zebra crossings on a road")
+        time.sleep(0.3)
+        assert root / "new" / "zebra-paint" / "SKILL.md" in w.changes()
+    finally:
+        w.close()

@@ -55,6 +55,14 @@ class Stopped(Exception):
     """A sync stopped because the indexer is closing."""
 
 
+def _abandon(pre: indexmod.Prefetch) -> None:
+    """Stop a prefetch without embedding what is still queued. (``Prefetch.cancel`` is to come
+    with index.py's own handling of an interrupted sync; until then the prefetch is finished,
+    which embeds the queue first.)"""
+    cancel = getattr(pre, "cancel", None)
+    (cancel or pre.finish)()
+
+
 class LazyEmbedder:
     """The embedding backend, loaded on first use. A backend that cannot load (or fails
     later) leaves the library lexical-only, and says so once."""
@@ -150,8 +158,13 @@ class Indexer:
             try:
                 report = indexmod.sync(self.store, self._roots(), progress=self._stoppable(progress),
                                        on_skill=pre.add if pre else None, exclude=(cfg.home,))
-            finally:
-                ready = pre.finish() if pre else None
+            except BaseException:
+                # interrupted (Ctrl-C, closing): the texts still queued for the model are not
+                # waited for (at a first index, minutes of them)
+                if pre is not None:
+                    _abandon(pre)
+                raise
+            ready = pre.finish() if pre else None
             self._clean_temp_files(report, cfg)
             if embed:
                 self.embed_pending(report, self._stoppable(embed_progress), ready)

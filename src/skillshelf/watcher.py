@@ -112,7 +112,7 @@ class Watcher:
 
     def changes(self) -> set[Path]:
         """The paths that may change the index, seen since the last call; waits ~1 ms per root.
-        A root whose watch broke is marked "none" (its reason says why). Raises
+        A root whose watch failed is reported as changed and watched afresh. Raises
         ``KeyboardInterrupt`` when watchfiles saw one arrive (in the main thread)."""
         out: set[Path] = set()
         with self._lock:
@@ -122,8 +122,15 @@ class Watcher:
                 try:
                     raw = w.notify.watch(50, 1, 1, None)   # debounce, step, timeout (ms), stop event
                 except Exception as exc:
-                    w.mode, w.reason = "none", f"its watch stopped: {' '.join(str(exc).split())[:200]}"
+                    # the watch itself failed (a file vanished while polling read it, a folder
+                    # went): events may be lost, so the root counts as changed, and it is
+                    # watched afresh (or, failing that, left to the rescans)
                     self._close(w)
+                    fresh = self._watch(w.root)
+                    w.mode, w.reason, w.notify = fresh.mode, fresh.reason, fresh.notify
+                    if w.mode == "none":
+                        w.reason = f"its watch stopped ({' '.join(str(exc).split())[:200]}); {w.reason}"
+                    out.add(w.root.path)
                     continue
                 if raw == "signal":
                     raise KeyboardInterrupt
