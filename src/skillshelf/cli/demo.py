@@ -123,7 +123,7 @@ def _lesson_recorded(lib: Any, name: str, lesson: str) -> bool:
     """Whether the skill's Lessons Learned already hold ``lesson`` (the demo ran on this
     library before): saving it again would change nothing, and the save says so as an error."""
     from ..errors import SkillshelfError
-    from ..evolve import lesson_lines  # facade: pending
+    from ..lessons import lesson_lines  # facade: pending
 
     try:
         body = lib.read(name)[1]
