@@ -687,3 +687,55 @@ class Library:
     def judge_check(self) -> Check:
         """The doctor's check of the judge."""
         return self._judge.check()
+
+    # --- agent clients: installing the server and skills in them (clients.py) -------------
+    @staticmethod
+    def install_client(client: str, scope: str, *, config: Config, project: Path | None = None,
+                       write_policy: str | None = None, skill: bool = True, dry_run: bool = False):
+        """Add the skillshelf server to a client's configuration and the teaching skill to its
+        skills folder (``clients.install``); needs no open library."""
+        from .clients import install
+
+        return install(client, scope, config=config, project=project, write_policy=write_policy, skill=skill,
+                       dry_run=dry_run)
+
+    @staticmethod
+    def uninstall_client(client: str, scope: str, *, project: Path | None = None, skill: bool = True,
+                         dry_run: bool = False):
+        """Remove the skillshelf entry (and the teaching skill it installed) from a client."""
+        from .clients import uninstall
+
+        return uninstall(client, scope, project=project, skill=skill, dry_run=dry_run)
+
+    @staticmethod
+    def client_skills_folder(client: str, scope: str, project: Path):
+        """(client, its skills folder for ``scope``); an error naming the way out when it has none."""
+        from .clients import skills_folder
+
+        return skills_folder(client, scope, project)
+
+    def install_skills(self, ids: list[str], dest: Path):
+        """Copy these skills' folders into a client's skills folder (a folder already there is
+        left as it is); one ``clients.CopyResult`` per skill."""
+        from .clients import copy_skill_folders
+
+        payload = []
+        for sid in ids:
+            rec, sf = self.skill_folder(sid)
+            payload.append((rec.name, sf.files, sf.executable))
+        return copy_skill_folders(dest, payload)
+
+    @staticmethod
+    def lesson_lines(body: str) -> list[str]:
+        """The lessons a skill body's Lessons Learned section holds."""
+        from .lessons import lesson_lines
+
+        return lesson_lines(body)
+
+    @staticmethod
+    def quantized_model_ready() -> bool:
+        """Whether the bundled model's 8-bit copy has been derived already (it takes seconds, once)."""
+        from .embeddings.minilm import MODEL_SHA256
+        from .embeddings.quantize import derived_path
+
+        return derived_path(MODEL_SHA256).is_file()

@@ -74,10 +74,9 @@ def _demo_precision() -> str | None:
     if os.environ.get("SKILLSHELF_EMBEDDER", "minilm") != "minilm" or os.environ.get("SKILLSHELF_EMBEDDER_PATH"):
         return None
     try:
-        from ..embeddings.minilm import MODEL_SHA256  # facade: pending
-        from ..embeddings.quantize import derived_path  # facade: pending
+        from ..library import Library
 
-        return None if derived_path(MODEL_SHA256).is_file() else "float32"
+        return None if Library.quantized_model_ready() else "float32"
     except Exception:   # the model's own load says what is wrong
         return None
 
@@ -123,14 +122,14 @@ def _lesson_recorded(lib: Any, name: str, lesson: str) -> bool:
     """Whether the skill's Lessons Learned already hold ``lesson`` (the demo ran on this
     library before): saving it again would change nothing, and the save says so as an error."""
     from ..errors import SkillshelfError
-    from ..lessons import lesson_lines  # facade: pending
+    from ..library import Library
 
     try:
         body = lib.read(name)[1]
     except SkillshelfError:
         return False       # the save names the problem itself
     want = " ".join(lesson.split()).lower()
-    return any(want in " ".join(line.split()).lower() for line in lesson_lines(body))
+    return any(want in " ".join(line.split()).lower() for line in Library.lesson_lines(body))
 
 
 async def _agent_session(lib: Any, query: str) -> list[int]:

@@ -88,9 +88,9 @@ def install(
 ) -> None:
     """Add the skillshelf MCP server to an agent client's configuration (merged into the file,
     other servers kept, a backup written first) and put the teaching skill in its skills folder."""
-    from ..clients import install as install_client  # facade: pending
+    from ..library import Library
 
-    done = install_client(client.value, scope.value, config=_config(), project=project, write_policy=write_policy,
+    done = Library.install_client(client.value, scope.value, config=_config(), project=project, write_policy=write_policy,
                           skill=not no_skill, dry_run=dry_run)
     if json_out:
         _json(done.as_dict())
@@ -120,9 +120,9 @@ def uninstall(
 ) -> None:
     """Remove only the skillshelf entry from a client's configuration (a backup is written
     first), and the teaching skill skillshelf installed (unless it was edited)."""
-    from ..clients import uninstall as uninstall_client  # facade: pending
+    from ..library import Library
 
-    done = uninstall_client(client.value, scope.value, project=project, skill=not keep_skill, dry_run=dry_run)
+    done = Library.uninstall_client(client.value, scope.value, project=project, skill=not keep_skill, dry_run=dry_run)
     if json_out:
         _json(done.as_dict())
         return

@@ -231,9 +231,7 @@ def pick(
     dest = None
     c = None
     if install is not None:
-        from ..clients import skills_folder  # facade: pending
-
-        c, dest = skills_folder(install.value, scope.value, project)
+        c, dest = lib.client_skills_folder(install.value, scope.value, project)
     if json_out and install is None:
         _json(res.as_dict())
         return
@@ -260,13 +258,7 @@ def pick(
     if not yes and not typer.confirm(_clean(f"Copy these {len(res.picks)} skills into {dest}?")):
         err.print("nothing installed")
         raise typer.Exit(1)
-    from ..clients import copy_skill_folders  # facade: pending (Library.install_skills)
-
-    payload = []
-    for p in res.picks:
-        _rec, sf = lib.skill_folder(p.id)
-        payload.append((p.name, sf.files, sf.executable))
-    results = copy_skill_folders(dest, payload)
+    results = lib.install_skills([p.id for p in res.picks], dest)
     if json_out:
         _json(res.as_dict() | {"installed": [{"name": r.name, "path": str(r.dest), "action": r.action,
                                                "detail": r.detail} for r in results]})
