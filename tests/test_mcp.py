@@ -78,7 +78,11 @@ def test_tools_contract_order_annotations_and_size(home):
     assert _json_type(search.output_schema["properties"]["query_id"]) == "integer"
     ro = {t.name for t in tools if t.annotations.read_only_hint}
     assert ro == {"search_skills", "get_skill", "skill_stats"}
-    size = len(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]))
+    # what every client holds in its context: the whole tools/list answer, as JSON with the
+    # default separators (the measure that found it at 6,002 characters)
+    answer = {"jsonrpc": "2.0", "id": 1,
+              "result": {"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]}}
+    size = len(json.dumps(answer))
     assert size <= 6000, size
 
 
@@ -289,3 +293,56 @@ def test_mcp_inspector_cli(home):
     assert res["structuredContent"]["hits"]
     body = call("--method", "resources/read", "--uri", "skill://workspace/cors-fix-nextjs-api/SKILL.md")
     assert "cors-fix-nextjs-api" in body["contents"][0]["text"]
+
+
+def test_no_confident_match_says_not_to_force_a_skill(home):
+    """The teaching skill says not to force a skill onto a gap: the result says so too, instead
+    of 'Next: get_skill(name), then report_outcome'."""
+    async def main():
+        async with Client(server_for(home)) as c:
+            gap = await c.call_tool("search_skills", {"query": "quantum pastry lamination schedule"})
+            weak = await c.call_tool("search_skills", {"query": "zzqx vvbn"})
+            fits = await c.call_tool("search_skills", {"query": "fix a CORS error in a Next.js API route"})
+            return gap, weak, fits
+
+    gap, weak, fits = run(main)
+    for r in (gap, weak):
+        assert not r.is_error and r.structured_content["confident"] is False
+        last = [ln for ln in r.content[0].text.splitlines() if not ln.startswith("degraded:")][-1]
+        assert last.startswith("no confident match (possible gap); query_id=")
+        assert "Next: get_skill" not in last and "save_skill(action='ARCHIVE')" in last, last
+    assert not gap.structured_content["hits"] and "No skill fits" in gap.content[0].text
+    assert weak.structured_content["hits"] and "do not force one" in weak.content[0].text
+    assert "open a weak hit only if its description clearly covers your case" in weak.content[0].text
+    assert fits.structured_content["confident"] is True
+    assert "confident match; query_id=" in fits.content[0].text
+    assert "Next: get_skill(name), then report_outcome." in fits.content[0].text
+
+
+@pytest.mark.parametrize("uri", ["skill://workspace/cors-fix-nextjs-api/%00",
+                                 "skill://workspace/cors-fix-nextjs-api/a%00b.md",
+                                 "skill://workspace%00/cors-fix-nextjs-api/SKILL.md",
+                                 "skill://workspace/cors-fix-nextjs-api/%1b%5b2J"])
+def test_a_resource_uri_with_a_control_character_is_invalid_params(home, uri, caplog):
+    """A NUL byte reached Path.resolve and came back as {"code": 0, "message": "embedded null
+    byte"} with a traceback in the log: it is a bad URI like any other (-32602)."""
+    from mcp import MCPError
+
+    from skillshelf.mcp_server import LibraryHandle, SkillsExtension, _GetParams
+
+    async def main():
+        async with Client(server_for(home)) as c:
+            with pytest.raises(MCPError) as err:
+                await c.read_resource(uri)
+        # the Skills Extension's skills/get resolves a URI the same way
+        ext = SkillsExtension(LibraryHandle(lambda: Library(home, embedder="none")))
+        with pytest.raises(MCPError) as err2:
+            await ext._get(None, _GetParams(uri=uri))
+        return err.value, err2.value
+
+    with caplog.at_level("INFO"):
+        got = run(main)
+    for e in got:
+        assert e.code == -32602, (e.code, e.message)
+        assert "bad skill URI" in e.message and "Fix: " in e.message
+    assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]

@@ -119,3 +119,44 @@ def test_server_identity_prompt_and_resource_errors(home):
                     await c.read_resource(uri)
                 assert err.value.code == -32602, (uri, err.value.code)   # not found, not internal error
     anyio.run(main)
+
+
+def test_get_skill_pages_a_body_without_line_breaks_between_words(tmp_path):
+    """A long paragraph with no line break near the cut: the page ends after a space, never
+    inside a word (it read "...to cle" / "an up")."""
+    sentence = "Remember to clean up the temporary files after each run of the migration. "
+    body = sentence * 2000   # ~150 KB on one line
+    write_skill(tmp_path / "h" / "skills", "one-long-line", description="A guide written as one paragraph",
+                body=body)
+    home = tmp_path / "h"
+    Library(home, embedder=FakeEmbedder(), auto_sync=False).sync()
+    whole = Library(home, embedder="none", auto_sync=False).read("one-long-line")[1]
+
+    async def main():
+        async with Client(server_for(home)) as c:
+            parts, offset = [], 0
+            while offset is not None:
+                r = await c.call_tool("get_skill", {"name": "one-long-line", "offset": offset})
+                assert not r.is_error, r.content[0].text
+                sc = r.structured_content
+                page = r.content[0].text.split("\n\n", 1)[1]
+                if sc["next_offset"] is not None:
+                    page = page.rsplit("\n\n[shown ", 1)[0]
+                    assert page[-1] == " " and whole[sc["next_offset"]] != " ", page[-30:]
+                assert len(page) == sc["shown_chars"]
+                parts.append(page)
+                offset = sc["next_offset"]
+            return parts
+
+    parts = anyio.run(main)
+    assert len(parts) >= 5 and "".join(parts) == whole
+
+
+def test_a_page_cut_prefers_a_line_end_then_a_space():
+    from skillshelf.mcp_text import page_of
+
+    text = "alpha beta\ngamma delta epsilon"
+    assert page_of(text, 0, 14) == ("alpha beta\n", 11)            # a line end in the page's second half
+    assert page_of(text, 11, 12) == ("gamma delta ", 23)           # else a space
+    assert page_of("x" * 50, 0, 20) == ("x" * 20, 20)               # one word longer than the page: cut in it
+    assert page_of(text, 0, 100) == (text, None)

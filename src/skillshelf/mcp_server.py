@@ -545,24 +545,24 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
 
     server.add_tool(search_skills, title="Search skills", annotations=ToolAnnotations(
         readOnlyHint=True, destructiveHint=False, idempotentHint=False, openWorldHint=False),
-        description="Find skills for a task. Call before non-trivial work; describe the task in plain words. "
-                    "Returns metadata only (name, type, tags, short description, match likely|weak) and "
-                    "'confident'. mode=brainstorm adds variety; repo_scope=current keeps this repo + global. "
-                    "judge=true: the owner's model judge reranks (where configured).")
+        description="Find skills for a task; call before non-trivial work, with the task in plain words. "
+                    "Returns metadata only (name, type, tags, description, match likely|weak) and 'confident'. "
+                    "mode=brainstorm adds variety; repo_scope=current: this repo + global; judge=true: the "
+                    "owner's model judge reranks (if configured).")
     server.add_tool(get_skill, title="Get a skill", annotations=ro,
-                    description="Read one skill's instructions by name or id (from search_skills). "
-                                "section='Solution' returns only that section. A long body comes in parts: "
-                                "pass the next_offset it returns as offset. Lists the skill's other files.")
+                    description="Read a skill by name or id (from search_skills). section='Solution' returns only "
+                                "that section; a long body comes in parts (pass next_offset as offset). Lists the "
+                                "skill's other files.")
     server.add_tool(save_skill, title="Save a skill", annotations=ToolAnnotations(
         readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False),
         description="Record knowledge. action: ARCHIVE (new skill: name, description, body), FIX (improve "
-                    "target_skill_name; lesson is added to Lessons Learned), DERIVE (new name from "
-                    "target_skill_name), MERGE (source_skill_names, comma-separated). Versioned; the owner's "
-                    "write policy may keep it as a draft for review.")
+                    "target_skill_name; lesson goes to Lessons Learned), DERIVE (new name from target_skill_name), "
+                    "MERGE (comma-separated source_skill_names). Versioned; the owner's policy may hold it as a "
+                    "draft for review.")
     server.add_tool(report_outcome, title="Report outcome", annotations=ToolAnnotations(
         readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False),
-        description="After using a skill, say whether it worked (worked=true/false, a short note on why). "
-                    "Pass the query_id from search_skills. This is how the library learns.")
+        description="After using a skill, say if it worked (worked=true/false, a short note why), with the "
+                    "query_id from search_skills. This is how the library learns.")
     server.add_tool(skill_stats, title="Library statistics", annotations=ro,
                     description="Curation view: most used, low-success, never-surfaced skills and unmet requests.")
     server.add_tool(reindex, title="Reindex", annotations=ToolAnnotations(

@@ -71,11 +71,14 @@ def next_step(*, confident: bool, any_hits: bool, query_id: int | None, read_onl
            else "query not logged (see degraded): report_outcome without query_id")
     if confident:
         return f"confident match; {qid}. Next: get_skill(name)" + ("." if read_only else ", then report_outcome.")
-    line = f"no confident match (possible gap); {qid}. Nothing here fits confidently: do not force a skill. "
+    line = f"no confident match (possible gap); {qid}. "
     if any_hits:
-        line += "Open a weak hit only if its description clearly covers your case. "
-    return line + ("Otherwise do the task yourself." if read_only else
-                   "Otherwise do the task yourself, then save what you learned with save_skill(action='ARCHIVE').")
+        line += ("None of these fits confidently: do not force one; open a weak hit only if its description "
+                 "clearly covers your case" + ("" if read_only else " (then report_outcome)") + ". Otherwise ")
+    else:
+        line += "No skill fits: "
+    return line + ("do the task yourself." if read_only else
+                   "do the task yourself, then save what you learned with save_skill(action='ARCHIVE').")
 
 
 # --- get_skill ----------------------------------------------------------------------------------
