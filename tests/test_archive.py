@@ -380,7 +380,7 @@ def test_cli_round_trip_and_hostile_archive(tmp_path):
     out = tmp_path / "all.zip"
     p = sk("export", "--all", "--to", str(out), home=a)
     assert p.returncode == 0, p.stderr
-    assert "exported 3 skills" in p.stdout and out.exists()
+    assert "exported 3 of 3 skills" in p.stdout and out.exists()
     p = sk("import", str(out), "--dry-run", home=b)
     assert p.returncode == 0 and "would import" in p.stdout and "nothing was written" in p.stdout
     p = sk("import", str(out), home=b)

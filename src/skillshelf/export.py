@@ -203,9 +203,10 @@ def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Pat
         payload.append((folder, sf))
     own = [e for e in entries if "/" in e["folder"]]
     if own:
-        notes.append(f"{len(own)} skill{'s' if len(own) != 1 else ''} whose folder name was taken by another "
-                     "skill or cannot be a folder name are each in a folder of their own named from the id "
-                     f"(e.g. {own[0]['folder']})")
+        one = len(own) == 1
+        notes.append(f"{len(own)} skill{'' if one else 's'} whose folder name was taken by another skill or cannot "
+                     f"be a folder name {'is' if one else 'are each'} in a folder of {'its' if one else 'their'} own "
+                     f"named from the id (e.g. {own[0]['folder']})")
     if not payload:
         raise ValidationError("nothing to export: " + "; ".join(f"{x['id']}: {x['detail']}" for x in skipped[:3]),
                               fix="run `skillshelf sync`, or pass other skill names or ids")

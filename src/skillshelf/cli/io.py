@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .common import _json, _lib, _usage_error, err, out
+from .common import _config, _json, _lib, _usage_error, err, out
 
 commands = typer.Typer()
 
@@ -19,10 +19,14 @@ def export_(
     all_: bool = typer.Option(False, "--all", help="every skill (by name: the one a lookup by name finds)"),
     to: Optional[Path] = typer.Option(None, "--to", metavar="DIR|FILE.zip|FILE.tar.gz",
                                       help="a new (or empty) folder, or an archive file to create"),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="no line per skill: only what was left out and the summary"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Export skills (SKILL.md and their other files) with a manifest.json of names, ids,
-    versions and the sha256 of every file."""
+    versions and the sha256 of every file. Every skill is kept: several of one name, or a name
+    no folder can have, each go into a folder of their own named from the id. Exits 1 when a
+    skill had to be left out (its files cannot be read): the archive is then incomplete."""
     if to is None:
         raise _usage_error(ctx, "say where to: --to DIR, --to FILE.zip or --to FILE.tar.gz")
     if names and all_:
@@ -32,13 +36,28 @@ def export_(
     rep = _lib().export_skills(names or [], all_skills=all_, to=to)
     if json_out:
         _json(rep.as_dict())
+        if rep.skipped:
+            raise typer.Exit(1)
         return
-    for s in rep.skills:
-        out.print(f"  {s['name']:40} v{s['version']}  {s['files']} file{'s' if s['files'] != 1 else ''}  ({s['id']})")
+    if not quiet:
+        for s in rep.skills:
+            moved = f" → {s['folder']}" if "/" in s["folder"] else ""
+            out.print(f"  {s['name']:40} v{s['version']}  {s['files']} file{'s' if s['files'] != 1 else ''}  "
+                      f"({s['id']}){moved}")
+    for sk in rep.skipped:
+        out.print(f"  skipped {sk['id']}: {sk['reason']}" + (f" ({sk['detail']})" if sk.get("detail") else ""))
     for n in rep.notes:
         out.print(f"  note: {n}")
-    out.print(f"exported {len(rep.skills)} skill{'s' if len(rep.skills) != 1 else ''} ({rep.bytes:,} bytes) "
-              f"to {rep.target} ({rep.kind}, with manifest.json)")
+    total = len(rep.skills) + len(rep.skipped)
+    left = ""
+    if rep.skipped:
+        left = f"; {len(rep.skipped)} left out: " + ", ".join(f"{r} ({c})" for r, c in rep.reasons.items())
+    out.print(f"exported {len(rep.skills)} of {total} skill{'s' if total != 1 else ''} ({rep.bytes:,} bytes) "
+              f"to {rep.target} ({rep.kind}, with manifest.json){left}")
+    if rep.skipped:
+        err.print("error: the export is incomplete: the skills above could not be read; run `skillshelf sync` "
+                  "and `skillshelf doctor`, then export again")
+        raise typer.Exit(1)
 
 
 @commands.command("import")
@@ -51,6 +70,7 @@ def import_(
     replace: bool = typer.Option(False, "--replace", help="a name already taken: make the imported text a new "
                                                           "version of that skill (FIX) instead of skipping it"),
     dry_run: bool = typer.Option(False, "--dry-run", help="list what would change; write nothing"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="list only the skills that were not taken in"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Import skills: each is validated and checked against the manifest's sha256; a name
@@ -60,17 +80,32 @@ def import_(
         raise _usage_error(ctx, "--as-root and --copy exclude each other: pass one")
     if as_root and replace:
         raise _usage_error(ctx, "--replace applies to --copy only")
-    rep = _lib().import_skills(source, mode="root" if as_root else "copy", replace=replace, dry_run=dry_run)
+    mode = "root" if as_root else "copy"
+    cfg = _config()
+    if dry_run and not cfg.db_path.exists():    # a dry run creates nothing, not even the home
+        from ..library import Library
+
+        rep = Library.preview_import(source, config=cfg, mode=mode, replace=replace)
+    else:
+        rep = _lib().import_skills(source, mode=mode, replace=replace, dry_run=dry_run)
     if json_out:
         _json(rep.as_dict())
     else:
         would = {"new": "would import", "replace": "would replace", "root": "would register"}
         shown = {"new": "imported", "replace": "replaced", "root": "in root"}
         for c in rep.skills:
+            if quiet and c.status not in ("clash", "invalid", "refused", "error"):
+                continue
             status = (would if rep.dry_run else shown).get(c.status, c.status)
-            out.print(f"  {status:14} {c.name}" + (f"  — {c.message}" if c.message else ""))
+            moved = f" → {c.dest}" if c.dest and c.dest != c.name else ""
+            out.print(f"  {status:14} {c.name}{moved}" + (f"  — {c.message}" if c.message else ""))
         for n in rep.notes:
             out.print(f"  note: {n}")
+        if rep.with_findings:
+            kinds = ", ".join(f"{k} {v:,}" for k, v in rep.with_findings.items())
+            n_f = sum(rep.with_findings.values())
+            out.print(f"note: {n_f:,} findings in the imported skills, the same sync reports, kept as they are "
+                      f"({kinds}); `skillshelf validate {cfg.workspace}` lists them")
         counts = ", ".join(f"{v} {k}" for k, v in rep.counts.items())
         where = f"; root {rep.root}" if rep.root else ""
         n = len(rep.skills)

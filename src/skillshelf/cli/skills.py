@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Optional
 
@@ -244,8 +245,9 @@ def pick(
         for note in res.notes:
             out.print(f"note: {note}")
         if res.picks and install is None:
+            where = f" --for {shlex.quote(str(project))}" if for_ is not None else ""
             out.print(f"{len(res.picks)} skill{'s' if len(res.picks) != 1 else ''} proposed; install them with "
-                      "`skillshelf pick --install CLIENT` (the rest stay one search away)")
+                      f"`skillshelf pick{where} --install CLIENT` (the rest stay one search away)")
     if install is None:
         return
     if not res.picks:
