@@ -307,3 +307,20 @@ def test_a_watch_that_fails_is_set_up_again_and_its_root_counts_as_changed(tmp_p
         assert root / "new" / "zebra-paint" / "SKILL.md" in w.changes()
     finally:
         w.close()
+
+
+def test_a_root_added_to_a_serving_library_is_indexed_and_watched(tmp_path):
+    from skillshelf.sources import make_roots
+
+    root = _root(tmp_path)
+    lib = _serving(tmp_path, root)
+    extra = tmp_path / "extra"
+    write_skill(extra, "kiln/kiln-fire", description="Fire a pottery kiln slowly")
+    try:
+        lib.roots = make_roots(lib.config.workspace, [root, extra])   # what an import as a root does
+        _found_within(lib, "pottery kiln", "kiln-fire")
+        write_skill(extra, "new/zebra-paint", description="Paint zebra crossings on a road")
+        _found_within(lib, "zebra crossings", "zebra-paint")
+        assert [e["mode"] for e in lib.root_events()] == ["events"] * 3
+    finally:
+        lib.close()

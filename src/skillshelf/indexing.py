@@ -51,8 +51,12 @@ TICK = 0.1               # the background thread's look at the watcher, and how 
 GROUP = 1.0              # changes arriving in a burst (a git pull) are synced together, after at most this
 
 
-class Stopped(Exception):
-    """A sync stopped because the indexer is closing."""
+class Stopped(ConflictError):
+    """A sync stopped because the library is closing (what it committed stays)."""
+
+    def __init__(self) -> None:
+        super().__init__("the library is closing: the sync stopped (what it indexed so far is kept)",
+                         fix="run `skillshelf sync` to finish it")
 
 
 def _abandon(pre: indexmod.Prefetch) -> None:
@@ -149,8 +153,7 @@ class Indexer:
             self._check_stop()
             t0 = time.perf_counter()
             cfg = self._config()
-            if self._watcher is not None:
-                self._watcher.changes()   # what the watcher saw so far is covered by this scan
+            self._changes()           # what the watcher saw so far is covered by this scan
             # A local model embeds the changed skills while the lexical index is being built.
             emb = self.embedder.state()[0] if embed else None
             pre = indexmod.Prefetch(self.store, emb, cfg.search.body_vector_tokens) \
@@ -175,7 +178,7 @@ class Indexer:
 
     def _check_stop(self) -> None:
         if self._stop.is_set():
-            raise Stopped("the library is closing")
+            raise Stopped()
 
     def _stoppable(self, progress):
         def step(done: int, total: int) -> None:
@@ -273,10 +276,11 @@ class Indexer:
             if now - self._last_check < POLL_INTERVAL:
                 return False
             self._last_check = now
-            if not w.changes() and not (w.unwatched and now - self._last_full >= AUTO_SYNC_INTERVAL) \
+            w, changed = self._changes()
+            if not changed and not (w is not None and w.unwatched and now - self._last_full >= AUTO_SYNC_INTERVAL) \
                     and now - self._last_full < RESCAN:
                 return False
-        if w is None and self._synced:
+        if self._watcher is None and self._synced:
             # used again after its first scan: from now on the roots' events say when to scan
             self._start_watcher()
         return True
@@ -380,33 +384,54 @@ class Indexer:
         """The background loop: sync when the watcher reports a change (changes arriving
         together are grouped for up to ``GROUP`` seconds), and a full rescan every
         ``interval`` seconds. ``wait``: no rescan at once."""
-        watcher = self._start_watcher()
+        self._start_watcher()
         if not wait and not self._closed.is_set():
             self._background_sync()
         next_full = time.monotonic() + self._rescan_period(interval)
-        pending: set[Path] = set()
+        pending = False
         since = 0.0
         while not self._closed.wait(TICK):
             now = time.monotonic()
-            try:
-                got = watcher.changes() if watcher is not None else set()
-            except Exception as exc:  # the watcher broke: the rescans go on
-                print(f"skillshelf: watching the roots failed ({exc}); rescanning them instead", file=sys.stderr)
-                watcher, got = None, set()
+            _, got = self._changes()
             if got:
                 since = since or now
-                pending |= got
+                pending = True
                 if now - since < GROUP:
                     continue            # more may be on their way
             if pending:
-                pending.clear()
-                since = 0.0
+                pending, since = False, 0.0
                 self._background_sync()
             elif now >= next_full:
                 self._background_sync()
             else:
                 continue
             next_full = time.monotonic() + self._rescan_period(interval)
+
+    def _changes(self) -> tuple[Watcher | None, set[Path]]:
+        """The watcher (watching the roots as they are now) and the changes it saw since the
+        last look. Roots replaced meanwhile (an import registers one) are watched afresh, and
+        count as changed; a watcher that fails is dropped (the rescans go on, more often)."""
+        w = self._watcher
+        if w is None:
+            return None, set()
+        roots = self._roots()
+        if w.roots != roots:
+            self._drop_watcher(w)
+            return self._start_watcher(), {r.path for r in roots}
+        try:
+            return w, w.changes()
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # not expected: Watcher.changes handles a failed watch itself
+            print(f"skillshelf: watching the roots failed ({exc}); rescanning them instead", file=sys.stderr)
+            self._drop_watcher(w)
+            return None, {r.path for r in roots}
+
+    def _drop_watcher(self, w: Watcher) -> None:
+        with self._watcher_lock:
+            if self._watcher is w:
+                self._watcher = None
+        w.close()
 
     def _rescan_period(self, interval: float) -> float:
         w = self._watcher
