@@ -484,11 +484,6 @@ def test_a_deprecated_skill_offers_restore(client, lib):
     assert 'action="/act/restore-many' in listed and f'value="{sid}"' in listed and "Restore ticked" in listed
 
 
-needs_restore = pytest.mark.skipif(not hasattr(Library, "restore"),
-                                   reason="Library.restore (undo a deprecation) is not in the facade yet")
-
-
-@needs_restore
 def test_restore_undoes_a_deprecation_from_the_page_the_batch_and_the_api(client, lib):
     ro, ws = rid(lib, "cors-fix"), rid(lib, "deploy-previews")
     lib.deprecate(ro, "superseded")
@@ -579,6 +574,26 @@ def test_non_loopback_without_token_is_refused(ro_lib):
     with pytest.raises(ConfigError) as e:
         web.serve(ro_lib, host="0.0.0.0", port=7788, token="")
     assert "SKILLSHELF_HTTP_TOKEN" in e.value.fix
+
+
+def test_non_loopback_with_a_short_token_is_refused(ro_lib, monkeypatch):
+    """A one-letter token guards nothing: beyond loopback the dashboard wants 16 characters
+    or more and says how to make one; a long enough token goes on to bind the port."""
+    from skillshelf import net, web
+
+    class Bound(Exception):
+        pass
+
+    def bind(host, port, **kw):       # the check passed: nothing is bound in a test
+        raise Bound(host)
+
+    monkeypatch.setattr(net, "bind_socket", bind)
+    for short in ("x", "a" * 15, " " * 20):
+        with pytest.raises(ConfigError) as e:
+            web.serve(ro_lib, host="0.0.0.0", port=7788, token=short)
+        assert "SKILLSHELF_HTTP_TOKEN" in e.value.fix and "secrets.token_urlsafe" in e.value.fix
+    with pytest.raises(Bound):
+        web.serve(ro_lib, host="0.0.0.0", port=7788, token="k" * 16)
 
 
 def test_hostile_markdown_is_inert(ro_client, ro_lib):

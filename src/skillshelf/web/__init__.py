@@ -16,7 +16,6 @@ from typing import Any
 # module name -> distribution name, for the error message
 REQUIRED = {"fastapi": "fastapi", "jinja2": "jinja2", "markdown_it": "markdown-it-py", "pygments": "pygments",
             "nh3": "nh3", "multipart": "python-multipart", "uvicorn": "uvicorn"}
-from ..net import LOOPBACK  # noqa: E402
 DEFAULT_PORT = 7788
 
 
@@ -45,17 +44,14 @@ def create_app(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int 
 def serve(lib: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, open_browser: bool = False,
           token: str | None = None) -> None:
     """Run the dashboard until interrupted. A non-loopback ``host`` needs a token
-    (``SKILLSHELF_HTTP_TOKEN``), as the HTTP MCP server does; with a token, the address
-    printed carries it once (``?token=``), after which the browser holds it in a cookie."""
-    from ..errors import ConfigError
+    (``SKILLSHELF_HTTP_TOKEN``) of at least ``net.MIN_TOKEN_CHARS`` characters, as the HTTP
+    MCP server does; with a token, the address printed carries it once (``?token=``), after
+    which the browser holds it in a cookie."""
+    from ..net import bind_socket, check_remote_token
 
     require()
     token = lib.config.http_token if token is None else token
-    if host not in LOOPBACK and not token:
-        raise ConfigError(f"binding {host} exposes the library beyond this machine",
-                          fix="set SKILLSHELF_HTTP_TOKEN (the browser opens the printed address once; scripts "
-                              "send 'Authorization: Bearer <token>'), or bind 127.0.0.1")
-    from ..net import bind_socket
+    check_remote_token(token, host)      # beyond loopback: a token, and one too long to guess
 
     sock = bind_socket(host, port, default_port=DEFAULT_PORT)     # before anything says it is listening
     import uvicorn
