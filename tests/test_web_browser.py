@@ -156,6 +156,15 @@ def test_a_person_curates_the_library(server, page, shots):
     assert pg.locator(".skillhead .badge.warn", has_text="deprecated").count() == 1
     shot("deprecated")
 
+    # and undo it: Restore stands where Deprecate was
+    assert pg.locator("summary:has-text('Deprecate')").count() == 0
+    pg.click("button:has-text('Restore')")
+    pg.wait_for_selector(".flash")
+    assert "flaky-test-triage is active again" in flash(pg)
+    assert pg.locator(".skillhead .badge.ok", has_text="active").count() == 1
+    assert pg.locator("summary:has-text('Deprecate')").count() == 1
+    shot("restored")
+
     # approve a draft, with the change in view
     pg.click("nav >> text=Review")
     pg.click("a.name:has-text('deploy-previews')")
@@ -173,7 +182,7 @@ def test_a_person_curates_the_library(server, page, shots):
     shot("history")
     pg.click("button:has-text('Roll back to v1')")
     pg.wait_for_selector(".flash")
-    assert "is now v4 (the text of v1)" in flash(pg)
+    assert "is now v5 (the text of v1)" in flash(pg)         # v3 deprecated it, v4 restored it
     assert lib.get("flaky-test-triage").active and "no:randomly" not in lib.get("flaky-test-triage").body
     shot("rolled-back")
     assert pg.dialogs == []
@@ -336,3 +345,22 @@ def test_the_overview_gives_a_gap_the_room_of_its_row(server, page, shots):
     assert box["width"] >= row["width"] * 0.4, (box, row)
     assert pg.evaluate("c => c.scrollWidth <= c.clientWidth", cell.element_handle()), "a short request was cut"
     pg.screenshot(path=str(shots / "overview-gaps.png"), full_page=True)
+
+
+def test_curate_restores_ticked_skills(server, page, shots):
+    base, lib = server
+    pg = page
+    names = ["docker-build", "commit-style"]
+    for n in names:
+        lib.deprecate(n, "tidying up")
+    pg.goto(base + "/curate#inactive")
+    gone = pg.locator("#inactive")
+    for n in names:
+        assert gone.locator("tr", has_text=n).locator("input[name=skill]").count() == 1
+    gone.locator("input.tickall").check()
+    assert gone.locator("button .ticked").inner_text() == f"({gone.locator('input[name=skill]').count()})"
+    pg.screenshot(path=str(shots / "curate-restore.png"), full_page=True)
+    gone.locator("button:has-text('Restore ticked')").click()
+    pg.wait_for_selector(".flash")
+    assert flash(pg).startswith("restored") and all(lib.get(n).active for n in names)
+    assert pg.url.endswith("/curate#inactive")
