@@ -11,24 +11,56 @@ from typing import Any
 
 from .sqlite import Store, damaged, damaged_error, now
 
-__all__ = ["Shared", "Store", "damaged", "damaged_error", "now", "open_shared"]
+__all__ = ["Shared", "Store", "damaged", "damaged_error", "is_team_url", "now", "open_shared"]
 
 
 @dataclass
 class Shared:
     """The state a team shares, each part behind its storage interface: the usage log and its
     dashboard reads, learning memory, the judge log and the owner's overlay. The local library
-    keeps them in its SQLite file; a team store keeps them in PostgreSQL."""
+    keeps them in its SQLite file; a team store keeps them in PostgreSQL (``team``: the
+    ``store.postgres.PgStore`` they share, which the library closes; None for a local one)."""
 
-    usage: Any          # store.usage.UsageLog
-    usage_reads: Any    # store.catalog.UsageReads
-    learning: Any       # store.learning.LearningMemory
-    judge: Any          # store.judge.JudgeLog
-    overlays: Any       # store.overlay.Overlays
+    usage: Any          # store.usage.UsageLog | store.pg_usage.PgUsageLog
+    usage_reads: Any    # store.catalog.UsageReads | store.pg_usage.PgUsageReads
+    learning: Any       # store.learning.LearningMemory | store.pg_learning.PgLearningMemory
+    judge: Any          # store.judge.JudgeLog | store.pg_judge.PgJudgeLog
+    overlays: Any       # store.overlay.Overlays | store.pg_overlay.PgOverlays
+    team: Any = None    # store.postgres.PgStore, or None
+
+    def close(self) -> None:
+        """Close the team store's connections (nothing to do for a local library)."""
+        if self.team is not None:
+            self.team.close()
+
+
+def is_team_url(url: str | None) -> bool:
+    return bool(url) and str(url).startswith(("postgresql://", "postgres://"))
 
 
 def open_shared(config: Any, local: Store) -> Shared:
-    """The shared state for this configuration: in the local SQLite store ``local``."""
+    """The shared state for this configuration: in the team store when ``config.store`` is a
+    ``postgresql://`` URL (one connection pool for all its parts; the index rows the overlays
+    change stay in ``local``), else in the local SQLite store ``local``."""
+    url = getattr(config, "store", "") or ""
+    if is_team_url(url):
+        from .pg_judge import PgJudgeLog
+        from .pg_learning import PgLearningMemory
+        from .pg_overlay import PgOverlays
+        from .pg_usage import PgUsageLog, PgUsageReads
+        from .postgres import PgStore
+
+        pg = PgStore(url)
+        try:
+            overlays = PgOverlays(pg, local)
+            if not local.read_only:
+                overlays.refresh()      # this server's copy, before its first sync applies it
+            return Shared(usage=PgUsageLog(pg), usage_reads=PgUsageReads(pg), learning=PgLearningMemory(pg),
+                          judge=PgJudgeLog(pg), overlays=overlays, team=pg)
+        except BaseException:
+            pg.close()
+            raise
+
     from .catalog import UsageReads
     from .judge import JudgeLog
     from .learning import LearningMemory

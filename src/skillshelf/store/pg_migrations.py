@@ -160,6 +160,38 @@ def m001_team(conn: Any) -> None:
     """)
 
 
+def m002_shared_reads(conn: Any) -> None:
+    # Timestamps are ISO strings compared as text ("at >= since"): byte order is time order,
+    # a locale's collation (en_US ignores punctuation at first) need not be. The C collation
+    # is also the cheaper one to compare.
+    for table in ("queries", "recommendations", "outcomes", "learned", "judge_log"):
+        conn.execute(f'ALTER TABLE {table} ALTER COLUMN at TYPE TEXT COLLATE "C"')
+    conn.execute("""
+    -- the latest outcome of each skill (worked_latest, on every search with recent hits)
+    DROP INDEX out_skill;
+    CREATE INDEX out_skill ON outcomes(skill_id, id);
+    CREATE INDEX rec_at ON recommendations(at);
+    CREATE INDEX out_at ON outcomes(at);
+    CREATE INDEX learned_at ON learned(at);
+    """)
+
+
+def m003_workspace(conn: Any) -> None:
+    """A draft keeps the change it asks for beside its text (``draft.json`` of a local
+    library), and the review queue logs rejected drafts (``rejected.jsonl``)."""
+    conn.execute("""
+    ALTER TABLE drafts ADD COLUMN record TEXT NOT NULL DEFAULT '{}';
+    CREATE TABLE draft_rejections (
+        id BIGSERIAL PRIMARY KEY,
+        name TEXT NOT NULL,
+        at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        entry TEXT NOT NULL             -- one JSON object, as in rejected.jsonl
+    );
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("001_team", m001_team),
+    ("002_shared_reads", m002_shared_reads),
+    ("003_workspace", m003_workspace),
 ]
