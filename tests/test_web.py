@@ -747,3 +747,23 @@ def test_missing_web_extra_names_the_install(monkeypatch, tmp_path, capsys):
     assert "pip install skillshelf" in e.value.fix and "fastapi" in e.value.message
     assert cli.run(["--home", str(tmp_path / "h"), "dashboard"]) == 1
     assert "pip install skillshelf" in capsys.readouterr().err
+
+
+def test_overview_and_curate_share_one_curation_pass(lib, monkeypatch):
+    """The overview asks for a few rows, Curate for every candidate: one statistics pass
+    serves both (they used to evict each other's cached lists and recompute every time)."""
+    calls = []
+    real = lib.stats
+
+    def counted(**kw):
+        calls.append(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(lib._catalog, "stats", counted)
+    lib._catalog._curation_cache = None
+    few = lib.curation(top=2)
+    every = lib.curation(top=10_000)
+    again = lib.curation(top=2)
+    assert len(calls) == 1
+    assert len(few["kill"]) == min(2, few["kill_total"]) and len(every["kill"]) == every["kill_total"]
+    assert again["kill"] == few["kill"]

@@ -492,26 +492,29 @@ class Catalog:
         (then the kept lists are returned and recomputed in the background: agents' searches
         arrive all the time, and a page must not wait for them)."""
         drafts = self._list_drafts() if drafts is None else drafts
-        key = (self.reads.generation(), since, top)
+        # the whole lists are kept, cut at ``top`` on the way out: the overview (a few rows) and
+        # Curate (every candidate) share one computation instead of evicting each other
+        key = (self.reads.generation(), since)
         usage = self.usage.marks()
         cached = self._curation_cache
         if cached is None or (cached[0] != key and self._catalog().n <= SNAPSHOT_SYNC_MAX):
-            out = self._curation(key, usage, top=top, since=since)
+            out = self._curation(key, usage, since=since)
         else:
             out = cached[2]
             if cached[0] != key or cached[1] != usage:
-                self._in_background("_curation_refreshing", lambda: self._curation(key, usage, top=top, since=since),
+                self._in_background("_curation_refreshing", lambda: self._curation(key, usage, since=since),
                                     "refreshing the curation lists")
-        return {**out, "drafts": drafts[:top], "drafts_total": len(drafts)}
+        cut = {k: out[k][:top] for k in ("kill", "rewrite", "gaps", "most_used")}
+        return {**out, **cut, "drafts": drafts[:top], "drafts_total": len(drafts)}
 
-    def _curation(self, key: tuple, usage: tuple, *, top: int, since: str | None) -> dict[str, Any]:
+    def _curation(self, key: tuple, usage: tuple, *, since: str | None) -> dict[str, Any]:
         st = self.stats(since=since)
         out = {"queries": st.queries, "finds": st.finds, "reports": st.reports,
                "report_rate": round(st.report_rate, 3), "confident_rate": round(st.confident_rate, 3),
-               "kill": st.never_surfaced[:top], "kill_total": len(st.never_surfaced),
-               "rewrite": [u.as_dict() for u in st.low_success[:top]], "rewrite_total": len(st.low_success),
-               "gaps": [g.as_dict() for g in st.gaps[:top]], "gaps_total": len(st.gaps),
-               "most_used": [u.as_dict() for u in st.most_used[:top]],
+               "kill": list(st.never_surfaced), "kill_total": len(st.never_surfaced),
+               "rewrite": [u.as_dict() for u in st.low_success], "rewrite_total": len(st.low_success),
+               "gaps": [g.as_dict() for g in st.gaps], "gaps_total": len(st.gaps),
+               "most_used": [u.as_dict() for u in st.most_used],
                "as_of": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
         self._curation_cache = (key, usage, out)
         return out

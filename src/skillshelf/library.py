@@ -63,6 +63,7 @@ class Library:
     ``Library(home=PATH, roots=[PATH, ...])`` opens it; ``sync()`` brings the index up to
     date with the files; ``search()`` finds skills."""
 
+    SKILL_TYPES = skillmod.SKILL_TYPES   # the skill types the spec's metadata names
     SORTS = SORTS          # the orders ``browse`` accepts
     PAGE_MAX = PAGE_MAX    # the largest page ``browse`` returns
 
@@ -271,6 +272,10 @@ class Library:
     def read(self, name_or_id: str, section: str | None = None) -> tuple[SkillRecord, str]:
         """The skill and its body, or only the named section of the body."""
         return self._records.read(name_or_id, section)
+
+    def read_file(self, name_or_id: str, path: str, *, listed: int = 200) -> tuple[SkillRecord, str]:
+        """(the skill, the text of one of the other files it lists): contained, bounded, UTF-8."""
+        return self._records.read_file(name_or_id, path, listed=listed)
 
     def suggest(self, text: str, n: int = 3) -> list[str]:
         return self._records.suggest(text, n)

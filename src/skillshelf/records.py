@@ -254,3 +254,20 @@ class Records:
             rows = self.rows_by_name(name)
             out.append(Clash(name, rows[0]["id"], [r["id"] for r in rows[1:]]))
         return out
+
+    def read_file(self, name_or_id: str, path: str, *, listed: int = 200) -> tuple[SkillRecord, str]:
+        """(the skill, the text of one of its files that ``SkillRecord.files(limit=listed)``
+        lists): contained in the skill's folder, at most ``files.MAX_RESOURCE_BYTES``, UTF-8."""
+        from .errors import SkillshelfError
+        from .files import MAX_RESOURCE_BYTES, contained, read_text_bounded
+
+        rec = self.get(name_or_id)
+        if not isinstance(path, str) or path not in rec.files(limit=listed):
+            raise ValidationError(f"{rec.name} has no file {path!r} that can be shown",
+                                  fix="pick one of the files listed on the skill's page")
+        try:
+            text = read_text_bounded(contained(rec.folder, rec.folder / path), MAX_RESOURCE_BYTES)
+        except (SkillshelfError, OSError, UnicodeDecodeError) as exc:
+            raise ValidationError(f"{path} cannot be shown as text ({getattr(exc, 'message', None) or exc})",
+                                  fix="open it from the skill's folder on disk") from None
+        return rec, text

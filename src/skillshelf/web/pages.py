@@ -12,9 +12,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
 from ..errors import SkillshelfError, ValidationError
-from ..files import MAX_RESOURCE_BYTES, read_text_bounded  # facade: pending
 from ..library import Library
-from ..skill import SKILL_TYPES  # facade: pending
 from ..text import STOPWORDS
 from . import render
 from .common import error_dict, lib_of, page, to_int
@@ -155,17 +153,8 @@ def skill(request: Request, skill_id: str):
 @router.get("/file/{skill_id:path}", response_class=HTMLResponse)
 def skill_file(request: Request, skill_id: str):
     lib = lib_of(request)
-    rec = lib.get(skill_id)
     path = request.query_params.get("path") or ""
-    files = rec.files(limit=FILE_LIST_MAX)
-    if path not in files:
-        raise ValidationError(f"{rec.name} has no file {path!r} that can be shown",
-                              fix="pick one of the files listed on the skill's page")
-    try:
-        text = read_text_bounded(rec.folder / path, MAX_RESOURCE_BYTES)
-    except (SkillshelfError, OSError) as exc:
-        raise ValidationError(f"{path} cannot be shown as text ({getattr(exc, 'message', None) or exc})",
-                              fix="open it from the skill's folder on disk") from None
+    rec, text = lib.read_file(skill_id, path, listed=FILE_LIST_MAX)
     html = render.markdown(text, rec.id) if path.lower().endswith((".md", ".markdown")) else render.code(text, path)
     return page(request, "file.html", rec=rec, file_path=path, html=html)
 
@@ -213,7 +202,7 @@ def edit(request: Request, skill_id: str):
 
 def editor(request: Request, action: str, form: dict[str, str], *, rec: Any = None, error: dict | None = None,
            status: int = 200, asked: str = "") -> HTMLResponse:
-    return page(request, "edit.html", status, action=action, form=form, rec=rec, error=error, types=SKILL_TYPES,
+    return page(request, "edit.html", status, action=action, form=form, rec=rec, error=error, types=Library.SKILL_TYPES,
                 asked=asked)
 
 
