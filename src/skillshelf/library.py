@@ -331,73 +331,14 @@ class Library:
 
     # --- health ---------------------------------------------------------------------
     def doctor(self) -> DoctorReport:
+        """Every check ``skillshelf doctor`` prints (``doctor.report``)."""
+        from .doctor import report
+
         self._maybe_sync()
-        checks: list[Check] = []
-        cfg = self.config
-        checks.append(Check("home", "ok", str(cfg.home)))
-        checks.append(Check("config", "ok", str(cfg.config_path) if cfg.config_path.exists()
-                            else f"{cfg.config_path} (absent: defaults in use)"))
-        integrity = self.store.quick_check()
-        unwritable = self.store.cannot_write() if integrity == "ok" else None
-        if unwritable:
-            checks.append(Check("database", "warn", f"{cfg.db_path} is read-only here ({unwritable}):"
-                                " searches and reads work; saves, reports and re-indexing fail until the disk has"
-                                " room or the folder is writable"))
-        elif integrity == "ok":
-            checks.append(Check("database", "ok",
-                                f"{cfg.db_path}; migrations: {', '.join(self.store.applied_migrations())}"))
-        else:
-            checks.append(Check("database", "fail", f"{cfg.db_path} is damaged ({integrity[:200]}): run "
-                                "`skillshelf rebuild` to move it aside and re-index the files"))
-        checks.append(Check("write policy", "ok", cfg.write_policy))
-        for m in self.missing_roots:
-            # its skills have left the index: the owner has to restore the folder or forget it
-            checks.append(Check("missing root", "fail", f"{m.message}: its skills are not indexed; {m.fix}"))
-        found, notes = indexmod.scan(self.roots, (self.config.home,))
-        roots = []
-        for r in self.roots:
-            n = sum(1 for f in found if f.root.label == r.label)
-            roots.append({"label": r.label, "path": str(r.path), "kind": r.kind, "writable": r.writable,
-                          "exists": r.path.is_dir(), "skill_files": n})
-        for m in self.missing_roots:
-            roots.append({"label": "-", "path": str(m.path), "kind": "missing", "writable": False,
-                          "exists": False, "skill_files": 0})
-        indexed = self._records.rows.ids()
-        invalid = self.invalid_files()
-        on_disk = {f.id for f in found}
-        invalid_paths = {i["path"] for i in invalid}
-        stale_missing = len([f for f in found if f.id not in indexed and str(f.path) not in invalid_paths])
-        stale_extra = len(indexed - on_disk)
-        if stale_missing or stale_extra:
-            checks.append(Check("index vs files", "warn",
-                                f"{stale_missing} files not indexed, {stale_extra} rows without a file: run `skillshelf sync`"))
-        else:
-            # the files not indexed are the invalid ones, listed by the next check
-            n, m = len(indexed), len(found)
-            line = f"{n} skill{'s' * (n != 1)} indexed from {m} file{'s' * (m != 1)}"
-            if m > n:
-                line += f" ({m - n} invalid: see below)" if invalid else f" ({m - n} not indexed)"
-            checks.append(Check("index vs files", "ok", line))
-        checks.append(Check("invalid files", "warn" if invalid else "ok",
-                            f"{len(invalid)} SKILL.md files could not be parsed" if invalid else "none"))
-        for note in notes:
-            checks.append(Check("scan", "warn", note))
-        clashes = self.clashes()
-        checks.append(Check("name clashes", "warn" if clashes else "ok",
-                            f"{len(clashes)} names are used by more than one skill; lookups by name take the"
-                            " winner by precedence" if clashes else "none"))
-        emb = self.embedder_status()
-        if not emb["ok"]:
-            checks.append(Check("embedder", "warn", emb["degraded"]))
-        elif emb["vectors"] < emb["skills"]:
-            checks.append(Check("embedder", "warn", f"{emb['model_id']}: {emb['vectors']}/{emb['skills']} skills "
-                                "embedded: run `skillshelf sync`"))
-        else:
-            checks.append(Check("embedder", "ok", f"{emb['model_id']} ({emb['dimensions']} dims), "
-                                f"{emb['vectors']} skills embedded, {emb['body_vectors']} body vectors"
-                                f" ({emb['body_vector_tokens']} tokens)"))
-        checks.append(self.judge_check())
-        return DoctorReport(checks, roots, invalid, clashes, emb)
+        return report(config=self.config, store=self.store, roots_=self.roots, missing_roots=self.missing_roots,
+                      indexed_ids=self._records.rows.ids, invalid_files=self.invalid_files, clashes=self.clashes,
+                      embedder_status=self.embedder_status, judge_check=self.judge_check,
+                      root_events=self.root_events if self.config.auto_sync else None)
 
     # --- usage ----------------------------------------------------------------------
     def report_outcome(self, skill: str, worked: bool, *, note: str = "", query_id: int | str | None = None,
