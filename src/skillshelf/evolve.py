@@ -8,7 +8,9 @@ found on disk (a person edited SKILL.md in an editor) is kept as a version of it
 anything else writes the skill, so no edit is ever overwritten unseen.
 
 Where versions and drafts are kept is behind :class:`history.History` and
-:class:`review.Drafts` (files in ``<home>/history/`` and ``<home>/drafts/`` by default).
+:class:`review.Drafts` (files in ``<home>/history/`` and ``<home>/drafts/`` by default), and
+the commit point itself behind :class:`workspace.Workspace` (an atomic file write by default;
+one database transaction, then this server's copy of the file, for a team store).
 """
 
 from __future__ import annotations
@@ -16,20 +18,20 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 from . import overlay as overlaymod
 from . import skill as skillmod
 from .changes import Plan, SaveResult, build_metadata, same_content
-from .errors import ConflictError, NotFoundError, SkillshelfError, ValidationError, WriteError
-from .files import MAX_SKILL_BYTES, FileRefused, contained, is_disk_full, locked, read_text_bounded, write_file
+from .errors import ConflictError, NotFoundError, SkillshelfError, ValidationError
+from .files import MAX_SKILL_BYTES, FileRefused, contained, locked, read_text_bounded, write_file
 from .guards import (MAX_LESSON_CHARS, MAX_REASON_CHARS, RESERVED, check_body, check_description, check_new_name,
                      check_text, name_dir, now_iso, parse_tags, today)
 from .history import ChangelogEntry, FileHistory, History
 from .lessons import LESSONS, compose_body, lesson_lines, merge_lessons, split_sections
 from .review import Drafts, FileDrafts, ReviewQueue
+from .workspace import FileWorkspace, Workspace, after_write
 
 __all__ = ["ACTIONS", "LESSONS", "RESERVED", "ChangelogEntry", "Drafts", "Evolver", "FileDrafts", "FileHistory",
            "History", "Plan", "ReviewQueue", "SaveResult", "build_metadata", "check_body", "check_description",
@@ -44,6 +46,10 @@ def _lock_key(name: str) -> str:
     return "skill:" + name
 
 
+def _lock_names(keys: set[str]) -> list[str]:
+    return sorted(k[len("skill:"):] for k in keys if k.startswith("skill:"))
+
+
 INACTIVE = ("inactive", "deprecated", "merged")   # statuses that keep a skill out of search
 EDITED_ON_DISK = "edited on disk"      # the author of a change found on disk
 FOUND_ON_DISK = "found on disk"        # ... of the first version kept of a skill written outside skillshelf
@@ -53,13 +59,16 @@ class Evolver:
     """Runs evolution operations for a ``Library`` (passed in: its index, its config and its
     search state). ``history`` keeps versions and changelogs (``FileHistory`` by default);
     ``lock`` serialises the writers of one skill name (``files.locked`` on the home by
-    default: a context manager taking lock keys)."""
+    default: a context manager taking lock keys); ``workspace`` is the commit point
+    (``FileWorkspace``, the workspace folder, by default)."""
 
-    def __init__(self, lib: Any, *, history: History | None = None, lock: Any = None):
+    def __init__(self, lib: Any, *, history: History | None = None, lock: Any = None,
+                 workspace: Workspace | None = None):
         self.lib = lib
         self.cfg = lib.config
         self.history = history or FileHistory(self.cfg.home)
         self._lock = lock or (lambda *keys: locked(self.cfg.home, *keys))
+        self.ws = workspace or FileWorkspace(lambda: self.cfg.workspace, self.history)
 
     # lookups --------------------------------------------------------------------------------
     def _find(self, name: str):
@@ -229,14 +238,16 @@ class Evolver:
         clear error; the previous file is left as it was."""
         write_file(path, text)
 
-    def _write_skill(self, sk: skillmod.Skill, *, keep_keys: bool = False) -> Path:
+    def _commit_skill(self, sk: skillmod.Skill, *, keep_keys: bool = False, keep: list[tuple[int, str]] = (),
+                      entry: ChangelogEntry | None = None) -> tuple[Path, list[str]]:
+        """Check ``sk`` and commit it as its version (with the versions of ``keep`` the
+        history lacks and the changelog ``entry``). Returns its path and notes on what failed
+        after the commit point."""
         problems = skillmod.validate_for_write(sk, sk.name, keep_unknown_keys=keep_keys)
         if problems:
             raise ValidationError(f"the result would not be a valid skill: {problems[0].message}",
                                   fix="fix the arguments and try again")
-        path = self._skill_path(sk.name)
-        self._write(path, sk.render())
-        return path
+        return self.ws.write(sk.name, sk.render(), sk.version, keep=list(keep), entry=entry)
 
     @staticmethod
     def _ref_texts(args: dict[str, Any]) -> list[str]:
@@ -283,6 +294,7 @@ class Evolver:
         for _ in range(5):
             keys = self._refs(args)
             with self._lock(*keys):
+                self.ws.refresh(_lock_names(keys))      # plan from the latest committed files
                 self.lib.sync(embed=False)
                 kept = self._capture_refs(args, keys)
                 if kept:
@@ -295,28 +307,25 @@ class Evolver:
                             fix="try again in a moment")
 
     def _commit(self, plan: Plan, args: dict[str, Any], trigger: str, kept: dict[str, int]) -> SaveResult:
-        # Order matters for a crash at any point: history first (an extra version file is
-        # harmless), then SKILL.md (the commit point), then the changelog and the index.
+        # The commit point (``Workspace.write``) keeps the text being replaced and the new
+        # version, writes SKILL.md and logs the change, in an order (or a transaction) that
+        # survives a crash at any point; the sources a MERGE retires and the index follow.
+        keep = []
         if plan.previous_text is not None and plan.from_version is not None:
             if plan.from_version not in self.history.versions(plan.name):
-                self._save_version(plan.name, plan.from_version, plan.previous_text)
-        problems = skillmod.validate_for_write(plan.skill, plan.skill.name, keep_unknown_keys=plan.action == "FIX")
-        if problems:
-            raise ValidationError(f"the result would not be a valid skill: {problems[0].message}",
-                                  fix="fix the arguments and try again")
-        self._save_version(plan.name, plan.skill.version, plan.skill.render())
-        path = self._write_skill(plan.skill, keep_keys=plan.action == "FIX")
-        notes = [f"the change found on disk in {name} was kept first as v{v}" for name, v in sorted(kept.items())]
+                keep.append((plan.from_version, plan.previous_text))
+        entry = ChangelogEntry(at=now_iso(), action=plan.action, name=plan.name, from_version=plan.from_version,
+                               to_version=plan.skill.version, trigger=trigger, reason=str(args.get("reason") or ""),
+                               sources=plan.sources, author=str(args.get("author") or ""))
+        path, notes = self._commit_skill(plan.skill, keep_keys=plan.action == "FIX", keep=keep, entry=entry)
+        notes = [f"the change found on disk in {name} was kept first as v{v}" for name, v in sorted(kept.items())] \
+            + notes
         for rec in plan.deactivate:
             try:
                 self._set_status(rec, "merged", {"merged-into": plan.name}, trigger=trigger,
                                  reason=f"merged into {plan.name}")
             except SkillshelfError as exc:
                 notes.append(f"{rec.name} could not be marked merged: {exc}")
-        entry = ChangelogEntry(at=now_iso(), action=plan.action, name=plan.name, from_version=plan.from_version,
-                               to_version=plan.skill.version, trigger=trigger, reason=str(args.get("reason") or ""),
-                               sources=plan.sources, author=str(args.get("author") or ""))
-        notes += self._after_write(lambda: self.history.append_changelog(entry))
         dups: list[dict] = []
 
         def index() -> None:
@@ -334,25 +343,11 @@ class Evolver:
 
     @staticmethod
     def _after_write(step) -> list[str]:
-        """Run a step that follows a write that happened: its failure (a busy or damaged
-        database, a full disk) is reported beside the success, never instead of it. An
-        agent told "failed" would write again; the index catches up at the next sync."""
-        import sqlite3
-
-        try:
-            step()
-        except (SkillshelfError, OSError, sqlite3.Error) as exc:
-            return [f"the index will catch up at the next sync ({type(exc).__name__}: {str(exc)[:200]})"]
-        return []
+        """Run a step that follows a write that happened (``workspace.after_write``)."""
+        return after_write(step)
 
     def _save_version(self, name: str, version: int, text: str) -> None:
-        try:
-            self.history.write_version(name, version, text)
-        except OSError as exc:
-            fix = "free some disk space and try again" if is_disk_full(exc) else \
-                f"check that {self.history.where} is writable"
-            raise WriteError(f"cannot write the history of {name}: {exc.strerror or exc}; nothing was changed",
-                             fix=fix) from None
+        self.history.keep(name, version, text)
 
     def _set_status(self, rec, status: str, extra: dict[str, str], *, trigger: str, reason: str) -> None:
         """Mark a skill inactive: in its file for a workspace skill, as an overlay in the
@@ -373,8 +368,9 @@ class Evolver:
         text = self._read(rec.path)
         cur = skillmod.parse_strict(text, folder_name=Path(rec.path).parent.name, path=rec.path)
         name = check_new_name(cur.name)
+        keep = []
         if cur.version not in self.history.versions(name):     # numbered by hand, same text as the latest
-            self._save_version(name, cur.version, text)
+            keep.append((cur.version, text))
         meta = dict(cur.metadata)
         for key, value in changes.items():
             if value is None:
@@ -385,10 +381,8 @@ class Evolver:
         meta["version"] = str(version)
         meta["last-modified"] = today()
         sk = cur.replace(metadata=meta)
-        self._save_version(name, version, sk.render())
-        self._write_skill(sk, keep_keys=True)
-        self._after_write(lambda: self.history.append_changelog(
-            ChangelogEntry(now_iso(), action, name, cur.version, version, trigger, reason)))
+        self._commit_skill(sk, keep_keys=True, keep=keep,
+                           entry=ChangelogEntry(now_iso(), action, name, cur.version, version, trigger, reason))
         return version
 
     # changes found on disk ------------------------------------------------------------------------
@@ -462,11 +456,14 @@ class Evolver:
         when the change could not be kept: a library that cannot be written still reads)."""
         import sqlite3
 
-        rec = self.lib.get(ref)
+        rec = self._get(ref)
         if rec.kind != "workspace" or not skillmod.NAME_RE.match(rec.name):
             return rec, None, None
         try:
             with self._lock(_lock_key(rec.name)):
+                if self.ws.refresh([rec.name]):
+                    self.lib.sync(embed=False)
+                    rec = self.lib.get(rec.id)
                 version = self._capture(rec)
         except (SkillshelfError, OSError, sqlite3.Error) as exc:
             return rec, None, f"a change found on disk could not be kept as a version: {exc}"
@@ -527,12 +524,24 @@ class Evolver:
         return out[:5]
 
     # one skill, locked ---------------------------------------------------------------------------
+    def _get(self, ref: str):
+        """``lib.get``, and where nothing answers to ``ref`` yet, once more after bringing the
+        skill of that name in (a team store: committed through another server a moment ago)."""
+        try:
+            return self.lib.get(ref)
+        except NotFoundError:
+            if not (isinstance(ref, str) and skillmod.NAME_RE.match(ref) and self.ws.refresh([ref])):
+                raise
+        self.lib.sync(embed=False)
+        return self.lib.get(ref)
+
     @contextlib.contextmanager
     def _locked_record(self, ref: str):
         """The skill ``ref`` resolves to, with its lock held and resolved again under it."""
         for _ in range(5):
-            name = self.lib.get(ref).name
+            name = self._get(ref).name
             with self._lock(_lock_key(name)):
+                self.ws.refresh([name])                 # act on the latest committed file
                 self.lib.sync(embed=False)
                 rec = self.lib.get(ref)
                 if rec.name == name:
@@ -555,16 +564,16 @@ class Evolver:
                                                     path=rec.path).version
             except SkillshelfError:             # a file that no longer parses was kept as the latest
                 cur_version = captured or self.history.versions(sname)[-1]
+            keep = []
             if cur_version not in self.history.versions(sname):    # numbered by hand, same text as the latest
-                self._save_version(sname, cur_version, cur_text)
+                keep.append((cur_version, cur_text))
             new_version = self._next_version(sname, cur_version)
             sk = old.with_metadata(version=str(new_version), last_modified=today())
-            self._save_version(sname, new_version, sk.render())
-            path = self._write_skill(sk, keep_keys=True)
             entry = ChangelogEntry(now_iso(), "ROLLBACK", sname, cur_version, new_version, "person",
                                    f"rolled back to v{version}", [rec.id], author)
+            path, after = self._commit_skill(sk, keep_keys=True, keep=keep, entry=entry)
             notes = [f"the change found on disk was kept first as v{captured}"] if captured else []
-            notes += self._after_write(lambda: self.history.append_changelog(entry))
+            notes += after
             notes += self._after_write(lambda: self.lib.sync(embed=True))
         msg = f"{sname} is now v{new_version} (the text of v{version})"
         return SaveResult("saved", "ROLLBACK", sname, new_version, str(path), entry.as_dict(),
@@ -577,7 +586,7 @@ class Evolver:
         if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= skillmod.MAX_TTL_DAYS:
             raise ValidationError(f"days must be a number from 1 to {skillmod.MAX_TTL_DAYS:,}",
                                   fix="e.g. skillshelf extend-ttl NAME 90")
-        rec = self.lib.get(name)
+        rec = self._get(name)
         today_d = _dt.date.today()
         current = skillmod.parse_date(rec.expires_on)
         new_exp = max(current or today_d, today_d) + _dt.timedelta(days=days)
@@ -598,7 +607,7 @@ class Evolver:
         reason = check_text(reason, "the reason", max_chars=MAX_REASON_CHARS).strip()
         if not reason:
             raise ValidationError("a reason is required to deprecate a skill", fix="pass --reason '...'")
-        rec = self.lib.get(name)
+        rec = self._get(name)
         if rec.kind != "workspace":
             self._set_status(rec, "inactive", {}, trigger="person", reason=reason)
             return {"name": rec.name, "id": rec.id, "status": "deprecated", "reason": reason,
@@ -615,7 +624,7 @@ class Evolver:
         workspace skill gets a new version without its status; for a skill of a read-only
         root the deprecation kept in the library is cleared (its file is never changed)."""
         reason = check_text(reason, "the reason", max_chars=MAX_REASON_CHARS).strip()
-        rec = self.lib.get(name)
+        rec = self._get(name)
         if rec.kind != "workspace":
             ov = getattr(rec, "overlay", None) or {}
             if ov.get("status") != "deprecated":
@@ -644,7 +653,7 @@ class Evolver:
                 "message": f"{rec.name} is active again (v{version})"}
 
     def delete(self, name: str) -> dict:
-        rec = self.lib.get(name)
+        rec = self._get(name)
         if rec.kind != "workspace":
             raise ValidationError(f"{rec.name} lives in the read-only root {rec.root}",
                                   fix=f"delete it there by hand, or hide it with `skillshelf deprecate {rec.id} "
@@ -652,12 +661,7 @@ class Evolver:
         with self._locked_record(rec.id) as rec:
             # never the workspace itself, never outside it
             folder = contained(self.cfg.workspace, Path(rec.path).parent)
-            try:
-                shutil.rmtree(folder)
-            except OSError as exc:
-                raise WriteError(f"cannot delete {folder}: {exc.strerror or exc}",
-                                 fix=f"check that {folder.parent} is writable") from None
-            if skillmod.NAME_RE.match(rec.name) and not self.lib._rows_by_name(rec.name)[1:]:
-                self.history.remove(rec.name)
+            forget = bool(skillmod.NAME_RE.match(rec.name)) and not self.lib._rows_by_name(rec.name)[1:]
+            self.ws.delete(rec.name, folder, forget=forget)
         self._after_write(lambda: self.lib.sync(embed=False))
         return {"name": rec.name, "deleted": str(folder)}

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import NotFoundError, ValidationError
-from .files import MAX_SKILL_BYTES, append_line, atomic_write, read_text_bounded
+from .errors import NotFoundError, ValidationError, WriteError
+from .files import MAX_SKILL_BYTES, append_line, atomic_write, is_disk_full, read_text_bounded
 from .guards import name_dir
 
 MAX_CHANGELOG_BYTES = 20_000_000
@@ -85,6 +85,16 @@ class History:
         raise NotImplementedError
 
     # derived from the above ------------------------------------------------------------------
+    def keep(self, name: str, version: int, text: str) -> None:
+        """:meth:`write_version`, whose failure to write a file (permissions, a full disk) is
+        one :class:`WriteError` naming the fix; nothing was changed."""
+        try:
+            self.write_version(name, version, text)
+        except OSError as exc:
+            fix = "free some disk space and try again" if is_disk_full(exc) else f"check that {self.where} is writable"
+            raise WriteError(f"cannot write the history of {name}: {exc.strerror or exc}; nothing was changed",
+                             fix=fix) from None
+
     def latest(self, name: str) -> int | None:
         kept = self.versions(name)
         return kept[-1] if kept else None
