@@ -14,13 +14,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.errors import StoreError
 from skillshelf.store import Store, open_shared
-
-from conftest import write_skill
 
 T0 = "2026-11-01T09:00:00+00:00"
 T1 = "2026-11-02T09:00:00+00:00"

@@ -4,8 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from skillshelf.access import NEEDS, ROLES, ForbiddenError, allows, check_role, needs, require
-from skillshelf.errors import ConflictError, NotFoundError, SkillshelfError, StoreError, ValidationError
+from skillshelf.access import (
+    NEEDS,
+    ROLES,
+    ForbiddenError,
+    allows,
+    check_role,
+    needs,
+    require,
+)
+from skillshelf.errors import (
+    ConflictError,
+    NotFoundError,
+    SkillshelfError,
+    StoreError,
+    ValidationError,
+)
 
 
 @pytest.fixture

@@ -30,8 +30,8 @@ _REFUSALS: dict[str, tuple[str, str, str | None]] = {
     "25006": ("the team store is read-only (a standby, or default_transaction_read_only)",
               "point --store at the primary database; searching still works", "the database is read-only"),
     "42501": ("the team store's role may not write here",
-              "grant the role of the store URL the rights on skillshelf's tables (the owner of the schema runs "
-              "`skillshelf migrate-store --upgrade`)", "no permission to write the database"),
+              ("grant the role of the store URL the rights on skillshelf's tables (the owner of the schema runs "
+               "`skillshelf migrate-store --upgrade`)"), "no permission to write the database"),
     "58": ("the team store had an I/O error", "check the database server's disk and its log", "disk I/O error"),
     "55P03": ("a row of the team store stayed locked too long", "try again in a moment",
               "the database is locked"),

@@ -29,7 +29,7 @@ def digest(token: str) -> str:
 
 
 def _iso(t: _dt.datetime | None) -> str | None:
-    return None if t is None else t.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")
+    return None if t is None else t.astimezone(_dt.UTC).isoformat(timespec="seconds")
 
 
 class Tokens:
