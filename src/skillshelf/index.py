@@ -4,12 +4,18 @@
 bytes hash the same is not re-parsed; vanished files are dropped. ``embed_pending``
 fills vectors for skills that have none for the active model, reusing any vector
 already computed for the same text (keyed by text hash + model id).
+
+Both can be stopped (Ctrl-C, or a progress callback that raises): they stop at the next
+file or embedding batch, commit what was done, and raise. A Ctrl-C becomes ``Interrupted``,
+whose ``report`` says what was kept; the next sync goes on from there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -18,6 +24,7 @@ import numpy as np
 from . import lexical
 from . import overlay as overlaymod
 from . import skill as skillmod
+from .errors import StoreError
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from .sources import Found, Root, discover
 from .store import Store, now
@@ -35,9 +42,10 @@ class InvalidFile:
     rule: str
     message: str
     line: int | None
+    new: bool = True    # not reported by the last sync (a new file, or a new finding)
 
     def as_dict(self) -> dict:
-        return {"path": self.path, "rule": self.rule, "message": self.message, "line": self.line}
+        return {"path": self.path, "rule": self.rule, "message": self.message, "line": self.line, "new": self.new}
 
 
 @dataclass
@@ -50,16 +58,41 @@ class SyncReport:
     notes: list[str] = field(default_factory=list)
     embedded: int = 0
     seconds: float = 0.0
+    cleared_invalid: list[str] = field(default_factory=list)   # invalid before, now fixed or gone
 
     @property
     def changed(self) -> bool:
         return bool(self.added or self.updated or self.removed)
 
+    @property
+    def new_invalid(self) -> list[InvalidFile]:
+        """The invalid files the last sync did not report (or reported with another finding)."""
+        return [i for i in self.invalid if i.new]
+
     def as_dict(self) -> dict:
         return {"added": self.added, "updated": self.updated, "removed": self.removed,
                 "unchanged": self.unchanged, "invalid": len(self.invalid),
-                "invalid_files": [i.as_dict() for i in self.invalid], "embedded": self.embedded,
+                "new_invalid": len(self.new_invalid), "invalid_files": [i.as_dict() for i in self.invalid],
+                "cleared_invalid": self.cleared_invalid, "embedded": self.embedded,
                 "notes": self.notes, "seconds": round(self.seconds, 3)}
+
+    def _mark(self) -> tuple:
+        return self.added, self.updated, self.removed, self.unchanged, len(self.invalid), len(self.notes)
+
+    def _restore(self, mark: tuple) -> None:
+        """Counts as they were at ``mark`` (the work done since was rolled back)."""
+        self.added, self.updated, self.removed, self.unchanged, n_invalid, n_notes = mark
+        del self.invalid[n_invalid:], self.notes[n_notes:]
+
+
+class Interrupted(KeyboardInterrupt):
+    """A sync or an embedding stopped by Ctrl-C, after committing the work done: ``report``
+    says what was kept (for ``embed_pending``: ``embedded`` only). The index is consistent;
+    the next sync indexes and embeds the rest."""
+
+    def __init__(self, report: SyncReport):
+        super().__init__("interrupted")
+        self.report = report
 
 
 def scan(roots: list[Root], exclude: tuple = ()) -> tuple[list[Found], list[str]]:
@@ -97,11 +130,28 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
     taken inside the write transaction that acts on it (rows read before it began may be
     stale). Work is committed in batches, so a first index of a large collection keeps its
     progress if it is interrupted and searches can use what is indexed so far. One bad file
-    is reported invalid; it never stops the rest."""
+    is reported invalid; it never stops the rest.
+
+    Ctrl-C (or an exception ``progress`` raises, to stop) ends it at the next file: the files
+    indexed so far are committed, the rest is left to the next sync, and the exception goes
+    on (a Ctrl-C as ``Interrupted``, carrying the report of what was kept)."""
     import time
 
     t0 = time.perf_counter()
     report = SyncReport()
+    try:
+        _sync(store, roots, report, progress, on_skill, exclude)
+    except KeyboardInterrupt as exc:
+        report.seconds = time.perf_counter() - t0
+        if isinstance(exc, Interrupted):
+            raise
+        raise Interrupted(report) from exc
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _sync(store: Store, roots: list[Root], report: SyncReport, progress: Progress | None,
+          on_skill: Callable[[skillmod.Skill], None] | None, exclude: tuple) -> None:
     found, report.notes = scan(roots, exclude)
     skills = SkillIndex(store)
     meta = IndexMeta(store)
@@ -118,10 +168,10 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
         if snapshot.get(f.id) == (f.mtime_ns, f.size):
             report.unchanged += 1
             continue
-        inv = invalid_rows.get(str(f.path))
+        inv = invalid_rows.get(f.file)
         if f.id not in snapshot and inv is not None and inv["mtime_ns"] == f.mtime_ns and inv["size"] == f.size:
-            seen_invalid.add(str(f.path))
-            report.invalid.append(InvalidFile(str(f.path), inv["rule"], inv["message"], inv["line"]))
+            seen_invalid.add(f.file)
+            report.invalid.append(InvalidFile(f.file, inv["rule"], inv["message"], inv["line"]))
             continue
         todo.append(f)
 
@@ -130,58 +180,95 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
     changed_before = 0
     for start in range(0, total, batch) if total else ():
         chunk = todo[start:start + batch]
-        with store.tx() as tx:
-            rows = skills.rows_for(tx, [f.id for f in chunk])
-            writer = lexical.Writer(tx)
-            for i, f in enumerate(chunk):
-                if progress:
-                    progress(start + i, total)
-                _sync_isolated(tx, writer, f, rows.get(f.id), report, seen_invalid, on_skill)
-            writer.flush()
-            if report.added + report.updated + report.removed > changed_before:
-                changed_before = report.added + report.updated + report.removed
-                meta.bump_generation()
+        at_start = report._mark()
+        stop: BaseException | None = None
+        try:
+            with store.tx() as tx:
+                rows = skills.rows_for(tx, [f.id for f in chunk])
+                writer = lexical.Writer(tx)
+                for i, f in enumerate(chunk):
+                    try:
+                        if progress:
+                            progress(start + i, total)
+                    except BaseException as exc:   # the caller stops the sync (Ctrl-C, a closing library)
+                        stop = exc
+                        break
+                    try:
+                        _sync_isolated(tx, writer, f, rows.get(f.id), report, seen_invalid, on_skill)
+                    except KeyboardInterrupt as exc:   # this file was rolled back; the ones before it stay
+                        stop = exc
+                        break
+                    if writer.full:
+                        writer.flush()
+                writer.flush()
+                if report.added + report.updated + report.removed > changed_before:
+                    changed_before = report.added + report.updated + report.removed
+                    meta.bump_generation()
+        except KeyboardInterrupt:
+            # between two files (reading the batch's rows, merging its postings, committing):
+            # the whole batch was rolled back
+            report._restore(at_start)
+            raise
+        if stop is not None:
+            raise stop
     if progress:
         progress(total, total)
-    with store.tx() as tx:
-        # rows whose file is gone, decided on the rows as they are now
-        for rowid, sid in skills.all_ids(tx):
-            if sid not in seen_ids:
-                _delete_rowid(tx, rowid)
-                report.removed += 1
-        for path in skills.invalid_paths(tx):
-            if path not in seen_invalid:
-                skills.clear_invalid(tx, path)
-        if report.added + report.updated + report.removed > changed_before:
-            meta.bump_generation()
-        meta.mark_synced(now())
-    report.seconds = time.perf_counter() - t0
-    return report
+    at_end = report._mark()
+    try:
+        with store.tx() as tx:
+            # rows whose file is gone, decided on the rows as they are now
+            for rowid, sid in skills.all_ids(tx):
+                if sid not in seen_ids:
+                    _delete_rowid(tx, rowid)
+                    report.removed += 1
+            for path in skills.invalid_paths(tx):
+                if path not in seen_invalid:
+                    skills.clear_invalid(tx, path)
+            if report.added + report.updated + report.removed > changed_before:
+                meta.bump_generation()
+            meta.mark_synced(now())
+    except KeyboardInterrupt:
+        report._restore(at_end)
+        raise
+    # what the caller shows: which invalid files are new, which are no longer invalid
+    for inv in report.invalid:
+        before = invalid_rows.get(inv.path)
+        inv.new = before is None or (before["rule"], before["message"], before["line"]) != (inv.rule, inv.message,
+                                                                                            inv.line)
+    report.cleared_invalid = sorted(p for p in invalid_rows if p not in seen_invalid)
 
 
-def _sync_isolated(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, seen_invalid: set[str],
+def _sync_isolated(tx, writer: lexical.Writer, f: Found, row, report: SyncReport, seen_invalid: set[str],
                    on_skill) -> None:
     """``_sync_one`` in a savepoint: a file whose row cannot be written (a value SQLite
-    refuses, a bug we have not met yet) is rolled back alone and reported invalid."""
+    refuses, a bug we have not met yet) is rolled back alone and reported invalid; a
+    Ctrl-C rolls it back alone and goes on to the caller."""
     import sqlite3
 
     if row is not None and row["mtime_ns"] == f.mtime_ns and row["size"] == f.size:
         report.unchanged += 1          # another process indexed it meanwhile
         return
+    writer.keep()
+    at_start = report._mark()
     try:
         with SkillIndex.isolated(tx):
             _sync_one(tx, writer, f, row, report, seen_invalid, on_skill)
-    except (sqlite3.Error, ValueError, TypeError, OverflowError, RecursionError) as exc:
+    except BaseException as exc:
+        # its rows are gone: so are its postings and what it added to the report
+        writer.discard_last()
+        report._restore(at_start)
+        if not isinstance(exc, (sqlite3.Error, ValueError, TypeError, OverflowError, RecursionError)):
+            raise
         _mark_invalid(tx, f, row, report, seen_invalid, "file.unindexable",
                       f"could not be indexed ({type(exc).__name__}: {str(exc)[:200]})", None)
 
 
 def _mark_invalid(tx, f: Found, row, report: SyncReport, seen_invalid: set[str], rule: str, message: str,
                   line: int | None) -> None:
-    SkillIndex.mark_invalid(tx, {"path": str(f.path), "root": f.root.label, "rel": f.rel, "rule": rule,
+    SkillIndex.mark_invalid(tx, {"path": f.file, "root": f.root.label, "rel": f.rel, "rule": rule,
                                  "message": message, "line": line, "mtime_ns": f.mtime_ns, "size": f.size})
-    seen_invalid.add(str(f.path))
-    report.invalid.append(InvalidFile(str(f.path), rule, message, line))
+    seen_invalid.add(f.file)
+    report.invalid.append(InvalidFile(f.file, rule, message, line))
     if row is not None:
         _delete_rowid(tx, row["rowid"])
         report.removed += 1
@@ -193,7 +280,7 @@ def _delete_rowid(tx, rowid: int) -> None:
     VectorStore.unlink_skill(tx, rowid)
 
 
-def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, seen_invalid: set[str],
+def _sync_one(tx, writer: lexical.Writer, f: Found, row, report: SyncReport, seen_invalid: set[str],
               on_skill: Callable[[skillmod.Skill], None] | None = None) -> None:
     try:
         data = read_bounded(f.path, MAX_SKILL_BYTES)
@@ -213,11 +300,11 @@ def _sync_one(tx, writer: "lexical.Writer", f: Found, row, report: SyncReport, s
         bad = next(x for x in parsed.findings if x.severity == "fatal")
         _mark_invalid(tx, f, row, report, seen_invalid, bad.rule, bad.message, bad.line)
         return
-    SkillIndex.clear_invalid(tx, str(f.path))
+    SkillIndex.clear_invalid(tx, f.file)
     sk = parsed.skill
     exp = sk.expires_on()
     values = dict(
-        id=f.id, root=f.root.label, kind=f.root.kind, rel=f.rel, path=str(f.path), name=sk.name,
+        id=f.id, root=f.root.label, kind=f.root.kind, rel=f.rel, path=f.file, name=sk.name,
         name_key=name_key(sk.name), description=sk.description, body=sk.body, skill_type=sk.skill_type,
         tags=",".join(sk.tags), repo=sk.repo, version=sk.version, display_name=sk.display_name,
         metadata=json.dumps(sk.metadata, ensure_ascii=False),
@@ -327,11 +414,30 @@ def _vector_rows(vecs) -> list[tuple[str, int, bytes]]:
     return [(h, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes()) for h, v in vecs]
 
 
+def _pending(vs: VectorStore, model_id: str, body_tokens: int) -> list[tuple[int, int, str, str, int | None]]:
+    """(rowid, part, hash, text, max_tokens) of every skill part without a vector for the model."""
+    items: list[tuple[int, int, str, str, int | None]] = []
+    for rowid, name, description, tags in vs.metadata_texts(vs.missing(model_id, PART_META)):
+        items.append((rowid, PART_META, *meta_job(name, description, tags)))
+    if body_tokens:
+        for rowid, body in vs.bodies(vs.missing(model_id, PART_BODY)):
+            job = body_job(body, body_tokens)
+            if job:
+                items.append((rowid, PART_BODY, *job))
+    return items
+
+
 def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Progress | None = None,
-                  batch: int = 64, ready: dict[str, np.ndarray] | None = None) -> int:
+                  batch: int = 64, ready: dict[str, np.ndarray] | None = None, embed: bool = True) -> int:
     """Compute missing vectors for the embedder's model (metadata, and with ``body_tokens``
     the body's opening); returns how many distinct texts were embedded. ``ready``: vectors
-    already computed for some hashes (a ``Prefetch``), stored instead of embedded again."""
+    already computed for some hashes (a ``Prefetch``), stored instead of embedded again.
+    ``embed=False``: store ``ready`` and link what is cached, embed nothing.
+
+    The model is loaded only when some text has to be embedded: with every skill's vectors
+    in place this reads a few small rows and returns 0. Ctrl-C (or an exception ``progress``
+    raises) stops it after the batch in hand: the vectors made so far are kept and linked to
+    their skills, and the exception goes on (a Ctrl-C as ``Interrupted``)."""
     vs = VectorStore(store)
     meta = IndexMeta(store)
     model_id = embedder.model_id
@@ -342,43 +448,63 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
             vs.unlink_part(tx, PART_BODY)
             meta.set_body_vectors(body_key)
             meta.bump_vectors_generation()
-    items: list[tuple[int, int, str, str, int | None]] = []   # rowid, part, hash, text, max_tokens
-    missing = vs.missing(model_id, PART_META)
-    for rowid, name, description, tags in vs.metadata_texts(missing):
-        items.append((rowid, PART_META, *meta_job(name, description, tags)))
-    if body_tokens:
-        for rowid, body in vs.bodies(vs.missing(model_id, PART_BODY)):
-            job = body_job(body, body_tokens)
-            if job:
-                items.append((rowid, PART_BODY, *job))
+    items = _pending(vs, model_id, body_tokens)
     if not items:
         return 0
     have = vs.cached(model_id, {h for _, _, h, _, _ in items})
+    if embed and any(h not in have and h not in (ready or ()) for _, _, h, _, _ in items):
+        # a backend may settle its model (and so its id) only when it loads
+        getattr(embedder, "load", lambda: None)()
+        if embedder.model_id != model_id:
+            model_id = embedder.model_id
+            items = _pending(vs, model_id, body_tokens)
+            have = vs.cached(model_id, {h for _, _, h, _, _ in items})
     uniq = {h: (t, mt) for _, _, h, t, mt in items if h not in have}
-    if ready:
-        done_rows = _vector_rows((h, ready[h]) for h in uniq if h in ready)
-        for i in range(0, len(done_rows), 1000):
+    done: set[str] = set(have)    # hashes with a vector stored for the model
+    embedded = 0
+    try:
+        if ready:
+            done_rows = _vector_rows((h, ready[h]) for h in uniq if h in ready)
+            for i in range(0, len(done_rows), 1000):
+                with store.tx() as tx:
+                    vs.put(tx, model_id, done_rows[i:i + 1000])
+                done.update(h for h, _, _ in done_rows[i:i + 1000])
+            todo_uniq = {h: v for h, v in uniq.items() if h not in ready}
+        else:
+            todo_uniq = uniq
+        embedded = len(uniq) - len(todo_uniq)
+        # Similar lengths side by side: batches carry little padding.
+        todo = sorted(todo_uniq.items(), key=lambda kv: (kv[1][1] or 0, len(kv[1][0]))) if embed else []
+        step = batch * 2
+        for i in range(0, len(todo), step):
+            part = todo[i:i + step]
+            vecs = embed_jobs(embedder, [(h, t, m) for h, (t, m) in part])
             with store.tx() as tx:
-                vs.put(tx, model_id, done_rows[i:i + 1000])
-        todo_uniq = {h: v for h, v in uniq.items() if h not in ready}
-    else:
-        todo_uniq = uniq
-    # Similar lengths side by side: batches carry little padding.
-    todo = sorted(todo_uniq.items(), key=lambda kv: (kv[1][1] or 0, len(kv[1][0])))
-    done = 0
-    step = batch * 4
-    for i in range(0, len(todo), step):
-        part = todo[i:i + step]
-        vecs = embed_jobs(embedder, [(h, t, m) for h, (t, m) in part])
-        with store.tx() as tx:
-            vs.put(tx, model_id, _vector_rows(vecs.items()))
-        done += len(part)
-        if progress:
-            progress(done, len(todo))
+                vs.put(tx, model_id, _vector_rows(vecs.items()))
+            done.update(vecs)
+            embedded += len(part)
+            if progress:
+                progress(i + len(part), len(todo))
+    except BaseException as exc:
+        # stopped (Ctrl-C, the caller's progress) or failed: what was embedded is linked, so the
+        # work is not lost; then the exception goes on
+        with contextlib.suppress(sqlite3.Error, StoreError):
+            _link(store, [it for it in items if it[2] in done])
+        if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, Interrupted):
+            raise Interrupted(SyncReport(embedded=embedded)) from exc
+        raise
+    _link(store, [it for it in items if it[2] in done])
+    return embedded
+
+
+def _link(store: Store, items) -> None:
+    """Link skills to their texts' vectors (``items``: rowid, part, hash, ...) and mark the
+    vectors changed: search state and the vector cache files are keyed by it."""
+    if not items:
+        return
     with store.tx() as tx:
-        vs.link(tx, [(rowid, part, h) for rowid, part, h, _, _ in items])
-        meta.bump_vectors_generation()   # search state and the vector cache files are keyed by it
-    return len(uniq)
+        VectorStore.link(tx, [(rowid, part, h) for rowid, part, h, _, _ in items])
+        IndexMeta(store).bump_vectors_generation()
 
 
 class Prefetch:
@@ -386,9 +512,12 @@ class Prefetch:
     background thread: the model (which releases the GIL) works while Python builds the
     lexical index. ``finish`` hands the vectors to ``embed_pending``, which stores them
     instead of embedding those texts again. A failure here is left to ``embed_pending``,
-    which then embeds (and reports) as usual."""
+    which then embeds (and reports) as usual. A sync that stops (Ctrl-C, an error) calls
+    ``finish`` while its exception is on its way: the thread stops after the texts in hand
+    and the vectors made so far are stored and linked (``keep``), not thrown away."""
 
     BATCH = 128
+    STEP = 16    # texts per model call: a cancelled prefetch stops after at most this many
 
     def __init__(self, store: Store, embedder, body_tokens: int):
         import queue
@@ -396,9 +525,11 @@ class Prefetch:
 
         self.store, self.embedder, self.body_tokens = store, embedder, body_tokens
         self.ready: dict[str, np.ndarray] = {}
+        self.kept = 0
         self._seen: set[str] = set()
         self._queue: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
+        self._cancel = threading.Event()
         # started by the first skill: a sync that changes nothing (the watcher's, every few
         # seconds) starts no thread
         self._thread = threading.Thread(target=self._run, name="skillshelf-prefetch", daemon=True)
@@ -415,7 +546,6 @@ class Prefetch:
     def _run(self) -> None:
         import queue
 
-        model_id = self.embedder.model_id
         done = False
         while not done:
             jobs = [self._queue.get()]
@@ -427,17 +557,51 @@ class Prefetch:
             if None in jobs:
                 done = True
                 jobs = [j for j in jobs if j is not None]
-            if self._error is not None or not jobs:
+            if self._error is not None or not jobs or self._cancel.is_set():
                 continue
             try:
-                cached = VectorStore(self.store).cached(model_id, [h for h, _, _ in jobs])
-                self.ready.update(embed_jobs(self.embedder, [j for j in jobs if j[0] not in cached]))
+                getattr(self.embedder, "load", lambda: None)()   # (its model id may settle at load)
+                cached = VectorStore(self.store).cached(self.embedder.model_id, [h for h, _, _ in jobs])
+                jobs = [j for j in jobs if j[0] not in cached]
+                for i in range(0, len(jobs), self.STEP):
+                    if self._cancel.is_set():
+                        break
+                    self.ready.update(embed_jobs(self.embedder, jobs[i:i + self.STEP]))
             except BaseException as exc:  # left to embed_pending, which embeds and reports as usual
                 self._error = exc
 
-    def finish(self) -> dict[str, np.ndarray]:
+    def finish(self, *, cancel: bool | None = None) -> dict[str, np.ndarray]:
+        """The vectors made, for ``embed_pending``. With ``cancel`` (by default: when called
+        while an exception is on its way, as from a ``finally`` around a sync that stopped)
+        the texts not yet embedded are dropped, the thread ends after the texts in hand, and
+        the vectors made so far are kept in the store (``keep``); then nothing is returned."""
+        import sys
+
         if not self._seen:
             return {}
+        if cancel is None:
+            cancel = sys.exc_info()[1] is not None
+        if cancel:
+            self._cancel.set()
         self._queue.put(None)
         self._thread.join()
+        if cancel:
+            self.keep()
+            return {}
         return {} if self._error is not None else self.ready
+
+    def keep(self) -> int:
+        """Store the vectors made so far and link them to their skills (a sync that stopped
+        keeps them for the next one); how many texts were stored (also ``kept``). A store that
+        cannot be written keeps nothing, silently: the stop is what the caller reports.
+        A sync that raised ``Interrupted`` has the count added to its report."""
+        import sys
+
+        if self.ready and self._error is None:
+            with contextlib.suppress(sqlite3.Error, StoreError):
+                self.kept = embed_pending(self.store, self.embedder, body_tokens=self.body_tokens, ready=self.ready,
+                                          embed=False)
+        exc = sys.exc_info()[1]
+        if isinstance(exc, Interrupted):
+            exc.report.embedded += self.kept
+        return self.kept

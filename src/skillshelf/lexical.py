@@ -116,11 +116,16 @@ class Writer:
         self.pending: dict[str, tuple[array, bytearray]] = {}
         self.docs = 0
         self.postings = 0
+        self._last: tuple[int, list[str]] | None = None   # the last document added: docid, terms
 
     def add(self, skill_rowid: int, fields: tuple[str, ...]) -> int:
+        """Index a skill's fields under a new docid (its earlier one no longer counts)."""
         remove(self.db, skill_rowid)
         per, lens = doc_postings(fields)
         docid = Postings.add_doc(self.db, skill_rowid, lens.tobytes())
+        self._last = (docid, list(per))
+        self.docs += 1
+        self.postings += len(per)
         pending = self.pending
         for t, packed in per.items():
             entry = pending.get(t)
@@ -128,11 +133,35 @@ class Writer:
                 entry = pending[t] = (array("i"), bytearray())
             entry[0].append(docid)
             entry[1].extend(packed)
-        self.docs += 1
-        self.postings += len(per)
-        if self.postings >= self.FLUSH_AT:
-            self.flush()
         return docid
+
+    @property
+    def full(self) -> bool:
+        """Enough postings held to merge now (``flush``, between two documents' writes)."""
+        return self.postings >= self.FLUSH_AT
+
+    def keep(self) -> None:
+        """The documents added so far stay: a ``discard_last`` after this drops only a
+        document added after it."""
+        self._last = None
+
+    def discard_last(self) -> None:
+        """Drop the postings of the document added since ``keep``, when its writes were undone
+        (the sync rolled its file back): its docid would be given again to the next document."""
+        if self._last is None:
+            return
+        docid, terms = self._last
+        self._last = None
+        size = _PACK.size
+        for t in terms:   # (all of them, or the first few when the add itself was cut short)
+            entry = self.pending.get(t)
+            if entry is not None and len(entry[0]) and entry[0][-1] == docid:
+                entry[0].pop()
+                del entry[1][-size:]
+                if not len(entry[0]):
+                    del self.pending[t]
+        self.docs -= 1
+        self.postings -= len(terms)
 
     def flush(self) -> None:
         if self.docs >= self.BULK:
@@ -143,6 +172,7 @@ class Writer:
                                          for t, (ids, tfs) in self.pending.items() for i, d in enumerate(ids)])
         self.pending = {}
         self.docs = self.postings = 0
+        self._last = None
         dead, alive = Postings.doc_counts(self.db)
         if delta_size(self.db) > COMPACT_AT or dead > 0.2 * alive + 100:
             compact(self.db)

@@ -14,6 +14,7 @@ Precedence when several skills share a name (lower sorts first, first wins):
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,10 +48,14 @@ class Found:
 
     id: str
     root: Root
-    path: Path          # the SKILL.md file
+    file: str           # the SKILL.md file's path (``path``: as a Path, made when first asked for)
     rel: str            # folder path relative to the root ('.' when the root itself is a skill)
     mtime_ns: int
     size: int
+
+    @functools.cached_property
+    def path(self) -> Path:
+        return Path(self.file)
 
     @property
     def folder(self) -> Path:
@@ -158,7 +163,11 @@ def discover(root: Root, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], l
     """Every SKILL.md under ``root``; symlinks followed once (loop-safe). Folders in
     ``exclude`` (the library's own home: drafts, history and the database are never skills)
     are skipped. The walk stops after ``MAX_WALK_DIRS`` folders, with a note saying so.
-    Returns (found, notes)."""
+    Returns (found, notes).
+
+    The walk is ``os.walk``'s (top-down, folders in name order, symlinks followed), written
+    out over ``os.scandir`` with paths as strings: an unchanged sync walks every root, and
+    building ``Path`` objects for each folder cost more than the file system's own calls."""
     found: list[Found] = []
     notes: list[str] = []
     base = root.path
@@ -173,25 +182,25 @@ def discover(root: Root, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], l
     excluded = {(st.st_dev, st.st_ino) for st in (_stat(p) for p in exclude) if st is not None}
     seen: set[tuple[int, int]] = set()
     walked = 0
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=True):
+    label = f"{root.label}:"
+    join, exists = os.path.join, os.path.exists
+    stack: list[tuple[str, str, int]] = [(os.fspath(base), ".", 0)]   # folder, its rel, its depth
+    while stack:
+        dirpath, rel, depth = stack.pop()
         try:
             st = os.stat(dirpath)
         except OSError as exc:
             notes.append(f"cannot read {dirpath}: {exc.strerror}")
-            dirnames[:] = []
             continue
         key = (st.st_dev, st.st_ino)
         if key in ancestors:
             notes.append(f"skipped {dirpath}: it links to a folder above the root ({os.path.realpath(dirpath)})")
-            dirnames[:] = []
             continue
         if key in excluded:
             notes.append(f"skipped {dirpath}: it is the library's own home (drafts and history are not skills)")
-            dirnames[:] = []
             continue
         if key in seen:
             notes.append(f"symlink loop or repeat skipped: {dirpath}")
-            dirnames[:] = []
             continue
         seen.add(key)
         walked += 1
@@ -199,21 +208,38 @@ def discover(root: Root, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], l
             notes.append(f"stopped walking {base} after {MAX_WALK_DIRS:,} folders: is it the right root? "
                          "point the root at the folder that holds the skills")
             break
-        if len(Path(dirpath).relative_to(base).parts) >= MAX_WALK_DEPTH:
-            dirnames[:] = []
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
-                             and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg")))
+        try:
+            with os.scandir(dirpath) as it:
+                entries = list(it)
+        except OSError:
+            continue   # a folder that cannot be listed is passed over, as os.walk does
+        dirs: list[str] = []
+        files: dict[str, os.DirEntry] = {}
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                dirs.append(e.name)
+            elif e.name in SKILL_FILES:
+                files[e.name] = e
         for fname in SKILL_FILES:
-            if fname in filenames:
-                p = Path(dirpath) / fname
+            entry = files.get(fname)
+            if entry is not None:
                 try:
-                    fst = p.stat()
+                    fst = entry.stat()
                 except OSError as exc:
-                    notes.append(f"cannot read {p}: {exc.strerror}")
+                    notes.append(f"cannot read {join(dirpath, fname)}: {exc.strerror}")
                     break
-                rel = Path(dirpath).relative_to(base).as_posix()
-                found.append(Found(f"{root.label}:{rel}", root, p, rel, fst.st_mtime_ns, fst.st_size))
+                found.append(Found(label + rel, root, join(dirpath, fname), rel, fst.st_mtime_ns, fst.st_size))
                 break  # SKILL.md wins over skill.md in the same folder
+        if depth >= MAX_WALK_DEPTH:
+            continue
+        # pushed in reverse: the folders are walked in name order
+        for d in sorted((d for d in dirs if d not in SKIP_DIRS and not exists(join(dirpath, d, "pyvenv.cfg"))),
+                        reverse=True):
+            stack.append((join(dirpath, d), d if rel == "." else f"{rel}/{d}", depth + 1))
     return found, notes
 
 

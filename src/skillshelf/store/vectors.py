@@ -66,11 +66,12 @@ class VectorStore:
 
     def missing(self, model_id: str, part: int) -> list[int]:
         """Rowids, ascending, of the skills without a ``part`` vector for the model."""
-        return [r[0] for r in self.store.db.execute("""
+        # no ORDER BY: in rowid order SQLite would walk the table itself (a page per body)
+        # instead of an index that holds the rowids
+        return sorted(r[0] for r in self.store.db.execute("""
             SELECT rowid FROM skills WHERE rowid NOT IN (
                 SELECT v.skill_rowid FROM skill_vectors v WHERE v.part = ?
-                AND v.text_hash IN (SELECT text_hash FROM embeddings WHERE model_id = ?))
-            ORDER BY rowid""", (part, model_id))]
+                AND v.text_hash IN (SELECT text_hash FROM embeddings WHERE model_id = ?))""", (part, model_id)))
 
     def metadata_texts(self, rowids: list[int]) -> Iterator[tuple[int, str, str, str]]:
         """(rowid, name, description, tags) of these skills (rows removed meanwhile are absent)."""
