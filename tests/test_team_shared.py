@@ -642,3 +642,25 @@ def test_a_connection_cut_during_a_request_is_one_clear_error_then_it_works(back
     assert [r["name_key"] for r in learning.since("0000")] == ["cors-fix"]     # nothing half-written
     learn(learning, "after")                                                   # and the next one works
     assert learning.state()[0] == "2"
+
+
+def test_team_usage_rows_are_append_only_but_prune_works(pg_url):
+    """As in the local store: an UPDATE or DELETE of a usage row is refused by the database
+    itself; the retention command still deletes old rows."""
+    import psycopg
+
+    from skillshelf.store.pg_usage import PgUsageLog
+    from skillshelf.store.postgres import PgStore
+
+    pg = PgStore(pg_url)
+    try:
+        log = PgUsageLog(pg)
+        log.log_query(at="2020-01-01T00:00:00+00:00", text="old", text_hash="h", mode="find", filters={},
+                      client=None, confident=False, degraded=False, n_hits=0, latency_ms=1.0, recommended=[])
+        for sql in ("UPDATE queries SET text = 'x'", "DELETE FROM queries"):
+            with pytest.raises(psycopg.Error, match="append-only"):
+                with psycopg.connect(pg_url, autocommit=True) as conn:
+                    conn.execute(sql)
+        assert log.prune("2021-01-01") == 1
+    finally:
+        pg.close()

@@ -13,7 +13,7 @@ has no tokens: its owner is admin."""
 
 from __future__ import annotations
 
-from .errors import SkillshelfError, ValidationError
+from .errors import ForbiddenError, ValidationError
 
 ROLES: tuple[str, ...] = ("reader", "agent", "curator", "admin")
 
@@ -25,14 +25,6 @@ NEEDS: dict[str, str] = {
     "extend_ttl": "curator", "rollback": "curator", "delete": "curator",
     "tokens": "admin",
 }
-
-
-class ForbiddenError(SkillshelfError):  # errors: pending
-    """The token's role does not allow the operation; the message names the role needed."""
-
-    def __init__(self, message: str, *, needed: str, fix: str | None = None):
-        self.needed = needed
-        super().__init__(message, fix=fix)
 
 
 def check_role(role: str) -> str:

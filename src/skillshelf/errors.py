@@ -9,6 +9,7 @@ these into a one-line CLI message, an MCP ``isError`` result or an HTTP status.
     ├── ValidationError        input that breaks a rule (names, sizes, arguments)
     ├── NotFoundError          no skill (or version, or draft) by that name or id
     ├── PolicyError            the write policy forbids the operation
+    ├── ForbiddenError         the caller's role (team mode) does not allow the operation
     ├── ConflictError          the target already exists / a concurrent change
     ├── StoreError             the database cannot be opened or migrated, or is damaged
     ├── WriteError             a file could not be written (permissions, full disk); nothing changed
@@ -65,6 +66,15 @@ class PolicyError(SkillshelfError):
     """The write policy does not allow this operation."""
 
 
+class ForbiddenError(SkillshelfError):
+    """The caller's token has a role that does not allow the operation (team mode); the
+    message names the role needed (``needed``)."""
+
+    def __init__(self, message: str, *, needed: str, fix: str | None = None):
+        self.needed = needed
+        super().__init__(message, fix=fix)
+
+
 class ConflictError(SkillshelfError):
     """The target exists already, or changed under us."""
 
@@ -110,6 +120,9 @@ def write_failure(exc: BaseException) -> str | None:
     e: BaseException | None = exc
     while e is not None and id(e) not in seen:
         seen.add(id(e))
+        known = getattr(e, "write_failure", None)   # a store that named the refusal already
+        if isinstance(known, str):
+            return known
         if isinstance(e, sqlite3.Error):
             code = getattr(e, "sqlite_errorcode", None)
             if code is not None and code & 0xFF in _SQLITE_WRITE_FAILURES:

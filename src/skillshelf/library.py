@@ -23,7 +23,7 @@ from .errors import (EmbedderError, NotFoundError, SkillshelfError, ValidationEr
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from .indexing import RESCAN, Indexer, LazyEmbedder
 from .judge import Judge
-from .learning import Learning
+from .learning import Learner, Learning
 from .usage import Usage
 from .search import Searcher, SearchResult
 from .sources import Root, current_repo as detect_current_repo, make_roots
@@ -88,7 +88,7 @@ class Library:
             raise ConfigError(f"cannot create the library's home {self.config.home}: {exc.strerror or exc}",
                               fix="pass --home (or SKILLSHELF_HOME) with a folder you can write to") from None
         self.store = Store(self.config.db_path)
-        shared = open_shared(self.config, self.store)
+        shared = self._shared = open_shared(self.config, self.store)
         self._overlays = shared.overlays
         refs = SkillRefs(self.store)
         self._records = Records(SkillRows(self.store), roots=lambda: self.roots,
@@ -110,6 +110,8 @@ class Library:
         self.model = LazyEmbedder(lambda: self.config, embedder)
         self.searcher = Searcher(self.store, self.config.search, embedder_provider=self.model.state,
                                  canonical=self.config.canonical_prefixes)
+        # what outcomes taught ranking lives with the shared state (the team's, in team mode)
+        self.searcher.learner = Learner(self.store, memory=shared.learning)
         self.indexer = Indexer(self.store, self.searcher, self.model, config=lambda: self.config,
                                roots=lambda: self.roots)
 
@@ -118,6 +120,7 @@ class Library:
         """Stop the background indexing and the watches (waiting a bounded time for a sync in
         progress to stop), then close this thread's database connection."""
         self.indexer.close()
+        self._shared.close()
         self.store.close()
 
     def __enter__(self) -> "Library":

@@ -190,8 +190,27 @@ def m003_workspace(conn: Any) -> None:
     """)
 
 
+def m004_append_only(conn: Any) -> None:
+    """Usage logs and the judge log are append-only, as in the local store: a row is never
+    updated, and deleted only by the retention command (``usage prune``), which says so for
+    its own transaction (``SET LOCAL skillshelf.retention = 'on'``)."""
+    conn.execute("""
+    CREATE FUNCTION skillshelf_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' AND current_setting('skillshelf.retention', true) = 'on' THEN
+            RETURN OLD;
+        END IF;
+        RAISE EXCEPTION '% is append-only; use `skillshelf usage prune`', TG_TABLE_NAME;
+    END $$;
+    """)
+    for table in ("queries", "recommendations", "outcomes", "judge_log"):
+        conn.execute(f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table}"
+                     " FOR EACH ROW EXECUTE FUNCTION skillshelf_append_only()")
+
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("001_team", m001_team),
     ("002_shared_reads", m002_shared_reads),
     ("003_workspace", m003_workspace),
+    ("004_append_only", m004_append_only),
 ]

@@ -35,8 +35,8 @@ def _psycopg():
         import psycopg
         import psycopg_pool
     except ImportError:  # pragma: no cover - they are dependencies; a broken install says so
-        raise StoreError("the PostgreSQL driver is not installed",
-                         fix="pip install 'psycopg[binary]' psycopg-pool (they come with skillshelf)") from None
+        raise StoreError("the PostgreSQL driver is not installed (a postgresql:// store needs it)",
+                         fix="pip install 'skillshelf[team]'") from None
     return psycopg, psycopg_pool
 
 
@@ -90,8 +90,13 @@ class PgStore:
         try:
             with self.pool.connection() as conn, conn.transaction():
                 yield conn
-        except psycopg.OperationalError as exc:
-            raise lost(self.url, exc) from None
+        except psycopg.Error as exc:
+            from .pg_writes import refusal
+
+            err = refusal(self.url, exc)
+            if err is None:
+                raise
+            raise err from None
         except Exception as exc:
             if type(exc).__name__ == "PoolTimeout":
                 raise lost(self.url, exc) from None
@@ -122,16 +127,16 @@ class PgStore:
         """Apply the migrations this database lacks, each in its own transaction, under an
         advisory lock (two servers starting at once do not both apply one)."""
         done: list[str] = []
+        applied = set(self.applied_migrations())
+        if applied and not [name for name, _ in MIGRATIONS if name not in applied]:
+            self._refuse_newer(applied)
+            return done       # nothing to apply: a role that cannot create tables starts too
         with self.tx() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(7402212)")
             conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY,"
                          " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
             have = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
-            newer = sorted(have - {name for name, _ in MIGRATIONS})
-            if newer:
-                raise StoreError(f"the team store at {redact(self.url)} has a newer schema ({newer[-1]}) than this "
-                                 "skillshelf knows",
-                                 fix="upgrade skillshelf on this server to the version the other servers run")
+            self._refuse_newer(have)
             for name, fn in MIGRATIONS:
                 if name in have:
                     continue
@@ -139,6 +144,13 @@ class PgStore:
                 conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
                 done.append(name)
         return done
+
+    def _refuse_newer(self, have: set[str]) -> None:
+        newer = sorted(have - {name for name, _ in MIGRATIONS})
+        if newer:
+            raise StoreError(f"the team store at {redact(self.url)} has a newer schema ({newer[-1]}) than this "
+                             "skillshelf knows",
+                             fix="upgrade skillshelf on this server to the version the other servers run")
 
     def check_schema(self) -> None:
         applied = set(self.applied_migrations())
