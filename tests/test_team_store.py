@@ -103,3 +103,44 @@ def test_a_restarted_postgres_fails_one_request_clearly_then_serves_again(pg_clu
         assert errors <= 2
     finally:
         st.close()
+
+
+def test_a_library_on_a_team_store_has_tokens_roles_and_a_doctor_line(pg_url, tmp_path):
+    from skillshelf import Library
+    from skillshelf.errors import ForbiddenError
+
+    lib = Library(home=tmp_path / "h", embedder="none", auto_sync=False, store=pg_url)
+    try:
+        assert lib.team
+        token = lib.add_token("ci-agent", "agent")
+        caller = lib.verify_token(token)
+        assert caller.name == "ci-agent" and caller.role == "agent"
+        assert lib.verify_token(token + "x") is None
+        assert [t["name"] for t in lib.list_tokens()] == ["ci-agent"]
+        assert token not in repr(lib.list_tokens())
+        lib.authorize(caller, "report_outcome")
+        with pytest.raises(ForbiddenError) as e:
+            lib.authorize(caller, "approve", "approving a draft")
+        assert "curator" in e.value.message and e.value.needed == "curator"
+        store_line = [c for c in lib.doctor().checks if c.name == "store"][0]
+        assert store_line.status == "ok" and "team" in store_line.detail and "ms" in store_line.detail
+        lib.revoke_token("ci-agent")
+        assert lib.verify_token(token) is None
+    finally:
+        lib.close()
+
+
+def test_a_local_library_has_no_tokens(tmp_path):
+    from skillshelf import Library
+    from skillshelf.errors import ConfigError
+
+    lib = Library(home=tmp_path / "h", embedder="none", auto_sync=False)
+    try:
+        assert not lib.team
+        with pytest.raises(ConfigError) as e:
+            lib.add_token("x", "reader")
+        assert "--store" in e.value.fix
+        lib.authorize(None, "delete")          # the owner of a local library may do anything
+        assert [c for c in lib.doctor().checks if c.name == "store"][0].detail.startswith("local:")
+    finally:
+        lib.close()

@@ -13,9 +13,20 @@ has no tokens: its owner is admin."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .errors import ForbiddenError, ValidationError
 
 ROLES: tuple[str, ...] = ("reader", "agent", "curator", "admin")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking: the token's name (what usage, outcomes, drafts and changelog entries
+    carry as client or author) and its role."""
+
+    name: str
+    role: str
 
 # what each action needs, by the name adapters give it (MCP tools, dashboard actions)
 NEEDS: dict[str, str] = {

@@ -18,7 +18,7 @@ from . import usage as usagemod
 from .catalog import PAGE_MAX, SORTS, Catalog
 from .comparisons import DIFF_CONTEXT, Comparisons
 from .config import Config, load as load_config
-from .errors import (EmbedderError, NotFoundError, SkillshelfError, ValidationError,
+from .errors import (ConfigError, EmbedderError, NotFoundError, SkillshelfError, ValidationError,
                      cannot_write_error, write_failure)
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from .indexing import RESCAN, Indexer, LazyEmbedder
@@ -31,6 +31,7 @@ from .store import Store, open_shared
 from .store.skill_refs import SkillRefs
 from .store.catalog import CatalogReads
 from .store.records import SkillRows
+from .access import Caller, needs, require
 from .checks import Check, Clash, DoctorReport
 from .records import FileList, Listing, Records, SkillRecord  # noqa: F401  (re-exported: the facade's values)
 
@@ -338,10 +339,15 @@ class Library:
         from .doctor import report
 
         self._maybe_sync()
+        st = self.store_status()
+        line = f"{st['kind']}: {st['where']}; schema {st['schema']}"
+        if st["kind"] == "team":
+            line += f"; answered in {st['latency_ms']} ms" if st["reachable"] else f"; unreachable ({st['error']})"
+        store_check = Check("store", "ok" if st["reachable"] else "fail", line)
         return report(config=self.config, store=self.store, roots_=self.roots, missing_roots=self.missing_roots,
                       indexed_ids=self._records.rows.ids, invalid_files=self.invalid_files, clashes=self.clashes,
                       embedder_status=self.embedder_status, judge_check=self.judge_check,
-                      root_events=self.root_events if self.config.auto_sync else None)
+                      root_events=self.root_events if self.config.auto_sync else None, extra=[store_check])
 
     # --- usage ----------------------------------------------------------------------
     def report_outcome(self, skill: str, worked: bool, *, note: str = "", query_id: int | str | None = None,
@@ -688,3 +694,61 @@ class Library:
         from .embeddings.quantize import derived_path
 
         return derived_path(MODEL_SHA256).is_file()
+
+    # --- team mode: the store, tokens and roles ------------------------------------------
+    @property
+    def team(self) -> bool:
+        """Whether this library runs on a team store (``config.store``: a postgresql:// URL)."""
+        return self._shared.team is not None
+
+    def _tokens(self):
+        if self._shared.team is None:
+            raise ConfigError("tokens belong to a team store; this library is local",
+                              fix="pass --store postgresql://... (or set SKILLSHELF_STORE) to manage a team's tokens")
+        from .store.tokens import Tokens
+
+        if getattr(self, "_token_store", None) is None:
+            self._token_store = Tokens(self._shared.team)
+        return self._token_store
+
+    def add_token(self, name: str, role: str) -> str:
+        """A new token for a person or agent, with its role; returned once, stored hashed."""
+        return self._tokens().add(name, role)
+
+    def list_tokens(self) -> list[dict[str, Any]]:
+        """Names, roles, created and last used of every token (never a token)."""
+        return self._tokens().list()
+
+    def revoke_token(self, name: str) -> None:
+        self._tokens().revoke(name)
+
+    def verify_token(self, token: str) -> Caller | None:
+        """The caller a bearer token stands for, or None when it is not a valid token."""
+        found = self._tokens().verify(token)
+        return None if found is None else Caller(*found)
+
+    @staticmethod
+    def authorize(caller: Caller | None, action: str, what: str | None = None) -> None:
+        """Raise ``ForbiddenError`` naming the role needed unless ``caller`` may do ``action``
+        (``access.NEEDS``). ``None`` is the owner of a local library: allowed everything."""
+        if caller is None:
+            return
+        require(caller.role, needs(action), what or action.replace("_", " "))
+
+    def store_status(self) -> dict[str, Any]:
+        """The store this library runs on: ``kind`` (local | team), where (a team URL without
+        its password), its schema version, and for a team store whether it answers and in how
+        many ms."""
+        if self._shared.team is None:
+            return {"kind": "local", "where": str(self.config.db_path),
+                    "schema": (self.store.applied_migrations() or ["none"])[-1], "reachable": True}
+        from .store.postgres import redact
+
+        pg = self._shared.team
+        try:
+            ms = pg.ping()
+            return {"kind": "team", "where": redact(pg.url), "schema": pg.schema_version(), "reachable": True,
+                    "latency_ms": round(ms, 2)}
+        except SkillshelfError as exc:
+            return {"kind": "team", "where": redact(pg.url), "schema": None, "reachable": False,
+                    "error": exc.message, "fix": exc.fix}
