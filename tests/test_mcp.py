@@ -299,7 +299,8 @@ def test_no_confident_match_says_not_to_force_a_skill(home):
     """The teaching skill says not to force a skill onto a gap: the result says so too, instead
     of 'Next: get_skill(name), then report_outcome'."""
     async def main():
-        async with Client(server_for(home)) as c:
+        # the model the fixture embedded with: no re-embedding under way to move the confidence
+        async with Client(build_server(lambda: Library(home))) as c:
             gap = await c.call_tool("search_skills", {"query": "quantum pastry lamination schedule"})
             weak = await c.call_tool("search_skills", {"query": "zzqx vvbn"})
             fits = await c.call_tool("search_skills", {"query": "fix a CORS error in a Next.js API route"})
@@ -311,12 +312,28 @@ def test_no_confident_match_says_not_to_force_a_skill(home):
         last = [ln for ln in r.content[0].text.splitlines() if not ln.startswith("degraded:")][-1]
         assert last.startswith("no confident match (possible gap); query_id=")
         assert "Next: get_skill" not in last and "save_skill(action='ARCHIVE')" in last, last
-    assert not gap.structured_content["hits"] and "No skill fits" in gap.content[0].text
-    assert weak.structured_content["hits"] and "do not force one" in weak.content[0].text
-    assert "open a weak hit only if its description clearly covers your case" in weak.content[0].text
+        if r.structured_content["hits"]:
+            assert "do not force one; open a weak hit only if its description clearly covers your case" in last
+        else:
+            assert "No skill fits: do the task yourself" in last
     assert fits.structured_content["confident"] is True
     assert "confident match; query_id=" in fits.content[0].text
     assert "Next: get_skill(name), then report_outcome." in fits.content[0].text
+
+
+def test_the_closing_line_of_a_search():
+    from skillshelf.mcp_text import next_step
+
+    line = next_step(confident=False, any_hits=True, query_id=4, read_only=False)
+    assert line.startswith("no confident match (possible gap); query_id=4. None of these fits confidently: "
+                           "do not force one") and line.endswith("save_skill(action='ARCHIVE').")
+    assert "(then report_outcome)" in line
+    line = next_step(confident=False, any_hits=False, query_id=4, read_only=False)
+    assert "No skill fits: do the task yourself, then save what you learned" in line and "weak" not in line
+    line = next_step(confident=False, any_hits=True, query_id=None, read_only=True)
+    assert "read-only" in line and "save_skill" not in line and "report_outcome" not in line
+    assert next_step(confident=True, any_hits=True, query_id=9, read_only=False) == \
+        "confident match; query_id=9. Next: get_skill(name), then report_outcome."
 
 
 @pytest.mark.parametrize("uri", ["skill://workspace/cors-fix-nextjs-api/%00",

@@ -15,7 +15,6 @@ import contextlib
 import contextvars
 import functools
 import logging
-import os
 import sys
 import threading
 import time
@@ -410,6 +409,17 @@ class SkillshelfServer(MCPServer):
     async def read_resource(self, uri: Any, context: Any = None) -> Iterable[ReadResourceContents]:
         return await anyio.to_thread.run_sync(self.read_resource_sync, str(uri))
 
+    async def run_stdio_async(self) -> None:
+        """As ``MCPServer``'s, with a request the SDK cannot parse (a lone surrogate in its
+        JSON) answered instead of dropped (``mcp_stdio.AnswerUnreadable``)."""
+        from mcp.server.stdio import stdio_server
+
+        from .mcp_stdio import AnswerUnreadable
+
+        async with stdio_server() as (read, write):
+            await self._lowlevel_server.run(AnswerUnreadable(read, write), write,
+                                            self._lowlevel_server.create_initialization_options())
+
 
 # --- tools ----------------------------------------------------------------------------------------
 
@@ -590,55 +600,15 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
 def serve(factory: Callable[[], Any], *, http: bool = False, host: str = "127.0.0.1", port: int = 8765,
           token: str = "") -> None:
     """Serve the library ``factory()`` opens. Over HTTP (``mcp_http.run``) until interrupted;
-    over stdio until the client closes stdin, which ends the process (``_serve_stdio``)."""
+    over stdio until the client closes stdin, which ends the process (``mcp_stdio.run``)."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     if http:
         from .mcp_http import run
 
         run(lambda: build_server(factory), host=host, port=port, token=token)
         return
-    _serve_stdio(factory)
+    from .mcp_stdio import run as run_stdio
+
+    run_stdio(build_server(factory), SHUTDOWN_WAIT)
 
 
-_GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError)
-
-
-def _client_gone(exc: BaseException) -> bool:
-    """Whether ``exc`` only says that the client went away (its pipes closed)."""
-    if isinstance(exc, BaseExceptionGroup):
-        return all(_client_gone(e) for e in exc.exceptions)
-    return isinstance(exc, _GONE)
-
-
-def _serve_stdio(factory: Callable[[], Any]) -> None:
-    """Run over stdio until stdin closes, then stop: new requests are refused, the requests
-    under way and the background indexing get ``SHUTDOWN_WAIT`` seconds to end (the
-    library is closed, its threads joined), and the process exits 0.
-
-    It exits with ``os._exit``, after flushing what it wrote: the interpreter's own
-    finalisation is not run. A native thread still running then (onnxruntime embedding for
-    a request the client abandoned, or a sync that did not stop in time) aborts the whole
-    process in its C++ runtime ("terminate called without an active exception", exit -6)
-    when it next takes the GIL, and nothing is left that finalisation would close."""
-    server = build_server(factory)
-    code = 0
-    try:
-        server.run("stdio")
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
-            code = 130
-        elif _client_gone(exc):
-            code = 0
-        else:
-            log.error("the stdio server failed", exc_info=True)
-            code = 1
-    closer = threading.Thread(target=server.handle.close, name="skillshelf-close", daemon=True)
-    closer.start()
-    closer.join(SHUTDOWN_WAIT + 0.5)
-    if closer.is_alive():
-        print("skillshelf: background work did not stop in time; exiting anyway", file=sys.stderr)
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
