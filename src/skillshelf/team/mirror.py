@@ -1,0 +1,386 @@
+"""This server's copy of the team workspace: a folder the library indexes as its workspace
+root, so search, reads and every other path stay as they are for a team.
+
+The database is the truth; the folder follows it:
+
+- at start, every skill is brought in (only what differs is written; the folder of a skill
+  deleted meanwhile is removed);
+- then the change stream: a notification (LISTEN/NOTIFY) wakes the follower as soon as another
+  server commits, a poll every second catches one that was lost, and the skills and drafts
+  named by new changes are brought in and handed to the indexer at once;
+- every ``RECONCILE`` seconds the whole folder is compared again (the safety net).
+
+A change number can be committed after a higher one (transactions take their numbers in one
+order and commit in another): numbers skipped are asked for again for ``GAP_WAIT`` seconds.
+Anything in the folder the database does not have (a folder made by hand) is moved to
+``set_aside``, never deleted."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from .. import skill as skillmod
+from ..errors import SkillshelfError
+from ..files import MAX_RESOURCE_BYTES, FileRefused, atomic_write, contained, read_bounded
+from ..store.pg_workspace import PgWorkspace, SkillRow
+
+_STRIPES = 64
+
+
+def _digest(path: Path) -> str | None:
+    """The sha256 of a regular file (None when it is missing, special or too large)."""
+    try:
+        return hashlib.sha256(read_bounded(path, MAX_RESOURCE_BYTES)).hexdigest()
+    except (OSError, FileRefused):
+        return None
+
+
+class Mirror:
+    """The folders ``workspace`` and ``drafts`` kept equal to the team store ``ws``;
+    ``index(paths)`` is told which skill folders changed (the library syncs them)."""
+
+    RECONCILE = 300.0
+    GAP_WAIT = 30.0
+    POLL = 1.0
+
+    def __init__(self, ws: PgWorkspace, *, workspace: Path, drafts: Path, set_aside: Path,
+                 index: Callable[[list[Path]], None] | None = None):
+        self.ws = ws
+        self.workspace = Path(workspace)
+        self.drafts = Path(drafts)
+        self.set_aside = Path(set_aside)
+        self.index = index
+        self._stripes = [threading.Lock() for _ in range(_STRIPES)]
+        self._follow_lock = threading.Lock()
+        self._last = 0
+        self._missing: dict[int, float] = {}     # change numbers skipped: first seen missing at
+        self._retry: set[tuple[str, str]] = set()
+        self._reconciled = 0.0
+        self._closed = False
+        self._warned: set[str] = set()
+        self._subscribers: dict[str, list[Callable[[list[str]], object]]] = {}
+        self.following = False
+        self.last_seen = 0.0                     # when the follower last read the stream (monotonic)
+
+    # --- one skill ------------------------------------------------------------------------
+    def lock(self, name: str) -> threading.Lock:
+        """Held while this process writes the folder of ``name``."""
+        return self._stripes[int(hashlib.blake2s(name.encode("utf-8", "surrogatepass")).hexdigest()[:8], 16)
+                             % _STRIPES]
+
+    def folder(self, name: str) -> Path:
+        """The folder of a plain spec name (the only names the team store writes)."""
+        if not isinstance(name, str) or len(name) > skillmod.MAX_NAME or not skillmod.NAME_RE.match(name):
+            raise ValueError(f"not a plain skill name: {name[:80]!r}")
+        return self.workspace / name
+
+    def pull(self, name: str) -> bool:
+        """Bring the skill ``name`` in as committed now. Returns whether its folder changed."""
+        return self.bring(name)[0]
+
+    def bring(self, name: str) -> tuple[bool, str | None]:
+        """Make the folder of ``name`` what the store holds now. Returns (whether the folder
+        changed, the sha256 of its SKILL.md in the store: None when the store has no live
+        skill of that name). The row is read with the folder's lock held: a writer of this
+        process never has its newer file replaced by an older read."""
+        try:
+            folder = self.folder(name)
+        except ValueError:
+            return False, None
+        with self.lock(name):
+            return self._apply(folder, self.ws.skill(name))
+
+    def _apply(self, folder: Path, row: SkillRow | None) -> tuple[bool, str | None]:
+        name = folder.name
+        if row is None or row.deleted:
+            gone = self._remove(folder) if row is not None else self._put_aside(folder)
+            return gone, None
+        changed = False
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            changed = self._put_aside(folder)
+        md = folder / "SKILL.md"
+        if _digest(md) != row.sha256:
+            atomic_write(contained(self.workspace, md), row.text)
+            changed = True
+        for rel, digest in sorted(row.files.items()):
+            target = contained(folder, folder / rel)
+            if _digest(target) == digest:
+                continue
+            data = self.ws.file_content(name, rel)
+            if data is None:
+                continue            # removed meanwhile: the next change says so
+            atomic_write(target, data)
+            changed = True
+        changed |= self._set_aside_extra(folder, set(row.files))
+        return changed, row.sha256
+
+    def write_committed(self, name: str, text: bytes, files: dict[str, bytes] | None) -> Path:
+        """Write what this server has just committed (``files``: the whole set, or None:
+        unchanged). Returns the SKILL.md path."""
+        folder = self.folder(name)
+        md = contained(self.workspace, folder / "SKILL.md")
+        with self.lock(name):
+            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+                self._put_aside(folder)
+            for rel, data in sorted((files or {}).items()):
+                atomic_write(contained(folder, folder / rel), data)
+            atomic_write(md, text)
+            if files is not None:
+                self._set_aside_extra(folder, set(files))
+        return md
+
+    def remove(self, name: str) -> bool:
+        """Remove this server's copy of a skill deleted in the store."""
+        try:
+            folder = self.folder(name)
+        except ValueError:
+            return False
+        with self.lock(name):
+            return self._remove(folder)
+
+    def _remove(self, folder: Path) -> bool:
+        if folder.is_symlink() or folder.is_file():
+            folder.unlink()
+            return True
+        if folder.is_dir():
+            shutil.rmtree(contained(self.workspace, folder))
+            return True
+        return False
+
+    def _set_aside_extra(self, folder: Path, known: set[str]) -> bool:
+        """Files in a skill's folder that the store does not have, moved aside."""
+        if not folder.is_dir():
+            return False
+        moved = False
+        for dirpath, dirs, files in os.walk(folder):
+            for f in files:
+                p = Path(dirpath) / f
+                rel = p.relative_to(folder).as_posix()
+                if rel == "SKILL.md" or rel in known or f.startswith(".tmp-"):
+                    continue
+                moved |= self._put_aside(p)
+        for dirpath, dirs, files in os.walk(folder, topdown=False):
+            for d in dirs:
+                with contextlib.suppress(OSError):
+                    (Path(dirpath) / d).rmdir()          # emptied folders only
+        return moved
+
+    def _put_aside(self, path: Path) -> bool:
+        """Move ``path`` (something in the folder the store does not have) to ``set_aside``."""
+        if not (path.exists() or path.is_symlink()):
+            return False
+        rel = path.relative_to(self.workspace)
+        dest = self.set_aside / time.strftime("%Y%m%d-%H%M%S") / rel
+        n = 1
+        while dest.exists() or dest.is_symlink():
+            dest = dest.with_name(f"{rel.name}.{n}")
+            n += 1
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, dest)
+        print(f"skillshelf: {path} is not in the team store: moved to {dest} (the team workspace folder is this "
+              f"server's copy of the store; add skills with save or import)", file=sys.stderr)
+        return True
+
+    # --- drafts ---------------------------------------------------------------------------
+    def draft_folder(self, name: str) -> Path:
+        if not isinstance(name, str) or not skillmod.NAME_RE.match(name) or len(name) > skillmod.MAX_NAME:
+            raise ValueError(f"not a plain skill name: {name[:80]!r}")
+        return self.drafts / name
+
+    def put_draft(self, name: str, text: bytes, record: str) -> None:
+        folder = self.draft_folder(name)
+        with self.lock("draft:" + name):
+            atomic_write(contained(self.drafts, folder / "SKILL.md"), text)
+            atomic_write(contained(self.drafts, folder / "draft.json"), record)
+
+    def drop_draft(self, name: str) -> None:
+        try:
+            folder = self.draft_folder(name)
+        except ValueError:
+            return
+        with self.lock("draft:" + name):
+            if folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(contained(self.drafts, folder), ignore_errors=True)
+
+    def pull_draft(self, name: str) -> None:
+        got = self.ws.draft(name)
+        if got is None:
+            self.drop_draft(name)
+        else:
+            self.put_draft(name, got[0], got[1])
+
+    def pull_drafts(self) -> None:
+        kept = self.ws.drafts()
+        if self.drafts.is_dir():
+            for d in self.drafts.iterdir():
+                if d.name not in kept and not d.name.startswith("."):
+                    self.drop_draft(d.name)
+        for name, (text, record) in kept.items():
+            with contextlib.suppress(ValueError):
+                folder = self.draft_folder(name)
+                if _digest(folder / "SKILL.md") != hashlib.sha256(text).hexdigest() or \
+                        _digest(folder / "draft.json") != hashlib.sha256(record.encode()).hexdigest():
+                    self.put_draft(name, text, record)
+
+    # --- everything -----------------------------------------------------------------------
+    def pull_all(self) -> list[Path]:
+        """Compare the whole folder with the store and bring in what differs. Returns the
+        skill folders that changed."""
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        states = self.ws.states()
+        files = self.ws.file_states()
+        changed: list[Path] = []
+        for name, (digest, deleted) in sorted(states.items()):
+            if not skillmod.NAME_RE.match(name) or len(name) > skillmod.MAX_NAME:
+                self._warn(f"name:{name}", f"the team store holds a skill named {name[:80]!r}, which cannot be a "
+                                          "folder name: it is left out of this server's copy")
+                continue
+            folder = self.workspace / name
+            if deleted:
+                if folder.exists() or folder.is_symlink():
+                    if self.pull(name):
+                        changed.append(folder)
+                continue
+            if _digest(folder / "SKILL.md") == digest and self._files_match(folder, files.get(name, {})):
+                continue
+            if self.pull(name):
+                changed.append(folder)
+        for entry in sorted(self.workspace.iterdir()):
+            if entry.name.startswith(".tmp-") or (entry.name in states and not states[entry.name][1]):
+                continue
+            # not live in the store as it was read: asked again under its lock (it may have
+            # been committed since), then removed (deleted) or moved aside (never there)
+            if skillmod.NAME_RE.match(entry.name):
+                if self.pull(entry.name):
+                    changed.append(entry)
+            elif self._put_aside(entry):
+                changed.append(entry)
+        self.pull_drafts()
+        self._reconciled = time.monotonic()
+        return changed
+
+    @staticmethod
+    def _files_match(folder: Path, want: dict[str, str]) -> bool:
+        have: dict[str, str | None] = {}
+        if folder.is_dir():
+            for dirpath, _dirs, names in os.walk(folder):
+                for f in names:
+                    p = Path(dirpath) / f
+                    rel = p.relative_to(folder).as_posix()
+                    if rel != "SKILL.md" and not f.startswith(".tmp-"):
+                        have[rel] = None
+        if set(have) != set(want):
+            return False
+        return all(_digest(folder / rel) == digest for rel, digest in want.items())
+
+    # --- following the change stream --------------------------------------------------------
+    def start(self, *, follow: bool = True) -> list[Path]:
+        """Bring everything in, then (``follow``) follow the change stream in a daemon thread.
+        The stream's position is taken first: whatever commits meanwhile is seen twice,
+        never missed."""
+        self._last = self.ws.last_change()
+        # numbers below the position not committed yet (a transaction still open) are awaited
+        recent = set(self.ws.recent_seqs(max(0, self._last - 1000)))
+        now = time.monotonic()
+        self._missing = {s: now for s in range(max(1, self._last - 1000 + 1), self._last + 1) if s not in recent}
+        changed = self.pull_all()
+        if follow:
+            self.following = True
+            self.ws.pg.listen(self.wake, poll=self.POLL)
+        return changed
+
+    def subscribe(self, kind: str, fn: Callable[[list[str]], object]) -> None:
+        """Call ``fn(keys)`` in the follower with the keys of each batch of changes of
+        ``kind`` (e.g. "overlay": the skill ids whose overlay another server changed)."""
+        self._subscribers.setdefault(kind, []).append(fn)
+
+    def wake(self) -> None:
+        """Read the changes committed since the last look and bring their skills in (called by
+        the listener on a notification and every ``POLL`` seconds)."""
+        if self._closed:
+            return
+        with self._follow_lock:
+            if self._closed:
+                return
+            try:
+                paths = self._catch_up()
+                if time.monotonic() - self._reconciled >= self.RECONCILE:
+                    paths += self.pull_all()
+            except (SkillshelfError, OSError) as exc:
+                self._warn("follow", f"following the team store failed ({exc}); trying again")
+                return
+            self._warned.discard("follow")
+            self.last_seen = time.monotonic()
+            if paths and self.index is not None and not self._closed:
+                try:
+                    self.index(sorted(set(paths)))
+                except Exception as exc:  # noqa: BLE001 -- the follower must go on; the next sync catches up
+                    print(f"skillshelf: indexing the team store's changes failed: {exc}", file=sys.stderr)
+
+    def _catch_up(self) -> list[Path]:
+        paths: list[Path] = []
+        todo = set(self._retry)
+        while True:
+            rows = self.ws.changes(self._last, sorted(self._missing))
+            fresh = [r for r in rows if r[0] > self._last]
+            for seq, kind, key in rows:
+                self._missing.pop(seq, None)
+                todo.add((kind, key))
+            if fresh:
+                got = {r[0] for r in fresh}
+                now = time.monotonic()
+                top = max(got)
+                if top - self._last <= 100_000:
+                    for s in range(self._last + 1, top):
+                        if s not in got:
+                            self._missing.setdefault(s, now)
+                self._last = top
+            if len(fresh) < 10_000:
+                break
+        cutoff = time.monotonic() - self.GAP_WAIT
+        self._missing = {s: t for s, t in self._missing.items() if t >= cutoff}
+        self._retry = set()
+        others: dict[str, list[str]] = {}
+        for kind, key in sorted(todo):
+            try:
+                if kind == "skill":
+                    if self.pull(key):
+                        paths.append(self.workspace / key)
+                elif kind == "draft":
+                    self.pull_draft(key)
+                elif kind in self._subscribers:
+                    others.setdefault(kind, []).append(key)
+            except (SkillshelfError, OSError, ValueError) as exc:
+                self._retry.add((kind, key))
+                self._warn(f"pull:{key}", f"cannot bring {key} in from the team store ({exc}); trying again")
+        for kind, keys in others.items():
+            for fn in self._subscribers[kind]:
+                try:
+                    fn(keys)
+                except Exception as exc:  # noqa: BLE001 -- one subscriber's failure must not stop the stream
+                    self._retry.update((kind, k) for k in keys)
+                    self._warn(f"{kind}:{fn!r}", f"following the team store's {kind} changes failed ({exc}); "
+                                                 "trying again")
+        return paths
+
+    def _warn(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            print(f"skillshelf: {message}", file=sys.stderr)
+
+    def close(self, wait: float = 5.0) -> None:
+        """Stop following; a pass in progress may end first (at most ``wait`` seconds)."""
+        self._closed = True
+        if self._follow_lock.acquire(timeout=wait):
+            self._follow_lock.release()
+
+    def names(self) -> Iterable[str]:
+        return sorted(p.name for p in self.workspace.iterdir() if p.is_dir()) if self.workspace.is_dir() else []
