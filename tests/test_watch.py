@@ -324,3 +324,36 @@ def test_a_root_added_to_a_serving_library_is_indexed_and_watched(tmp_path):
         assert [e["mode"] for e in lib.root_events()] == ["events"] * 3
     finally:
         lib.close()
+
+
+class SlowLocalEmbedder(FakeEmbedder):
+    """A local model (its texts are embedded beside the lexical indexing) taking 0.1 s a call."""
+
+    def _embed(self, texts, max_tokens=None):
+        time.sleep(0.1)
+        return super()._embed(texts, max_tokens)
+
+
+def test_close_does_not_wait_for_the_texts_a_first_index_queued_for_the_model(tmp_path):
+    root = tmp_path / "root"
+    for i in range(300):
+        write_skill(root, f"s/skill-{i}", description=f"skill number {i} about walrus tusks {i * 7919}",
+                    body=f"# S\n\nBody {i} of the walrus.\n")
+    lib = Library(home=tmp_path / "home", roots=[root], embedder=SlowLocalEmbedder())
+    lib.start_indexing(3600)
+    deadline = time.monotonic() + 60
+    while True:       # the files are indexed; the model is still embedding what they queued
+        st = lib.indexing_status()
+        if st["phase"] == "indexing" and st["total"] and st["done"] == st["total"]:
+            break
+        assert time.monotonic() < deadline and st["phase"] != "embedding", st
+        time.sleep(0.01)
+    t0 = time.monotonic()
+    lib.close()
+    assert time.monotonic() - t0 < 1.0           # ~6 s of texts were left in the queue
+    assert _index_threads() == []
+    assert not [t for t in threading.enumerate() if t.name == "skillshelf-prefetch" and t.is_alive()]
+    assert lib.count() == 300 and lib.indexing_status()["state"] != "failed"
+    assert lib.embedder_status()["vectors"] < 300
+    lib.sync()
+    assert lib.embedder_status()["vectors"] == 300

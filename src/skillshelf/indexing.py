@@ -59,14 +59,6 @@ class Stopped(ConflictError):
                          fix="run `skillshelf sync` to finish it")
 
 
-def _abandon(pre: indexmod.Prefetch) -> None:
-    """Stop a prefetch without embedding what is still queued. (``Prefetch.cancel`` is to come
-    with index.py's own handling of an interrupted sync; until then the prefetch is finished,
-    which embeds the queue first.)"""
-    cancel = getattr(pre, "cancel", None)
-    (cancel or pre.finish)()
-
-
 class LazyEmbedder:
     """The embedding backend, loaded on first use. A backend that cannot load (or fails
     later) leaves the library lexical-only, and says so once."""
@@ -140,6 +132,7 @@ class Indexer:
         self.background = False               # a background thread keeps the index up to date
         self._started = False
         self._threads: list[threading.Thread] = []
+        self._prefetch: indexmod.Prefetch | None = None
         self._closed = threading.Event()      # set by close: the background loops end
         self._stop = threading.Event()        # set while closing: a sync in progress stops
         self._progress: dict[str, Any] | None = None
@@ -158,16 +151,21 @@ class Indexer:
             emb = self.embedder.state()[0] if embed else None
             pre = indexmod.Prefetch(self.store, emb, cfg.search.body_vector_tokens) \
                 if emb is not None and emb.local else None
+            self._prefetch = pre      # close() cancels it, even while it is being waited for
             try:
-                report = indexmod.sync(self.store, self._roots(), progress=self._stoppable(progress),
-                                       on_skill=pre.add if pre else None, exclude=(cfg.home,))
-            except BaseException:
-                # interrupted (Ctrl-C, closing): the texts still queued for the model are not
-                # waited for (at a first index, minutes of them)
-                if pre is not None:
-                    _abandon(pre)
-                raise
-            ready = pre.finish() if pre else None
+                try:
+                    report = indexmod.sync(self.store, self._roots(), progress=self._stoppable(progress),
+                                           on_skill=pre.add if pre else None, exclude=(cfg.home,))
+                except BaseException:
+                    # interrupted (Ctrl-C, closing): the texts still queued for the model are not
+                    # waited for (at a first index, minutes of them); those embedded are kept
+                    if pre is not None:
+                        pre.finish(cancel=True)
+                    raise
+                ready = pre.finish(cancel=self._stop.is_set()) if pre else None
+            finally:
+                self._prefetch = None
+            self._check_stop()
             self._clean_temp_files(report, cfg)
             if embed:
                 self.embed_pending(report, self._stoppable(embed_progress), ready)
@@ -487,6 +485,10 @@ class Indexer:
         still be used as a one-shot one (its next query scans the roots)."""
         self._closed.set()
         self._stop.set()
+        pre = self._prefetch
+        if pre is not None:
+            # a first index waiting for the model to embed what it queued: drop the rest
+            pre.finish(cancel=True)
         deadline = time.monotonic() + (self.CLOSE_WAIT if timeout is None else timeout)
         for t in self._threads:
             if t is not threading.current_thread():
