@@ -109,6 +109,32 @@ def test_ctrl_c_while_a_batch_is_merged_rolls_back_that_batch_and_says_so(tmp_pa
     assert rep.added == 6 and _lexical(store, WORDS[2]) == ["s02"]
 
 
+def test_ctrl_c_while_a_batch_is_merged_lets_it_finish_and_keeps_it(tmp_path, monkeypatch):
+    """A real Ctrl-C (SIGINT) in the middle of merging a batch's postings is held until the
+    batch is committed: the files read before it are not thrown away."""
+    import os
+    import signal
+
+    from skillshelf import lexical
+
+    root = _root(tmp_path, 6)
+    store = _store(tmp_path)
+    real = lexical.Writer.flush
+
+    def flush_hit_by_ctrl_c(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)             # the signal is handled here, in the middle of the merge
+        real(self)
+
+    monkeypatch.setattr(lexical.Writer, "flush", flush_hit_by_ctrl_c)
+    with pytest.raises(indexmod.Interrupted) as stopped:
+        indexmod.sync(store, _roots(root))
+    assert stopped.value.report.added == 6 and len(_names(store)) == 6
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # put back
+    monkeypatch.undo()
+    assert indexmod.sync(store, _roots(root)).unchanged == 6 and _lexical(store, WORDS[4]) == ["s04"]
+
+
 def test_a_stop_raised_by_the_callers_progress_keeps_the_work_and_goes_on_unchanged(tmp_path):
     class Closing(Exception):
         pass

@@ -150,9 +150,52 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
     return report
 
 
+class _CtrlC:
+    """While a sync writes, a Ctrl-C is noted rather than raised where it lands (in the main
+    thread, with Python's own handler in place): the sync looks after each file and stops
+    there, so it never lands in the middle of merging a batch's postings or committing it
+    (which would roll the whole batch back). A second Ctrl-C is raised at once."""
+
+    def __init__(self):
+        self.hit = False
+        self._old = None
+
+    def __enter__(self) -> "_CtrlC":
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._old = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def _note(self, signum, frame) -> None:
+        if self.hit:
+            raise KeyboardInterrupt
+        self.hit = True
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+
+    def check(self) -> None:
+        if self.hit:
+            raise KeyboardInterrupt
+
+
 def _sync(store: Store, roots: list[Root], report: SyncReport, progress: Progress | None,
           on_skill: Callable[[skillmod.Skill], None] | None, exclude: tuple) -> None:
+    with _CtrlC() as ctrl_c:
+        _sync_files(store, roots, report, progress, on_skill, exclude, ctrl_c)
+        ctrl_c.check()
+
+
+def _sync_files(store: Store, roots: list[Root], report: SyncReport, progress: Progress | None,
+                on_skill: Callable[[skillmod.Skill], None] | None, exclude: tuple, ctrl_c: _CtrlC) -> None:
     found, report.notes = scan(roots, exclude)
+    ctrl_c.check()
     skills = SkillIndex(store)
     meta = IndexMeta(store)
     # A first look outside any transaction, to skip unchanged files cheaply; re-checked below.
@@ -198,6 +241,9 @@ def _sync(store: Store, roots: list[Root], report: SyncReport, progress: Progres
                     except KeyboardInterrupt as exc:   # this file was rolled back; the ones before it stay
                         stop = exc
                         break
+                    if ctrl_c.hit:
+                        stop = KeyboardInterrupt()
+                        break
                     if writer.full:
                         writer.flush()
                 writer.flush()
@@ -211,6 +257,7 @@ def _sync(store: Store, roots: list[Root], report: SyncReport, progress: Progres
             raise
         if stop is not None:
             raise stop
+        ctrl_c.check()     # (noted while the batch was merged and committed: it is kept)
     if progress:
         progress(total, total)
     at_end = report._mark()
@@ -414,13 +461,23 @@ def _vector_rows(vecs) -> list[tuple[str, int, bytes]]:
     return [(h, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes()) for h, v in vecs]
 
 
-def _pending(vs: VectorStore, model_id: str, body_tokens: int) -> list[tuple[int, int, str, str, int | None]]:
-    """(rowid, part, hash, text, max_tokens) of every skill part without a vector for the model."""
+def _pending(vs: VectorStore, model_id: str, body_tokens: int,
+             known: set[str] | None = None) -> list[tuple[int, int, str, str, int | None]]:
+    """(rowid, part, hash, text, max_tokens) of every skill part without a vector for the model.
+    ``known``: only the skills whose metadata text is one of these hashes (a stopped sync
+    keeping what its prefetch made: reading and preparing every other body would cost
+    seconds), their bodies included."""
     items: list[tuple[int, int, str, str, int | None]] = []
     for rowid, name, description, tags in vs.metadata_texts(vs.missing(model_id, PART_META)):
-        items.append((rowid, PART_META, *meta_job(name, description, tags)))
+        job = meta_job(name, description, tags)
+        if known is None or job[0] in known:
+            items.append((rowid, PART_META, *job))
     if body_tokens:
-        for rowid, body in vs.bodies(vs.missing(model_id, PART_BODY)):
+        missing = vs.missing(model_id, PART_BODY)
+        if known is not None:
+            chosen = {rowid for rowid, *_ in items}
+            missing = [r for r in missing if r in chosen]
+        for rowid, body in vs.bodies(missing):
             job = body_job(body, body_tokens)
             if job:
                 items.append((rowid, PART_BODY, *job))
@@ -448,7 +505,8 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
             vs.unlink_part(tx, PART_BODY)
             meta.set_body_vectors(body_key)
             meta.bump_vectors_generation()
-    items = _pending(vs, model_id, body_tokens)
+    # without embedding, only the skills of the ``ready`` texts can gain a vector
+    items = _pending(vs, model_id, body_tokens, None if embed else set(ready or ()))
     if not items:
         return 0
     have = vs.cached(model_id, {h for _, _, h, _, _ in items})
