@@ -4,6 +4,7 @@ that cannot be used is one clear error before anything says it is listening."""
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -152,3 +153,21 @@ def test_a_short_token_is_refused_before_the_library_opens_or_the_port_binds():
     with pytest.raises(ConfigError) as err:
         serve(_never, http=True, host="0.0.0.0", port=_free_port(), token="x")
     assert "too short" in err.value.message
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 0)])
+def test_stopping_the_http_server_is_quiet(home, sig, code):
+    """Ctrl-C printed uvicorn's KeyboardInterrupt traceback and ended with the signal; now
+    the library is closed and the process says nothing more."""
+    proc, port = _start(home)
+    try:
+        assert _post(port).status_code == 200
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        assert proc.wait(20) == code
+        assert time.monotonic() - t0 < 5
+        err = proc.stderr.read().decode(errors="replace")
+        assert "Traceback" not in err and "terminate called" not in err, err[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -4,7 +4,9 @@ anything says it is listening."""
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -31,18 +33,42 @@ def http_app(server: Any, *, host: str, port: int, token: str = ""):
     return BearerAuth(app, token) if token else app
 
 
-def run(build: Callable[[], Any], *, host: str, port: int, token: str = "") -> None:
-    """Serve the server ``build()`` makes at ``http://host:port/mcp`` until interrupted.
-    ``ConfigError`` before anything is built or said: a bind beyond loopback without a long
-    enough token, a port that cannot be used."""
+def run(build: Callable[[], Any], *, host: str, port: int, token: str = "") -> tuple[Any, int]:
+    """Serve the server ``build()`` makes at ``http://host:port/mcp`` until stopped (Ctrl-C,
+    SIGTERM); then (the server, the exit code: 130 after Ctrl-C, else 0). ``ConfigError``
+    before anything is built or said: a bind beyond loopback without a long enough token, a
+    port that cannot be used."""
     check_remote_token(token, host)
     sock = bind_socket(host, port, default_port=DEFAULT_PORT)   # before anything says it is listening
     import uvicorn
 
-    app = http_app(build(), host=host, port=port, token=token)
+    server = build()
+    app = http_app(server, host=host, port=port, token=token)
     shown = f"[{host}]" if ":" in host else host
     print(f"skillshelf MCP over Streamable HTTP at http://{shown}:{port}/mcp", file=sys.stderr)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    # uvicorn shuts down on SIGINT and SIGTERM, then raises the signal again with the handler
+    # it found: Ctrl-C as KeyboardInterrupt, SIGTERM as this (the default would kill the
+    # process before the library is closed)
+    previous = signal.signal(signal.SIGTERM, _stopped) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    except KeyboardInterrupt:   # an end, not a failure: no traceback
+        return server, 130
+    except Stopped:
+        return server, 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return server, 0
+
+
+class Stopped(Exception):
+    """SIGTERM: the server was asked to stop."""
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    raise Stopped
 
 
 class BearerAuth:

@@ -492,7 +492,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
         if nxt is not None:
             heads: list[str] = []
             if not section:
-                from .skill import headings
+                from .skill import headings  # facade: pending (SkillRecord.sections())
 
                 heads = [h for lvl, h in headings(body) if lvl <= 2][:12]
             out += mcp_text.read_on(shown_to=offset + len(text), total=len(body), ref=rec.id, section=section,
@@ -599,16 +599,42 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
 
 def serve(factory: Callable[[], Any], *, http: bool = False, host: str = "127.0.0.1", port: int = 8765,
           token: str = "") -> None:
-    """Serve the library ``factory()`` opens. Over HTTP (``mcp_http.run``) until interrupted;
-    over stdio until the client closes stdin, which ends the process (``mcp_stdio.run``)."""
+    """Serve the library ``factory()`` opens, over stdio until the client closes stdin
+    (``mcp_stdio.run``) or over HTTP until stopped (``mcp_http.run``); then end the process
+    (``_end``). ``ConfigError`` before anything is opened or said for an HTTP bind that
+    cannot be served."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     if http:
         from .mcp_http import run
 
-        run(lambda: build_server(factory), host=host, port=port, token=token)
-        return
-    from .mcp_stdio import run as run_stdio
+        server, code = run(lambda: build_server(factory), host=host, port=port, token=token)
+    else:
+        from .mcp_stdio import run as run_stdio
 
-    run_stdio(build_server(factory), SHUTDOWN_WAIT)
+        server = build_server(factory)
+        code = run_stdio(server)
+    _end(server, code)
 
 
+def _end(server: SkillshelfServer, code: int) -> None:
+    """Stop and end the process: new requests are refused, the requests under way and the
+    background indexing get ``SHUTDOWN_WAIT`` seconds to end (``LibraryHandle.close``: the
+    library is closed, its threads joined), and the process exits with ``code``.
+
+    It exits with ``os._exit`` after flushing what it wrote: the interpreter's finalisation
+    is skipped. A native thread still running then -- onnxruntime embedding for a request
+    the client abandoned, a sync that did not stop in time -- aborted the whole process in
+    its C++ runtime when it next took the GIL ("terminate called without an active
+    exception", exit -6); everything that finalisation would close is closed above."""
+    import os
+
+    closer = threading.Thread(target=server.handle.close, name="skillshelf-close", daemon=True)
+    closer.start()
+    closer.join(SHUTDOWN_WAIT + 0.5)
+    if closer.is_alive():
+        print("skillshelf: background work did not stop in time; exiting anyway", file=sys.stderr)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

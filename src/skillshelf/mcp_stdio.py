@@ -5,17 +5,14 @@ process cleanly.
   syntax, but not Unicode text) cannot be read by the SDK's parser, which drops it: the
   client would wait for an answer forever. ``AnswerUnreadable`` answers it with invalid
   params (-32602), naming the field and the fix.
-- When the client closes stdin, ``run`` stops the library's work and exits 0 (see there).
+- ``run`` serves until the client closes stdin and says the exit code: 0 when the client
+  went away, whatever state its pipes were left in.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import sys
-import threading
 from typing import Any
 
 import anyio
@@ -125,34 +122,17 @@ def _client_gone(exc: BaseException) -> bool:
     return isinstance(exc, _GONE)
 
 
-def run(server: Any, shutdown_wait: float) -> None:
-    """Serve ``server`` over stdio until stdin closes, then stop and end the process: new
-    requests are refused, the requests under way and the background indexing get
-    ``shutdown_wait`` seconds to end (``server.handle.close``: the library is closed, its
-    threads joined), and the process exits 0 (130 on Ctrl-C, 1 when the server failed).
-
-    It exits with ``os._exit`` after flushing what it wrote: the interpreter's finalisation
-    is skipped. A native thread still running then -- onnxruntime embedding for a request
-    the client abandoned, a sync that did not stop in time -- aborted the whole process in
-    its C++ runtime when it next took the GIL ("terminate called without an active
-    exception", exit -6); everything that finalisation would close is closed above."""
-    code = 0
+def run(server: Any) -> int:
+    """Serve ``server`` over stdio until the client closes stdin (or Ctrl-C); the exit code
+    the process should end with: 0, 130 on Ctrl-C, 1 when the server failed. A failure that
+    only says that the client went away (its pipes closed) is an end like any other."""
     try:
         server.run("stdio")
+    except KeyboardInterrupt:
+        return 130
     except BaseException as exc:   # the exit code and the log say what happened
-        if isinstance(exc, KeyboardInterrupt):
-            code = 130
-        elif not _client_gone(exc):
-            log.exception("the stdio server failed")
-            code = 1
-    closer = threading.Thread(target=server.handle.close, args=(shutdown_wait,), name="skillshelf-close",
-                              daemon=True)
-    closer.start()
-    closer.join(shutdown_wait + 0.5)
-    if closer.is_alive():
-        print("skillshelf: background work did not stop in time; exiting anyway", file=sys.stderr)
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
+        if _client_gone(exc):
+            return 0
+        log.exception("the stdio server failed")
+        return 1
+    return 0
