@@ -359,3 +359,26 @@ def test_close_does_not_wait_for_the_texts_a_first_index_queued_for_the_model(tm
     assert lib.embedder_status()["vectors"] < 300
     lib.sync()
     assert lib.embedder_status()["vectors"] == 300
+
+
+def test_close_waits_no_longer_than_its_timeout(tmp_path):
+    class VerySlow(SlowEmbedder):
+        def _embed(self, texts, max_tokens=None):
+            time.sleep(1.0)
+            return FakeEmbedder._embed(self, texts, max_tokens)
+
+    root = tmp_path / "root"
+    for i in range(300):    # two model calls for the metadata texts: the second is under way
+        write_skill(root, f"s/skill-{i}", description=f"skill number {i} about walrus tusks")
+    lib = Library(home=tmp_path / "home", roots=[root], embedder=VerySlow())
+    lib.start_indexing(3600)
+    deadline = time.monotonic() + 60
+    while lib.indexing_status()["phase"] != "embedding":
+        assert time.monotonic() < deadline, lib.indexing_status()
+        time.sleep(0.01)
+    t0 = time.monotonic()
+    assert lib.close(timeout=0.1) is False        # a model call under way: not ended yet, said so
+    assert time.monotonic() - t0 < 0.5
+    while _index_threads():                       # and it ends after that call
+        assert time.monotonic() - t0 < 3.0
+        time.sleep(0.05)

@@ -117,12 +117,15 @@ class Library:
                                roots=lambda: self.roots)
 
     # --- lifecycle ------------------------------------------------------------------
-    def close(self) -> None:
-        """Stop the background indexing and the watches (waiting a bounded time for a sync in
-        progress to stop), then close this thread's database connection."""
-        self.indexer.close()
+    def close(self, timeout: float | None = None) -> bool:
+        """Stop the background indexing and the watches, waiting at most ``timeout`` seconds
+        (default ``Indexer.CLOSE_WAIT``) for a sync in progress to stop at its next file or
+        batch, then close this thread's database connection. Returns whether the background
+        work has ended (a process may then exit with no thread inside the model)."""
+        ended = self.indexer.close(timeout)
         self._shared.close()
         self.store.close()
+        return ended
 
     def __enter__(self) -> "Library":
         return self
