@@ -127,3 +127,55 @@ def test_skills_extension_get_of_an_unknown_skill_is_not_found(home):
     assert err.value.code == -32602
     got = anyio.run(lambda: ext._get(None, _GetParams(uri="skill://workspace/messy-skill/SKILL.md")))
     assert got["skill"]["frontmatter"]["name"] == "messy-skill"
+
+
+def test_the_resources_service_on_its_own(tmp_path):
+    """resources.SkillResources given what it reads: the URIs of nested skills resolve to the
+    innermost skill, what cannot name a file is a ValidationError before any path is built,
+    and the listing is read once per index generation."""
+    from skillshelf.errors import NotFoundError, ValidationError
+    from skillshelf.resources import SkillResources, skill_uri
+
+    root = tmp_path / "root"
+    write_skill(root, "outer", description="the outer skill")
+    write_skill(root, "outer/inner", description="a skill inside another")
+    (root / "outer" / "notes.md").write_text("outer notes\n")
+    (root / "outer" / "inner" / "notes.md").write_text("inner notes\n")
+    lib = Library(tmp_path / "h", roots=[root], embedder="none", auto_sync=False)
+    lib.sync()
+    label = lib.get("outer").root
+    recs = {r.id: r for r in lib.list()}
+    reads, gen = [], ["1"]
+
+    def active():
+        reads.append(1)
+        return list(recs.values())
+
+    res = SkillResources(active=active, by_id=recs.get, generation=lambda: gen[0])
+    assert res.read_resource(skill_uri(f"{label}:outer/inner", "notes.md")) == (b"inner notes\n", "text/markdown")
+    assert res.read_resource(skill_uri(f"{label}:outer", "notes.md"))[0] == b"outer notes\n"
+    rec, path = res.resolve(f"skill://{label}/outer/inner/SKILL.md")
+    assert rec.name == "inner" and path == root / "outer" / "inner" / "SKILL.md"
+    for uri in ("file:///etc/passwd", f"skill://{label}/outer/../outer/SKILL.md", f"skill://{label}/outer/%00",
+                f"skill://{label}/outer/a\ud800.md", f"skill://{label}//SKILL.md"):
+        with pytest.raises(ValidationError):
+            res.resolve(uri)
+    for uri in (f"skill://{label}/nope/SKILL.md", f"skill://{label}/outer/missing.md"):
+        with pytest.raises(NotFoundError):
+            res.resolve(uri)
+    for cursor in ("x", "1", "1.x", "9" * 20):
+        with pytest.raises(ValidationError):
+            res.resource_page(cursor)
+    with pytest.raises(ValidationError):
+        res.skill_manifests("a")
+
+    page, nxt = res.resource_page(size=2)
+    assert len(page) == 2 and nxt == "1.0"      # <skill>.<file>: the next page starts at the second skill
+    names = [e["name"] for e in page + res.resource_page(nxt, size=10)[0]]
+    assert names == ["inner", "inner/notes.md", "outer", "outer/notes.md"]
+    manifests, nxt = res.skill_manifests(size=1)
+    assert [m["frontmatter"]["name"] for m in manifests] == ["inner"] and nxt == "1"
+    assert len(reads) == 1            # one read of the listing for the pages of one generation
+    gen[0] = "2"
+    res.skill_manifests()
+    assert len(reads) == 2
