@@ -56,6 +56,7 @@ OPEN_WAIT = 20.0
 # How long a closed stdin waits for requests under way and the background indexing to stop
 # before the process exits: MCP clients wait ~2 s after closing stdin, then kill the server.
 SHUTDOWN_WAIT = 1.0
+SHUTTING_DOWN = "the server is shutting down. Fix: connect again once it has been restarted"
 
 
 # --- output models (kept flat: they are sent with every tools/list) -------------------------
@@ -182,7 +183,7 @@ class LibraryHandle:
         if self._error is not None:
             raise ToolError(_message(self._error, "the library could not be opened"))
         if self._lib is None:
-            raise ToolError("the server is shutting down. Fix: start it again (your MCP client does on its next call)")
+            raise ToolError(SHUTTING_DOWN)
         return self._lib
 
     def resources(self) -> Any:
@@ -198,8 +199,7 @@ class LibraryHandle:
         """Count a request under way (``close`` waits for it); refused once closing."""
         with self._lock:
             if self._closing:
-                raise ToolError("the server is shutting down. Fix: start it again (your MCP client does on its "
-                                "next call)")
+                raise ToolError(SHUTTING_DOWN)
             self._calls += 1
         try:
             yield
