@@ -46,12 +46,15 @@ def serve(lib: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, open_b
     """Run the dashboard until interrupted. A non-loopback ``host`` needs a token
     (``SKILLSHELF_HTTP_TOKEN``) of at least ``net.MIN_TOKEN_CHARS`` characters, as the HTTP
     MCP server does; with a token, the address printed carries it once (``?token=``), after
-    which the browser holds it in a cookie."""
+    which the browser holds it in a cookie. On a team store each person signs in with a token
+    of their own (``/login``) and ``SKILLSHELF_HTTP_TOKEN`` plays no part."""
     from ..net import bind_socket, check_remote_token
 
     require()
-    token = lib.config.http_token if token is None else token
-    check_remote_token(token, host)      # beyond loopback: a token, and one too long to guess
+    team = bool(lib.team)
+    token = "" if team else (lib.config.http_token if token is None else token)
+    if not team:
+        check_remote_token(token, host)      # beyond loopback: a token, and one too long to guess
 
     sock = bind_socket(host, port, default_port=DEFAULT_PORT)     # before anything says it is listening
     import uvicorn
@@ -61,11 +64,12 @@ def serve(lib: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, open_b
     lib.catalog_warm()          # the table's snapshot and the curation lists, before the first page
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
-    print(f"skillshelf dashboard at {url}" + (" (open it with ?token=<SKILLSHELF_HTTP_TOKEN>)" if token else ""),
-          file=sys.stderr)
+    said = " (sign in with your token; an admin makes one with `skillshelf tokens add NAME --role reader`)" \
+        if team else (" (open it with ?token=<SKILLSHELF_HTTP_TOKEN>)" if token else "")
+    print(f"skillshelf dashboard at {url}{said}", file=sys.stderr)
     if open_browser:
         import webbrowser
 
-        target = url + (f"?token={token}" if token else "")
+        target = url + ("login" if team else (f"?token={token}" if token else ""))
         threading.Timer(0.5, webbrowser.open, args=(target,)).start()
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

@@ -14,7 +14,16 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import SkillshelfError, ValidationError
-from .common import error_dict, lib_of, redirect, said_to_a_person, skill_url, status_of, to_int
+from .auth import author_of, can, need
+from .common import (
+    error_dict,
+    lib_of,
+    redirect,
+    said_to_a_person,
+    skill_url,
+    status_of,
+    to_int,
+)
 from .pages import SAVE_FIELDS, editor
 from .security import require_csrf
 
@@ -24,7 +33,7 @@ NAMES_SHOWN = 10           # names a batch action lists in its message
 
 # --- the editor -----------------------------------------------------------------------------
 
-@router.post("/save")
+@router.post("/save", dependencies=[need("save_skill")])
 async def save(request: Request) -> Response:
     form = await request.form()
     return await run_in_threadpool(_save, request, str(form.get("action") or "").upper(),
@@ -51,12 +60,18 @@ def _save(request: Request, action: str, values: dict[str, str]) -> Response:
             args.update(name=values["name"], target_skill_name=values["target_skill_name"])
         else:
             raise ValidationError(f"unknown action {action!r}", fix="use the New, Edit or Derive page")
+        # a role that may edit directly (curator, admin; the owner of a local library) writes as
+        # a person; an agent's save goes through the write policy as an agent's would
         with lib.exclusive(what="saving a skill"):
-            res = lib.save(action, by="person", **args)
+            res = lib.save(action, by="person" if can(request, "edit") else "agent", author=author_of(request),
+                           **args)
     except SkillshelfError as exc:
         # nothing typed is lost: the form comes back as it was sent, with the message and the fix
         return editor(request, action if action in ("ARCHIVE", "FIX", "DERIVE") else "ARCHIVE", values, rec=rec,
                       error=error_dict(exc), status=status_of(exc))
+    if res.status == "draft":       # the write policy kept it for review
+        return redirect(f"/review/{quote(res.name, safe='')}", "saved as a draft for review: a curator approves "
+                                                                 "or rejects it on this page")
     target = lib.get(res.name)
     msg = said_to_a_person(res) + "".join(f"; similar: {d['name']} ({d['similarity']})" for d in res.duplicates[:3])
     return redirect(skill_url(target.id), msg)
@@ -122,7 +137,7 @@ async def _form(request: Request) -> Any:
     return await request.form()
 
 
-@router.post("/act/deprecate")
+@router.post("/act/deprecate", dependencies=[need("deprecate")])
 async def act_deprecate(request: Request) -> Response:
     form = await _form(request)
     ref, reason = str(form.get("skill") or ""), str(form.get("reason") or "")
@@ -130,7 +145,7 @@ async def act_deprecate(request: Request) -> Response:
                                                 skill_url(ref), keep={"form": "deprecate", "reason": reason}))
 
 
-@router.post("/act/deprecate-many")
+@router.post("/act/deprecate-many", dependencies=[need("deprecate")])
 async def act_deprecate_many(request: Request) -> Response:
     form = await _form(request)
     refs = [str(v) for v in form.getlist("skill") if str(v)]
@@ -140,14 +155,14 @@ async def act_deprecate_many(request: Request) -> Response:
     return await run_in_threadpool(_act, request, "deprecating skills", run, "/curate#kill")
 
 
-@router.post("/act/restore")
+@router.post("/act/restore", dependencies=[need("restore")])
 async def act_restore(request: Request) -> Response:
     form = await _form(request)
     ref = str(form.get("skill") or "")
     return await run_in_threadpool(_act, request, "restoring a skill", lambda lib: lib.restore(ref), skill_url(ref))
 
 
-@router.post("/act/restore-many")
+@router.post("/act/restore-many", dependencies=[need("restore")])
 async def act_restore_many(request: Request) -> Response:
     form = await _form(request)
     refs = [str(v) for v in form.getlist("skill") if str(v)]
@@ -156,7 +171,7 @@ async def act_restore_many(request: Request) -> Response:
     return await run_in_threadpool(_act, request, "restoring skills", run, "/curate#inactive")
 
 
-@router.post("/act/delete")
+@router.post("/act/delete", dependencies=[need("delete")])
 async def act_delete(request: Request) -> Response:
     form = await _form(request)
     ref = str(form.get("skill") or "")
@@ -170,7 +185,7 @@ async def act_delete(request: Request) -> Response:
     return await run_in_threadpool(_act, request, "deleting a skill", run, "/skills", failed_url=skill_url(ref))
 
 
-@router.post("/act/extend-ttl")
+@router.post("/act/extend-ttl", dependencies=[need("extend_ttl")])
 async def act_extend_ttl(request: Request) -> Response:
     form = await _form(request)
     ref, raw = str(form.get("skill") or ""), str(form.get("days") or "").strip()
@@ -184,28 +199,28 @@ async def act_extend_ttl(request: Request) -> Response:
                                                 keep={"form": "ttl", "days": raw}))
 
 
-@router.post("/act/rollback")
+@router.post("/act/rollback", dependencies=[need("rollback")])
 async def act_rollback(request: Request) -> Response:
     form = await _form(request)
     ref, version = str(form.get("skill") or ""), to_int(form.get("version"), 0)
-    return await run_in_threadpool(_act, request, "rolling back", lambda lib: lib.rollback(ref, version),
+    return await run_in_threadpool(_act, request, "rolling back", lambda lib: lib.rollback(ref, version, author=author_of(request)),
                                    skill_url(ref, tab="history"))
 
 
-@router.post("/act/approve")
+@router.post("/act/approve", dependencies=[need("approve")])
 async def act_approve(request: Request) -> Response:
     form = await _form(request)
     name = str(form.get("name") or "")
 
     def run(lib: Any) -> dict:
-        res = lib.review.approve(name, reviewer="dashboard")
+        res = lib.review.approve(name, reviewer=author_of(request, "dashboard"))
         return {"message": "approved the draft: " + said_to_a_person(res), "url": skill_url(lib.get(res.name).id)}
 
     return await run_in_threadpool(_act, request, "approving a draft", run, "/review",
                                    failed_url=f"/review/{quote(name, safe='')}")
 
 
-@router.post("/act/reject")
+@router.post("/act/reject", dependencies=[need("reject")])
 async def act_reject(request: Request) -> Response:
     form = await _form(request)
     name, reason = str(form.get("name") or ""), str(form.get("reason") or "")

@@ -10,10 +10,12 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
-from pydantic import BaseModel, Field, ValidationError as ModelError
+from pydantic import BaseModel, Field
+from pydantic import ValidationError as ModelError
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import ValidationError
+from .auth import author_of, can, need
 from .security import require_csrf
 
 router = APIRouter(prefix="/api", tags=["api"], dependencies=[Depends(require_csrf)])
@@ -26,7 +28,8 @@ def lib_of(request: Request) -> Any:
 # --- bodies ---------------------------------------------------------------------------------
 
 class SaveBody(BaseModel):
-    """The arguments of ``Library.save`` (a person's save: written directly, not as a draft)."""
+    """The arguments of ``Library.save`` (a person's save: written directly, not as a draft; in a team
+    library, directly for a curator or admin and through the write policy for an agent)."""
 
     action: str = Field(description="ARCHIVE (new skill) | FIX (change one) | DERIVE (branch) | MERGE")
     name: str = ""
@@ -41,7 +44,7 @@ class SaveBody(BaseModel):
     source_skill_names: str | list[str] = ""
     ttl_days: int | None = None
     display_name: str = ""
-    author: str = ""
+    author: str = Field("", description="who made the change (a team library records the token's name instead)")
     replace_body: bool = Field(False, description="FIX: the body sent replaces the old one as it is (an edit of "
                                                   "the whole text), instead of merging sections and lessons")
 
@@ -100,22 +103,22 @@ def _htmx(request: Request) -> bool:
 
 # --- reading --------------------------------------------------------------------------------
 
-@router.get("/overview", summary="Totals, skills by root/repo/type, flywheel series, curation lists")
+@router.get("/overview", dependencies=[need("stats")], summary="Totals, skills by root/repo/type, flywheel series, curation lists")
 def overview(request: Request, days: int = Query(30, ge=1, le=366), weeks: int = Query(12, ge=1, le=104)):
     return lib_of(request).overview(days=days, weeks=weeks)
 
 
-@router.get("/stats", summary="The usage statistics of `skillshelf stats`")
+@router.get("/stats", dependencies=[need("stats")], summary="The usage statistics of `skillshelf stats`")
 def stats(request: Request, since: str | None = Query(None, description="YYYY-MM-DD")):
     return lib_of(request).stats(since=since).as_dict()
 
 
-@router.get("/facets", summary="What the skills table can filter on, with counts")
+@router.get("/facets", dependencies=[need("list")], summary="What the skills table can filter on, with counts")
 def facets(request: Request):
     return lib_of(request).facets()
 
 
-@router.get("/skills", summary="A page of skills: filters, sort, offset; `q` searches (ranked, not logged)")
+@router.get("/skills", dependencies=[need("list")], summary="A page of skills: filters, sort, offset; `q` searches (ranked, not logged)")
 def skills(request: Request, q: str | None = None, root: str | None = None, repo: str | None = None,
            type: str | None = Query(None, description="skill type"), tag: str | None = None,
            status: str = Query("any", description="any | active | inactive"),
@@ -126,7 +129,7 @@ def skills(request: Request, q: str | None = None, root: str | None = None, repo
                                   limit=limit).as_dict()
 
 
-@router.get("/search", summary="Hybrid search, as agents get it (not logged as usage)")
+@router.get("/search", dependencies=[need("search")], summary="Hybrid search, as agents get it (not logged as usage)")
 def search(request: Request, q: str, limit: int = Query(10, ge=1, le=100), mode: str = "find",
            type: str | None = None, tags: str | None = None, include_inactive: bool = False,
            include_expired: bool = False):
@@ -135,7 +138,7 @@ def search(request: Request, q: str, limit: int = Query(10, ge=1, le=100), mode:
                                   log=False).as_dict()
 
 
-@router.get("/skill/{skill:path}", summary="One skill: metadata, body, files, copies, lineage")
+@router.get("/skill/{skill:path}", dependencies=[need("read")], summary="One skill: metadata, body, files, copies, lineage")
 def skill(request: Request, skill: str):
     lib = lib_of(request)
     rec = lib.get(skill)
@@ -146,7 +149,7 @@ def skill(request: Request, skill: str):
     return d
 
 
-@router.get("/text/{skill:path}", summary="The SKILL.md text, current or of a kept version")
+@router.get("/text/{skill:path}", dependencies=[need("read")], summary="The SKILL.md text, current or of a kept version")
 def text(request: Request, skill: str, version: int | None = Query(None, ge=1)):
     lib = lib_of(request)
     rec = lib.get(skill)
@@ -154,34 +157,34 @@ def text(request: Request, skill: str, version: int | None = Query(None, ge=1)):
     return {"id": rec.id, "name": rec.name, "version": version or rec.version, "text": body}
 
 
-@router.get("/history/{skill:path}", summary="Versions kept and the changelog")
+@router.get("/history/{skill:path}", dependencies=[need("read")], summary="Versions kept and the changelog")
 def history(request: Request, skill: str):
     return lib_of(request).history(skill)
 
 
-@router.get("/diff/{skill:path}", summary="Two versions side by side (rows) and as a unified diff")
+@router.get("/diff/{skill:path}", dependencies=[need("read")], summary="Two versions side by side (rows) and as a unified diff")
 def diff(request: Request, skill: str, v1: int = Query(..., ge=1), v2: int = Query(..., ge=1)):
     return lib_of(request).compare(skill, v1, v2)
 
 
-@router.get("/usage/{skill:path}", summary="Searches that surfaced it, outcomes with notes, success by week")
+@router.get("/usage/{skill:path}", dependencies=[need("stats")], summary="Searches that surfaced it, outcomes with notes, success by week")
 def usage(request: Request, skill: str, limit: int = Query(50, ge=1, le=500)):
     return lib_of(request).skill_usage(skill, limit=limit)
 
 
-@router.get("/drafts", summary="Drafts waiting for review")
+@router.get("/drafts", dependencies=[need("read")], summary="Drafts waiting for review")
 def drafts(request: Request):
     return lib_of(request).review.list()
 
 
-@router.get("/drafts/{name}", summary="A draft, the text it would replace, and the two side by side")
+@router.get("/drafts/{name}", dependencies=[need("read")], summary="A draft, the text it would replace, and the two side by side")
 def draft(request: Request, name: str):
     return lib_of(request).draft_review(name)
 
 
 # --- checks ---------------------------------------------------------------------------------
 
-@router.post("/validate", summary="Findings for a SKILL.md text (the validator of `skillshelf validate`)",
+@router.post("/validate", dependencies=[need("read")], summary="Findings for a SKILL.md text (the validator of `skillshelf validate`)",
              openapi_extra=_schema(ValidateBody))
 async def validate(request: Request):
     body = await _body(request, ValidateBody)
@@ -191,7 +194,7 @@ async def validate(request: Request):
     return res
 
 
-@router.post("/check", summary="A dry run of a save: the errors it would meet and the file it would write",
+@router.post("/check", dependencies=[need("save_skill")], summary="A dry run of a save: the errors it would meet and the file it would write",
              openapi_extra=_schema(SaveBody))
 async def check(request: Request):
     body = await _body(request, SaveBody)
@@ -205,57 +208,61 @@ async def check(request: Request):
 
 # --- actions (the CLI's) ----------------------------------------------------------------------
 
-@router.post("/skills", summary="Save a skill as a person (ARCHIVE, FIX, DERIVE, MERGE)")
+@router.post("/skills", dependencies=[need("save_skill")],
+             summary="Save a skill: directly (a curator's edit), or through the write policy (an agent's role)")
 def save(request: Request, body: SaveBody):
     lib = lib_of(request)
     args = body.model_dump()
+    # a role that may edit directly writes as a person; an agent's goes through the write
+    # policy (a draft under 'propose'); the author is the token's name in a team library
+    args["author"] = author_of(request, args["author"])
     with lib.exclusive(what="saving a skill"):
-        return lib.save(args.pop("action"), by="person", **args).as_dict()
+        return lib.save(args.pop("action"), by="person" if can(request, "edit") else "agent", **args).as_dict()
 
 
-@router.post("/deprecate", summary="Mark a skill inactive (an overlay for read-only roots)")
+@router.post("/deprecate", dependencies=[need("deprecate")], summary="Mark a skill inactive (an overlay for read-only roots)")
 def deprecate(request: Request, body: DeprecateBody):
     lib = lib_of(request)
     with lib.exclusive(what="deprecating a skill"):
         return lib.deprecate(body.skill, body.reason)
 
 
-@router.post("/restore", summary="Make a deprecated skill active again (an overlay for read-only roots)")
+@router.post("/restore", dependencies=[need("restore")], summary="Make a deprecated skill active again (an overlay for read-only roots)")
 def restore(request: Request, body: SkillRef):
     lib = lib_of(request)
     with lib.exclusive(what="restoring a skill"):
         return lib.restore(body.skill)
 
 
-@router.post("/delete", summary="Delete a workspace skill, its history and its index rows")
+@router.post("/delete", dependencies=[need("delete")], summary="Delete a workspace skill, its history and its index rows")
 def delete(request: Request, body: SkillRef):
     lib = lib_of(request)
     with lib.exclusive(what="deleting a skill"):
         return lib.delete(body.skill)
 
 
-@router.post("/extend-ttl", summary="Push a skill's expiry further")
+@router.post("/extend-ttl", dependencies=[need("extend_ttl")], summary="Push a skill's expiry further")
 def extend_ttl(request: Request, body: TtlBody):
     lib = lib_of(request)
     with lib.exclusive(what="extending a TTL"):
         return lib.extend_ttl(body.skill, body.days)
 
 
-@router.post("/rollback", summary="Make the text of a kept version current again (as a new version)")
+@router.post("/rollback", dependencies=[need("rollback")], summary="Make the text of a kept version current again (as a new version)")
 def rollback(request: Request, body: RollbackBody):
     lib = lib_of(request)
     with lib.exclusive(what="rolling back"):
-        return lib.rollback(body.skill, body.version).as_dict()
+        return lib.rollback(body.skill, body.version, author=author_of(request)).as_dict()
 
 
-@router.post("/drafts/{name}/approve", summary="Apply a draft to the library")
+@router.post("/drafts/{name}/approve", dependencies=[need("approve")], summary="Apply a draft to the library")
 def approve(request: Request, name: str):
     lib = lib_of(request)
     with lib.exclusive(what="approving a draft"):
-        return lib.review.approve(name, reviewer="dashboard").as_dict()
+        return lib.review.approve(name, reviewer=author_of(request, "dashboard")).as_dict()
 
 
-@router.post("/drafts/{name}/reject", summary="Discard a draft (the reason is kept)")
+@router.post("/drafts/{name}/reject", dependencies=[need("reject")], summary="Discard a draft (the reason is kept)")
 def reject(request: Request, name: str, body: RejectBody):
     lib = lib_of(request)
     with lib.exclusive(what="rejecting a draft"):

@@ -13,6 +13,8 @@ from fastapi.staticfiles import StaticFiles
 from ..errors import SkillshelfError, StoreError
 from ..version import __version__
 from . import actions, api, pages
+from . import team as team_routes
+from .auth import TeamAuth
 from .common import HERE, Pages, error_dict, status_of
 from .security import Guard
 
@@ -23,11 +25,15 @@ def build(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int = 778
                               "flywheel, and the same actions as the CLI (save, deprecate, restore, delete, extend "
                               "TTL, rollback, review drafts). State-changing calls need the CSRF token "
                               "(X-CSRF-Token header, from the session cookie) and a same-origin Origin, or "
-                              "'Authorization: Bearer <SKILLSHELF_HTTP_TOKEN>'.",
+                              "'Authorization: Bearer <SKILLSHELF_HTTP_TOKEN>'. On a team store every call "
+                              "needs 'Authorization: Bearer <token>' (a person's or an agent's own, from "
+                              "`skillshelf tokens add`): a missing or wrong token is 401, a role without the "
+                              "right 403 naming the role needed.",
                   docs_url=None, redoc_url=None, openapi_url="/openapi.json")
     app.state.lib = lib
     app.state.pages = Pages(lib)
-    app.state.guard = Guard(token=token, host=host, port=port)
+    team = bool(lib.team)
+    app.state.guard = Guard(token=token, host=host, port=port, team=TeamAuth(lib) if team else None)
     app.middleware("http")(app.state.guard)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
@@ -79,6 +85,9 @@ def build(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int = 778
                 {k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in errs]}, 422)
         return app.state.pages.render(request, "error.html", 400, error=detail)
 
+    if team:        # signing in and out, the admin's tokens
+        app.include_router(team_routes.api)
+        app.include_router(team_routes.router)
     app.include_router(api.router)
     app.include_router(pages.router)
     app.include_router(actions.router)

@@ -14,15 +14,26 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from ..errors import (ConfigError, ConflictError, NotFoundError, PolicyError, SkillFormatError, SkillshelfError,
-                      StoreError, ValidationError, WriteError)
+from ..errors import (
+    ConfigError,
+    ConflictError,
+    ForbiddenError,
+    NotFoundError,
+    PolicyError,
+    SkillFormatError,
+    SkillshelfError,
+    StoreError,
+    ValidationError,
+    WriteError,
+)
 from ..version import __version__
+from .auth import allowed, caller_of
 from .security import CSRF_FIELD
 
 HERE = Path(__file__).parent
 FLASH_COOKIE = "skillshelf_flash"
 STATUS = {NotFoundError: 404, ValidationError: 400, SkillFormatError: 400, ConflictError: 409, PolicyError: 403,
-          ConfigError: 400, WriteError: 507, StoreError: 503}
+          ForbiddenError: 403, ConfigError: 400, WriteError: 507, StoreError: 503}
 
 
 def status_of(exc: SkillshelfError) -> int:
@@ -36,6 +47,8 @@ def error_dict(exc: SkillshelfError) -> dict[str, Any]:
     d: dict[str, Any] = {"type": type(exc).__name__, "message": exc.message, "fix": exc.fix}
     if getattr(exc, "suggestions", None):
         d["suggestions"] = exc.suggestions
+    if isinstance(exc, ForbiddenError):
+        d["needed"] = exc.needed            # the role that may do it
     return d
 
 
@@ -109,19 +122,26 @@ class Pages:
 
     def render(self, request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         flash = _read_flash(request)
+        caller = caller_of(request)
+        team = bool(self.lib.team)
+        signed_in = caller is not None or not team       # the login page says nothing of the library
         try:
-            drafts = len(self.lib.review.list())
+            drafts = len(self.lib.review.list()) if signed_in else 0
         except SkillshelfError:
             drafts = 0
         html = self.env.get_template(name).render(
             request=request, csrf=getattr(request.state, "csrf", ""), flash=flash, drafts_waiting=drafts,
-            indexing=self.lib.indexing_note(), path=request.url.path, **ctx)
+            indexing=self.lib.indexing_note() if signed_in else None, path=request.url.path, team=team,
+            caller=caller, signed_in=signed_in, can=lambda action: signed_in and allowed(caller, action), **ctx)
         resp = HTMLResponse(html, status)
         if flash:
             resp.delete_cookie(FLASH_COOKIE, path="/")
         return resp
 
     def fragment(self, name: str, **ctx: Any) -> str:
+        request = ctx.get("request")
+        caller = caller_of(request) if request is not None else None
+        ctx.setdefault("can", lambda action: request is not None and allowed(caller, action))
         return self.env.get_template(name).render(**ctx)
 
 

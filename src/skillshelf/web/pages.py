@@ -15,6 +15,7 @@ from ..errors import SkillshelfError, ValidationError
 from ..library import Library
 from ..text import STOPWORDS
 from . import render
+from .auth import can, need
 from .common import error_dict, lib_of, page, to_int
 from .security import require_csrf
 
@@ -38,7 +39,7 @@ def _tristate(value: str | None) -> bool | None:
 
 # --- overview -------------------------------------------------------------------------------
 
-@router.get("/", response_class=HTMLResponse)
+@router.get("/", response_class=HTMLResponse, dependencies=[need("stats")])
 def overview(request: Request):
     o = lib_of(request).overview()
     fw = o["flywheel"]
@@ -66,7 +67,7 @@ def _window(total: int, offset: int, size: int, url: Any) -> dict[str, Any]:
             "next": url(offset + size) if end < total else None}
 
 
-@router.get("/curate", response_class=HTMLResponse)
+@router.get("/curate", response_class=HTMLResponse, dependencies=[need("stats")])
 def curate(request: Request):
     lib = lib_of(request)
     p = request.query_params
@@ -97,7 +98,7 @@ def curate(request: Request):
 
 # --- skills table ---------------------------------------------------------------------------
 
-@router.get("/skills", response_class=HTMLResponse)
+@router.get("/skills", response_class=HTMLResponse, dependencies=[need("search")])
 def skills(request: Request):
     p = request.query_params
     lib = lib_of(request)
@@ -123,7 +124,7 @@ def skills(request: Request):
 
 # --- one skill ------------------------------------------------------------------------------
 
-@router.get("/skill/{skill_id:path}", response_class=HTMLResponse)
+@router.get("/skill/{skill_id:path}", response_class=HTMLResponse, dependencies=[need("read")])
 def skill(request: Request, skill_id: str):
     lib = lib_of(request)
     rec = lib.get(skill_id)
@@ -150,7 +151,7 @@ def skill(request: Request, skill_id: str):
     return page(request, "skill.html", **ctx)
 
 
-@router.get("/file/{skill_id:path}", response_class=HTMLResponse)
+@router.get("/file/{skill_id:path}", response_class=HTMLResponse, dependencies=[need("read")])
 def skill_file(request: Request, skill_id: str):
     lib = lib_of(request)
     path = request.query_params.get("path") or ""
@@ -176,7 +177,7 @@ def name_for(request_text: str, words: int = 6) -> str:
     return "-".join(found[:words])[:64].strip("-")
 
 
-@router.get("/new", response_class=HTMLResponse)
+@router.get("/new", response_class=HTMLResponse, dependencies=[need("save_skill")])
 def new(request: Request):
     lib = lib_of(request)
     parent = request.query_params.get("from")
@@ -194,7 +195,7 @@ def new(request: Request):
     return editor(request, "ARCHIVE", blank, asked=asked)
 
 
-@router.get("/edit/{skill_id:path}", response_class=HTMLResponse)
+@router.get("/edit/{skill_id:path}", response_class=HTMLResponse, dependencies=[need("save_skill")])
 def edit(request: Request, skill_id: str):
     rec = lib_of(request).get(skill_id)
     return editor(request, "FIX", _form_from(rec, action="FIX"), rec=rec)
@@ -203,17 +204,17 @@ def edit(request: Request, skill_id: str):
 def editor(request: Request, action: str, form: dict[str, str], *, rec: Any = None, error: dict | None = None,
            status: int = 200, asked: str = "") -> HTMLResponse:
     return page(request, "edit.html", status, action=action, form=form, rec=rec, error=error, types=Library.SKILL_TYPES,
-                asked=asked)
+                asked=asked, direct=can(request, "edit"))
 
 
 # --- review ---------------------------------------------------------------------------------
 
-@router.get("/review", response_class=HTMLResponse)
+@router.get("/review", response_class=HTMLResponse, dependencies=[need("read")])
 def review(request: Request):
     return page(request, "review.html", drafts=lib_of(request).review.list())
 
 
-@router.get("/review/{name}", response_class=HTMLResponse)
+@router.get("/review/{name}", response_class=HTMLResponse, dependencies=[need("read")])
 def draft(request: Request, name: str):
     d = lib_of(request).draft_review(name)
     return page(request, "draft.html", d=d)

@@ -7,6 +7,9 @@
 * **Token.** With ``SKILLSHELF_HTTP_TOKEN`` set, every request needs it: once as
   ``?token=`` (answered with a redirect that drops it from the address and an HttpOnly,
   SameSite=Strict cookie), then the cookie; scripts send ``Authorization: Bearer <token>``.
+* **Team.** On a team store each person and agent has a token of their own with a role
+  (``team``: :class:`.auth.TeamAuth`, with the login page); any Host is accepted then, as
+  with a token, and ``SKILLSHELF_HTTP_TOKEN`` plays no part.
 * **CSRF.** Every state-changing request needs a same-origin ``Origin`` (or, without one, a
   same-origin ``Referer``) and the per-session CSRF token: a random value kept in an
   HttpOnly, SameSite=Strict cookie and sent back in the form field ``csrf_token`` or the
@@ -22,10 +25,16 @@ import hmac
 import secrets
 import time
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 
 TOKEN_COOKIE = "skillshelf_token"
 CSRF_COOKIE = "skillshelf_csrf"
@@ -50,6 +59,7 @@ class Guard:
     host: str = "127.0.0.1"
     port: int = 7788
     allowed_hosts: set[str] = field(default_factory=set)
+    team: Any = None        # async (request, api) -> refusal or None, on a team library (auth.TeamAuth)
 
     def __post_init__(self) -> None:
         if not self.allowed_hosts:
@@ -60,7 +70,7 @@ class Guard:
 
     # --- checks -----------------------------------------------------------------------
     def host_ok(self, host: str) -> bool:
-        return bool(self.token) or host.lower() in self.allowed_hosts
+        return bool(self.token) or self.team is not None or host.lower() in self.allowed_hosts
 
     def token_ok(self, value: str | None) -> bool:
         return bool(value) and hmac.compare_digest(value.encode(), self.token.encode())
@@ -91,7 +101,11 @@ class Guard:
             return self._finish(_refuse(api, 421, "unknown Host header",
                                         "open the dashboard at http://127.0.0.1 (or localhost) with its port"))
         request.state.bearer = False
-        if self.token:
+        if self.team is not None:
+            refused = await self.team(request, api)
+            if refused is not None:
+                return self._finish(refused)
+        elif self.token:
             auth = request.headers.get("authorization", "")
             scheme, _, cred = auth.partition(" ")
             if auth and scheme.lower() == "bearer" and self.token_ok(cred.strip()):
@@ -126,7 +140,8 @@ class Guard:
         # browser's developer tools, read by bench/dashboard.py
         response.headers["server-timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
         if fresh:
-            response.set_cookie(CSRF_COOKIE, fresh, httponly=True, samesite="strict", path="/")
+            response.set_cookie(CSRF_COOKIE, fresh, httponly=True, samesite="strict", path="/",
+                                secure=request.url.scheme == "https")
         return self._finish(response)
 
     @staticmethod
