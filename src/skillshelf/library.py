@@ -755,3 +755,20 @@ class Library:
         except SkillshelfError as exc:
             return {"kind": "team", "where": redact(pg.url), "schema": None, "reachable": False,
                     "error": exc.message, "fix": exc.fix}
+
+    # --- team mode: copying a local library into a team store ----------------------------
+    def migrate_store(self, url: str, *, dry_run: bool = False, on_kind=None):
+        """Copy this (local) library's workspace skills with their versions and changelogs,
+        drafts, overlays, usage logs, learning memory and judge log into the team store at
+        ``url`` (``migrate.migrate``); ``dry_run`` only counts. Nothing is copied twice."""
+        from .migrate import migrate
+
+        return migrate(self.config, self.store, url, dry_run=dry_run, on_kind=on_kind)
+
+    @staticmethod
+    def upgrade_store(url: str) -> dict[str, Any]:
+        """Apply the team store's pending schema migrations (``migrate.upgrade``): the names
+        applied and the schema now."""
+        from .migrate import upgrade
+
+        return upgrade(url)
