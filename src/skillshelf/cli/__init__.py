@@ -7,6 +7,7 @@ group (:mod:`.skills`, :mod:`.curate`, :mod:`.usage`, ...); what they share is i
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import sys
 from pathlib import Path
@@ -14,13 +15,18 @@ from typing import Any, Optional
 
 import typer
 
-from ..errors import SkillshelfError
-from . import curate, install, io, onboarding, servers, skills, usage
+from ..errors import ConfigError, SkillshelfError
+from . import curate, install, io, onboarding, servers, skills, team, usage
 from .common import (_cannot_write, _clean, _cli_words, _usage_errors, _usage_fix, _version_line, _with_fix, err,
                      out, state)
 from .roots import roots_app
 
 __all__ = ["app", "main", "run"]
+
+# A team store that cannot be reached is one line (the library's StoreError): without a
+# handler of its own, the connection pool's per-attempt warnings would reach stderr through
+# logging's last resort before it. A server that configures logging still gets them.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="skillshelf: a local-first librarian for agent skills.")
@@ -28,7 +34,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 # the order of `skillshelf --help`
 ORDER = ("init", "sync", "list", "show", "search", "validate", "doctor", "rebuild", "config", "version", "demo",
          "report-outcome", "stats", "report", "prune-usage", "serve", "history", "diff", "rollback", "extend-ttl",
-         "deprecate", "restore", "delete", "dashboard", "install", "uninstall", "export", "import", "pick")
+         "deprecate", "restore", "delete", "dashboard", "install", "uninstall", "export", "import", "pick",
+         "migrate-store")
 
 
 def _name(info: Any) -> str:
@@ -36,12 +43,13 @@ def _name(info: Any) -> str:
 
 
 app.registered_commands.extend(sorted(
-    (info for group in (onboarding, skills, curate, usage, io, install, servers)
+    (info for group in (onboarding, skills, curate, usage, io, install, servers, team)
      for info in group.commands.registered_commands),
     key=lambda info: ORDER.index(_name(info))))
 app.add_typer(roots_app, name="roots")
 app.add_typer(curate.review_app, name="review")
 app.add_typer(usage.usage_app, name="usage")
+app.add_typer(team.tokens_app, name="tokens")
 
 
 def _print_version(value: bool) -> None:
@@ -63,12 +71,30 @@ def _global(
                                          "`skillshelf roots add` saves one)"),
     client_roots: Optional[bool] = typer.Option(None, "--client-roots/--no-client-roots",
                                                 help="also scan ~/.claude/skills, .agents/skills and friends"),
+    store: Optional[str] = typer.Option(None, "--store", metavar="URL",
+                                        help="a team store, postgresql://USER:PASSWORD@HOST/DB (overrides "
+                                             "SKILLSHELF_STORE and config.toml); default: the local library"),
     _version: bool = typer.Option(False, "--version", is_eager=True, expose_value=False, callback=_print_version,
                                   help="print the version and exit (as `skillshelf version`)"),
 ) -> None:
     state.home = home
     state.roots = list(root)
     state.client_roots = client_roots
+    state.store = _store_url(store)
+
+
+def _store_url(url: Optional[str]) -> Optional[str]:
+    """``--store``: a postgresql:// URL, or "" for the local library. Anything else is one line
+    naming the flag (never the rest of the URL: it may hold a password)."""
+    if url is None:
+        return None
+    url = url.strip()
+    if url and not url.startswith(("postgresql://", "postgres://")):
+        scheme = f" ({url.split('://', 1)[0][:20]!r})" if "://" in url else ""
+        raise ConfigError(f"--store takes a PostgreSQL URL, not this one{scheme}",
+                          fix="give --store postgresql://USER:PASSWORD@HOST:PORT/DATABASE, or leave it out for the "
+                              "local library in the home")
+    return url
 
 
 def main(argv: list[str] | None = None) -> None:

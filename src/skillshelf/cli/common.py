@@ -77,11 +77,13 @@ if not out.is_terminal and not os.environ.get("COLUMNS"):
 
 
 class State:
-    """The options given before the command (``--home``, ``--root``, ``--client-roots``)."""
+    """The options given before the command (``--home``, ``--root``, ``--client-roots``,
+    ``--store``)."""
 
     home: Optional[Path] = None
     roots: list[Path] = []
     client_roots: Optional[bool] = None
+    store: Optional[str] = None
 
 
 state = State()
@@ -94,6 +96,7 @@ def _version_line() -> str:
 def _config(**overrides: Any):
     from ..config import load
 
+    overrides.setdefault("store", state.store)
     return load(state.home, roots=[str(r) for r in state.roots] or None, client_roots=state.client_roots,
                 **overrides)
 
@@ -238,7 +241,7 @@ def _with_fix(exc: SkillshelfError) -> str:
     return str(exc)
 
 
-_GLOBAL_OPTIONS = ("--home", "--root", "--client-roots", "--no-client-roots")
+_GLOBAL_OPTIONS = ("--home", "--root", "--client-roots", "--no-client-roots", "--store")
 
 # The library names its parameters as the Python and MCP APIs spell them; the command line
 # spells them as options. Quoted values are left alone.
