@@ -183,10 +183,17 @@ def discover(root: Root, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], l
     seen: set[tuple[int, int]] = set()
     walked = 0
     label = f"{root.label}:"
-    join, exists = os.path.join, os.path.exists
+    sep = os.sep
     stack: list[tuple[str, str, int]] = [(os.fspath(base), ".", 0)]   # folder, its rel, its depth
     while stack:
         dirpath, rel, depth = stack.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = list(it)
+        except OSError:
+            continue   # a folder that cannot be listed is passed over, as os.walk does
+        if depth and any(e.name == "pyvenv.cfg" for e in entries):
+            continue   # a Python virtual environment: its packages' files are not skills
         try:
             st = os.stat(dirpath)
         except OSError as exc:
@@ -208,11 +215,6 @@ def discover(root: Root, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], l
             notes.append(f"stopped walking {base} after {MAX_WALK_DIRS:,} folders: is it the right root? "
                          "point the root at the folder that holds the skills")
             break
-        try:
-            with os.scandir(dirpath) as it:
-                entries = list(it)
-        except OSError:
-            continue   # a folder that cannot be listed is passed over, as os.walk does
         dirs: list[str] = []
         files: dict[str, os.DirEntry] = {}
         for e in entries:
@@ -227,19 +229,19 @@ def discover(root: Root, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], l
         for fname in SKILL_FILES:
             entry = files.get(fname)
             if entry is not None:
+                path = f"{dirpath}{sep}{fname}"
                 try:
                     fst = entry.stat()
                 except OSError as exc:
-                    notes.append(f"cannot read {join(dirpath, fname)}: {exc.strerror}")
+                    notes.append(f"cannot read {path}: {exc.strerror}")
                     break
-                found.append(Found(label + rel, root, join(dirpath, fname), rel, fst.st_mtime_ns, fst.st_size))
+                found.append(Found(label + rel, root, path, rel, fst.st_mtime_ns, fst.st_size))
                 break  # SKILL.md wins over skill.md in the same folder
         if depth >= MAX_WALK_DEPTH:
             continue
         # pushed in reverse: the folders are walked in name order
-        for d in sorted((d for d in dirs if d not in SKIP_DIRS and not exists(join(dirpath, d, "pyvenv.cfg"))),
-                        reverse=True):
-            stack.append((join(dirpath, d), d if rel == "." else f"{rel}/{d}", depth + 1))
+        for d in sorted((d for d in dirs if d not in SKIP_DIRS), reverse=True):
+            stack.append((f"{dirpath}{sep}{d}", d if rel == "." else f"{rel}/{d}", depth + 1))
     return found, notes
 
 
