@@ -33,6 +33,7 @@ from .store.catalog import CatalogReads
 from .store.records import SkillRows
 from .access import Caller, needs, require
 from .checks import Check, Clash, DoctorReport
+from .resources import SkillResources, skill_uri
 from .records import FileList, Listing, Records, SkillRecord  # noqa: F401  (re-exported: the facade's values)
 
 SAMPLES = ("cors-fix-nextjs-api", "docker-multi-stage-build", "git-conventional-commits")
@@ -106,6 +107,8 @@ class Library:
                                 stats=self.stats, root_label=self._root_label, rows_by_name=self._rows_by_name,
                                 per_skill_usage=self._usage.skill_usage,
                                 list_drafts=lambda: self.review.list(), roots=lambda: self.roots)
+        self._resources = SkillResources(active=lambda: self.list(include_inactive=False), by_id=self._records.by_id,
+                                         generation=CatalogReads(self.store).generation)
         self._compare = Comparisons(resolve=self.get, diff=self.diff, evolver=lambda: self.evolver, review=lambda: self.review)
         self.client = client
         self.model = LazyEmbedder(lambda: self.config, embedder)
@@ -283,6 +286,28 @@ class Library:
     def read_file(self, name_or_id: str, path: str, *, listed: int = 200) -> tuple[SkillRecord, str]:
         """(the skill, the text of one of the other files it lists): contained, bounded, UTF-8."""
         return self._records.read_file(name_or_id, path, listed=listed)
+
+    # --- skill files as resources (MCP's Skills Extension) -------------------------------
+    def resource_page(self, cursor: str | None = None, size: int = 50) -> tuple[list[dict], str | None]:
+        """One page of resources (each skill's SKILL.md, then its other files) and the next cursor."""
+        return self._resources.resource_page(cursor, size)
+
+    def skill_manifests(self, cursor: str | None = None, size: int = 50) -> tuple[list[dict], str | None]:
+        return self._resources.skill_manifests(cursor, size)
+
+    def skill_manifest(self, uri: str) -> dict[str, Any]:
+        return self._resources.skill_manifest(uri)
+
+    def read_resource(self, uri: str) -> tuple[bytes, str]:
+        """The bytes of the file a ``skill://`` URI names and its MIME type (contained, bounded)."""
+        return self._resources.read_resource(uri)
+
+    skill_uri = staticmethod(skill_uri)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the index database is open read-only (searches and reads work; no writes)."""
+        return self.store.read_only is not None
 
     def suggest(self, text: str, n: int = 3) -> list[str]:
         return self._records.suggest(text, n)

@@ -106,28 +106,13 @@ class Out(BaseModel):
 # --- the library, opened off the request path --------------------------------------------------
 
 def _resources_of(lib: Any) -> Any:
-    """The library's skill files as resources (``resources.SkillResources``).
-
-    Built here until the facade offers ``Library.resource_page``, ``skill_manifests``,
-    ``skill_manifest`` and ``read_resource`` itself (the same names and signatures), when
-    this becomes ``return lib``."""
-    from .errors import NotFoundError
-    from .resources import SkillResources  # facade: pending
-
-    def by_id(skill_id: str) -> Any:
-        try:
-            rec = lib.get(skill_id)
-        except NotFoundError:
-            return None
-        return rec if rec.id == skill_id else None   # get() also resolves names and paths: ids only here
-
-    return SkillResources(active=lambda: lib.list(include_inactive=False), by_id=by_id,
-                          generation=lambda: lib.store.get_meta("generation", "0") or "0")  # facade: pending
+    """The library's skill files as resources (the facade's resource methods)."""
+    return lib
 
 
 def _read_only(lib: Any) -> bool:
     """Whether the library's database is open read-only (no usage is logged)."""
-    return lib.store.read_only is not None   # facade: pending (Library.read_only)
+    return lib.read_only
 
 
 class LibraryHandle:
@@ -464,7 +449,6 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
     @tool
     def get_skill(name: str, section: str = "", offset: int = 0) -> Annotated[CallToolResult, SkillOut]:
         from .errors import ValidationError
-        from .resources import skill_uri  # facade: pending (Library.skill_uri)
         from .text import trim
 
         lib = handle.get()
@@ -474,7 +458,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
                                   f"({len(body):,} characters)",
                                   fix="pass the next_offset of the previous get_skill call, or 0")
         files = rec.files()
-        shown_files, files_more, files_line = mcp_text.files_line(lambda f: skill_uri(rec.id, f), list(files),
+        shown_files, files_more, files_line = mcp_text.files_line(lambda f: lib.skill_uri(rec.id, f), list(files),
                                                                   files.more)
         meta = {"display_name": rec.display_name, "description": trim(rec.description, 1024),
                 "skill_type": rec.skill_type, "tags": rec.tags, "repo": rec.repo, "lineage": rec.lineage,
@@ -492,9 +476,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
         if nxt is not None:
             heads: list[str] = []
             if not section:
-                from .skill import headings  # facade: pending (SkillRecord.sections())
-
-                heads = [h for lvl, h in headings(body) if lvl <= 2][:12]
+                heads = rec.sections()[:12]
             out += mcp_text.read_on(shown_to=offset + len(text), total=len(body), ref=rec.id, section=section,
                                     next_offset=nxt, heads=heads)
         return _result(out, data)

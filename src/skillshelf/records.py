@@ -117,6 +117,10 @@ class SkillRecord:
                     out.more += 1
         return out
 
+    def sections(self, level: int = 2) -> list[str]:
+        """The body's headings down to ``level``, in order (what ``read(..., section)`` takes)."""
+        return [h for lvl, h in skillmod.headings(self.body) if lvl <= level]
+
     def to_skill(self) -> skillmod.Skill:
         return skillmod.parse_strict(Path(self.path).read_text(encoding="utf-8-sig"),
                                      folder_name=self.folder.name, path=self.path)
@@ -164,6 +168,19 @@ class Records:
         rows = self.rows.by_name(name) or self.rows.by_name_key(name_key(name))
         return sorted(rows, key=lambda r: precedence_key(r["kind"], r["rel"], r["id"], self._canonical))
 
+    def _with_overlay(self, row: dict[str, Any]) -> SkillRecord:
+        rec = _record(row)
+        ov = self._overlay_of(rec.id)
+        if ov is not None:
+            rec.overlay = ov.as_dict()
+            rec.overlay["file_changed_since"] = ov.content_hash is not None and ov.content_hash != row["content_hash"]
+        return rec
+
+    def by_id(self, skill_id: str) -> SkillRecord | None:
+        """The skill with exactly this id, or None (no name lookup, no suggestions)."""
+        row = self.rows.by_id(skill_id) if isinstance(skill_id, str) else None
+        return None if row is None else self._with_overlay(row)
+
     def get(self, name_or_id: str) -> SkillRecord:
         """The skill with this id, or the one that wins for this name (see ``sources``)."""
         self._before_read()
@@ -180,12 +197,7 @@ class Records:
             sugg = self.suggest(key)
             raise NotFoundError(f"no skill named {key!r}", suggestions=sugg,
                                 fix=None if sugg else "use a name or id that a search or the skill list returned")
-        rec = _record(row)
-        ov = self._overlay_of(rec.id)
-        if ov is not None:
-            rec.overlay = ov.as_dict()
-            rec.overlay["file_changed_since"] = ov.content_hash is not None and ov.content_hash != row["content_hash"]
-        return rec
+        return self._with_overlay(row)
 
     def read(self, name_or_id: str, section: str | None = None) -> tuple[SkillRecord, str]:
         """The skill and its body, or only the named section of the body."""

@@ -25,7 +25,8 @@ from typing import Any
 
 from ..errors import ConflictError, StoreError
 from .pg_writes import refusal
-from .postgres import PgStore, _psycopg, lost, redact
+from .postgres import PgStore, _psycopg
+from .pg_writes import lost, redact
 
 NEW = None     # ``base`` of a change that creates a skill: no live row may exist
 
@@ -164,6 +165,19 @@ class PgWorkspace:
                 return None
             files = dict(conn.execute("SELECT path, sha256 FROM skill_files WHERE name = %s", (name,)).fetchall())
         return SkillRow(name, bytes(row[0]), int(row[1]), row[2], bool(row[3]), files)
+
+    def skills(self, names: list[str]) -> dict[str, SkillRow]:
+        """:meth:`skill` of many names at once (the rows the store has)."""
+        with self.tx() as conn:
+            found = conn.execute("SELECT name, text, version, sha256, deleted FROM skills WHERE name = ANY(%s)",
+                                 (list(names),)).fetchall()
+            files = conn.execute("SELECT name, path, sha256 FROM skill_files WHERE name = ANY(%s)",
+                                 (list(names),)).fetchall()
+        out = {n: SkillRow(n, bytes(t), int(v), s, bool(d)) for n, t, v, s, d in found}
+        for n, path, digest in files:
+            if n in out:
+                out[n].files[path] = digest
+        return out
 
     def states(self) -> dict[str, tuple[str, bool]]:
         """name -> (sha256 of its SKILL.md, deleted) for every skill the store has had."""

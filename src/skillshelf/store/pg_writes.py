@@ -15,11 +15,30 @@ answers.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from ..errors import StoreError
-from .postgres import lost, redact
+
+
+def redact(url: str) -> str:
+    """The URL without its password (for messages and `doctor`)."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def unreachable(url: str, exc: BaseException) -> StoreError:
+    reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+    return StoreError(f"cannot reach the team store at {redact(url)} ({reason})",
+                      fix="check that PostgreSQL is running there and that the URL's host, port, database, user "
+                          "and password are right (`skillshelf --store URL doctor` tests it)")
+
+
+def lost(url: str, exc: BaseException) -> StoreError:
+    reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return StoreError(f"the connection to the team store at {redact(url)} failed during this request ({reason})",
+                      fix="try again: the server reconnects by itself once PostgreSQL answers")
+
 
 # SQLSTATE (or its two-character class) -> (what happened, the fix, errors.write_failure's reason)
 _REFUSALS: dict[str, tuple[str, str, str | None]] = {

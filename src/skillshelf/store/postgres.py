@@ -13,7 +13,6 @@ The schema is a list of ordered, named migrations like the SQLite one (``pg_migr
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,13 +20,9 @@ from typing import Any
 
 from ..errors import StoreError
 from .pg_migrations import MIGRATIONS
+from .pg_writes import lost, redact, refusal, unreachable
 
 CHANNEL = "skillshelf_changes"
-
-
-def redact(url: str) -> str:
-    """The URL without its password (for messages and `doctor`)."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
 def _psycopg():
@@ -38,19 +33,6 @@ def _psycopg():
         raise StoreError("the PostgreSQL driver is not installed (a postgresql:// store needs it)",
                          fix="pip install 'skillshelf[team]'") from None
     return psycopg, psycopg_pool
-
-
-def unreachable(url: str, exc: BaseException) -> StoreError:
-    reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-    return StoreError(f"cannot reach the team store at {redact(url)} ({reason})",
-                      fix="check that PostgreSQL is running there and that the URL's host, port, database, user "
-                          "and password are right (`skillshelf --store URL doctor` tests it)")
-
-
-def lost(url: str, exc: BaseException) -> StoreError:
-    reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-    return StoreError(f"the connection to the team store at {redact(url)} failed during this request ({reason})",
-                      fix="try again: the server reconnects by itself once PostgreSQL answers")
 
 
 class PgStore:
@@ -91,8 +73,6 @@ class PgStore:
             with self.pool.connection() as conn, conn.transaction():
                 yield conn
         except psycopg.Error as exc:
-            from .pg_writes import refusal
-
             err = refusal(self.url, exc)
             if err is None:
                 raise
