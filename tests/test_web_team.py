@@ -6,6 +6,7 @@ The browser walk through the login form is in test_web_team_browser.py."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -351,9 +352,10 @@ def test_the_login_page_sets_the_session_cookie_and_logout_ends_it(app, team):
     assert c.get("/api/skills").status_code == 200          # the API answers the session too
 
     # a next that leaves the site is not followed
-    r = c.post("/login", data={"token": tokens["curator"], "next": "//evil.example/x", "csrf_token": csrf},
-               headers={"Origin": BASE})
-    assert r.headers["location"] == "/"
+    for away in ("//evil.example/x", "/\t/evil.example", "https://evil.example/", "/\\evil.example"):
+        r = c.post("/login", data={"token": tokens["curator"], "next": away, "csrf_token": csrf},
+                   headers={"Origin": BASE})
+        assert r.headers["location"] == "/", away
 
     r = c.post("/logout", data=form(c), headers={"Origin": BASE})
     assert r.status_code == 303 and r.headers["location"] == "/login"
@@ -458,3 +460,36 @@ def test_every_route_names_the_action_it_needs(app):
     assert len(named) >= 40
     assert named["/act/approve"] == "approve" and named["/api/tokens"] == "tokens"
     assert named["/save"] == "save_skill" and named["/skills"] == "search"
+
+
+# --- the store out of reach -------------------------------------------------------------------
+
+def test_a_store_out_of_reach_lets_nobody_in_and_says_why(app, team, pg_url):
+    """PostgreSQL refusing this database's connections (and cutting the open ones): no token
+    can be checked, so every request is 503 naming the store and the fix, never let in; once
+    it answers again, so does the dashboard, without a restart."""
+    import psycopg
+
+    _lib, tokens = team
+    c = client(app)
+    sign_in(c, tokens["reader"])
+    name = pg_url.rsplit("/", 1)[1]
+    admin = psycopg.connect(pg_url.rsplit("/", 1)[0] + "/postgres", autocommit=True)
+    try:
+        admin.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS false")
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+        r = c.get("/api/skills", headers=bearer(tokens["reader"]))
+        assert r.status_code == 503
+        err = r.json()["error"]
+        assert err["type"] == "StoreError"
+        assert err["message"].startswith("cannot check the token: ") and "team store" in err["message"]
+        assert err["fix"]
+        r = c.get("/skills")                    # the session's page: not the library, not the login
+        assert r.status_code == 503 and "cannot check the token" in r.text
+    finally:
+        admin.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
+        admin.close()
+    deadline = time.monotonic() + 15
+    while c.get("/skills").status_code != 200:
+        assert time.monotonic() < deadline, "the dashboard did not come back with the store"
+        time.sleep(0.2)

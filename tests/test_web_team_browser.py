@@ -26,9 +26,9 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
 @pytest.fixture
 def server(tmp_path, pg_url):
     import uvicorn
+    from test_web_team import make_team_lib
 
     from skillshelf.web import create_app
-    from test_web_team import make_team_lib
 
     lib = make_team_lib(tmp_path, pg_url)
     with socket.socket() as s:

@@ -89,8 +89,9 @@ def need(action: str) -> Any:
 def safe_next(value: Any, default: str = "/") -> str:
     """A path of this site to go to after signing in (never another site's)."""
     nxt = str(value or "")
+    # no control character or space either: a browser drops a tab from "/\t/host", making it "//host"
     ok = nxt.startswith("/") and not nxt.startswith("//") and "\\" not in nxt and len(nxt) <= 2000 \
-        and not nxt.startswith(("/login", "/logout"))
+        and nxt.isprintable() and " " not in nxt and not nxt.startswith(("/login", "/logout"))
     return nxt if ok else default
 
 
@@ -135,7 +136,10 @@ class TeamAuth:
                     request.state.caller = caller
                     return None
         except SkillshelfError as exc:      # the store cannot say who this is: nobody is let in
-            return _refuse(api, 503, f"cannot check the token: {exc.message}", exc.fix or "try again in a moment")
+            message, fix = f"cannot check the token: {exc.message}", exc.fix or "try again in a moment"
+            if api:
+                return JSONResponse({"error": {"type": type(exc).__name__, "message": message, "fix": fix}}, 503)
+            return _refuse(False, 503, message, fix)
         if path in PUBLIC:
             return None
         stale = bool(cookie)
