@@ -29,11 +29,14 @@ def team_config(cfg):
     return TeamConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)})
 
 
-def team_library(home: Path, url: str, *, follow: bool = True, **settings) -> Library:
+def team_library(home: Path, url: str, *, follow: bool = True, embedder: str = "fake", **settings) -> Library:
+    """A server of the team store ``url`` with its home in ``home``; ``embedder``: "fake" (the
+    tests' deterministic one) or a backend's name."""
     settings.setdefault("write_policy", "open")
     settings.setdefault("auto_sync", False)
-    cfg = team_config(load_config(home, store=url, embedder="none", **settings))
-    lib = Library(config=cfg, embedder=FakeEmbedder())
+    fake = embedder == "fake"
+    cfg = team_config(load_config(home, store=url, embedder="none" if fake else embedder, **settings))
+    lib = Library(config=cfg, embedder=FakeEmbedder() if fake else None)
     # -- the facade's lines (Library.__init__, evolver, review, close) --
     lib._team = Team.open(lib.config, pg=lib._shared.team, index=lambda paths: lib.indexer.sync(embed=True),
                           follow=follow)

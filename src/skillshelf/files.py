@@ -108,9 +108,12 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~mask
 
 
-def atomic_write(path: Path, text: str | bytes) -> None:
+def atomic_write(path: Path, text: str | bytes, *, durable: bool = True) -> None:
     """Write so that readers see the old file or the new one, never a torn one. A failure
-    (full disk, read-only folder) leaves the previous file as it was and no temp file."""
+    (full disk, read-only folder) leaves the previous file as it was and no temp file.
+    ``durable=False`` skips the fsyncs, for copies of data kept elsewhere (a team server's
+    copy of the store): a power cut may then leave an older, empty or torn copy, which the
+    next start finds by its sha256 and writes again."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _mode_for(path)
@@ -120,13 +123,16 @@ def atomic_write(path: Path, text: str | bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    if not durable:
+        return
     with contextlib.suppress(OSError):
         dfd = os.open(path.parent, os.O_RDONLY)
         try:

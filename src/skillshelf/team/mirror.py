@@ -108,7 +108,7 @@ class Mirror:
             changed = self._put_aside(folder)
         md = folder / "SKILL.md"
         if _digest(md) != row.sha256:
-            atomic_write(contained(self.workspace, md), row.text)
+            atomic_write(contained(self.workspace, md), row.text, durable=False)
             changed = True
         for rel, digest in sorted(row.files.items()):
             target = contained(folder, folder / rel)
@@ -117,7 +117,7 @@ class Mirror:
             data = self.ws.file_content(name, rel)
             if data is None:
                 continue            # removed meanwhile: the next change says so
-            atomic_write(target, data)
+            atomic_write(target, data, durable=False)
             changed = True
         changed |= self._set_aside_extra(folder, set(row.files))
         return changed, row.sha256
@@ -131,8 +131,8 @@ class Mirror:
             if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
                 self._put_aside(folder)
             for rel, data in sorted((files or {}).items()):
-                atomic_write(contained(folder, folder / rel), data)
-            atomic_write(md, text)
+                atomic_write(contained(folder, folder / rel), data, durable=False)
+            atomic_write(md, text, durable=False)
             if files is not None:
                 self._set_aside_extra(folder, set(files))
         return md
@@ -198,8 +198,8 @@ class Mirror:
     def put_draft(self, name: str, text: bytes, record: str) -> None:
         folder = self.draft_folder(name)
         with self.lock("draft:" + name):
-            atomic_write(contained(self.drafts, folder / "SKILL.md"), text)
-            atomic_write(contained(self.drafts, folder / "draft.json"), record)
+            atomic_write(contained(self.drafts, folder / "SKILL.md"), text, durable=False)
+            atomic_write(contained(self.drafts, folder / "draft.json"), record, durable=False)
 
     def drop_draft(self, name: str) -> None:
         try:
@@ -231,13 +231,16 @@ class Mirror:
                     self.put_draft(name, text, record)
 
     # --- everything -----------------------------------------------------------------------
-    def pull_all(self) -> list[Path]:
+    def pull_all(self, *, alone: bool = False) -> list[Path]:
         """Compare the whole folder with the store and bring in what differs. Returns the
-        skill folders that changed."""
+        skill folders that changed. ``alone``: nothing else in this process writes the folder
+        now (at start), so the rows that differ are read in batches; otherwise each is read
+        again with its folder's lock held."""
         self.workspace.mkdir(parents=True, exist_ok=True)
         states = self.ws.states()
         files = self.ws.file_states()
         changed: list[Path] = []
+        todo: list[str] = []
         for name, (digest, deleted) in sorted(states.items()):
             if not skillmod.NAME_RE.match(name) or len(name) > skillmod.MAX_NAME:
                 self._warn(f"name:{name}", f"the team store holds a skill named {name[:80]!r}, which cannot be a "
@@ -246,13 +249,23 @@ class Mirror:
             folder = self.workspace / name
             if deleted:
                 if folder.exists() or folder.is_symlink():
-                    if self.pull(name):
-                        changed.append(folder)
+                    todo.append(name)
                 continue
             if _digest(folder / "SKILL.md") == digest and self._files_match(folder, files.get(name, {})):
                 continue
-            if self.pull(name):
-                changed.append(folder)
+            todo.append(name)
+        for start in range(0, len(todo), 500):
+            batch = todo[start:start + 500]
+            got = self.ws.skills(batch) if alone else {}
+            for name in batch:
+                folder = self.workspace / name
+                if name in got:
+                    with self.lock(name):
+                        did = self._apply(folder, got[name])[0]
+                else:
+                    did = self.pull(name)
+                if did:
+                    changed.append(folder)
         for entry in sorted(self.workspace.iterdir()):
             if entry.name.startswith(".tmp-") or (entry.name in states and not states[entry.name][1]):
                 continue
@@ -291,7 +304,7 @@ class Mirror:
         recent = set(self.ws.recent_seqs(max(0, self._last - 1000)))
         now = time.monotonic()
         self._missing = {s: now for s in range(max(1, self._last - 1000 + 1), self._last + 1) if s not in recent}
-        changed = self.pull_all()
+        changed = self.pull_all(alone=True)
         if follow:
             self.following = True
             self.ws.pg.listen(self.wake, poll=self.POLL)
