@@ -117,9 +117,9 @@ class InProcess:
         return 0
 
 
-def settle(target, *, quiet: float = 0.25, window: float = 3.0, limit: float = 600.0) -> float:
+def settle(target, *, quiet: float = 0.05, window: float = 3.0, limit: float = 30.0) -> float:
     """Wait until the target uses under ``quiet`` of a core over ``window`` seconds (start-up
-    done); returns the seconds waited."""
+    done), at most ``limit`` seconds (a server that never goes quiet); returns the seconds waited."""
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < limit:
         c0 = target.cpu()
