@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from . import skill as skillmod
 from .errors import NotFoundError, SkillshelfError, ValidationError
-from .files import MAX_SKILL_BYTES, read_text_bounded
+from .files import MAX_SKILL_BYTES, FileRefused, read_bounded, read_text_bounded
 
 DIFF_CONTEXT = 3
 
@@ -76,6 +77,33 @@ class Comparisons:
         findings = [f.as_dict() for f in parsed.findings]
         valid = not any(f["severity"] in ("fatal", "error") for f in findings)
         return {"valid": valid, "name": parsed.skill.name if parsed.skill else None, "findings": findings}
+
+    @staticmethod
+    def validate_paths(paths: list[str | Path]) -> list[tuple[str, list[skillmod.Finding]]]:
+        """Findings for each SKILL.md at or under the paths."""
+        files: list[Path] = []
+        for p in paths:
+            p = Path(p)
+            if p.is_dir():
+                direct = [p / n for n in ("SKILL.md", "skill.md") if (p / n).is_file()]
+                files.extend(direct[:1] or sorted(x for x in p.rglob("*") if x.name in ("SKILL.md", "skill.md")))
+            elif p.exists() or p.is_symlink():
+                files.append(p)      # a special file or a broken link is reported by the read below
+            else:
+                raise NotFoundError(f"{p} does not exist", fix="pass a SKILL.md file or a folder of skills")
+        out = []
+        for f in files:
+            try:
+                parsed = skillmod.parse(read_bounded(f, MAX_SKILL_BYTES), folder_name=f.absolute().parent.name)
+            except FileRefused as exc:
+                out.append((str(f), [skillmod.Finding("fatal", exc.rule, exc.message)]))
+                continue
+            except OSError as exc:   # one unreadable file (a link loop, no permission) fails only itself
+                out.append((str(f), [skillmod.Finding("fatal", "file.unreadable",
+                                                      f"cannot read: {exc.strerror or exc}")]))
+                continue
+            out.append((str(f), parsed.findings))
+        return out
 
     def check_save(self, action: str, **args: Any) -> dict[str, Any]:
         """A dry run of ``save``: the same checks a save makes (names, sizes, conflicts, the

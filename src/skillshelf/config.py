@@ -434,3 +434,35 @@ def _where(cfg: Config, key: str) -> str:
     if origin == "environment":
         return f" (from {_ENV.get(key, 'the environment')})"
     return ""
+
+
+def add_root(home: Path | str, path: str | Path) -> list[str]:
+    """Save a read-only root in ``home``'s config.toml; the saved roots after it."""
+    p = Path(path).expanduser().resolve()
+    if not p.exists():
+        raise ConfigError(f"{p} does not exist", fix="pass the folder that holds skill folders")
+    if not p.is_dir():
+        raise ConfigError(f"{p} is not a folder", fix="pass the folder that holds skill folders")
+    roots = [str(r) for r in saved_roots(home)]
+    if str(p) not in roots:
+        roots.append(str(p))
+        save_setting(Path(home), "roots", roots)
+    return roots
+
+
+def remove_root(home: Path | str, path: str | Path, labels: dict[str, str] | None = None) -> list[str]:
+    """Forget a saved root, given by its path (it may no longer exist) or by its label
+    (``labels``: label -> path of the roots now open); the saved roots after it."""
+    from .errors import NotFoundError
+
+    roots = [str(r) for r in saved_roots(home)]
+    target = Path(path).expanduser().resolve()  # strict=False: a root that has gone still resolves
+    match = [r for r in roots if Path(r).expanduser().resolve() == target]
+    if not match and labels and str(path) in labels:
+        match = [r for r in roots if Path(r).expanduser().resolve() == Path(labels[str(path)])]
+    if not match:
+        raise NotFoundError(f"{target} is not a saved root", suggestions=roots[:3] or None,
+                            fix=None if roots else "no roots are saved (see `skillshelf roots list`)")
+    roots = [r for r in roots if r not in match]
+    save_setting(Path(home), "roots", roots or None)
+    return roots

@@ -3,10 +3,6 @@ methods and only format what they return."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-import time
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,16 +14,16 @@ from . import usage as usagemod
 from .catalog import PAGE_MAX, SORTS, Catalog
 from .comparisons import DIFF_CONTEXT, Comparisons
 from .config import Config, load as load_config
-from .errors import (ConfigError, EmbedderError, NotFoundError, SkillshelfError, ValidationError,
+from .errors import (ConfigError, EmbedderError, SkillshelfError, ValidationError,
                      cannot_write_error, write_failure)
-from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from .indexing import RESCAN, Indexer, LazyEmbedder
 from .judge import Judge
 from .learning import Learner, Learning
 from .usage import Usage
 from .search import Searcher, SearchResult
 from .sources import Root, current_repo as detect_current_repo, make_roots
-from .store import Store, open_shared
+from .store import Store, open_shared, status as _store_status
+from .store.sqlite import move_aside, put_back
 from .store.skill_refs import SkillRefs
 from .store.catalog import CatalogReads
 from .store.records import SkillRows
@@ -37,10 +33,6 @@ from .resources import SkillResources, skill_uri
 from .records import FileList, Listing, Records, SkillRecord  # noqa: F401  (re-exported: the facade's values)
 
 SAMPLES = ("cors-fix-nextjs-api", "docker-multi-stage-build", "git-conventional-commits")
-# A stat scan of every SKILL.md costs ~0.7 s at 5.3k skills (BENCHMARKS.md: unchanged resync),
-# too much to pay before each query. One-shot commands scan before their first query; a
-# long-running process (the MCP server) calls ``watch()`` and scans in a background thread.
-AUTO_SYNC_INTERVAL = 2.0
 
 
 if TYPE_CHECKING:   # pragma: no cover
@@ -156,14 +148,7 @@ class Library:
         new one: the files are the truth. Returns the library and where the old file went.
         Usage history lives in the database: it stays in the moved-aside file."""
         cfg = kw.pop("config", None) or load_config(home, **{k: v for k, v in kw.items() if k in ("roots",)})
-        moved = None
-        if cfg.db_path.exists():
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            moved = cfg.db_path.with_name(f"{cfg.db_path.name}.damaged-{stamp}")
-            for suffix in ("", "-wal", "-shm"):
-                src = Path(str(cfg.db_path) + suffix)
-                if src.exists():
-                    os.replace(src, Path(str(moved) + suffix))
+        moved = move_aside(cfg.db_path)
         lib = None
         try:
             lib = cls(config=cfg, **{k: v for k, v in kw.items() if k not in ("roots",)})
@@ -174,12 +159,7 @@ class Library:
             if lib is not None:
                 lib.close()
             if moved is not None:
-                for suffix in ("", "-wal", "-shm"):
-                    new, old = Path(str(cfg.db_path) + suffix), Path(str(moved) + suffix)
-                    with contextlib.suppress(OSError):
-                        new.unlink()
-                    if old.exists():
-                        os.replace(old, new)
+                put_back(moved, cfg.db_path)
             raise
         return lib, moved
 
@@ -251,24 +231,9 @@ class Library:
         if log:
             filters = {k: v for k, v in dict(repo_scope=repo_scope, current_repo=current_repo, tags=tags,
                                                 skill_type=skill_type).items() if v and v != "all"}
-            try:
-                result.query_id = self._usage.log_query(
-                    text=query, mode=mode, filters=filters, client=client or self.client,
-                    confident=result.confident, degraded=result.degraded is not None, hits=result.hits,
-                    latency_ms=result.latency_ms, hash_text=self.config.hash_queries)
-                # kept in memory so a report on this request is learned without embedding it again
-                self._learning.remember_vector(result.query_id, result.request_vector)
-            except Exception as exc:
-                # A read must keep working when the log cannot be written (disk full, read-only
-                # database or file system): the hits are returned and `degraded` says what is
-                # missing. Any other error is raised.
-                reason = write_failure(exc)
-                if reason is None:
-                    raise
-                note = (f"usage not recorded ({reason}): the hits are complete"
-                        + ("" if self.store.read_only else "; report_outcome without a query_id"))
-                result.degraded = f"{result.degraded}; {note}" if result.degraded else note
-                print(f"skillshelf: {note}", file=sys.stderr)
+            self._usage.log_search(query, result, mode=mode, filters=filters, client=client or self.client,
+                                   hash_text=self.config.hash_queries, read_only=self.read_only,
+                                   remember=self._learning.remember_vector)
         return result
 
     # --- reading --------------------------------------------------------------------
@@ -335,31 +300,9 @@ class Library:
 
     # --- validation -----------------------------------------------------------------
     @staticmethod
-    def validate_paths(paths: list[str | Path]) -> list[tuple[str, list[skillmod.Finding]]]:
-        """Findings for each SKILL.md at or under the paths."""
-        files: list[Path] = []
-        for p in paths:
-            p = Path(p)
-            if p.is_dir():
-                direct = [p / n for n in ("SKILL.md", "skill.md") if (p / n).is_file()]
-                files.extend(direct[:1] or sorted(x for x in p.rglob("*") if x.name in ("SKILL.md", "skill.md")))
-            elif p.exists() or p.is_symlink():
-                files.append(p)      # a special file or a broken link is reported by the read below
-            else:
-                raise NotFoundError(f"{p} does not exist", fix="pass a SKILL.md file or a folder of skills")
-        out = []
-        for f in files:
-            try:
-                parsed = skillmod.parse(read_bounded(f, MAX_SKILL_BYTES), folder_name=f.absolute().parent.name)
-            except FileRefused as exc:
-                out.append((str(f), [skillmod.Finding("fatal", exc.rule, exc.message)]))
-                continue
-            except OSError as exc:   # one unreadable file (a link loop, no permission) fails only itself
-                out.append((str(f), [skillmod.Finding("fatal", "file.unreadable",
-                                                      f"cannot read: {exc.strerror or exc}")]))
-                continue
-            out.append((str(f), parsed.findings))
-        return out
+    def validate_paths(paths: list[str | Path]) -> list[tuple[str, list]]:
+        """Findings for each SKILL.md at or under the paths (``skillshelf validate``)."""
+        return Comparisons.validate_paths(paths)
 
     # --- health ---------------------------------------------------------------------
     def doctor(self) -> DoctorReport:
@@ -386,15 +329,7 @@ class Library:
         if note and len(note) > 4000:
             raise ValidationError("note is over 4000 characters", fix="shorten the note")
         rec = self.get(skill)
-        qid = None
-        if query_id not in (None, ""):
-            try:
-                qid = int(query_id)
-            except (TypeError, ValueError):
-                raise ValidationError(f"query id {query_id!r} is not a number",
-                                      fix="pass the query id a search returned, or leave it empty") from None
-            if self._usage.query(qid) is None:    # (ids past the store's integers included)
-                raise NotFoundError(f"no query with id {qid}", fix="pass the query id a search returned, or none")
+        qid = self._usage.logged_query_id(query_id)
         oid = self._usage.log_outcome(skill_id=rec.id, name=rec.name, worked=worked, note=note,
                                    query_id=qid, client=client or self.client)
         # Kept for ranking (learning.py) when it names the request it answers: later requests
@@ -438,37 +373,15 @@ class Library:
 
     def add_root(self, path: str | Path) -> list[str]:
         """Save a read-only root in config.toml so every later command and the server use it."""
-        from .config import save_setting
-        from .errors import ConfigError
+        from .config import add_root
 
-        p = Path(path).expanduser().resolve()
-        if not p.exists():
-            raise ConfigError(f"{p} does not exist", fix="pass the folder that holds skill folders")
-        if not p.is_dir():
-            raise ConfigError(f"{p} is not a folder", fix="pass the folder that holds skill folders")
-        roots = self.configured_roots()
-        if str(p) not in roots:
-            roots.append(str(p))
-            save_setting(self.config.home, "roots", roots)
-        return roots
+        return add_root(self.config.home, path)
 
     def remove_root(self, path: str | Path) -> list[str]:
         """Forget a saved root, given by its path (it may no longer exist) or its label."""
-        from .config import save_setting
+        from .config import remove_root
 
-        roots = self.configured_roots()
-        wanted = Path(path).expanduser()
-        target = wanted.resolve()  # strict=False: a root that has gone still resolves
-        by_label = {r.label: str(r.path) for r in self.roots if r.kind == "other"}
-        match = [r for r in roots if Path(r).expanduser().resolve() == target]
-        if not match and str(path) in by_label:
-            match = [r for r in roots if Path(r).expanduser().resolve() == Path(by_label[str(path)])]
-        if not match:
-            raise NotFoundError(f"{target} is not a saved root", suggestions=roots[:3] or None,
-                                fix=None if roots else "no roots are saved (see `skillshelf roots list`)")
-        roots = [r for r in roots if r not in match]
-        save_setting(self.config.home, "roots", roots or None)
-        return roots
+        return remove_root(self.config.home, path, {r.label: str(r.path) for r in self.roots if r.kind == "other"})
 
     # --- evolution ------------------------------------------------------------------
     @property
@@ -765,21 +678,8 @@ class Library:
 
     def store_status(self) -> dict[str, Any]:
         """The store this library runs on: ``kind`` (local | team), where (a team URL without
-        its password), its schema version, and for a team store whether it answers and in how
-        many ms."""
-        if self._shared.team is None:
-            return {"kind": "local", "where": str(self.config.db_path),
-                    "schema": (self.store.applied_migrations() or ["none"])[-1], "reachable": True}
-        from .store.postgres import redact
-
-        pg = self._shared.team
-        try:
-            ms = pg.ping()
-            return {"kind": "team", "where": redact(pg.url), "schema": pg.schema_version(), "reachable": True,
-                    "latency_ms": round(ms, 2)}
-        except SkillshelfError as exc:
-            return {"kind": "team", "where": redact(pg.url), "schema": None, "reachable": False,
-                    "error": exc.message, "fix": exc.fix}
+        its password), its schema version, and for a team store whether it answers (in ms)."""
+        return _store_status(self.store, self._shared.team)
 
     # --- team mode: copying a local library into a team store ----------------------------
     def migrate_store(self, url: str, *, dry_run: bool = False, on_kind=None):

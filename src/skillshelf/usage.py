@@ -9,12 +9,14 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .errors import NotFoundError, ValidationError, write_failure
 from .store import now
 from .store.usage import UsageLog
 from .text import sha256, tokenize
@@ -222,6 +224,42 @@ class Usage:
                                   text_hash=request_hash(text), mode=mode, filters=filters, client=client,
                                   confident=confident, degraded=bool(degraded), n_hits=len(hits),
                                   latency_ms=latency_ms, recommended=recommended)
+
+    def log_search(self, query: str, result: Any, *, mode: str, filters: dict, client: str | None, hash_text: bool,
+                   read_only: bool, remember: Callable[[int | None, Any], None] | None = None) -> None:
+        """Log a search and its hits, setting ``result.query_id`` (and handing the request's
+        vector to ``remember``, so a report on it is learned without embedding it again). A
+        read keeps working when the log cannot be written (a full disk, a read-only database):
+        the hits are returned and ``result.degraded`` says what is missing; any other error is
+        raised."""
+        try:
+            result.query_id = self.log_query(text=query, mode=mode, filters=filters, client=client,
+                                             confident=result.confident, degraded=result.degraded is not None,
+                                             hits=result.hits, latency_ms=result.latency_ms, hash_text=hash_text)
+            if remember is not None:
+                remember(result.query_id, result.request_vector)
+        except Exception as exc:
+            reason = write_failure(exc)
+            if reason is None:
+                raise
+            note = (f"usage not recorded ({reason}): the hits are complete"
+                    + ("" if read_only else "; report_outcome without a query_id"))
+            result.degraded = f"{result.degraded}; {note}" if result.degraded else note
+            print(f"skillshelf: {note}", file=sys.stderr)
+
+    def logged_query_id(self, query_id: int | str | None) -> int | None:
+        """The id of a logged query a report names (None for none); ``ValidationError`` for
+        one that is not a number, ``NotFoundError`` for one never logged."""
+        if query_id in (None, ""):
+            return None
+        try:
+            qid = int(query_id)
+        except (TypeError, ValueError):
+            raise ValidationError(f"query id {query_id!r} is not a number",
+                                  fix="pass the query id a search returned, or leave it empty") from None
+        if self.query(qid) is None:    # (ids past the store's integers included)
+            raise NotFoundError(f"no query with id {qid}", fix="pass the query id a search returned, or none")
+        return qid
 
     def log_outcome(self, *, skill_id: str | None, name: str, worked: bool, note: str, query_id: int | None,
                     client: str | None, at: str | None = None) -> int:

@@ -69,3 +69,23 @@ def open_shared(config: Any, local: Store) -> Shared:
 
     return Shared(usage=UsageLog(local), usage_reads=UsageReads(local), learning=LearningMemory(local),
                   judge=JudgeLog(local), overlays=Overlays(local))
+
+
+def status(local: Store, team: Any = None) -> dict[str, Any]:
+    """What ``doctor`` says of the store: ``kind`` (local | team), ``where`` (a team URL without
+    its password), ``schema`` (the last migration applied), ``reachable`` and, for a team
+    store, ``latency_ms`` of a round trip (or ``error`` and ``fix`` when it does not answer)."""
+    from ..errors import SkillshelfError
+
+    if team is None:
+        return {"kind": "local", "where": str(local.path), "schema": (local.applied_migrations() or ["none"])[-1],
+                "reachable": True}
+    from .pg_writes import redact
+
+    try:
+        ms = team.ping()
+        return {"kind": "team", "where": redact(team.url), "schema": team.schema_version(), "reachable": True,
+                "latency_ms": round(ms, 2)}
+    except SkillshelfError as exc:
+        return {"kind": "team", "where": redact(team.url), "schema": None, "reachable": False,
+                "error": exc.message, "fix": exc.fix}

@@ -249,3 +249,31 @@ class Store:
     def set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
                         (key, value))
+
+
+def move_aside(db_path: Path) -> Path | None:
+    """Move a database (and its -wal/-shm files) aside as ``<name>.damaged-<time>``, so a new
+    one can be built from the files; where it went, or None when there was none."""
+    import os
+    import time
+
+    if not db_path.exists():
+        return None
+    moved = db_path.with_name(f"{db_path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(str(db_path) + suffix)
+        if src.exists():
+            os.replace(src, Path(str(moved) + suffix))
+    return moved
+
+
+def put_back(moved: Path, db_path: Path) -> None:
+    """Undo ``move_aside``: the new files go, the old ones return (a rebuild that failed)."""
+    import os
+
+    for suffix in ("", "-wal", "-shm"):
+        new, old = Path(str(db_path) + suffix), Path(str(moved) + suffix)
+        with contextlib.suppress(OSError):
+            new.unlink()
+        if old.exists():
+            os.replace(old, new)
