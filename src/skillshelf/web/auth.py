@@ -79,7 +79,7 @@ def author_of(request: Request, given: str = "") -> str:
 def need(action: str) -> Any:
     """A route dependency: the caller's role allows ``action``, else ``ForbiddenError``
     (403) naming the role needed."""
-    def check(request: Request) -> None:
+    async def check(request: Request) -> None:      # no I/O: no thread for it
         Library.authorize(caller_of(request), action, WHAT.get(action))
 
     check.skillshelf_action = action        # read by the test that every route names its action
