@@ -199,9 +199,10 @@ def test_close_refuses_new_calls_and_closes_the_library(tmp_path):
         lib = Library(tmp_path / "home", roots=[root], embedder=FakeEmbedder())
         real = lib.close
 
-        def close() -> None:
-            real()
+        def close(timeout: float | None = None) -> bool:
+            ended = real(timeout)
             closed.set()
+            return ended
 
         lib.close = close
         opened.append(lib)

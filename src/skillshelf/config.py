@@ -107,7 +107,9 @@ class Config:
     hash_queries: bool = _f(False, "store a hash instead of the query text in the usage log")
     low_success_min_uses: int = _f(3, "reports needed before a skill can count as low-success")
     low_success_rate: float = _f(0.5, "success rate under which a skill is a rewrite candidate")
-    auto_sync: bool = _f(True, "check files before each query (cheap stat scan) so editor changes are picked up")
+    auto_sync: bool = _f(True, "keep the index up to date with the files: a one-shot command scans before its first "
+                               "query; a server (or a library used again) learns of changes from file-system events "
+                               "and rescans only then, plus every 10 minutes")
     max_body_bytes: int = _f(200_000, "largest skill body an agent may write")
     http_token: str = _f("", "bearer token required by the HTTP server on a non-loopback bind")
     store: str = _f("", "the store: empty for the local SQLite library in the home, or a postgresql:// URL "

@@ -207,17 +207,18 @@ class LibraryHandle:
                 self._idle.wait(left)
             idle = not self._calls
         lib, self._lib = self._lib, None
-        closed = self._close_library(lib) if lib is not None else True
+        closed = self._close_library(lib, max(0.1, deadline - time.monotonic())) if lib is not None else True
         return ready and idle and closed
 
     @staticmethod
-    def _close_library(lib: Any) -> bool:
+    def _close_library(lib: Any, timeout: float | None = None) -> bool:
+        """Close the library, waiting at most ``timeout`` seconds for its background work;
+        whether that work has ended (the process may then exit with no thread in the model)."""
         try:
-            lib.close()
+            return bool(lib.close(timeout))
         except Exception as exc:
             print(f"skillshelf: closing the library failed: {exc}", file=sys.stderr)
             return False
-        return True
 
 
 def _tool(handle: LibraryHandle, fn: Callable[..., Any]) -> Callable[..., Any]:
