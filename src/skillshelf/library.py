@@ -27,7 +27,7 @@ from .store.sqlite import move_aside, put_back
 from .store.skill_refs import SkillRefs
 from .store.catalog import CatalogReads
 from .store.records import SkillRows
-from .access import Caller, needs, require
+from .access import ROLES, Caller, needs, require
 from .checks import Check, Clash, DoctorReport
 from .resources import SkillResources, skill_uri
 from .records import FileList, Listing, Records, SkillRecord  # noqa: F401  (re-exported: the facade's values)
@@ -58,6 +58,7 @@ class Library:
     date with the files; ``search()`` finds skills."""
 
     SKILL_TYPES = skillmod.SKILL_TYPES   # the skill types the spec's metadata names
+    ROLES = ROLES          # the roles of a team store's tokens, least to most
     SORTS = SORTS          # the orders ``browse`` accepts
     PAGE_MAX = PAGE_MAX    # the largest page ``browse`` returns
 

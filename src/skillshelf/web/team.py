@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import SkillshelfError, ValidationError
+from ..library import Library
 from .auth import (
     MAKE_TOKEN,
     SESSION_COOKIE,
@@ -29,7 +30,7 @@ from .security import CSRF_COOKIE, require_csrf
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_csrf)])
 api = APIRouter(prefix="/api", tags=["team"], dependencies=[Depends(require_csrf)])
 # the roles a token can have, lowest first (the store checks the one given)
-ROLES = ("reader", "agent", "curator", "admin")
+ROLES = Library.ROLES
 
 
 # --- signing in and out ---------------------------------------------------------------------
