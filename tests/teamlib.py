@@ -40,7 +40,8 @@ def team_library(home: Path, url: str, *, follow: bool = True, embedder: str = "
     # -- the facade's lines (Library.__init__, evolver, review, close) --
     lib._team = Team.open(lib.config, pg=lib._shared.team, index=lambda paths: lib.indexer.sync(embed=True),
                           follow=follow)
-    lib._evolver = Evolver(lib, **lib._team.evolver_parts())
+    lib._team.subscribe("overlay", lib._overlays.refresh)
+    lib._evolver = Evolver(lib, overlays=lib._overlays, **lib._team.evolver_parts())
     lib.sync()
     return lib
 

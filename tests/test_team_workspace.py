@@ -77,6 +77,28 @@ def test_a_deprecation_through_one_server_hides_the_skill_on_every_other(servers
     assert [e["action"] for e in a.history("cors-fix")["changelog"]] == ["ARCHIVE", "INACTIVE", "RESTORE"]
 
 
+def test_a_deprecation_of_a_read_only_skill_through_one_server_hides_it_on_every_other(tmp_path, pg_url):
+    """A read-only root is the same checkout on every server; the owner's decision about one
+    of its skills is the team's (an overlay in the store), its file is never changed."""
+    from conftest import write_skill
+
+    root = tmp_path / "checkout"
+    md = write_skill(root, "web/cors-root", description="Fix CORS errors in API routes", body=BODY)
+    before = md.read_bytes()
+    a = team_library(tmp_path / "a", pg_url, roots=[root])
+    b = team_library(tmp_path / "b", pg_url, roots=[root])
+    try:
+        assert found(b, "CORS errors API routes", "cors-root")
+        a.deprecate("cors-root", "the gateway answers CORS now")
+        assert until(lambda: not found(b, "CORS errors API routes", "cors-root")) is not None
+        b.restore("cors-root")
+        assert until(lambda: found(a, "CORS errors API routes", "cors-root")) is not None
+        assert md.read_bytes() == before
+    finally:
+        close(a)
+        close(b)
+
+
 def test_changes_through_two_servers_build_on_each_other(servers, pg_url):
     a, b = servers
     a.save("ARCHIVE", name="cors-fix", description="Fix CORS errors in API routes", body=BODY)

@@ -60,15 +60,21 @@ class Evolver:
     search state). ``history`` keeps versions and changelogs (``FileHistory`` by default);
     ``lock`` serialises the writers of one skill name (``files.locked`` on the home by
     default: a context manager taking lock keys); ``workspace`` is the commit point
-    (``FileWorkspace``, the workspace folder, by default)."""
+    (``FileWorkspace``, the workspace folder, by default); ``overlays`` keeps the owner's
+    decisions on skills of read-only roots (the library's store by default)."""
 
     def __init__(self, lib: Any, *, history: History | None = None, lock: Any = None,
-                 workspace: Workspace | None = None):
+                 workspace: Workspace | None = None, overlays: Any = None):
         self.lib = lib
         self.cfg = lib.config
         self.history = history or FileHistory(self.cfg.home)
         self._lock = lock or (lambda *keys: locked(self.cfg.home, *keys))
         self.ws = workspace or FileWorkspace(lambda: self.cfg.workspace, self.history)
+        self._overlays = overlays
+
+    @property
+    def overlays(self) -> Any:
+        return self._overlays if self._overlays is not None else self.lib.store
 
     # lookups --------------------------------------------------------------------------------
     def _find(self, name: str):
@@ -353,7 +359,7 @@ class Evolver:
         """Mark a skill inactive: in its file for a workspace skill, as an overlay in the
         store for a skill of a read-only root (another collection's file is never forked)."""
         if rec.kind != "workspace":
-            overlaymod.set_state(self.lib.store, rec.id, status="deprecated", reason=reason[:300] or status)
+            overlaymod.set_state(self.overlays, rec.id, status="deprecated", reason=reason[:300] or status)
             return
         changes: dict[str, str | None] = {**extra, "status": status}
         if reason:
@@ -591,7 +597,7 @@ class Evolver:
         current = skillmod.parse_date(rec.expires_on)
         new_exp = max(current or today_d, today_d) + _dt.timedelta(days=days)
         if rec.kind != "workspace":
-            ov = overlaymod.set_state(self.lib.store, rec.id, expires_on=new_exp.isoformat())
+            ov = overlaymod.set_state(self.overlays, rec.id, expires_on=new_exp.isoformat())
             return {"name": rec.name, "id": rec.id, "expires_on": ov.expires_on,
                     "message": f"{rec.name} now expires on {ov.expires_on} (kept in the library; "
                                f"the read-only file in {rec.root} is untouched)"}
@@ -635,7 +641,7 @@ class Evolver:
                                               f"(`skillshelf fix {rec.id} ...`), or change it in {rec.root}")
                 raise ValidationError(f"{rec.name} is not deprecated: there is nothing to restore",
                                       fix="deprecated skills show as inactive in `skillshelf list --all`")
-            overlaymod.set_state(self.lib.store, rec.id, status=None, reason=None)
+            overlaymod.set_state(self.overlays, rec.id, status=None, reason=None)
             return {"name": rec.name, "id": rec.id, "status": "active", "reason": reason,
                     "message": f"{rec.name} is active again (the deprecation kept in the library is cleared; "
                                f"the read-only file in {rec.root} is untouched)"}

@@ -66,6 +66,11 @@ class Team:
     def open(cls, config: Any, **kw: Any) -> "Team":
         return cls(config, **kw)
 
+    def subscribe(self, kind: str, fn: Callable[[list[str]], object]) -> None:
+        """Call ``fn(keys)`` when other servers commit changes of ``kind`` (e.g. "overlay",
+        with the skill ids: ``PgOverlays.refresh``)."""
+        self.mirror.subscribe(kind, fn)
+
     def evolver_parts(self) -> dict[str, Any]:
         """The keyword arguments of ``Evolver`` for this team."""
         return {"history": self.history, "lock": self.lock, "workspace": self.workspace}
