@@ -376,6 +376,24 @@ def test_a_server_started_later_gets_every_skill_and_only_what_the_store_has(tmp
         close(a)
 
 
+def test_a_folder_written_into_a_servers_copy_is_added_to_the_store_with_its_files(servers, pg_url):
+    """What an import or ``init``'s samples write into the folder reaches the store (and
+    every server) through ``Team.adopt``."""
+    a, b = servers
+    folder = a.config.workspace / "by-import"
+    (folder / "references").mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: by-import\ndescription: Rotate TLS certificates without "
+                                     "downtime\nmetadata:\n  version: '3'\n---\n\n# Rotate\n")
+    (folder / "references" / "steps.md").write_text("1. issue\n2. swap\n")
+    assert a._team.adopt(["by-import"], author="import") == {"by-import": 3}
+    assert until(lambda: found(b, "rotate TLS certificates", "by-import")) is not None
+    assert (b.config.workspace / "by-import" / "references" / "steps.md").read_text() == "1. issue\n2. swap\n"
+    assert [e["action"] for e in b.history("by-import")["changelog"]] == ["IMPORT"]
+    assert b.save("FIX", target_skill_name="by-import", lesson="drain first").version == 4
+    assert a._team.adopt(["by-import"]) == {"by-import": None}      # the store has it: nothing twice
+    assert rows(pg_url, "SELECT version FROM history WHERE name = 'by-import' ORDER BY version") == [(3,), (4,)]
+
+
 def test_a_skill_file_over_the_cap_is_refused(servers, pg_url):
     a, _ = servers
     with a._team.lock("skill:big"):

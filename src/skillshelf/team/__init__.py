@@ -56,7 +56,7 @@ class Team:
             self.workspace = TeamWorkspace(self.store, self.mirror)
             self.lock = TeamLock(self.store, on_release=self.workspace.forget)
             self.history = PgHistory(self.store)
-            self.drafts = PgDrafts(self.store, self.mirror)
+            self.drafts = PgDrafts(self.store, self.mirror, self.lock)
             self.mirror.start(follow=follow)
         except BaseException:
             self.close()
@@ -70,6 +70,16 @@ class Team:
         """Call ``fn(keys)`` when other servers commit changes of ``kind`` (e.g. "overlay",
         with the skill ids: ``PgOverlays.refresh``)."""
         self.mirror.subscribe(kind, fn)
+
+    def adopt(self, names: list[str], *, author: str = "", reason: str = "") -> dict[str, int | None]:
+        """Add folders written into this server's copy (an import, the samples of ``init``) to
+        the store, each as a new skill with its files: {name: its version, or None when the
+        store has that name already (the next pull replaces the folder with the store's)}."""
+        out: dict[str, int | None] = {}
+        for name in names:
+            with self.lock("skill:" + name):
+                out[name] = self.workspace.adopt(name, author=author, reason=reason)
+        return out
 
     def evolver_parts(self) -> dict[str, Any]:
         """The keyword arguments of ``Evolver`` for this team."""

@@ -18,12 +18,13 @@ from .mirror import Mirror
 
 
 class PgDrafts(Drafts):
-    def __init__(self, ws: PgWorkspace, mirror: Mirror):
+    def __init__(self, ws: PgWorkspace, mirror: Mirror, lock=None):
         self.ws = ws
         self.mirror = mirror
+        self._lock = lock or ws.locked      # the team's lock (``TeamLock``): one session per operation
 
     def lock(self, name: str):
-        return self.ws.locked("draft:" + name)
+        return self._lock("draft:" + name)
 
     def names(self) -> list[str]:
         return [n for n in self.ws.draft_names() if skillmod.NAME_RE.match(n)]

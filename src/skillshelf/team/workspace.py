@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import skill as skillmod
 from ..errors import ValidationError, WriteError
-from ..files import MAX_SKILL_BYTES
+from ..files import MAX_RESOURCE_BYTES, MAX_SKILL_BYTES, read_bounded, read_text_bounded
 from ..guards import name_dir
 from ..store.pg_workspace import NEW, PgWorkspace, sha256
 from ..workspace import Workspace, after_write, check_files
@@ -68,11 +68,13 @@ class TeamWorkspace(Workspace):
 
     def refresh(self, names: Iterable[str]) -> bool:
         changed = False
+        locked = self.ws.in_session()
         for name in names:
             if not _plain(name):
                 continue
             did, base = self.mirror.bring(name)
-            self._bases()[name] = base
+            if locked:              # what a change under these locks is planned from
+                self._bases()[name] = base
             changed |= did
         return changed
 
@@ -99,6 +101,42 @@ class TeamWorkspace(Workspace):
         self._bases()[name] = sha256(data)
         path = self.mirror.workspace / name / "SKILL.md"
         return path, after_write(lambda: self.mirror.write_committed(name, data, files))
+
+    def adopt(self, name: str, *, author: str = "", reason: str = "") -> int | None:
+        """Commit the folder ``name`` that this server's copy holds and the store does not
+        (written here by an import or as a sample) as a new skill of the store, its locks held
+        by the caller: its SKILL.md (the version its frontmatter says, else 1) and its other
+        files (regular files only, within the caps). Returns the version, or None when the
+        store has a skill of that name already (the folder is then this copy's to replace)."""
+        from ..history import ChangelogEntry
+        from ..guards import now_iso
+
+        folder = name_dir(self.mirror.workspace, name)
+        self.refresh_base(name)
+        if self._bases().get(name) is not None:
+            return None
+        text = read_text_bounded(folder / "SKILL.md", MAX_SKILL_BYTES)
+        files: dict[str, bytes] = {}
+        for p in sorted(folder.rglob("*")):
+            rel = p.relative_to(folder).as_posix()
+            if rel == "SKILL.md" or p.is_symlink() or not p.is_file() or p.name.startswith(".tmp-"):
+                continue
+            files[rel] = read_bounded(p, MAX_RESOURCE_BYTES)
+        parsed = skillmod.parse(text.encode("utf-8"), folder_name=name)
+        if parsed.skill is None:
+            bad = next(f for f in parsed.findings if f.severity == "fatal")
+            raise ValidationError(f"{folder / 'SKILL.md'} is not a skill: {bad.message}",
+                                  fix="fix the file, then add it again")
+        version = parsed.skill.version or 1
+        entry = ChangelogEntry(now_iso(), "IMPORT", name, None, version, "person",
+                               reason or "added to the team store from a server's folder", [], author)
+        self.write(name, text, version, entry=entry, files=files)
+        return version
+
+    def refresh_base(self, name: str) -> None:
+        """Read what the store holds of ``name`` now as the base of a change (not the folder)."""
+        row = self.ws.skill(name)
+        self._bases()[name] = None if row is None or row.deleted else row.sha256
 
     def delete(self, name: str, folder: Path, *, forget: bool) -> None:
         key = folder.name
