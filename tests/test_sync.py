@@ -197,8 +197,9 @@ def test_listing_does_not_load_the_model_unless_something_changed(tmp_path):
     lib = _lib(tmp_path, auto_sync=True, embedder=FakeEmbedder())
     lib.sync()
     asked = []
-    real = lib.model.state
+    real, real_unloaded = lib.model.state, lib.model.unloaded
     lib.model.state = lambda: asked.append(1) or real()
+    lib.model.unloaded = lambda: asked.append(1) or real_unloaded()   # the backend, to load if it must
     lib.indexer.expire()
     lib.list()
     assert asked == []                       # nothing changed: no model, no embedding

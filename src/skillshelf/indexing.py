@@ -66,6 +66,7 @@ class LazyEmbedder:
     def __init__(self, config: Callable[[], Config], embedder: Any = None):
         self._config = config
         self._embedder = embedder
+        self._unloaded: Any = None       # the backend made but not loaded yet (``unloaded``)
         self._error: str | None = None
         self._lock = threading.Lock()
 
@@ -84,8 +85,9 @@ class LazyEmbedder:
             from .embeddings import create
 
             try:
-                emb = create(name, model=cfg.embedder_model, url=cfg.embedder_url, api_key=cfg.embedder_api_key,
-                             model_path=cfg.embedder_path, precision=cfg.embedder_precision)
+                emb = self._unloaded or create(name, model=cfg.embedder_model, url=cfg.embedder_url,
+                                               api_key=cfg.embedder_api_key, model_path=cfg.embedder_path,
+                                               precision=cfg.embedder_precision)
                 emb.load()
             except EmbedderError as exc:
                 self._error = f"embedder {name!r} unavailable ({exc}): lexical-only search"
@@ -93,6 +95,27 @@ class LazyEmbedder:
                 return None, self._error
             self._embedder = emb
             return emb, None
+
+    def unloaded(self) -> Any:
+        """The backend without loading its model, for a sync that may have nothing to embed
+        (``index.embed_pending`` and the prefetch load it when a text needs a vector: an
+        unchanged sync then costs no model load); None when search is lexical-only."""
+        with self._lock:
+            if self._embedder is not None or self._error is not None:
+                return self._embedder
+            if self._unloaded is None:
+                cfg = self._config()
+                if cfg.embedder == "none":
+                    return None
+                from .embeddings import create
+
+                try:
+                    self._unloaded = create(cfg.embedder, model=cfg.embedder_model, url=cfg.embedder_url,
+                                            api_key=cfg.embedder_api_key, model_path=cfg.embedder_path,
+                                            precision=cfg.embedder_precision)
+                except EmbedderError:
+                    return None      # ``state()`` says why, when something needs the model
+            return self._unloaded
 
     def fail(self, reason: str) -> None:
         """The backend failed: lexical-only from now on, for ``reason``."""
@@ -148,7 +171,7 @@ class Indexer:
             cfg = self._config()
             self._changes()           # what the watcher saw so far is covered by this scan
             # A local model embeds the changed skills while the lexical index is being built.
-            emb = self.embedder.state()[0] if embed else None
+            emb = self.embedder.unloaded() if embed else None
             pre = indexmod.Prefetch(self.store, emb, cfg.search.body_vector_tokens) \
                 if emb is not None and emb.local else None
             self._prefetch = pre      # close() cancels it, even while it is being waited for
@@ -208,12 +231,17 @@ class Indexer:
                         continue
 
     def embed_pending(self, report: indexmod.SyncReport, progress=None, ready=None) -> None:
-        emb, _ = self.embedder.state()
+        emb = self.embedder.unloaded()
         if emb is None:
             return
         try:
             report.embedded = indexmod.embed_pending(self.store, emb, progress=progress, ready=ready,
                                                        body_tokens=self._config().search.body_vector_tokens)
+        except indexmod.Interrupted as exc:
+            # the vectors made before Ctrl-C are kept: the report says so with the rest of the sync
+            report.embedded += exc.report.embedded
+            exc.report = report
+            raise
         except EmbedderError as exc:
             # a backend that fails here would fail every query: go lexical-only, loudly
             report.notes.append(f"embedding failed: {exc}")

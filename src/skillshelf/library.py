@@ -59,6 +59,7 @@ class Library:
 
     SKILL_TYPES = skillmod.SKILL_TYPES   # the skill types the spec's metadata names
     ROLES = ROLES          # the roles of a team store's tokens, least to most
+    Interrupted = indexmod.Interrupted   # Ctrl-C during a sync, after committing the work done
     SORTS = SORTS          # the orders ``browse`` accepts
     PAGE_MAX = PAGE_MAX    # the largest page ``browse`` returns
 

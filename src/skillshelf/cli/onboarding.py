@@ -32,6 +32,7 @@ def sync(json_out: bool = typer.Option(False, "--json", help="print the counts a
     """Bring the index up to date with the files (only what changed is read)."""
     import time
 
+    from ..library import Library
     from .progress import SyncProgress
 
     lib = _lib()
@@ -43,14 +44,27 @@ def sync(json_out: bool = typer.Option(False, "--json", help="print the counts a
         _json(d)
         return
     # common.err, looked up now: a test puts a console of its own there
-    with SyncProgress(common.err, embedding=lib.config.embedder != "none") as prog:
-        rep = lib.sync(progress=prog.on_files, embed_progress=prog.on_texts)
+    try:
+        with SyncProgress(common.err, embedding=lib.config.embedder != "none") as prog:
+            rep = lib.sync(progress=prog.on_files, embed_progress=prog.on_texts)
+    except Library.Interrupted as exc:      # Ctrl-C: the work done is committed; say what was kept
+        r = exc.report
+        common.err.print(f"stopped: kept {r.added} added, {r.updated} updated, {r.removed} removed skills and "
+                         f"{r.embedded} vectors; run `skillshelf sync` to finish")
+        raise typer.Exit(130) from None
     elapsed = time.perf_counter() - t0
     out.print(f"added {rep.added} · updated {rep.updated} · removed {rep.removed} · unchanged {rep.unchanged}"
               f" · invalid {len(rep.invalid)} · embedded {rep.embedded} ({elapsed:.1f}s)")
-    for inv in rep.invalid:
+    # what changed is named; invalid files the last sync reported already are only counted
+    for inv in rep.new_invalid:
         line = f":{inv.line}" if inv.line else ""
         out.print(f"  invalid {inv.path}{line}: {inv.message}")
+    old = len(rep.invalid) - len(rep.new_invalid)
+    if old:
+        out.print(f"  {old} invalid file{'s' if old != 1 else ''} unchanged since the last sync "
+                  "(`skillshelf doctor --verbose` lists them)")
+    for path in rep.cleared_invalid:
+        out.print(f"  no longer invalid: {path}")
     for note in rep.notes:
         out.print(f"  note: {note}")
 
