@@ -199,3 +199,16 @@ def test_a_long_request_is_cut_at_a_word_end(samples):
     flags = {n: samples.search(" ".join(["docker"] * n) + " multi-stage build", log=False).confident
              for n in (280, 285, 286, 290)}
     assert all(flags.values()), flags
+
+
+def test_search_applies_the_short_request_floor(tmp_path, monkeypatch):
+    """A one-word request needs the short-request cosine floor in search itself (the rule is
+    not only in confidence.py): raising it makes the same hit weak."""
+    lib = Library.init(tmp_path / "h", auto_sync=False)
+    lib.sync()
+    assert lib.search("docker", log=False).hits[0].match == "likely"
+    monkeypatch.setattr(confidence, "SHORT_COSINE_FLOOR", 0.95)
+    res = lib.search("docker", log=False)
+    assert res.hits[0].match == "weak" and not res.confident
+    assert lib.search("docker multi-stage build for smaller images", log=False).hits[0].match == "likely"
+    lib.close()

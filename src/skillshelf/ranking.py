@@ -86,13 +86,14 @@ def mmr(pool: list[int], rel: dict[int, float], lam: float, limit: int, vi: Exac
 
 
 def weigh_matches(hits: list[Hit], coverage: Callable[[], list[float | None]],
-                  confident_threshold: float | None) -> list[float]:
+                  confident_threshold: float | None, words: int | None = None) -> list[float]:
     """Set each hit's ``match``: ``likely`` when the match probability of its score and
     of the share of the request's rare words it holds (``confidence.py``) reaches the
     threshold; with ``confident_threshold`` set (``search.confident_threshold``: another
     embedding model), when its score alone reaches that. ``coverage()``: each hit's share
-    of the request's rare words (None where it cannot be told), computed only when needed.
-    Returns each hit's share of the rare words."""
+    of the request's rare words (None where it cannot be told), computed only when needed;
+    ``words``: how many words the request has (a one- or two-word request needs a higher
+    cosine: ``confidence.cosine_floor``). Returns each hit's share of the rare words."""
     if not hits:
         return []
     if confident_threshold or all(h.score <= 0 for h in hits):
@@ -107,8 +108,7 @@ def weigh_matches(hits: list[Hit], coverage: Callable[[], list[float | None]],
         else:
             # the words alone never make a match: a skill that holds a one-word request's word
             # somewhere in its body is not a match for it without some of its meaning
-            likely = h.score >= confidence.COSINE_FLOOR and \
-                confidence.probability({"cos": h.score, "cover": c}) >= confidence.THRESHOLD
+            likely = confidence.likely(h.score, c, words)
         h.match = "likely" if likely and h.score > 0 else "weak"
     return [0.0 if c is None else c for c in covers]
 

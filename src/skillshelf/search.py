@@ -311,7 +311,9 @@ class Searcher:
         as_copy = [self._hits.shown_copy(meta, rows, p, qlang, allowed, fused, (vi, bi)) for p in chosen]
         hits = [self._hits.hit(meta, rows, p, q, cos) for p, q in zip(chosen, as_copy)]
         terms = self._plain_terms(query)[:64]   # as many as the lexical list weighs
-        covers = self._weigh_matches(hits, as_copy, meta, terms)
+        # how many words the request has, a repeated one each time (a short request needs more meaning)
+        words = sum(1 for t in lexical.terms(query) if not t.isdigit())
+        covers = self._weigh_matches(hits, as_copy, meta, terms, words)
         for h, p in zip(hits, chosen):
             if p in evidence:
                 h.why = evidence[p].why()
@@ -335,11 +337,12 @@ class Searcher:
         return SearchResult(query, mode, hits, confident, degraded,
                             latency_ms=(time.perf_counter() - t0) * 1000, request_vector=qvec, signals=signals)
 
-    def _weigh_matches(self, hits: list[Hit], shown: list[int], meta: Snapshot, terms: list[str]) -> list[float]:
+    def _weigh_matches(self, hits: list[Hit], shown: list[int], meta: Snapshot, terms: list[str],
+                       words: int | None = None) -> list[float]:
         """Set each hit's ``match`` (``ranking.weigh_matches``); ``shown``: the positions of
         the copies the hits show. Returns each hit's share of the request's rare words."""
         return ranking.weigh_matches(hits, lambda: self._lex.coverage(terms, [int(meta.rowids[q]) for q in shown]),
-                                     self.s.confident_threshold)
+                                     self.s.confident_threshold, words=words)
 
     _signals = staticmethod(ranking.signals)   # (a method: bench/confidence_cost.py swaps it)
 
