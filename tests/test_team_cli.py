@@ -240,3 +240,60 @@ def test_migrate_store_upgrade_says_which_migrations_it_applied(tmp_path, pg_url
     p = sk("migrate-store", "--upgrade", "--to", pg_url, home=tmp_path / "h")
     assert p.returncode == 0 and "up to date" in p.stdout and "nothing to apply" in p.stdout
     assert not (tmp_path / "h").exists()       # an upgrade needs no library
+
+
+# --- serve --------------------------------------------------------------------------------------
+
+def _post(url: str, token: str, body: dict, session: str | None = None) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.request
+
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            r.read()
+            return r.status, dict(r.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers)
+
+
+def test_serve_runs_on_the_store_given_before_the_command(tmp_path, pg_url):
+    import os
+    import socket
+    import subprocess
+    import time
+
+    from test_cli_entry import SCRIPT
+
+    home = tmp_path / "server"
+    token = sk("--store", pg_url, "tokens", "add", "agent-x", "--role", "agent", home=home).stdout.splitlines()[-1]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
+    # the same value as the server's own token too: the request is let in whichever way the
+    # server checks tokens; what is checked here is where its search is logged
+    env.update(SKILLSHELF_EMBEDDER="none", SKILLSHELF_HTTP_TOKEN=token)
+    proc = subprocess.Popen([str(SCRIPT), "--home", str(home), "--store", pg_url, "serve", "--http", "--port",
+                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while "Streamable HTTP" not in (line := proc.stderr.readline()):
+            assert line and time.monotonic() < deadline, "the server did not start"
+        url = f"http://127.0.0.1:{port}/mcp"
+        status, headers = _post(url, token, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+        assert status == 200
+        session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+        _post(url, token, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        status, _ = _post(url, token, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_skills", "arguments": {"query": "fix CORS errors in an API"}}}, session)
+        assert status == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert rows(pg_url, "SELECT text FROM queries") == [("fix CORS errors in an API",)]

@@ -8,6 +8,7 @@ group (:mod:`.skills`, :mod:`.curate`, :mod:`.usage`, ...); what they share is i
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -61,6 +62,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _global(
+    ctx: typer.Context,
     # SKILLSHELF_HOME is read by the configuration itself, so `skillshelf config` can say
     # whether the home came from the flag or the environment
     home: Optional[Path] = typer.Option(None, "--home", metavar="PATH",
@@ -81,6 +83,10 @@ def _global(
     state.roots = list(root)
     state.client_roots = client_roots
     state.store = _store_url(store)
+    if state.store is not None and ctx.invoked_subcommand == "serve":
+        # `serve` reads its settings as the console script's fast start does (launch.serve,
+        # from the environment): the flag reaches it there, in this process only
+        os.environ["SKILLSHELF_STORE"] = state.store
 
 
 def _store_url(url: Optional[str]) -> Optional[str]:
