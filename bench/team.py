@@ -145,7 +145,7 @@ def main() -> None:
         for i in range(args.saves):
             token = "".join(rng.choice(string.ascii_lowercase) for _ in range(12))    # one word, nowhere else
             name, query = f"fresh-{i}", f"{token} quasar handling"
-            lat, took = round_trip("find", name, query, lambda: a.save(
+            lat, took = round_trip("find", name, query, lambda name=name, token=token: a.save(
                 "ARCHIVE", name=name, description=f"Handle {token} quasar events in the ingest path",
                 body=f"## Solution\n\nDrain the {token} quasar queue first.\n"))
             calls_save.append(took)
@@ -154,7 +154,7 @@ def main() -> None:
             else:
                 seen.append(lat)
             if args.every and i % args.every == 0:
-                lat, took = round_trip("gone", name, query, lambda: a.deprecate(name, "bench: superseded"))
+                lat, took = round_trip("gone", name, query, lambda name=name: a.deprecate(name, "bench: superseded"))
                 calls_dep.append(took)
                 if lat is None:
                     missed += 1

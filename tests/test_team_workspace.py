@@ -11,11 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from teamlib import close, review, team_library
 
 from skillshelf.errors import ConflictError, NotFoundError, StoreError, ValidationError
 from skillshelf.files import MAX_RESOURCE_BYTES
-
-from teamlib import close, review, team_library
 
 BODY = "## When to Use\n\nWhen a browser blocks an API call.\n\n## Solution\n\nSend the CORS headers.\n"
 

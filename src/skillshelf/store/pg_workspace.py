@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConflictError, StoreError
-from .pg_writes import refusal
+from .pg_writes import lost, redact, refusal
 from .postgres import PgStore, _psycopg
-from .pg_writes import lost, redact
 
 NEW = None     # ``base`` of a change that creates a skill: no live row may exist
 

@@ -63,7 +63,7 @@ class Team:
             raise
 
     @classmethod
-    def open(cls, config: Any, **kw: Any) -> "Team":
+    def open(cls, config: Any, **kw: Any) -> Team:
         return cls(config, **kw)
 
     def subscribe(self, kind: str, fn: Callable[[list[str]], object]) -> None:

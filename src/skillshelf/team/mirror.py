@@ -29,7 +29,13 @@ from pathlib import Path
 
 from .. import skill as skillmod
 from ..errors import SkillshelfError
-from ..files import MAX_RESOURCE_BYTES, FileRefused, atomic_write, contained, read_bounded
+from ..files import (
+    MAX_RESOURCE_BYTES,
+    FileRefused,
+    atomic_write,
+    contained,
+    read_bounded,
+)
 from ..store.pg_workspace import PgWorkspace, SkillRow
 
 _STRIPES = 64

@@ -108,8 +108,8 @@ class TeamWorkspace(Workspace):
         by the caller: its SKILL.md (the version its frontmatter says, else 1) and its other
         files (regular files only, within the caps). Returns the version, or None when the
         store has a skill of that name already (the folder is then this copy's to replace)."""
-        from ..history import ChangelogEntry
         from ..guards import now_iso
+        from ..history import ChangelogEntry
 
         folder = name_dir(self.mirror.workspace, name)
         self.refresh_base(name)
