@@ -48,7 +48,10 @@ class PgWorkspace:
     """SQL for the team workspace over a :class:`PgStore` (see the module's text)."""
 
     LOCK_WAIT = 30.0        # seconds a writer waits for another server's writer of the same skill
-    SESSIONS = 32           # connections held by operations at once (each holds one while it runs)
+    # connections held by operations at once (each holds one while it runs, waiting included);
+    # closed again after a minute unused. A server opens at most this many beside the shared
+    # pool's and the listener's: PostgreSQL's max_connections must allow for every server.
+    SESSIONS = 16
 
     def __init__(self, pg: PgStore, *, sessions: int | None = None):
         psycopg, pool_mod = _psycopg()
@@ -60,7 +63,7 @@ class PgWorkspace:
         self._sessions = pool_mod.ConnectionPool(
             pg.url, min_size=0, max_size=sessions or self.SESSIONS, open=False, timeout=self.LOCK_WAIT,
             check=pool_mod.ConnectionPool.check_connection, reset=self._reset, name="skillshelf-writers",
-            kwargs={"autocommit": True, "connect_timeout": 5})
+            max_idle=60, kwargs={"autocommit": True, "connect_timeout": 5})
         self._sessions.open(wait=False)
 
     def close(self) -> None:
