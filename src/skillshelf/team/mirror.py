@@ -342,7 +342,8 @@ class Mirror:
                 try:
                     self.index(sorted(set(paths)))
                 except Exception as exc:  # noqa: BLE001 -- the follower must go on; the next sync catches up
-                    print(f"skillshelf: indexing the team store's changes failed: {exc}", file=sys.stderr)
+                    if not self._closed:    # (a sync stopped by the library closing is no failure)
+                        print(f"skillshelf: indexing the team store's changes failed: {exc}", file=sys.stderr)
 
     def _catch_up(self) -> list[Path]:
         paths: list[Path] = []
