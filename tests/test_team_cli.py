@@ -297,3 +297,17 @@ def test_serve_runs_on_the_store_given_before_the_command(tmp_path, pg_url):
         proc.terminate()
         proc.wait(timeout=30)
     assert rows(pg_url, "SELECT text FROM queries") == [("fix CORS errors in an API",)]
+
+
+def test_store_is_also_an_option_of_serve_and_dashboard(tmp_path):
+    """The issue's form `skillshelf serve --http --store URL` (and `dashboard --store URL`)
+    reaches the server: a bad URL after the command is refused by name like the global one."""
+    import subprocess
+    import sys
+
+    for cmd in (["serve", "--http", "--store", "mysql://u:secret@h/db"],
+                ["dashboard", "--store", "mysql://u:secret@h/db"]):
+        r = subprocess.run([sys.executable, "-m", "skillshelf.entry", "--home", str(tmp_path / "h"), *cmd],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0, (cmd, r.stdout, r.stderr)
+        assert "secret" not in r.stderr and ("store" in r.stderr.lower()), (cmd, r.stderr)

@@ -8,7 +8,6 @@ group (:mod:`.skills`, :mod:`.curate`, :mod:`.usage`, ...); what they share is i
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -16,10 +15,10 @@ from typing import Any, Optional
 
 import typer
 
-from ..errors import ConfigError, SkillshelfError
+from ..errors import SkillshelfError
 from . import curate, install, io, onboarding, servers, skills, team, usage
 from .common import (_cannot_write, _clean, _cli_words, _usage_errors, _usage_fix, _version_line, _with_fix, err,
-                     out, state)
+                     out, state, store_url)
 from .roots import roots_app
 
 __all__ = ["app", "main", "run"]
@@ -82,25 +81,7 @@ def _global(
     state.home = home
     state.roots = list(root)
     state.client_roots = client_roots
-    state.store = _store_url(store)
-    if state.store is not None and ctx.invoked_subcommand == "serve":
-        # `serve` reads its settings as the console script's fast start does (launch.serve,
-        # from the environment): the flag reaches it there, in this process only
-        os.environ["SKILLSHELF_STORE"] = state.store
-
-
-def _store_url(url: Optional[str]) -> Optional[str]:
-    """``--store``: a postgresql:// URL, or "" for the local library. Anything else is one line
-    naming the flag (never the rest of the URL: it may hold a password)."""
-    if url is None:
-        return None
-    url = url.strip()
-    if url and not url.startswith(("postgresql://", "postgres://")):
-        scheme = f" ({url.split('://', 1)[0][:20]!r})" if "://" in url else ""
-        raise ConfigError(f"--store takes a PostgreSQL URL, not this one{scheme}",
-                          fix="give --store postgresql://USER:PASSWORD@HOST:PORT/DATABASE, or leave it out for the "
-                              "local library in the home")
-    return url
+    state.store = store_url(store)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand
 
-from ..errors import NotFoundError, SkillshelfError
+from ..errors import ConfigError, NotFoundError, SkillshelfError
 from ..version import __version__
 
 # C0 controls except tab and newline, DEL, and C1 controls (ESC starts every terminal escape
@@ -308,3 +308,17 @@ def _usage_errors() -> tuple[type[BaseException], ...]:
     except ImportError:
         pass
     return tuple(kinds)
+
+
+def store_url(url: Optional[str]) -> Optional[str]:
+    """``--store``: a postgresql:// URL, or "" for the local library. Anything else is one line
+    naming the flag (never the rest of the URL: it may hold a password)."""
+    if url is None:
+        return None
+    url = url.strip()
+    if url and not url.startswith(("postgresql://", "postgres://")):
+        scheme = f" ({url.split('://', 1)[0][:20]!r})" if "://" in url else ""
+        raise ConfigError(f"--store takes a PostgreSQL URL, not this one{scheme}",
+                          fix="give --store postgresql://USER:PASSWORD@HOST:PORT/DATABASE, or leave it out for the "
+                              "local library in the home")
+    return url
