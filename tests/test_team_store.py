@@ -144,3 +144,12 @@ def test_a_local_library_has_no_tokens(tmp_path):
         assert [c for c in lib.doctor().checks if c.name == "store"][0].detail.startswith("local:")
     finally:
         lib.close()
+
+
+def test_a_wrong_database_name_is_named_as_the_cause(pg_url):
+    from skillshelf.store.postgres import PgStore
+
+    wrong = pg_url.rsplit("/", 1)[0] + "/no_such_database_here"
+    with pytest.raises(StoreError) as e:
+        PgStore(wrong, timeout=2)
+    assert "no_such_database_here" in e.value.message and "does not exist" in e.value.message

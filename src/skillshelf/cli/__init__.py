@@ -7,7 +7,6 @@ group (:mod:`.skills`, :mod:`.curate`, :mod:`.usage`, ...); what they share is i
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import sys
 from pathlib import Path
@@ -22,11 +21,6 @@ from .common import (_cannot_write, _clean, _cli_words, _usage_errors, _usage_fi
 from .roots import roots_app
 
 __all__ = ["app", "main", "run"]
-
-# A team store that cannot be reached is one line (the library's StoreError): without a
-# handler of its own, the connection pool's per-attempt warnings would reach stderr through
-# logging's last resort before it. A server that configures logging still gets them.
-logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="skillshelf: a local-first librarian for agent skills.")

@@ -13,6 +13,7 @@ The schema is a list of ordered, named migrations like the SQLite one (``pg_migr
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +24,12 @@ from .pg_migrations import MIGRATIONS
 from .pg_writes import lost, redact, refusal, unreachable
 
 CHANNEL = "skillshelf_changes"
+
+
+# The pool logs each failed attempt to connect. Without a handler of its own those warnings
+# would reach stderr through logging's last resort, before the library's one line with the fix;
+# a server that configures logging still gets them.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 
 def _psycopg():
@@ -52,9 +59,14 @@ class PgStore:
             kwargs={"autocommit": True, "connect_timeout": max(1, int(timeout))})
         try:
             self.pool.open(wait=True, timeout=timeout)
-        except Exception as exc:  # PoolTimeout wraps the connection error: name the URL and the fix
+        except Exception as exc:  # PoolTimeout says only that it timed out: one direct try names the cause
             self.pool.close()
-            raise unreachable(url, exc) from None
+            cause: BaseException = exc
+            try:
+                psycopg.connect(url, connect_timeout=max(1, int(timeout))).close()
+            except Exception as direct:  # refused, a wrong password, no such database ...
+                cause = direct
+            raise unreachable(url, cause) from None
         try:
             if migrate:
                 self.migrate()
