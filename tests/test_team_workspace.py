@@ -393,6 +393,34 @@ def test_a_folder_written_into_a_servers_copy_is_added_to_the_store_with_its_fil
     assert rows(pg_url, "SELECT version FROM history WHERE name = 'by-import' ORDER BY version") == [(3,), (4,)]
 
 
+def test_a_skill_whose_text_is_not_a_kept_version_is_kept_once_in_the_store(servers, pg_url):
+    """A skill copied in with a hand edit its history never kept (SKILL.md says v1, history's
+    v1 says something else): the first change keeps the edit as a new version, in the store,
+    once; the next reads find nothing more to keep."""
+    import hashlib
+
+    import psycopg
+
+    a, b = servers
+    v1 = b"---\nname: edited\ndescription: Rotate TLS certificates\nmetadata:\n  version: '1'\n---\n\n# One\n"
+    edit = v1.replace(b"# One", b"# One, edited by hand")
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("INSERT INTO skills (name, text, version, sha256) VALUES ('edited', %s, 1, %s)",
+                     (edit, hashlib.sha256(edit).hexdigest()))
+        conn.execute("INSERT INTO history (name, version, text) VALUES ('edited', 1, %s)", (v1,))
+        conn.execute("INSERT INTO changes (kind, key) VALUES ('skill', 'edited')")
+    assert until(lambda: (a.config.workspace / "edited").is_dir()) is not None
+    a.sync()
+    for _ in range(3):
+        h = a.history("edited")
+        assert h["versions"] == [1, 2]
+        assert b.history("edited")["versions"] == [1, 2]
+    (text,), = rows(pg_url, "SELECT text FROM skills WHERE name = 'edited'")
+    assert b"edited by hand" in bytes(text) and b"version: '2'" in bytes(text)
+    assert until(lambda: (b.config.workspace / "edited" / "SKILL.md").read_bytes() == bytes(text)) is not None
+    assert [e["action"] for e in a.history("edited")["changelog"]] == ["EDIT"]
+
+
 def test_a_skill_file_over_the_cap_is_refused(servers, pg_url):
     a, _ = servers
     with a._team.lock("skill:big"):

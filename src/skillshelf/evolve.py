@@ -431,12 +431,16 @@ class Evolver:
         else:
             version = self._next_version(name, claimed or 0)
             new_text = cur.with_metadata(version=str(version), last_modified=self._mtime_date(path)).render()
+        entry = ChangelogEntry(now_iso(), "EDIT", name, base, version, "person", "changed on disk, outside skillshelf",
+                               [rec.id], EDITED_ON_DISK)
+        if new_text != text and path.resolve() == self._skill_path(name).resolve():
+            # renumbered: the skill's text is the new one wherever it is kept (a team store too)
+            self.ws.write(name, new_text, version, entry=entry)
+            return version
         self._save_version(name, version, new_text)
         if new_text != text:
             self._write(contained(self.cfg.workspace, path), new_text)
-        self._after_write(lambda: self.history.append_changelog(ChangelogEntry(
-            now_iso(), "EDIT", name, base, version, "person", "changed on disk, outside skillshelf", [rec.id],
-            EDITED_ON_DISK)))
+        self._after_write(lambda: self.history.append_changelog(entry))
         return version
 
     @staticmethod
