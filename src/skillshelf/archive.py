@@ -463,6 +463,18 @@ def _apply_copies(lib: Any, src: Source, cands: list[Candidate]) -> None:
                 if rel in c.executable:
                     os.chmod(folder / rel, 0o755)
             c.message = f"{res.name} is now v{res.version} (FIX; the old text stays in its history)"
+    if getattr(lib, "team", False):
+        # a team store holds the workspace: the new folders join it (one skill per name there)
+        new = [c for c in cands if c.status == "new"]
+        flat = [c.name for c in new if c.dest == c.name]
+        for c in new:
+            if c.dest != c.name:
+                c.status, c.message = "error", (f"a team store holds one skill per name; {c.name} is taken: "
+                                                "rename it in the source and import again")
+        for name, version in lib.adopt_folders(flat).items():
+            if version is None:
+                c = next(x for x in new if x.name == name)
+                c.status, c.message = "clash", f"the team store has {name} already: skipped"
     staging = home / ".import-staging"
     with _quiet():
         staging.rmdir()

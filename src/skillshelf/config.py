@@ -140,11 +140,13 @@ class Config:
 
     @property
     def workspace(self) -> Path:
-        return self.home / "skills"
+        # with a team store: this server's copy of the team workspace (team.Mirror), never the
+        # local library's own skills, which the copy would set aside
+        return self.home / "team" / "workspace" if self.store else self.home / "skills"
 
     @property
     def drafts(self) -> Path:
-        return self.home / "drafts"
+        return self.home / "team" / "drafts" if self.store else self.home / "drafts"
 
     @property
     def db_path(self) -> Path:

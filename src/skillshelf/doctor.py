@@ -87,3 +87,16 @@ def report(*, config: Any, store: Any, roots_: list, missing_roots: list, indexe
     checks.extend(extra or [])
     checks.append(judge_check())
     return DoctorReport(checks, roots, invalid, found_clashes, emb)
+
+
+def store_check(st: dict[str, Any], team: dict[str, Any] | None = None) -> Check:
+    """The store line: local or team, where, its schema; a team store's latency and whether
+    this server follows its changes (``team``: ``Team.status()``)."""
+    line = f"{st['kind']}: {st['where']}; schema {st['schema']}"
+    if st["kind"] == "team":
+        line += f"; answered in {st['latency_ms']} ms" if st["reachable"] else f"; unreachable ({st['error']})"
+    following = team is None or bool(team["following"])
+    if team is not None:
+        line += (f"; following its changes (last {team['last_change']}, read {team['seconds_since_read']} s ago)"
+                 if following else "; NOT following its changes: other servers' saves are not seen")
+    return Check("store", "ok" if st["reachable"] and following else "fail", line)

@@ -14,15 +14,14 @@ from . import usage as usagemod
 from .catalog import PAGE_MAX, SORTS, Catalog
 from .comparisons import DIFF_CONTEXT, Comparisons
 from .config import Config, load as load_config
-from .errors import (ConfigError, EmbedderError, SkillshelfError, ValidationError,
-                     cannot_write_error, write_failure)
+from .errors import ConfigError, EmbedderError, ValidationError, write_failure
 from .indexing import RESCAN, Indexer, LazyEmbedder
 from .judge import Judge
 from .learning import Learner, Learning
 from .usage import Usage
 from .search import Searcher, SearchResult
 from .sources import Root, current_repo as detect_current_repo, make_roots
-from .store import Store, open_shared, status as _store_status
+from .store import Store, explain, open_shared, status as _store_status  # noqa: F401  (explain: the facade's)
 from .store.sqlite import move_aside, put_back
 from .store.skill_refs import SkillRefs
 from .store.catalog import CatalogReads
@@ -38,18 +37,6 @@ SAMPLES = ("cors-fix-nextjs-api", "docker-multi-stage-build", "git-conventional-
 if TYPE_CHECKING:   # pragma: no cover
     from .archive import ExportReport, ImportReport, SkillFiles
     from .pick import PickResult
-
-def explain(exc: BaseException, *, db_path: Path | None = None, home: object = "the library folder") \
-        -> SkillshelfError | None:
-    """The library's own error for an exception that escaped it raw: a damaged index (named with
-    ``skillshelf rebuild``) or a write the disk or a lock refused (``errors.cannot_write_error``);
-    None for anything else. Adapters call this instead of reaching into the store."""
-    from .store import damaged, damaged_error
-
-    if damaged(exc):
-        return damaged_error(Path(db_path or "skillshelf.db"), exc)
-    return cannot_write_error(exc, home)
-
 
 class Library:
     """A skill library: a home (workspace + database) plus read-only roots.
@@ -112,6 +99,18 @@ class Library:
         self.searcher.learner = Learner(self.store, memory=shared.learning)
         self.indexer = Indexer(self.store, self.searcher, self.model, config=lambda: self.config,
                                roots=lambda: self.roots)
+        # team mode: this server keeps a copy of the team workspace and follows the store's
+        # changes (after the indexer: the follower may ask it to index at once)
+        self._team = None
+        if shared.team is not None:
+            from .team import Team
+
+            try:
+                self._team = Team.open(self.config, pg=shared.team, index=lambda paths: self.indexer.sync(embed=True))
+                self._team.subscribe("overlay", shared.overlays.refresh)
+            except BaseException:
+                shared.close()
+                raise
 
     # --- lifecycle ------------------------------------------------------------------
     def close(self, timeout: float | None = None) -> bool:
@@ -119,6 +118,8 @@ class Library:
         (default ``Indexer.CLOSE_WAIT``) for a sync in progress to stop at its next file or
         batch, then close this thread's database connection. Returns whether the background
         work has ended (a process may then exit with no thread inside the model)."""
+        if self._team is not None:       # stop following before the indexer it feeds
+            self._team.close()
         ended = self.indexer.close(timeout)
         self._shared.close()
         self.store.close()
@@ -142,6 +143,8 @@ class Library:
                 src = resources.files("skillshelf") / "samples" / name / "SKILL.md"
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+            if lib._team is not None:    # the samples join the team store (once: adopt skips known ones)
+                lib._team.adopt(list(SAMPLES), author="skillshelf init")
         return lib
 
     @classmethod
@@ -309,18 +312,14 @@ class Library:
     # --- health ---------------------------------------------------------------------
     def doctor(self) -> DoctorReport:
         """Every check ``skillshelf doctor`` prints (``doctor.report``)."""
-        from .doctor import report
+        from .doctor import report, store_check
 
         self._maybe_sync()
-        st = self.store_status()
-        line = f"{st['kind']}: {st['where']}; schema {st['schema']}"
-        if st["kind"] == "team":
-            line += f"; answered in {st['latency_ms']} ms" if st["reachable"] else f"; unreachable ({st['error']})"
-        store_check = Check("store", "ok" if st["reachable"] else "fail", line)
+        extra = [store_check(self.store_status(), self._team.status() if self._team is not None else None)]
         return report(config=self.config, store=self.store, roots_=self.roots, missing_roots=self.missing_roots,
                       indexed_ids=self._records.rows.ids, invalid_files=self.invalid_files, clashes=self.clashes,
                       embedder_status=self.embedder_status, judge_check=self.judge_check,
-                      root_events=self.root_events if self.config.auto_sync else None, extra=[store_check])
+                      root_events=self.root_events if self.config.auto_sync else None, extra=extra)
 
     # --- usage ----------------------------------------------------------------------
     def report_outcome(self, skill: str, worked: bool, *, note: str = "", query_id: int | str | None = None,
@@ -391,7 +390,8 @@ class Library:
         from .evolve import Evolver
 
         if getattr(self, "_evolver", None) is None:
-            self._evolver = Evolver(self)
+            self._evolver = Evolver(self, overlays=self._overlays,
+                                    **(self._team.evolver_parts() if self._team is not None else {}))
         return self._evolver
 
     @property
@@ -399,7 +399,7 @@ class Library:
         """The review queue of drafts (``propose`` policy)."""
         from .evolve import ReviewQueue
 
-        return ReviewQueue(self.evolver)
+        return ReviewQueue(self.evolver, self._team.drafts if self._team is not None else None)
 
     def save(self, action: str, *, name: str = "", description: str = "", body: str = "",
              skill_type: str = "", lesson: str = "", repo_name: str = "", tags: str | list[str] = "",
@@ -588,22 +588,19 @@ class Library:
 
     # --- agent clients: installing the server and skills in them (clients.py) -------------
     @staticmethod
-    def install_client(client: str, scope: str, *, config: Config, project: Path | None = None,
-                       write_policy: str | None = None, skill: bool = True, dry_run: bool = False):
+    def install_client(client: str, scope: str, **kw: Any):
         """Add the skillshelf server to a client's configuration and the teaching skill to its
-        skills folder (``clients.install``); needs no open library."""
+        skills folder (``clients.install``: config, project, write_policy, skill, dry_run)."""
         from .clients import install
 
-        return install(client, scope, config=config, project=project, write_policy=write_policy, skill=skill,
-                       dry_run=dry_run)
+        return install(client, scope, **kw)
 
     @staticmethod
-    def uninstall_client(client: str, scope: str, *, project: Path | None = None, skill: bool = True,
-                         dry_run: bool = False):
+    def uninstall_client(client: str, scope: str, **kw: Any):
         """Remove the skillshelf entry (and the teaching skill it installed) from a client."""
         from .clients import uninstall
 
-        return uninstall(client, scope, project=project, skill=skill, dry_run=dry_run)
+        return uninstall(client, scope, **kw)
 
     @staticmethod
     def client_skills_folder(client: str, scope: str, project: Path):
@@ -677,6 +674,12 @@ class Library:
         if caller is None:
             return
         require(caller.role, needs(action), what or action.replace("_", " "))
+
+    def adopt_folders(self, names: list[str], *, author: str = "import") -> dict[str, int | None]:
+        """Team mode: skill folders written into this server's copy of the workspace (an import)
+        join the team store, each as a new skill: {name: its version, or None when the store has
+        that name already}. A local library has nothing to do."""
+        return self._team.adopt(list(names), author=author) if self._team is not None else {}
 
     def store_status(self) -> dict[str, Any]:
         """The store this library runs on: ``kind`` (local | team), where (a team URL without

@@ -7,6 +7,7 @@ each named by what it stores; services above use those and never write SQL thems
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .sqlite import Store, damaged, damaged_error, now
@@ -89,3 +90,14 @@ def status(local: Store, team: Any = None) -> dict[str, Any]:
     except SkillshelfError as exc:
         return {"kind": "team", "where": redact(team.url), "schema": None, "reachable": False,
                 "error": exc.message, "fix": exc.fix}
+
+
+def explain(exc: BaseException, *, db_path: Any = None, home: object = "the library folder") -> Any:
+    """The library's own error for an exception that escaped it raw: a damaged index (named with
+    ``skillshelf rebuild``) or a write the disk or a lock refused (``errors.cannot_write_error``);
+    None for anything else. Adapters call this instead of reaching into the store."""
+    if damaged(exc):
+        return damaged_error(Path(db_path or "skillshelf.db"), exc)
+    from ..errors import cannot_write_error
+
+    return cannot_write_error(exc, home)
