@@ -10,9 +10,10 @@ import sys
 
 def serve(ns: argparse.Namespace) -> None:
     """Start the MCP server from parsed arguments (``home``, ``root``, ``client_roots``,
-    ``http``, ``host``, ``port``, ``write_policy``). Every problem found before it starts is
-    one line on stderr: exit 2 for a bad argument, 1 for anything else (a port in use, an
-    unusable home)."""
+    ``http``, ``host``, ``port``, ``write_policy``, and ``store`` where given: a team store
+    over SKILLSHELF_STORE and config.toml). Every problem found before it starts is one line
+    on stderr: exit 2 for a bad argument, 1 for anything else (a port in use, an unusable
+    home, a team store that cannot be opened)."""
     import os
 
     from .errors import SkillshelfError
@@ -23,8 +24,10 @@ def serve(ns: argparse.Namespace) -> None:
         if ns.http:
             _check_port(ns.host, ns.port)
         cfg = load(ns.home or os.environ.get("SKILLSHELF_HOME"), roots=ns.root or None,
-                   client_roots=ns.client_roots, write_policy=ns.write_policy)
-        if ensure_home(cfg):   # a typo in SKILLSHELF_HOME must not look like an empty library
+                   client_roots=ns.client_roots, write_policy=ns.write_policy, store=getattr(ns, "store", None))
+        # a typo in SKILLSHELF_HOME must not look like an empty library (on a team store the
+        # library is the store's: the home only holds this server's copy)
+        if ensure_home(cfg) and not cfg.store:
             print(f"skillshelf: note: there was no library at {cfg.home}; created a new, empty one"
                   " (check --home / SKILLSHELF_HOME if you meant another)", file=sys.stderr)
         for m in cfg.missing_roots():   # stderr: stdout is the protocol
@@ -36,7 +39,7 @@ def serve(ns: argparse.Namespace) -> None:
 
             return Library(config=cfg, client="mcp")
 
-        serve_mcp(factory, http=ns.http, host=ns.host, port=ns.port, token=cfg.http_token)
+        serve_mcp(factory, http=ns.http, host=ns.host, port=ns.port, token=cfg.http_token, team=bool(cfg.store))
     except BadArgument as exc:
         print(f"error: {exc} — see `skillshelf serve --help`", file=sys.stderr)
         sys.exit(2)

@@ -1,6 +1,10 @@
 """The MCP adapter: tools, skill resources, the Skills Extension listing and a prompt,
 over stdio (default) or Streamable HTTP (:mod:`skillshelf.mcp_http`).
 
+On a team store every request is a token's: its HTTP request's (``mcp_http.TeamAuth``) or,
+over stdio, ``SKILLSHELF_TOKEN``'s, checked at each call. Each tool and resource read asks
+``Library.authorize`` for its action; what is logged or saved carries the token's name.
+
 Only ``mcp`` and the standard library are imported at module level: the library (numpy,
 SQLite, the embedding model) is opened in a background thread as the server starts, so
 ``tools/list`` answers as fast as a bare server, and the index is brought up to date in
@@ -27,11 +31,12 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import (INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, ListResourcesResult, PaginatedRequestParams,
-                       RequestParams, Resource, ResourceTemplate, TextContent, ToolAnnotations)
+from mcp.types import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, CallToolResult, ListResourcesResult,
+                       PaginatedRequestParams, RequestParams, Resource, ResourceTemplate, TextContent, ToolAnnotations)
 from pydantic import BaseModel, Field, StrictStr
 
 from . import mcp_text
+from .mcp_http import caller_in
 from .mcp_text import message as _message
 from .version import __version__
 
@@ -57,6 +62,9 @@ OPEN_WAIT = 20.0
 # before the process exits: MCP clients wait ~2 s after closing stdin, then kill the server.
 SHUTDOWN_WAIT = 1.0
 SHUTTING_DOWN = "the server is shutting down. Fix: connect again once it has been restarted"
+# each tool's action for ``Library.authorize`` (one access.NEEDS does not list, reindex, needs admin)
+ACTIONS = {"search_skills": "search", "get_skill": "read", "save_skill": "save_skill",
+           "report_outcome": "report_outcome", "skill_stats": "stats", "reindex": "reindex"}
 
 
 # --- output models (kept flat: they are sent with every tools/list) -------------------------
@@ -120,8 +128,10 @@ class LibraryHandle:
     under a second) and then starts its background indexing; requests wait only for the
     opening, never for a sync. ``close`` ends it all: requests under way, the indexing."""
 
-    def __init__(self, factory: Callable[[], Any]):
+    def __init__(self, factory: Callable[[], Any], *, team: bool = False, token: str | None = None):
         self._factory = factory
+        self.team = team        # a team store: every call names its caller (``who``)
+        self.token = token      # stdio on a team store: SKILLSHELF_TOKEN, checked at each call
         self._lib: Any = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
@@ -144,7 +154,8 @@ class LibraryHandle:
             lib = self._factory()
         except BaseException as exc:  # reported to every tool call, never kills the server
             self._error = exc
-            print(f"skillshelf: cannot open the library: {exc}", file=sys.stderr)
+            if not self.team:       # a team server waits for the opening and says it (``opened``)
+                print(f"skillshelf: cannot open the library: {exc}", file=sys.stderr)
             self._ready.set()
             return
         with self._lock:
@@ -170,6 +181,59 @@ class LibraryHandle:
         if self._lib is None:
             raise ToolError(SHUTTING_DOWN)
         return self._lib
+
+    def opened(self) -> str | None:
+        """Wait for the library to open (as long as it takes): what stops it being served (one
+        line with the fix: a store that failed; on stdio, a SKILLSHELF_TOKEN it does not know)."""
+        self.start()
+        self._ready.wait()
+        try:
+            if self._error is not None or self.token is None:
+                self.get()
+                return None
+            self._own_caller()
+        except ToolError as exc:
+            return str(exc)
+        except Exception as exc:    # noqa: BLE001 — said on one line, with the fix
+            return _message(exc)
+        return None
+
+    def verify_token(self, token: str) -> Any:
+        """The ``Caller`` of a bearer token, or None (``Library.verify_token``)."""
+        return self.get().verify_token(token)
+
+    def _own_caller(self) -> Any:
+        """The caller of SKILLSHELF_TOKEN (stdio), checked now; ``ConfigError`` if none."""
+        from .errors import ConfigError
+
+        caller = self.verify_token(self.token or "")
+        if caller is None:
+            raise ConfigError("SKILLSHELF_TOKEN is not a token of this team store (wrong, or revoked)",
+                              fix=mcp_text.OWN_TOKEN_FIX)
+        return caller
+
+    async def who(self, context: Any) -> Any:
+        """Who makes this request: None for a local library (its owner); on a team store the
+        ``Caller`` of the token, else ``ForbiddenError`` (raised in the caller's task)."""
+        if not self.team:
+            return None
+        if self.token is not None:      # stdio: the token may have been revoked since the start
+            return await anyio.to_thread.run_sync(self._own_caller)
+        caller = caller_in(context)
+        if caller is None:
+            raise mcp_text.no_token()
+        return caller
+
+    def allow(self, action: str) -> Any:
+        """The caller of this request (``CALLER``), refused with ``ForbiddenError`` naming
+        the role needed unless it may do ``action``; None for a local library."""
+        if not self.team:
+            return None
+        caller = CALLER.get()
+        if caller is None:      # a request whose caller was not found is never let in
+            raise mcp_text.no_token()
+        self.get().authorize(caller, action, mcp_text.WHAT.get(action))
+        return caller
 
     def resources(self) -> Any:
         """The skill files as resources (one per library: it keeps the listing cached)."""
@@ -253,14 +317,17 @@ def _resource_call(handle: LibraryHandle, uri: str, fn: Callable[[Any], Any]) ->
     one line with the fix: a request that can never be served (a bad URI or cursor, a file
     that is missing, special or over the cap) is invalid params (-32602); the library
     failing (it could not be opened, a read failed) is an internal error (-32603)."""
-    from .errors import NotFoundError, SkillshelfError, ValidationError
+    from .errors import ForbiddenError, NotFoundError, SkillshelfError, ValidationError
 
     data = {"uri": uri} if uri else None
     try:
         with handle.call():
+            handle.allow("resources")
             return fn(handle.resources())
     except (ValidationError, NotFoundError) as exc:
         raise MCPError(INVALID_PARAMS, _message(exc), data=data) from None
+    except ForbiddenError as exc:   # a team store's caller without the role (or no caller)
+        raise MCPError(INVALID_REQUEST, _message(exc), data=data) from None
     except ToolError as exc:  # the library could not be opened, or the server is closing
         raise MCPError(INTERNAL_ERROR, str(exc), data=data) from None
     except (SkillshelfError, OSError) as exc:
@@ -268,6 +335,24 @@ def _resource_call(handle: LibraryHandle, uri: str, fn: Callable[[Any], Any]) ->
     except Exception as exc:
         log.error("reading resources failed (%s)", uri or "a listing", exc_info=True)
         raise MCPError(INTERNAL_ERROR, _message(exc), data=data) from None
+
+
+async def _as_caller(handle: LibraryHandle, context: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a worker thread, as the caller of this request (``CALLER``; a team
+    store's request without a valid one is refused with a protocol error)."""
+    from .errors import SkillshelfError, StoreError
+
+    try:
+        caller = await handle.who(context)
+    except ToolError as exc:        # the library could not be opened, or the server is closing
+        raise MCPError(INTERNAL_ERROR, str(exc)) from None
+    except SkillshelfError as exc:  # no token, or one the store no longer knows; or the store failing
+        raise MCPError(INTERNAL_ERROR if isinstance(exc, StoreError) else INVALID_REQUEST, _message(exc)) from None
+    token = CALLER.set(caller)
+    try:
+        return await anyio.to_thread.run_sync(fn, *args)
+    finally:
+        CALLER.reset(token)
 
 
 # --- the Skills Extension (SEP-2640 draft) ------------------------------------------------------
@@ -301,16 +386,18 @@ class SkillsExtension(Extension):
         return {"skills": page} | ({"nextCursor": nxt} if nxt is not None else {})
 
     async def _list(self, ctx: Any, params: _ListParams) -> dict[str, Any]:
-        return await anyio.to_thread.run_sync(self._list_sync, params.cursor)
+        return await _as_caller(self.handle, ctx, self._list_sync, params.cursor)
 
     async def _get(self, ctx: Any, params: _GetParams) -> dict[str, Any]:
         def get() -> dict[str, Any]:
             return {"skill": _resource_call(self.handle, params.uri, lambda r: r.skill_manifest(params.uri))}
 
-        return await anyio.to_thread.run_sync(get)
+        return await _as_caller(self.handle, ctx, get)
 
 
 CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("skillshelf_mcp_client", default="mcp")
+# who makes the request under way: a team store's ``Caller`` (token name and role), else None
+CALLER: contextvars.ContextVar[Any] = contextvars.ContextVar("skillshelf_mcp_caller", default=None)
 
 
 def _client_name(context: Any) -> str:
@@ -339,9 +426,16 @@ class SkillshelfServer(MCPServer):
         # as pydantic's multi-line report with a link: say it in one line with the fix.
         from pydantic import ValidationError
 
-        # usage rows name the connected client (its clientInfo), not just "mcp": the caps of
-        # learning from outcomes are per client
-        token = CLIENT.set(_client_name(context))
+        from .errors import SkillshelfError
+
+        try:
+            caller = await self.handle.who(context)
+        except SkillshelfError as exc:
+            raise ToolError(_message(exc)) from None
+        # usage rows name the connected client (its clientInfo; on a team store the token's
+        # name, whatever the client calls itself): the caps of learning are per client
+        token = CLIENT.set(caller.name if caller is not None else _client_name(context))
+        who = CALLER.set(caller)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -356,6 +450,7 @@ class SkillshelfServer(MCPServer):
                 raise ToolError(f"{exc}. Fix: call one of {names}") from None
             raise
         finally:
+            CALLER.reset(who)
             CLIENT.reset(token)
 
     async def list_tools(self):
@@ -376,7 +471,7 @@ class SkillshelfServer(MCPServer):
         return (await anyio.to_thread.run_sync(self.resources_page, None))[0]
 
     async def _list_resources_page(self, ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
-        page, nxt = await anyio.to_thread.run_sync(self.resources_page, params.cursor if params else None)
+        page, nxt = await _as_caller(self.handle, ctx, self.resources_page, params.cursor if params else None)
         return ListResourcesResult(resources=page, next_cursor=nxt)
 
     async def list_resource_templates(self) -> list[ResourceTemplate]:
@@ -393,7 +488,7 @@ class SkillshelfServer(MCPServer):
         return [ReadResourceContents(content=content, mime_type=mime)]
 
     async def read_resource(self, uri: Any, context: Any = None) -> Iterable[ReadResourceContents]:
-        return await anyio.to_thread.run_sync(self.read_resource_sync, str(uri))
+        return await _as_caller(self.handle, context, self.read_resource_sync, str(uri))
 
     async def run_stdio_async(self) -> None:
         """As ``MCPServer``'s, with a request the SDK cannot parse (a lone surrogate in its
@@ -409,8 +504,10 @@ class SkillshelfServer(MCPServer):
 
 # --- tools ----------------------------------------------------------------------------------------
 
-def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
-    handle = LibraryHandle(factory)
+def build_server(factory: Callable[[], Any], *, team: bool = False, token: str | None = None) -> SkillshelfServer:
+    """The server of the library ``factory()`` opens; ``team``: on a team store, ``token``: the
+    SKILLSHELF_TOKEN a stdio server serves."""
+    handle = LibraryHandle(factory, team=team, token=token)
     server = SkillshelfServer(handle, name="skillshelf", version=__version__, instructions=INSTRUCTIONS,
                               title="skillshelf skill library")
     ro = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
@@ -420,6 +517,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
     def search_skills(query: str, limit: int = 5, mode: str = "find", repo_scope: str = "all",
                       current_repo: str = "", tags: str = "", skill_type: str = "", judge: bool = False) \
             -> Annotated[CallToolResult, SearchOut]:
+        handle.allow(ACTIONS["search_skills"])
         lib = handle.get()
         kw = dict(limit=limit, mode=mode, repo_scope=repo_scope, current_repo=current_repo or None,
                   tags=tags or None, skill_type=skill_type or None, client=CLIENT.get())
@@ -452,6 +550,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
         from .errors import ValidationError
         from .text import trim
 
+        handle.allow(ACTIONS["get_skill"])
         lib = handle.get()
         rec, body = lib.read(name, section or None)
         if offset < 0 or (offset and offset >= len(body)):
@@ -487,12 +586,16 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
                    lesson: str = "", repo_name: str = "", tags: str = "", reason: str = "",
                    target_skill_name: str = "", source_skill_names: str = "", ttl_days: int = 0,
                    display_name: str = "", author: str = "") -> Annotated[CallToolResult, SaveOut]:
+        # every action is an agent's, under the write policy (approving is a curator's, and
+        # not a tool); on a team store the author is the token's name, whatever ``author`` says
+        caller = handle.allow(ACTIONS["save_skill"])
         lib = handle.get()
         with lib.exclusive(what="saving a skill"):
             res = lib.save(action, name=name, description=description, body=body, skill_type=skill_type,
                            lesson=lesson, repo_name=repo_name, tags=tags, reason=reason,
                            target_skill_name=target_skill_name, source_skill_names=source_skill_names,
-                           ttl_days=ttl_days or None, display_name=display_name, author=author or "agent")
+                           ttl_days=ttl_days or None, display_name=display_name,
+                           author=caller.name if caller is not None else author or "agent", by="agent")
         text = res.message
         for d in res.duplicates:
             text += f"\nsimilar: {d['name']} ({d['similarity']}) — {d['suggestion']}"
@@ -502,6 +605,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
     @tool
     def report_outcome(skill: str, worked: bool, note: str = "",
                        query_id: int | None = None) -> Annotated[CallToolResult, Out]:
+        handle.allow(ACTIONS["report_outcome"])
         lib = handle.get()
         with lib.writer(what="recording this outcome"):
             res = lib.report_outcome(skill, worked, note=note, query_id=query_id, client=CLIENT.get())
@@ -511,23 +615,12 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
 
     @tool
     def skill_stats() -> Annotated[CallToolResult, Out]:
-        lib = handle.get()
-        st = lib.stats()
-        data = {"queries": st.queries, "reports": st.reports, "report_rate": round(st.report_rate, 3),
-                "most_used": [u.as_dict() for u in st.most_used[:10]],
-                "low_success": [u.as_dict() for u in st.low_success[:10]],
-                "gaps": [g.as_dict() for g in st.gaps[:10]],
-                "never_surfaced": len(st.never_surfaced),
-                "never_surfaced_sample": [x["name"] for x in st.never_surfaced[:10]]}
-        lines = [f"{st.queries} queries, {st.reports} reports (report rate {st.report_rate:.0%})",
-                 "most used: " + (", ".join(f"{u.name} ({u.worked}/{u.reports})" for u in st.most_used[:5]) or "-"),
-                 "low success: " + (", ".join(f"{u.name} ({u.worked}/{u.reports})" for u in st.low_success[:5]) or "-"),
-                 "gaps: " + ("; ".join(f"{g.query} ×{g.count}" for g in st.gaps[:5]) or "-"),
-                 f"never surfaced: {len(st.never_surfaced)} skills"]
-        return _result("\n".join(lines), data)
+        handle.allow(ACTIONS["skill_stats"])
+        return _result(*mcp_text.stats(handle.get().stats()))
 
     @tool
     def reindex() -> Annotated[CallToolResult, Out]:
+        handle.allow(ACTIONS["reindex"])
         lib = handle.get()
         with lib.exclusive(what="reindexing"):
             rep = lib.sync()
@@ -565,14 +658,7 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
     @server.prompt(name="use-skills", title="Find, use and report skills",
                    description="How to work with the skill library during a task")
     def use_skills(task: str = "") -> str:
-        task = " ".join(task.split())
-        t = f" The task: {task}" + ("" if task.endswith((".", "!", "?")) else ".") if task else ""
-        return ("Before you start, call search_skills with the task in your own words." + t +
-                " If a hit fits (match 'likely'), read it with get_skill and follow it. When done, call "
-                "report_outcome with worked=true or false and a one-line note on what happened, passing the "
-                "query_id. If nothing fits ('no confident match') and you solve it yourself, consider "
-                "save_skill(action='ARCHIVE') with what you learned; if a skill was wrong, save_skill("
-                "action='FIX', target_skill_name=..., lesson=...).")
+        return mcp_text.use_skills(task)
 
     handle.start()
     return server
@@ -581,20 +667,30 @@ def build_server(factory: Callable[[], Any]) -> SkillshelfServer:
 # --- transports -----------------------------------------------------------------------------------
 
 def serve(factory: Callable[[], Any], *, http: bool = False, host: str = "127.0.0.1", port: int = 8765,
-          token: str = "") -> None:
+          token: str = "", team: bool = False) -> None:
     """Serve the library ``factory()`` opens, over stdio until the client closes stdin
     (``mcp_stdio.run``) or over HTTP until stopped (``mcp_http.run``); then end the process
     (``_end``). ``ConfigError`` before anything is opened or said for an HTTP bind that
-    cannot be served."""
+    cannot be served, or a stdio server on a team store without ``SKILLSHELF_TOKEN``.
+
+    On a team store (``team``) the library is opened before the first request is read: a
+    store that cannot be opened, or (stdio) a token it does not know, is one line on stderr
+    and exit code 1."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    # not the pool's warning per failed attempt: the one line naming the store and the fix
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     if http:
         from .mcp_http import run
 
-        server, code = run(lambda: build_server(factory), host=host, port=port, token=token)
+        server, code = run(lambda: build_server(factory, team=team), host=host, port=port, token=token, team=team)
     else:
         from .mcp_stdio import run as run_stdio
+        from .mcp_stdio import team_token
 
-        server = build_server(factory)
+        server = build_server(factory, team=team, token=team_token() if team else None)
+        if team and (refused := server.handle.opened()) is not None:
+            print(f"error: {refused}", file=sys.stderr)
+            _end(server, 1)
         code = run_stdio(server)
     _end(server, code)
 

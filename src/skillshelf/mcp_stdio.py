@@ -7,6 +7,9 @@ process cleanly.
   params (-32602), naming the field and the fix.
 - ``run`` serves until the client closes stdin and says the exit code: 0 when the client
   went away, whatever state its pipes were left in.
+- On a team store a stdio server is started by one person's client, so it serves one token:
+  ``SKILLSHELF_TOKEN`` (``team_token``) names who is asking, with its role, and is what
+  usage and saves are recorded under. Without it the server does not start.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 import anyio
 
 log = logging.getLogger("skillshelf.mcp")
+
+TOKEN_MAX = 512     # characters of a token looked up in the store (real ones are 43)
 
 # Errors that only say that the client went away (its pipes closed).
 _GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError)
@@ -136,3 +141,21 @@ def run(server: Any) -> int:
         log.exception("the stdio server failed")
         return 1
     return 0
+
+
+def team_token() -> str:
+    """``SKILLSHELF_TOKEN``: the token a stdio server on a team store serves (the person or
+    agent whose client started it). ``ConfigError`` naming the fix when it is not set or
+    cannot be a token; whether the store knows it is checked once the library is open."""
+    import os
+
+    from .errors import ConfigError
+    from .mcp_text import OWN_TOKEN_FIX
+
+    token = os.environ.get("SKILLSHELF_TOKEN", "").strip()
+    if not token:
+        raise ConfigError("an MCP server on a team store serves one person's token, and SKILLSHELF_TOKEN is not set",
+                          fix=OWN_TOKEN_FIX)
+    if len(token) > TOKEN_MAX or not token.isascii() or not token.isprintable():
+        raise ConfigError("SKILLSHELF_TOKEN is not a token of this team store (wrong, or revoked)", fix=OWN_TOKEN_FIX)
+    return token

@@ -46,6 +46,25 @@ def message(exc: BaseException, doing: str = "") -> str:
     return f"{msg.rstrip('.')}. Fix: {fix}" if fix else msg
 
 
+# --- team stores: who is asking -----------------------------------------------------------------
+
+MAKE_TOKEN = "skillshelf tokens add NAME --role reader|agent|curator|admin"
+OWN_TOKEN_FIX = ("set SKILLSHELF_TOKEN in this server's environment (the `env` of its entry in your client's MCP "
+                 f"configuration) to your own token, then restart it; an admin makes one with `{MAKE_TOKEN}`")
+# how a refusal names what was asked (``Library.authorize``'s ``what``), by action
+WHAT = {"search": "searching skills", "read": "reading a skill", "save_skill": "saving a skill",
+        "report_outcome": "reporting an outcome", "stats": "the usage statistics",
+        "reindex": "reindexing this server's folders", "resources": "reading the skill files as resources"}
+
+
+def no_token() -> Exception:
+    """The refusal of a team store's request whose caller is not known."""
+    from .errors import ForbiddenError
+
+    return ForbiddenError("this team library needs a token of your own", needed="reader",
+                          fix="send 'Authorization: Bearer <token>' over HTTP, or " + OWN_TOKEN_FIX)
+
+
 # --- search_skills ------------------------------------------------------------------------------
 
 def hit_line(i: int, h: dict[str, Any]) -> str:
@@ -124,6 +143,36 @@ def read_on(*, shown_to: int, total: int, ref: str, section: str, next_offset: i
     if heads:
         out += ", or one section: " + ", ".join(trim(h, 60) for h in heads)
     return out + "]"
+
+
+# --- skill_stats and the prompt -------------------------------------------------------------------
+
+def stats(st: Any) -> tuple[str, dict[str, Any]]:
+    """(the text, the structured result) of skill_stats for ``Library.stats()``."""
+    data = {"queries": st.queries, "reports": st.reports, "report_rate": round(st.report_rate, 3),
+            "most_used": [u.as_dict() for u in st.most_used[:10]],
+            "low_success": [u.as_dict() for u in st.low_success[:10]],
+            "gaps": [g.as_dict() for g in st.gaps[:10]],
+            "never_surfaced": len(st.never_surfaced),
+            "never_surfaced_sample": [x["name"] for x in st.never_surfaced[:10]]}
+    lines = [f"{st.queries} queries, {st.reports} reports (report rate {st.report_rate:.0%})",
+             "most used: " + (", ".join(f"{u.name} ({u.worked}/{u.reports})" for u in st.most_used[:5]) or "-"),
+             "low success: " + (", ".join(f"{u.name} ({u.worked}/{u.reports})" for u in st.low_success[:5]) or "-"),
+             "gaps: " + ("; ".join(f"{g.query} ×{g.count}" for g in st.gaps[:5]) or "-"),
+             f"never surfaced: {len(st.never_surfaced)} skills"]
+    return "\n".join(lines), data
+
+
+def use_skills(task: str) -> str:
+    """The use-skills prompt, with the task (one line) when one is given."""
+    task = " ".join(task.split())
+    t = f" The task: {task}" + ("" if task.endswith((".", "!", "?")) else ".") if task else ""
+    return ("Before you start, call search_skills with the task in your own words." + t +
+            " If a hit fits (match 'likely'), read it with get_skill and follow it. When done, call "
+            "report_outcome with worked=true or false and a one-line note on what happened, passing the "
+            "query_id. If nothing fits ('no confident match') and you solve it yourself, consider "
+            "save_skill(action='ARCHIVE') with what you learned; if a skill was wrong, save_skill("
+            "action='FIX', target_skill_name=..., lesson=...).")
 
 
 # --- tool schemas -------------------------------------------------------------------------------
