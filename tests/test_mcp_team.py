@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from mcp.types import Implementation
 
 from conftest import write_skill
 from skillshelf import Library
+from skillshelf.mcp_server import build_server
 
 EXE = shutil.which("skillshelf") or str(Path(sys.executable).parent / "skillshelf")
 PEOPLE = {"reader": "rita", "agent": "ci-agent", "curator": "alice", "admin": "ops"}
@@ -309,6 +311,42 @@ def test_resources_need_a_token_and_a_reader_may_list_and_read_them(team):
                 body = await c.read_resource(next(u for u in uris if u.endswith("/SKILL.md")))
                 assert "Access-Control-Allow-Origin" in body.contents[0].text
         run(main)
+
+
+def test_a_team_servers_outcomes_do_not_queue_behind_its_local_index_writer(team):
+    """A team store's outcomes are written to PostgreSQL, which takes many writers at once:
+    they no longer wait for this server's local database writer (held by an index
+    transaction, or by every other report of the server in turn) and are not refused as
+    "the index is being written" after 2 s."""
+    lib = Library(home=team["tmp"] / "server", roots=[team["root"]], embedder="none", auto_sync=False,
+                  store=team["url"])
+    server = build_server(lambda: lib, team=True, token=team["tokens"]["agent"])
+    held, release = threading.Event(), threading.Event()
+
+    def index_transaction():
+        with lib.writer(what="a long index write"):
+            held.set()
+            release.wait(20)
+
+    writer = threading.Thread(target=index_transaction)
+    try:
+        assert server.handle.opened() is None
+        writer.start()
+        assert held.wait(10)
+
+        async def main():
+            async with Client(server) as c:
+                t0 = time.monotonic()
+                res = await c.call_tool("report_outcome", {"skill": "cors-fix", "worked": True})
+                assert not res.is_error, text(res)
+                assert time.monotonic() - t0 < 1.5
+        run(main)
+    finally:
+        release.set()
+        if writer.is_alive():
+            writer.join()
+        server.handle.close(5)
+    assert rows(team["url"], "SELECT client FROM outcomes") == [("ci-agent",)]
 
 
 # --- stdio: one person's server ------------------------------------------------------------------

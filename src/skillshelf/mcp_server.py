@@ -188,28 +188,21 @@ class LibraryHandle:
         self.start()
         self._ready.wait()
         try:
-            if self._error is not None or self.token is None:
-                self.get()
-                return None
-            self._own_caller()
+            self._own_caller() if self.token is not None else self.get()
         except ToolError as exc:
             return str(exc)
         except Exception as exc:    # noqa: BLE001 — said on one line, with the fix
             return _message(exc)
         return None
 
-    def verify_token(self, token: str) -> Any:
-        """The ``Caller`` of a bearer token, or None (``Library.verify_token``)."""
+    def verify_token(self, token: str) -> Any:     # the Caller of a bearer token, or None
         return self.get().verify_token(token)
 
     def _own_caller(self) -> Any:
         """The caller of SKILLSHELF_TOKEN (stdio), checked now; ``ConfigError`` if none."""
-        from .errors import ConfigError
-
         caller = self.verify_token(self.token or "")
         if caller is None:
-            raise ConfigError("SKILLSHELF_TOKEN is not a token of this team store (wrong, or revoked)",
-                              fix=mcp_text.OWN_TOKEN_FIX)
+            raise mcp_text.not_a_token()
         return caller
 
     async def who(self, context: Any) -> Any:
@@ -607,7 +600,8 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
                        query_id: int | None = None) -> Annotated[CallToolResult, Out]:
         handle.allow(ACTIONS["report_outcome"])
         lib = handle.get()
-        with lib.writer(what="recording this outcome"):
+        # the local database's one writer; not for a team store's (PostgreSQL takes many at once)
+        with contextlib.nullcontext() if lib.team else lib.writer(what="recording this outcome"):
             res = lib.report_outcome(skill, worked, note=note, query_id=query_id, client=CLIENT.get())
         rate = res["success_rate"]
         return _result(f"recorded: {res['skill']} {'worked' if worked else 'did not work'} "

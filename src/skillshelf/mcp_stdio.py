@@ -150,12 +150,12 @@ def team_token() -> str:
     import os
 
     from .errors import ConfigError
-    from .mcp_text import OWN_TOKEN_FIX
+    from .mcp_text import OWN_TOKEN_FIX, not_a_token
 
     token = os.environ.get("SKILLSHELF_TOKEN", "").strip()
     if not token:
         raise ConfigError("an MCP server on a team store serves one person's token, and SKILLSHELF_TOKEN is not set",
                           fix=OWN_TOKEN_FIX)
     if len(token) > TOKEN_MAX or not token.isascii() or not token.isprintable():
-        raise ConfigError("SKILLSHELF_TOKEN is not a token of this team store (wrong, or revoked)", fix=OWN_TOKEN_FIX)
+        raise not_a_token()
     return token

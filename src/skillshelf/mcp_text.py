@@ -57,6 +57,13 @@ WHAT = {"search": "searching skills", "read": "reading a skill", "save_skill": "
         "reindex": "reindexing this server's folders", "resources": "reading the skill files as resources"}
 
 
+def not_a_token() -> Exception:
+    """The refusal of a SKILLSHELF_TOKEN the team store does not know."""
+    from .errors import ConfigError
+
+    return ConfigError("SKILLSHELF_TOKEN is not a token of this team store (wrong, or revoked)", fix=OWN_TOKEN_FIX)
+
+
 def no_token() -> Exception:
     """The refusal of a team store's request whose caller is not known."""
     from .errors import ForbiddenError
