@@ -77,13 +77,17 @@ def _env(team: dict, **extra: str) -> dict[str, str]:
 class Server:
     """``skillshelf --root ROOT serve --http`` on the team store, on a free port."""
 
-    def __init__(self, team: dict, *args: str, **env: str):
+    def __init__(self, team: dict, *args: str, store_flag: bool = False, **env: str):
+        """The store is SKILLSHELF_STORE, or with ``store_flag`` serve's ``--store URL``."""
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.home = team["tmp"] / "server"
         self.err: str | None = None
+        environ = _env(team, **env)
+        if store_flag:
+            args = (*args, "--store", environ.pop("SKILLSHELF_STORE"))
         self.proc = subprocess.Popen([EXE, "--root", str(team["root"]), "serve", "--http", "--port", str(self.port),
-                                      *args], env=_env(team, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                      *args], env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -160,7 +164,7 @@ def test_without_a_token_or_with_a_wrong_one_nothing_answers(team):
     let in from any Host (the token is the protection)."""
     agent = team["tokens"]["agent"]
     shared = "a-shared-token-of-the-single-user-mode"
-    with Server(team, "--host", "127.0.0.1", SKILLSHELF_HTTP_TOKEN=shared) as srv:
+    with Server(team, "--host", "127.0.0.1", store_flag=True, SKILLSHELF_HTTP_TOKEN=shared) as srv:
         for auth in [(), ("Bearer wrong-token",), (f"Basic {agent}",), (f"Bearer {shared}",), ("Bearer " + "x" * 600,),
                      (f"Bearer {agent}x",)]:
             r = srv.post(INIT, *auth)
@@ -192,8 +196,9 @@ def test_without_a_token_or_with_a_wrong_one_nothing_answers(team):
 
 def test_a_token_is_checked_on_every_request_so_revoking_it_shuts_the_door_at_once(team):
     """A session opened with a token is not a pass: each request is checked against the store,
-    so a revoked token is refused on its next request, with no restart."""
-    with Server(team) as srv:
+    so a revoked token is refused on its next request, with no restart. (Bound beyond
+    loopback without SKILLSHELF_HTTP_TOKEN: each client's token is the protection.)"""
+    with Server(team, "--host", "0.0.0.0") as srv:
         init = srv.post(INIT, f"Bearer {team['tokens']['reader']}")
         assert init.status_code == 200
         sid = init.headers["mcp-session-id"]
