@@ -265,6 +265,72 @@ def m011_narrow_reads(db: sqlite3.Connection) -> None:
     """)
 
 
+def m012_audit_pins(db: sqlite3.Connection) -> None:
+    # What each skill asks an agent to do that is risky (audit.py), kept by content: each file's
+    # hash, size and time with its findings (an unchanged file is not read again, an unchanged
+    # skill not re-audited), and per skill the key over its files' hashes, the rules version,
+    # its risk and all its findings. ``audit_trust``: the owner allowed a skill after review,
+    # for one content key (a changed file needs trust again), like an overlay.
+    # Pins (pins.py): a root whose skills are held back from agents when their files change;
+    # per skill the content key, the SKILL.md text and the findings when pinned, per file its
+    # hash; ``pin_held`` the pinned skills whose files differ now (or that are new in the root).
+    _script(db, """
+    CREATE TABLE audit_files (
+        skill_id TEXT NOT NULL,
+        file TEXT NOT NULL,               -- relative to the skill folder
+        sha256 TEXT,                      -- NULL: not hashed (over the cap, a link outside)
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        findings TEXT NOT NULL DEFAULT '[]',
+        PRIMARY KEY (skill_id, file)
+    ) WITHOUT ROWID;
+    CREATE TABLE audits (
+        skill_id TEXT PRIMARY KEY,
+        content_key TEXT NOT NULL,
+        rules_version TEXT NOT NULL,
+        risk TEXT NOT NULL,               -- none | low | medium | high
+        findings TEXT NOT NULL DEFAULT '[]',
+        audited_at TEXT NOT NULL
+    );
+    CREATE INDEX audits_risk ON audits(risk, skill_id);
+    CREATE TABLE audit_trust (
+        skill_id TEXT PRIMARY KEY,
+        content_key TEXT NOT NULL,
+        risk TEXT NOT NULL,               -- the risk the owner accepted
+        note TEXT NOT NULL DEFAULT '',
+        trusted_at TEXT NOT NULL
+    );
+    CREATE TABLE pinned_roots (
+        root TEXT PRIMARY KEY,            -- the root's label
+        path TEXT NOT NULL,
+        pinned_at TEXT NOT NULL
+    );
+    CREATE TABLE pinned_skills (
+        skill_id TEXT PRIMARY KEY,
+        root TEXT NOT NULL,
+        content_key TEXT NOT NULL,
+        skill_md TEXT NOT NULL,
+        findings TEXT NOT NULL DEFAULT '[]',
+        pinned_at TEXT NOT NULL
+    );
+    CREATE INDEX pinned_skills_root ON pinned_skills(root);
+    CREATE TABLE pinned_files (
+        skill_id TEXT NOT NULL,
+        file TEXT NOT NULL,
+        sha256 TEXT,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        PRIMARY KEY (skill_id, file)
+    ) WITHOUT ROWID;
+    CREATE TABLE pin_held (
+        skill_id TEXT PRIMARY KEY,
+        root TEXT NOT NULL,
+        reason TEXT NOT NULL,             -- changed | added
+        since TEXT NOT NULL
+    );
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_skills", m001_skills),
     ("002_lexical", m002_lexical),
@@ -277,4 +343,5 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("009_judge_log", m009_judge_log),
     ("010_learning", m010_learning),
     ("011_narrow_reads", m011_narrow_reads),
+    ("012_audit_pins", m012_audit_pins),
 ]
