@@ -247,7 +247,7 @@ def test_a_reader_searches_but_its_outcomes_and_saves_are_refused_naming_the_age
                                                        "description": "should not be saved", "body": "# x\n"})
                 assert res.is_error and "needs the agent role" in text(res)
                 res = await c.call_tool("reindex", {})
-                assert res.is_error and "needs the admin role" in text(res)
+                assert res.is_error and "needs the curator role" in text(res)
         run(main)
     assert rows(team["url"], "SELECT count(*) FROM outcomes") == [(0,)]
     assert not (srv.home / "team").exists() or not list((srv.home).rglob("reader-skill"))

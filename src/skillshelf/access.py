@@ -33,7 +33,7 @@ NEEDS: dict[str, str] = {
     "search": "reader", "read": "reader", "list": "reader", "resources": "reader", "stats": "reader",
     "report_outcome": "agent", "save_skill": "agent",
     "approve": "curator", "reject": "curator", "edit": "curator", "deprecate": "curator", "restore": "curator",
-    "extend_ttl": "curator", "rollback": "curator", "delete": "curator",
+    "extend_ttl": "curator", "rollback": "curator", "delete": "curator", "reindex": "curator",
     "tokens": "admin",
 }
 

@@ -211,6 +211,8 @@ class Library:
         """``search`` for a long-running server: while the writer is busy with an index
         transaction for more than ``WRITE_WAIT`` seconds, the query is answered without being
         logged (no ``query_id``), and ``degraded`` says how far a background indexing is."""
+        if self.team:    # the query log is the team store's: the local index writer is not needed
+            return self.indexer.annotate(self.search(query, **kw))
         with self.indexer.logging_writer() as logged:
             res = self.search(query, log=logged and kw.pop("log", True), **kw)
         return self.indexer.annotate(res)

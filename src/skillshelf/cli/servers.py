@@ -22,7 +22,7 @@ def _store(url: Optional[str]) -> Optional[str]:
 @commands.command()
 def serve(
     http: bool = typer.Option(False, "--http", help="Streamable HTTP instead of stdio"),
-    host: str = typer.Option("127.0.0.1", help="HTTP bind address (non-loopback needs SKILLSHELF_HTTP_TOKEN)"),
+    host: str = typer.Option("127.0.0.1", help="HTTP bind address (non-loopback needs SKILLSHELF_HTTP_TOKEN, or a team store's tokens)"),
     port: int = typer.Option(8765, help="HTTP port"),
     write_policy: Optional[str] = typer.Option(None, "--write-policy", help="read-only | propose | open"),
     store: Optional[str] = typer.Option(None, "--store", metavar="URL", help=STORE_HELP),
@@ -38,7 +38,7 @@ def serve(
 
 
 @commands.command()
-def dashboard(host: str = typer.Option("127.0.0.1", help="bind address (non-loopback needs SKILLSHELF_HTTP_TOKEN)"),
+def dashboard(host: str = typer.Option("127.0.0.1", help="bind address (non-loopback needs SKILLSHELF_HTTP_TOKEN, or a team store's tokens)"),
               port: int = typer.Option(7788, help="port"),
               open_browser: bool = typer.Option(False, "--open", help="open the dashboard in a browser"),
               store: Optional[str] = typer.Option(None, "--store", metavar="URL", help=STORE_HELP)) -> None:
