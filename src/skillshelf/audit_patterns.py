@@ -43,6 +43,12 @@ TRIG_SECRETS = [re.compile(p) for p in (
 TRIG_DESTRUCTIVE = [re.compile(p) for p in (
     rb"rm\s+-", rb"/dev/", rb"remove-item", rb"-delete\b", rb":\s{0,3}\(\s{0,3}\)\s{0,3}\{",
 )] + [_CHMOD]
+# a shell opened to a remote host, a key that lets one log in; an agent run with its checks off
+TRIG_REMOTE = [re.compile(p) for p in (
+    rb"/dev/(?:tcp|udp)/", rb"nc(?:at)?(?:\.exe)?(?:\s[^\n]{0,120}?)?\s-[ec]\s", rb"netcat\s", rb"socat\s",
+    rb"authorized_keys",
+)]
+TRIG_UNGUARDED = [re.compile(p) for p in (rb"danger(?:ously-|-full-access)", rb"yolo", rb"bypasspermissions")]
 TRIG_OVERRIDE = [re.compile(p) for p in (
     rb"ignor", rb"disregard", rb"forget", rb"overrid", rb"bypass", rb"you(?:\s+are\s+now|r\s+new\s)",
     rb"anything\s+now", rb"system\s+prompt",
@@ -60,9 +66,9 @@ FETCH = re.compile(rb"(?:^|[\s(;&`$\"'])(?:curl|wget|iwr|irm|invoke-webrequest|i
 RUNNER = re.compile(rb"\s*(?:sudo(?:\s+-{1,2}[\w-]{1,20}){0,4}\s+)?(?:env\s+(?:[a-z_][a-z0-9_]{0,40}=\S{0,100}\s+){0,6})?"
                     rb"(?:(?:/usr)?(?:/local)?/bin/)?"
                     rb"(?:(?P<sh>(?:ba|z|k|da|fi|tc|c)?sh|pwsh|powershell(?:\.exe)?|iex|invoke-expression|"
-                    rb"source\s+/dev/stdin|cmd(?:\.exe)?)(?=[\s;)&|'\"]|$)|"
+                    rb"source\s+/dev/stdin|cmd(?:\.exe)?)(?=[\s;)&|'\"`]|$)|"
                     rb"(?P<interp>python[0-9.]{0,4}|py|node|nodejs|deno|bun|perl|ruby|php|lua|osascript)"
-                    rb"(?=\s*$|\s+-\s|\s+-$|\s*[;)&|]))")
+                    rb"(?=\s*$|\s+-\s|\s+-$|\s*[;)&|`]))")
 # a download's output run at once: eval "$(curl …)", bash <(curl …), sh -c "$(wget …)"
 RUN_SUBST = re.compile(rb"(?:(?<![\w.-])(?:eval|(?:ba|z|k|da)?sh(?:\s+-c)?|iex|invoke-expression|python[0-9.]{0,4}\s+-c|"
                        rb"exec)\s{0,4}[(\"']{0,3}\s{0,4}(?:\$\(|<\(|`)|(?:^|[\s;&|(])(?:source|\.)\s+[\"']?(?:<\(|\$\(|`))"
@@ -150,6 +156,22 @@ DESTRUCTIVE = [
     (re.compile(rb"(?:^|[\s;&|])find\s+(?:/|~|\$home)\s+[^\n|;&]{0,200}?-delete\b"),
      "deletes files found across the whole disk or home folder"),
 ]
+
+# --- remote access ----------------------------------------------------------------------------------
+REMOTE_ACCESS = [
+    (re.compile(rb"(?:[<>]&?|&>)\s{0,3}/dev/(?:tcp|udp)/[^\s/]{1,200}/\d{1,5}[^\n]{0,40}?(?:[0-2]\s{0,2}>&\s{0,2}[0-2]|"
+                rb"<&\s{0,2}\d|\s-i\b)|(?:ba|z)?sh\s+-i\s{1,4}(?:[<>]&?|&>)\s{0,3}/dev/(?:tcp|udp)/"),
+     "opens a shell to a remote host (a reverse shell over /dev/tcp)"),
+    (re.compile(rb"\b(?:nc|ncat|netcat)(?:\.exe)?\s+(?:[^\n|;&]{0,120}?\s)?-(?:e|c)\s+[\"']?(?:/bin/|/usr/bin/)?"
+                rb"(?:(?:ba|z|k|da)?sh|cmd(?:\.exe)?|powershell(?:\.exe)?|pwsh|python[0-9.]{0,4})\b"),
+     "gives a remote host a shell (netcat -e)"),
+    (re.compile(rb"\bsocat\s[^\n|;&]{0,200}?\bexec:[\"']?(?:/bin/|/usr/bin/)?(?:(?:ba|z)?sh|cmd|python)"),
+     "gives a remote host a shell (socat exec:)"),
+    (re.compile(rb">>?\s{0,3}[\"']?(?:~|\$home|\$\{home\}|/root|/home/[\w.-]{1,40})/\.ssh/authorized_keys2?\b"),
+     "adds a key that lets someone log in to this machine (authorized_keys)"),
+]
+UNGUARDED = re.compile(rb"--dangerously-skip-permissions|--yolo\b|--approval-mode\s{0,3}[= ]\s{0,3}yolo|"
+                       rb"bypasspermissions|danger-full-access|--dangerously-bypass-approvals-and-sandbox")
 
 # --- override and conceal -------------------------------------------------------------------------------
 _APOS = rb"(?:'|" + _u("’") + rb")"
@@ -249,9 +271,21 @@ def known_installer(url: str) -> bool:
     return False
 
 
+_BARE_TARGET = re.compile(rb"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)\s+(?:-{1,2}[\w-]{1,30}"
+                          rb"(?:[ =](?:'[^']{0,100}'|\"[^\"]{0,100}\"|[^\s-]\S{0,100}))?\s+){0,8}"
+                          rb"(?P<t>[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}(?:[/:][^\s'\"|)]{0,150})?)")
+
+
 def url_in(text: bytes) -> str:
+    """The URL a command fetches, for a message: an http(s) URL, else the bare host/path it names
+    (said to have no https://), else 'a download'."""
     m = URL.search(text)
-    return m.group().decode("utf-8", "replace").rstrip(".,;:'\"") if m else "a download"
+    if m:
+        return m.group().decode("utf-8", "replace").rstrip(".,;:'\"")
+    m = _BARE_TARGET.search(text)
+    if m:
+        return m.group("t").decode("utf-8", "replace").rstrip(".,;:'\"") + " (no https://)"
+    return "a download"
 
 
 def sink_name(m: re.Match) -> str:

@@ -58,12 +58,16 @@ RULES: dict[str, Rule] = {r.id: r for r in (
     Rule("exfil.secrets", "high", "sends secrets or files out",
          "SSH and cloud keys, .env files and the environment hold credentials: sending them to a URL or a "
          "remote host gives them away."),
+    Rule("exec.remote-access", "high", "opens the machine to a remote host",
+         "A reverse shell (bash -i >& /dev/tcp/…, nc -e) hands a shell on this machine to whoever listens at "
+         "the other end; a key appended to ~/.ssh/authorized_keys lets its owner log in at any time."),
     Rule("destructive.command", "high", "a destructive command",
          "Deleting the home or root folder, formatting a disk or writing over a device destroys data that "
          "cannot be recovered."),
     Rule("tools.unrestricted-shell", "medium", "grants an unrestricted shell",
          "allowed-tools lets the skill use a tool without asking the user each time; an unrestricted shell "
-         "(Bash with no command pattern, Bash(*), an interpreter) means any command runs unasked."),
+         "(Bash with no command pattern, Bash(*), an interpreter) means any command runs unasked, and so does "
+         "an agent started with its permission checks off (--dangerously-skip-permissions, --yolo)."),
     Rule("encoded.blob", "low", "a long encoded blob",
          "A long base64 blob cannot be read by a reviewer; if it decodes to instructions or a command, those "
          "are hidden."),

@@ -422,8 +422,11 @@ class Scan:
         if self.data.isascii():
             return
         text = self.data.decode("utf-8", "replace")
-        newlines = [m.start() for m in re.finditer("\n", text)] if "\n" in text else []
-        pos, n = 0, 0
+        m = P.INVISIBLE.search(text)
+        if m is None:
+            return
+        newlines = [m.start() for m in re.finditer("\n", text)]
+        pos, n = m.start(), 0
         while n < 5000:
             m = P.INVISIBLE.search(text, pos)
             if m is None:
@@ -487,6 +490,19 @@ class Scan:
             self._exfil_line(s, e)
         for s, e in self.candidates(P.TRIG_DESTRUCTIVE, "destructive commands"):
             self._destructive_line(s, e)
+        for s, e in self.candidates(P.TRIG_REMOTE, "remote access"):
+            line = self.low[s:e].replace(b"\\\n", b"  ")
+            for rx, what in P.REMOTE_ACCESS:
+                m = rx.search(line)
+                if m is not None:
+                    self._report("exec.remote-access", s + m.start(), s, e, what)
+                    break
+        for s, e in self.candidates(P.TRIG_UNGUARDED, "agents run without permission checks"):
+            m = P.UNGUARDED.search(self.low[s:e])
+            if m is not None:
+                flag = m.group().decode("utf-8", "replace")
+                self._report("tools.unrestricted-shell", s + m.start(), s, e,
+                             f"runs an agent with its permission checks off ({flag}): any command runs unasked")
 
     def _stages(self, s: int, e: int) -> list[tuple[int, bytes]]:
         """The pipeline stages of a logical line, as (offset, lower-cased bytes); ``||`` is not

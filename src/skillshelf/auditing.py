@@ -65,64 +65,73 @@ class Walk:
 
 
 def walk_skill(skill_md: str | Path, limit: int = MAX_FILES) -> Walk:
-    """The files of the skill whose SKILL.md is ``skill_md`` (it comes first), sorted."""
-    skill_md = Path(skill_md)
-    base = skill_md.parent
+    """The files of the skill whose SKILL.md is ``skill_md``: the SKILL.md first, then the others
+    by name. Links are followed to files and folders inside the skill folder only."""
+    skill_md = os.fspath(skill_md)
+    base, md_name = os.path.split(skill_md)
     out = Walk()
-    try:
-        base_r = base.resolve()
-    except OSError:
-        return out
-    for dirpath, dirnames, filenames in os.walk(base):
-        here = Path(dirpath)
-        rel_dir = here.relative_to(base)
-        keep = []
-        for d in sorted(dirnames):
-            rel = (rel_dir / d).as_posix()
-            if d in NOT_WALKED:
+    base_r: list[Path] = []           # the resolved folder, worked out at the first link
+
+    def inside(path: str) -> bool:
+        if not base_r:
+            try:
+                base_r.append(Path(base).resolve())
+            except (OSError, RuntimeError):
+                return False
+        return _inside(base_r[0], Path(path))
+
+    stack = [(base, "")]
+    while stack:
+        folder, prefix = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue              # a folder that cannot be listed is passed over
+        subdirs = []
+        for e in entries:
+            rel = prefix + e.name
+            try:
+                is_dir = e.is_dir()
+            except OSError:
                 continue
-            if any(os.path.lexists(here / d / n) for n in SKILL_FILES):
-                continue      # a nested skill is a skill of its own
-            if d in DEPENDENCY_DIRS:
-                out.findings.append(Finding("files.not-audited", "low", rel + "/", 0, rel + "/",
-                                            f"{rel}/ is a dependency folder: it is neither audited nor pinned"))
+            if is_dir:
+                if e.name in NOT_WALKED or any(os.path.lexists(os.path.join(e.path, n)) for n in SKILL_FILES):
+                    continue      # version control and caches; a nested skill is a skill of its own
+                if e.name in DEPENDENCY_DIRS:
+                    out.findings.append(Finding("files.not-audited", "low", rel + "/", 0, rel + "/",
+                                                f"{rel}/ is a dependency folder: it is neither audited nor pinned"))
+                elif e.is_symlink():
+                    if not inside(e.path):
+                        out.findings.append(Finding("files.outside-link", "medium", rel + "/", 0, rel + "/",
+                                                    f"{rel}/ links to a folder outside the skill: not read"))
+                else:
+                    subdirs.append((e.path, rel + "/"))
                 continue
-            if os.path.islink(here / d):
-                if not _inside(base_r, here / d):
-                    out.findings.append(Finding("files.outside-link", "medium", rel + "/", 0, rel + "/",
-                                                f"{rel}/ links to a folder outside the skill: not read"))
-                continue
-            keep.append(d)
-        dirnames[:] = keep
-        for f in sorted(filenames):
-            rel = (rel_dir / f).as_posix()
-            p = here / f
-            if rel_dir == Path(".") and f == skill_md.name:
+            if not prefix and e.name == md_name:
                 continue
             try:
-                st = os.stat(p)
+                st = e.stat()     # follows a link: what a read would open
             except OSError:
-                continue      # a dangling link, a file removed meanwhile
+                continue          # a dangling link, a file removed meanwhile
             if not stat.S_ISREG(st.st_mode):
-                continue      # FIFOs, sockets and devices are never read
-            outside = os.path.islink(p) and not _inside(base_r, p)
+                continue          # FIFOs, sockets and devices are never read
             if len(out.files) >= limit - 1:
                 out.findings.append(Finding("files.not-audited", "medium", rel, 0, rel,
                                             f"more than {limit:,} files: the rest are neither audited nor pinned"))
-                return _with_skill_md(out, skill_md)
-            out.files.append(FileState(rel, str(p), st.st_size, st.st_mtime_ns, bool(st.st_mode & 0o111), outside))
+                stack.clear()
+                break
+            outside = e.is_symlink() and not inside(e.path)
+            out.files.append(FileState(rel, e.path, st.st_size, st.st_mtime_ns, bool(st.st_mode & 0o111), outside))
             if outside:
                 out.findings.append(Finding("files.outside-link", "medium", rel, 0, rel,
                                             f"{rel} links to a file outside the skill: not read, compared by size "
                                             "and time only"))
-    return _with_skill_md(out, skill_md)
-
-
-def _with_skill_md(out: Walk, skill_md: Path) -> Walk:
+        stack.extend(reversed(subdirs))
+    out.files.sort(key=lambda f: f.file)
     try:
         st = os.stat(skill_md)
-        out.files.insert(0, FileState(skill_md.name, str(skill_md), st.st_size, st.st_mtime_ns,
-                                      bool(st.st_mode & 0o111)))
+        out.files.insert(0, FileState(md_name, skill_md, st.st_size, st.st_mtime_ns, bool(st.st_mode & 0o111)))
     except OSError:
         pass
     return out
@@ -322,6 +331,19 @@ class Auditor:
         trusted = self.audits.trusted(skill_id)
         return SkillAudit(skill_id, row["content_key"], row["risk"], [Finding.from_dict(f) for f in row["findings"]],
                           row["audited_at"], trusted=bool(trusted and trusted["content_key"] == row["content_key"]))
+
+    def findings(self, skill_ids: Iterable[str] | None = None, *, min_severity: str = "low") -> list[tuple[str, Finding]]:
+        """(skill id, finding) of the kept audits at ``min_severity`` or above, by skill id then
+        file and line: of these skills, or of every audited skill (``skillshelf audit``)."""
+        if min_severity not in audit.RANK or min_severity == "none":
+            raise ValueError(f"not a severity: {min_severity!r} (low, medium or high)")
+        wanted = None if skill_ids is None else set(skill_ids)
+        out = []
+        for sid, _, found in self.audits.all_findings():
+            if wanted is not None and sid not in wanted:
+                continue
+            out += [(sid, f) for f in map(Finding.from_dict, found) if severity_at_least(f.severity, min_severity)]
+        return out
 
     def risks(self, skill_ids: Iterable[str] | None = None) -> dict[str, str]:
         """Skill id -> risk (``none`` for a skill not audited)."""
