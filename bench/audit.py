@@ -11,6 +11,9 @@ Three timings over every SKILL.md folder of the corpus:
   the folder, the other files, the rows);
 - **unchanged**: ``Auditor.refresh`` of every skill again (a walk and a stat per file).
 
+Then pinning the corpus as one root (``Pins.pin_root``: every file hashed, each SKILL.md kept,
+each skill audited) and a refresh of the pins with nothing changed.
+
 ``--first-index`` is the seconds a first index of the same corpus takes on this machine
 (``bench/first_index.py``, BENCHMARKS.md): the audit's share of it is printed against the goal of
 10 %. Then ``--sample`` random high findings and as many random skills without any finding, for
@@ -29,6 +32,7 @@ from pathlib import Path
 
 from skillshelf import audit
 from skillshelf.auditing import Auditor, audit_folder
+from skillshelf.pins import Pins
 from skillshelf.sources import Root, discover
 from skillshelf.store import Store
 
@@ -81,6 +85,13 @@ def main() -> None:
         changed = auditor.refresh((sid, f.file) for sid, f in skills.items())
         again_s = time.perf_counter() - t0
         counts = auditor.counts()
+        pins = Pins(store)
+        t0 = time.perf_counter()
+        pinned = pins.pin_root(Root(root, "other", "corpus"))
+        pin_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        moved = pins.refresh(found)
+        pin_again_s = time.perf_counter() - t0
         store.close()
 
     print(f"rules only:   {rules_s:6.2f} s  ({1000 * rules_s / n:.3f} ms per skill; p50 {1000 * pct(per_rules, .5):.3f}, "
@@ -89,6 +100,8 @@ def main() -> None:
           f"p99 {1000 * pct(per_skill, .99):.2f}, max {1000 * max(per_skill):.1f} ms) = "
           f"{100 * first_s / a.first_index:.1f} % of a {a.first_index:.0f} s first index (goal <= 10 %)")
     print(f"unchanged:    {again_s:6.2f} s  (re-audited {len(changed)})")
+    print(f"pin the root: {pin_s:6.2f} s  ({pinned.skills:,} skills, {pinned.files:,} files); refresh of the pins: "
+          f"{pin_again_s:.2f} s (held {len(moved['held'])})")
 
     by_risk = collections.Counter(r.risk for r in results.values())
     print("\nskills by risk: " + ", ".join(f"{s} {by_risk.get(s, 0):,}" for s in audit.SEVERITIES)
