@@ -72,6 +72,15 @@ class SearchConfig:
 
 
 @dataclass(frozen=True)
+class TrustConfig:
+    block: str = _f("none", "hide skills whose audit found this risk or worse from agents until a person trusts them: "
+                            "none (warn only) | high | medium")
+
+
+TRUST_BLOCKS = ("none", "high", "medium")
+
+
+@dataclass(frozen=True)
 class JudgeConfig:
     backend: str = _f("none", "optional model judge of the shortlist: none | ollama | openai | local (off by default:"
                               " search results are then exactly the plain pipeline's)")
@@ -116,6 +125,7 @@ class Config:
                         "of a team store shared by several servers")
     search: SearchConfig = _f(SearchConfig(), "search knobs")
     judge: JudgeConfig = _f(JudgeConfig(), "the optional model judge (rerank, soft filter)")
+    trust: TrustConfig = _f(TrustConfig(), "what agents see of skills whose audit found a risk")
     # Not settings: where each setting came from (``ORIGINS``; "search.x" for nested ones),
     # and, per root path, where that root came from. A root given for one command ("flag")
     # must exist; a saved one ("file", "environment") that has gone is skipped with a warning.
@@ -344,6 +354,7 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
     values: dict[str, Any] = {}
     search_values: dict[str, Any] = {}
     judge_values: dict[str, Any] = {}
+    trust_values: dict[str, Any] = {}
     cfg_file = base.config_path
     if cfg_file.exists():
         try:
@@ -371,6 +382,13 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
                                           fix="see `skillshelf config` for the settings")
                     judge_values[jk] = _coerce(f"judge.{jk}", getattr(JudgeConfig(), jk), jv)
                     origins[f"judge.{jk}"] = "file"
+            elif key == "trust" and isinstance(value, dict):
+                for tk, tv in value.items():
+                    if tk != "block":
+                        raise ConfigError(f"{cfg_file}: unknown setting trust.{tk}",
+                                          fix="the trust section has one setting: block = \"none\" | \"high\" | \"medium\"")
+                    trust_values[tk] = str(tv)
+                    origins[f"trust.{tk}"] = "file"
             elif key in names and key != "home":
                 values[key] = _coerce(key, getattr(base, key), value)
                 origins[key] = "file"
@@ -406,7 +424,15 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
         values["search"] = dataclasses.replace(SearchConfig(), **search_values)
     if judge_values and origins.get("judge") != "flag":   # a JudgeConfig given as an argument is taken whole
         values["judge"] = dataclasses.replace(JudgeConfig(), **judge_values)
+    if os.environ.get("SKILLSHELF_TRUST_BLOCK"):
+        trust_values["block"] = os.environ["SKILLSHELF_TRUST_BLOCK"]
+        origins["trust.block"] = "environment"
+    if trust_values and origins.get("trust") != "flag":
+        values["trust"] = dataclasses.replace(TrustConfig(), **trust_values)
     cfg = dataclasses.replace(base, **values, origins=origins, root_origins=root_origins)
+    if cfg.trust.block not in TRUST_BLOCKS:
+        raise ConfigError(f"unknown trust.block {cfg.trust.block!r}{_where(cfg, 'trust.block')}",
+                          fix="use none (warn only), high or medium")
     if cfg.write_policy not in WRITE_POLICIES:
         raise ConfigError(f"unknown write policy {cfg.write_policy!r}{_where(cfg, 'write_policy')}",
                           fix=f"use one of {', '.join(WRITE_POLICIES)}")

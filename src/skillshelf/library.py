@@ -26,6 +26,11 @@ from .store.sqlite import move_aside, put_back
 from .store.skill_refs import SkillRefs
 from .store.catalog import CatalogReads
 from .store.records import SkillRows
+from .store.audit import Audits
+from .store.pins import PinnedContent
+from .auditing import Auditor
+from .pins import Pins
+from .supply import SupplyChain
 from .access import ROLES, Caller, needs, require
 from .checks import Check, Clash, DoctorReport
 from .resources import SkillResources, skill_uri
@@ -99,6 +104,12 @@ class Library:
         self.searcher.learner = Learner(self.store, memory=shared.learning)
         self.indexer = Indexer(self.store, self.searcher, self.model, config=lambda: self.config,
                                roots=lambda: self.roots)
+        # what a skill asks an agent to do (the audit), collections pinned by their owner, and
+        # what is held back from agents until a person has looked (``Library.supply``)
+        self.supply = SupplyChain(Auditor(Audits(self.store)),
+                                  Pins(PinnedContent(self.store), exclude=(self.config.home,)),
+                                  resolve=self.get, records=lambda root: self.list(root=root),
+                                  roots=lambda: self.roots, block=lambda: self.config.trust.block)
         # team mode: this server keeps a copy of the team workspace and follows the store's
         # changes (after the indexer: the follower may ask it to index at once)
         self._team = None
