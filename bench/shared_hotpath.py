@@ -15,8 +15,8 @@ after a few warm-up calls; the p50 and p90 are over every timed call.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
-import os
 import statistics
 import sys
 import tempfile
@@ -73,15 +73,8 @@ def main() -> None:
     from skillshelf.store.pg_usage import PgUsageLog
     from skillshelf.store.postgres import PgStore
 
-    cluster = None
-    if os.environ.get("SKILLSHELF_TEST_PG"):
-        url = pgcluster.new_database_from_env()
-    else:
-        why = pgcluster.why_not()
-        if why:
-            sys.exit(f"needs PostgreSQL: {why}")
-        cluster = pgcluster.Cluster().start()
-        url = cluster.new_database()
+    stack = contextlib.ExitStack()   # a new database: SKILLSHELF_TEST_PG's server, or a throwaway cluster
+    url = stack.enter_context(pgcluster.database("bench/shared_hotpath.py"))
     tmp = Path(tempfile.mkdtemp(prefix="skillshelf-hotpath-"))
     local = Store(tmp / "index.db")
     pg = PgStore(url)
@@ -115,8 +108,7 @@ def main() -> None:
     finally:
         pg.close()
         local.close()
-        if cluster is not None:
-            cluster.stop()
+        stack.close()
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ clock); the time A's whole call took is shown beside it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import os
 import random
 import statistics
 import string
@@ -101,15 +101,8 @@ def main() -> None:
     import pgcluster
     from teamlib import close, team_library
 
-    cluster = None
-    if os.environ.get("SKILLSHELF_TEST_PG"):
-        url = pgcluster.new_database_from_env()
-    else:
-        why = pgcluster.why_not()
-        if why:
-            sys.exit(f"bench/team.py needs PostgreSQL: {why}")
-        cluster = pgcluster.Cluster().start()
-        url = cluster.new_database()
+    stack = contextlib.ExitStack()   # a new database: SKILLSHELF_TEST_PG's server, or a throwaway cluster
+    url = stack.enter_context(pgcluster.database("bench/team.py"))
     tmp = Path(tempfile.mkdtemp(prefix="skillshelf-team-bench-"))
     b = None
     try:
@@ -166,8 +159,7 @@ def main() -> None:
     finally:
         if b is not None and b.poll() is None:
             b.kill()
-        if cluster is not None:
-            cluster.stop()
+        stack.close()
 
     def line(what: str, xs: list[float], calls: list[float]) -> str:
         if not xs:

@@ -23,6 +23,7 @@ there, under its client's token name.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import asyncio
 import json
 import os
@@ -204,14 +205,8 @@ def main() -> None:
 
     from skillshelf import Library
 
-    cluster = None
-    if os.environ.get("SKILLSHELF_TEST_PG"):
-        url = pgcluster.new_database_from_env()
-    else:
-        if why := pgcluster.why_not():
-            raise SystemExit(f"needs PostgreSQL: {why}")
-        cluster = pgcluster.Cluster().start()
-        url = cluster.new_database()
+    stack = contextlib.ExitStack()   # a new database: SKILLSHELF_TEST_PG's server, or a throwaway cluster
+    url = stack.enter_context(pgcluster.database("bench/team_load.py"))
     work = Path(tempfile.mkdtemp(prefix="skillshelf-load-"))
     procs: list[tuple] = []
     try:
@@ -242,8 +237,7 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 p.kill()
         shutil.rmtree(work, ignore_errors=True)
-        if cluster is not None:
-            cluster.stop()
+        stack.close()
 
     lat = stats["latency"]
     every = [x for xs in lat.values() for x in xs]

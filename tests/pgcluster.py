@@ -116,3 +116,23 @@ def wait_ready(url: str, timeout: float = 30.0) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+@__import__("contextlib").contextmanager
+def database(what: str = "this benchmark"):
+    """A new, empty database for a benchmark: on ``SKILLSHELF_TEST_PG``'s server, or in a
+    throwaway cluster started here and removed afterwards. Yields its URL; exits with the
+    reason when PostgreSQL cannot be had."""
+    import sys
+
+    if os.environ.get("SKILLSHELF_TEST_PG"):
+        yield new_database_from_env()
+        return
+    why = why_not()
+    if why:
+        sys.exit(f"{what} needs PostgreSQL: {why}")
+    cluster = Cluster().start()
+    try:
+        yield cluster.new_database()
+    finally:
+        cluster.stop()
