@@ -15,7 +15,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import SkillshelfError
-from . import curate, install, io, onboarding, servers, skills, team, usage
+from . import curate, install, io, onboarding, servers, skills, team, trust, usage
 from .common import (_cannot_write, _clean, _cli_words, _usage_errors, _usage_fix, _version_line, _with_fix, err,
                      out, state, store_url)
 from .roots import roots_app
@@ -29,7 +29,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 ORDER = ("init", "sync", "list", "show", "search", "validate", "doctor", "rebuild", "config", "version", "demo",
          "report-outcome", "stats", "report", "prune-usage", "serve", "history", "diff", "rollback", "extend-ttl",
          "deprecate", "restore", "delete", "dashboard", "install", "uninstall", "export", "import", "pick",
-         "migrate-store")
+         "migrate-store", "audit", "trust", "pin", "unpin")
 
 
 def _name(info: Any) -> str:
@@ -37,7 +37,7 @@ def _name(info: Any) -> str:
 
 
 app.registered_commands.extend(sorted(
-    (info for group in (onboarding, skills, curate, usage, io, install, servers, team)
+    (info for group in (onboarding, skills, curate, usage, io, install, servers, team, trust)
      for info in group.commands.registered_commands),
     key=lambda info: ORDER.index(_name(info))))
 app.add_typer(roots_app, name="roots")

@@ -80,14 +80,16 @@ def doctor(json_out: bool = typer.Option(False, "--json"),
     """Check configuration, roots, index, invalid files, name clashes and the embedder."""
     lib = _lib(warn_missing=False)   # doctor reports a missing root as a failed check
     rep = lib.doctor()
+    supply = lib.supply.status()
     if json_out:
-        _json(rep.as_dict())
+        _json({**rep.as_dict(), "supply": supply})
         if not rep.ok:
             raise typer.Exit(1)
         return
     marks = {"ok": ("ok  ", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
     for c in rep.checks:
         out.print(_styled(marks[c.status], f" {c.name}: {c.detail}"))
+    out.print(_styled(marks["warn" if supply["held"] or supply["hidden"] else "ok"], f" supply chain: {_supply(supply)}"))
     out.print("\nroots:")
     for r in rep.roots:
         out.print(f"  {r['label']:20} {r['kind']:9} {'rw' if r['writable'] else 'ro'} {r['skill_files']:6} {r['path']}")
@@ -111,6 +113,17 @@ def doctor(json_out: bool = typer.Option(False, "--json"),
             out.print(f"  … and {len(rep.clashes) - len(shown)} more: `skillshelf doctor --verbose` lists them all")
     if not rep.ok:
         raise typer.Exit(1)
+
+
+def _supply(st: dict) -> str:
+    """The supply-chain line of doctor: skills by audit risk, held and hidden, pinned roots."""
+    risks = ", ".join(f"{st.get(r, 0)} {r}" for r in ("high", "medium", "low"))
+    pinned = ", ".join(p["root"] for p in st.get("pinned") or []) or "none (`skillshelf pin LABEL`)"
+    line = (f"skills by audit risk: {risks} ({st.get('trusted', 0)} trusted); {st['held']} held, {st['hidden']} "
+            f"hidden from agents; pinned roots: {pinned}")
+    if st["held"] or st["hidden"]:
+        line += " — `skillshelf trust NAME` shows what changed and allows a skill"
+    return line
 
 
 @commands.command()

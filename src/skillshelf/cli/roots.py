@@ -13,10 +13,16 @@ roots_app = typer.Typer(help="Read-only skill roots saved in config.toml (used b
 
 
 @roots_app.command("add")
-def roots_add(path: Path = typer.Argument(..., metavar="PATH", help="a folder of skill folders")) -> None:
+def roots_add(path: Path = typer.Argument(..., metavar="PATH", help="a folder of skill folders"),
+              pin: bool = typer.Option(False, "--pin", help="also pin it: a skill whose files change later is held "
+                                                            "from agents until `skillshelf trust NAME`")) -> None:
     """Save a root; run `skillshelf sync` to index it."""
     roots = _lib().add_root(path)
     out.print("roots: " + ", ".join(roots))
+    if pin:
+        from .trust import pin_root
+
+        pin_root(str(path.expanduser().resolve()))   # opened again: the library now has this root
 
 
 @roots_app.command("remove")

@@ -71,10 +71,14 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
     """Show one skill: metadata, findings and body."""
     lib = _lib()
     rec, body = lib.read(name, section)
+    audit = lib.supply.audit_of(rec.id)
+    hidden = lib.supply.hidden().get(rec.id)
     if json_out:
         d = rec.as_dict()
         d["body"] = body
         d["files"] = rec.files()
+        d["audit"] = audit
+        d["hidden"] = hidden
         _json(d)
         return
     out.print(_styled((rec.display_name, "bold"), f"  ({rec.id})"))
@@ -101,11 +105,27 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
     out.print(f"\n{rec.description}\n")
     for f in rec.findings:
         out.print(f"  {f['severity']:7} {f['rule']}: {f['message']}")
+    if audit is not None:
+        _print_audit(rec.name, audit, hidden)
     files = rec.files()
     if files:
         out.print("files    " + ", ".join(files))
     out.print("")
     out.print(body)
+
+
+def _print_audit(name: str, audit: dict, hidden: Optional[str]) -> None:
+    """The skill's audit under its description: its risk, then each finding (`skillshelf audit
+    NAME` says why each matters)."""
+    trusted = " (trusted by you as it is now)" if audit.get("trusted") else ""
+    found = audit.get("findings") or []
+    out.print(f"audit    {audit['risk']} risk{trusted}" + (f"; `skillshelf audit {name}` says why each matters"
+                                                            if found else ""))
+    if hidden:
+        out.print(f"hidden   from agents: {hidden}; `skillshelf trust {name}` shows what changed and allows it")
+    for f in found:
+        where = f"{f.get('file') or '?'}" + (f":{f['line']}" if f.get("line") else "")
+        out.print(f"  {f['severity']:7} {f['rule']}  {where}  {f['message']}")
 
 
 @commands.command()
