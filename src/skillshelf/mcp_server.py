@@ -35,7 +35,7 @@ from mcp.types import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, CallTool
                        PaginatedRequestParams, RequestParams, Resource, ResourceTemplate, TextContent, ToolAnnotations)
 from pydantic import BaseModel, Field, StrictStr
 
-from . import mcp_text
+from . import mcp_supply, mcp_text
 from .mcp_http import caller_in
 from .mcp_text import message as _message
 from .version import __version__
@@ -86,6 +86,7 @@ class SkillOut(BaseModel):
     name: str
     id: str
     version: int
+    risk: str
     metadata: dict[str, Any]
     files: list[str]
     files_more: int = 0
@@ -316,7 +317,11 @@ def _resource_call(handle: LibraryHandle, uri: str, fn: Callable[[Any], Any]) ->
     try:
         with handle.call():
             handle.allow("resources")
+            if uri and (refused := mcp_supply.hidden_refusal(handle.get(), uri)) is not None:
+                raise MCPError(INVALID_REQUEST, refused, data=data)
             return fn(handle.resources())
+    except MCPError:
+        raise
     except (ValidationError, NotFoundError) as exc:
         raise MCPError(INVALID_PARAMS, _message(exc), data=data) from None
     except ForbiddenError as exc:   # a team store's caller without the role (or no caller)
@@ -521,8 +526,10 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
         res = lib.judged_search(query, judge="rerank", nowait=True, **kw) if judged else lib.search_nowait(query, **kw)
         keep = ("id", "name", "skill_type", "repo", "version", "tags", "description", "score", "match",
                 "lineage", "expired", "active", "copies", "wildcard", "ref")
+        risks = mcp_supply.risks_of(lib, res.hits)
         hits = [{k: v for k, v in h.as_dict().items() if k in keep and v not in (None, [], False)}
-                | {"match": h.match, "score": h.score} | (res.hit_extra(h) if judged else {}) for h in res.hits]
+                | {"match": h.match, "score": h.score, "risk": risks[h.id]} | (res.hit_extra(h) if judged else {})
+                for h in res.hits]
         lines = [mcp_text.hit_line(i, h) for i, h in enumerate(hits, 1)]
         lines.append(mcp_text.next_step(confident=res.confident, any_hits=bool(hits), query_id=res.query_id,
                                         read_only=_read_only(lib)))
@@ -546,6 +553,8 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
         handle.allow(ACTIONS["get_skill"])
         lib = handle.get()
         rec, body = lib.read(name, section or None)
+        if (refused := lib.supply.refusal(rec.id)) is not None:  # held, or blocked by trust.block
+            raise ToolError(refused)
         if offset < 0 or (offset and offset >= len(body)):
             raise ValidationError(f"offset {offset} is outside {rec.name}'s {'section' if section else 'body'} "
                                   f"({len(body):,} characters)",
@@ -556,9 +565,12 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
         meta = {"display_name": rec.display_name, "description": trim(rec.description, 1024),
                 "skill_type": rec.skill_type, "tags": rec.tags, "repo": rec.repo, "lineage": rec.lineage,
                 "active": rec.active, "expired": rec.expired, "path": rec.path}
-        data = {"name": rec.name, "id": rec.id, "version": rec.version, "metadata": meta, "files": shown_files,
-                "files_more": files_more, "section": section or None, "offset": offset}
+        risk = mcp_supply.risks_of(lib, [rec])[rec.id]
+        data = {"name": rec.name, "id": rec.id, "version": rec.version, "risk": risk, "metadata": meta,
+                "files": shown_files, "files_more": files_more, "section": section or None, "offset": offset}
         head = f"# {rec.display_name} (v{rec.version}, {rec.id})"
+        if risk in ("medium", "high") and (said := lib.supply.headline(rec.id)):
+            head = f"{said}\n{head}"
         if files_line and offset == 0:
             head += "\n" + files_line
         # what the page may take: the cap less the header, the structured part and a footer

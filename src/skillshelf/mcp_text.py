@@ -85,7 +85,9 @@ def hit_line(i: int, h: dict[str, Any]) -> str:
     said = ""
     if j:
         said = f" (judge: fit {j.get('fit', '?')}" + (f" — {trim(str(j['why']), 120)}" if j.get("why") else "") + ")"
-    return f"{i}. {h['name']}{extra} [{h['match']}]{flags}{get} — {desc}{said}"
+    # the audit's risk of the skill (none|low|medium|high): what it asks an agent to do
+    risk = f", risk {h['risk']}" if h.get("risk") else ""
+    return f"{i}. {h['name']}{extra} [{h['match']}{risk}]{flags}{get} — {desc}{said}"
 
 
 def next_step(*, confident: bool, any_hits: bool, query_id: int | None, read_only: bool) -> str:
