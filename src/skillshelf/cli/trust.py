@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import typer
 
+from ..errors import NotFoundError
 from .common import _choice, _clean, _json, _lib, _styled, _usage_error, _write, err, out
 
 commands = typer.Typer()
@@ -141,9 +142,15 @@ def trust(
         out.print(f"{res['skill_id']}: " + ("; ".join(done) if done else "allowed (nothing to pin or trust)"))
         return
     assert root is not None
+    # the root as the library knows it (a label, or the path it was added by): an unknown one is
+    # refused before anything is shown or asked
+    where = str(Path(root).expanduser().resolve())
+    known = [r for r in lib.roots if r.label == root or str(r.path) == where]
+    if not known:
+        raise NotFoundError(f"no root {root!r} in this library",
+                            fix="use a root's label or path (`skillshelf doctor` lists them)")
+    label = known[0].label
     pinned = {p["root"]: p for p in lib.supply.pinned_roots()}
-    label = next((lb for lb, p in pinned.items() if root in (p.get("path"), str(Path(root).expanduser().resolve()))),
-                 root)
     held = {sid: h for sid, h in lib.supply.held().items() if h.get("root") == label}
     if label not in pinned and not held:
         out.print(f"{label} is not pinned yet: trusting it pins its current content")
