@@ -59,9 +59,14 @@ class Hit:
     ref: str = ""                   # what to pass to get_skill: the name, or the id when the
                                     # name would resolve to another copy
     why: str | None = None          # what outcomes of similar requests did to its rank, if anything
+    risk: str = "none"              # its audit's worst finding: none | low | medium | high
+    hidden: str | None = None       # a person's search: why agents do not see it (held, blocked)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if d["hidden"] is None:
+            del d["hidden"]         # (only a person's search marks hidden skills)
+        return d
 
 
 @dataclass

@@ -59,6 +59,12 @@ class SyncReport:
     embedded: int = 0
     seconds: float = 0.0
     cleared_invalid: list[str] = field(default_factory=list)   # invalid before, now fixed or gone
+    # for the supply chain (not shown): (id, SKILL.md path) of the skills audited in the sync's
+    # transactions, the ids whose audit was dropped (removed or now invalid), and every skill
+    # the scan found indexed
+    audited: list[tuple[str, str]] = field(default_factory=list, repr=False)
+    forgotten: list[str] = field(default_factory=list, repr=False)
+    present: list[tuple[str, str]] = field(default_factory=list, repr=False)
 
     @property
     def changed(self) -> bool:
@@ -77,12 +83,13 @@ class SyncReport:
                 "notes": self.notes, "seconds": round(self.seconds, 3)}
 
     def _mark(self) -> tuple:
-        return self.added, self.updated, self.removed, self.unchanged, len(self.invalid), len(self.notes)
+        return (self.added, self.updated, self.removed, self.unchanged, len(self.invalid), len(self.notes),
+                len(self.audited), len(self.forgotten))
 
     def _restore(self, mark: tuple) -> None:
         """Counts as they were at ``mark`` (the work done since was rolled back)."""
-        self.added, self.updated, self.removed, self.unchanged, n_invalid, n_notes = mark
-        del self.invalid[n_invalid:], self.notes[n_notes:]
+        self.added, self.updated, self.removed, self.unchanged, n_invalid, n_notes, n_aud, n_forgot = mark
+        del self.invalid[n_invalid:], self.notes[n_notes:], self.audited[n_aud:], self.forgotten[n_forgot:]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -122,9 +129,13 @@ BATCH_MIN, BATCH_MAX = 500, 5_000
 
 
 def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
-         on_skill: Callable[[skillmod.Skill], None] | None = None, exclude: tuple = ()) -> SyncReport:
+         on_skill: Callable[[skillmod.Skill], None] | None = None, exclude: tuple = (),
+         auditor=None) -> SyncReport:
     """Bring the index up to date with the files; ``on_skill`` sees each added or changed
-    skill as it is indexed (a ``Prefetch``).
+    skill as it is indexed (a ``Prefetch``). ``auditor`` (an ``auditing.Auditor``): each added
+    or changed skill is audited in the transaction that indexes it, and the audit of a skill
+    removed or become invalid is dropped in the one that removes it (``report.audited``,
+    ``report.forgotten``).
 
     Safe beside other processes syncing the same database: every decision about a row is
     taken inside the write transaction that acts on it (rows read before it began may be
@@ -140,7 +151,7 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
     t0 = time.perf_counter()
     report = SyncReport()
     try:
-        _sync(store, roots, report, progress, on_skill, exclude)
+        _sync(store, roots, report, progress, on_skill, exclude, auditor)
     except KeyboardInterrupt as exc:
         report.seconds = time.perf_counter() - t0
         if isinstance(exc, Interrupted):
@@ -186,14 +197,15 @@ class _CtrlC:
 
 
 def _sync(store: Store, roots: list[Root], report: SyncReport, progress: Progress | None,
-          on_skill: Callable[[skillmod.Skill], None] | None, exclude: tuple) -> None:
+          on_skill: Callable[[skillmod.Skill], None] | None, exclude: tuple, auditor=None) -> None:
     with _CtrlC() as ctrl_c:
-        _sync_files(store, roots, report, progress, on_skill, exclude, ctrl_c)
+        _sync_files(store, roots, report, progress, on_skill, exclude, ctrl_c, auditor)
         ctrl_c.check()
 
 
 def _sync_files(store: Store, roots: list[Root], report: SyncReport, progress: Progress | None,
-                on_skill: Callable[[skillmod.Skill], None] | None, exclude: tuple, ctrl_c: _CtrlC) -> None:
+                on_skill: Callable[[skillmod.Skill], None] | None, exclude: tuple, ctrl_c: _CtrlC,
+                auditor=None) -> None:
     found, report.notes = scan(roots, exclude)
     ctrl_c.check()
     skills = SkillIndex(store)
@@ -237,7 +249,7 @@ def _sync_files(store: Store, roots: list[Root], report: SyncReport, progress: P
                         stop = exc
                         break
                     try:
-                        _sync_isolated(tx, writer, f, rows.get(f.id), report, seen_invalid, on_skill)
+                        _sync_isolated(tx, writer, f, rows.get(f.id), report, seen_invalid, on_skill, auditor)
                     except KeyboardInterrupt as exc:   # this file was rolled back; the ones before it stay
                         stop = exc
                         break
@@ -268,6 +280,9 @@ def _sync_files(store: Store, roots: list[Root], report: SyncReport, progress: P
                 if sid not in seen_ids:
                     _delete_rowid(tx, rowid)
                     report.removed += 1
+                    if auditor is not None:
+                        auditor.forget(sid, tx)
+                        report.forgotten.append(sid)
             for path in skills.invalid_paths(tx):
                 if path not in seen_invalid:
                     skills.clear_invalid(tx, path)
@@ -283,10 +298,15 @@ def _sync_files(store: Store, roots: list[Root], report: SyncReport, progress: P
         inv.new = before is None or (before["rule"], before["message"], before["line"]) != (inv.rule, inv.message,
                                                                                             inv.line)
     report.cleared_invalid = sorted(p for p in invalid_rows if p not in seen_invalid)
+    seen_ids.clear()
+    for f in found:
+        if f.id not in seen_ids and f.file not in seen_invalid:
+            seen_ids.add(f.id)
+            report.present.append((f.id, f.file))
 
 
 def _sync_isolated(tx, writer: lexical.Writer, f: Found, row, report: SyncReport, seen_invalid: set[str],
-                   on_skill) -> None:
+                   on_skill, auditor=None) -> None:
     """``_sync_one`` in a savepoint: a file whose row cannot be written (a value SQLite
     refuses, a bug we have not met yet) is rolled back alone and reported invalid; a
     Ctrl-C rolls it back alone and goes on to the caller."""
@@ -299,7 +319,7 @@ def _sync_isolated(tx, writer: lexical.Writer, f: Found, row, report: SyncReport
     at_start = report._mark()
     try:
         with SkillIndex.isolated(tx):
-            _sync_one(tx, writer, f, row, report, seen_invalid, on_skill)
+            _sync_one(tx, writer, f, row, report, seen_invalid, on_skill, auditor)
     except BaseException as exc:
         # its rows are gone: so are its postings and what it added to the report
         writer.discard_last()
@@ -307,11 +327,11 @@ def _sync_isolated(tx, writer: lexical.Writer, f: Found, row, report: SyncReport
         if not isinstance(exc, (sqlite3.Error, ValueError, TypeError, OverflowError, RecursionError)):
             raise
         _mark_invalid(tx, f, row, report, seen_invalid, "file.unindexable",
-                      f"could not be indexed ({type(exc).__name__}: {str(exc)[:200]})", None)
+                      f"could not be indexed ({type(exc).__name__}: {str(exc)[:200]})", None, auditor)
 
 
 def _mark_invalid(tx, f: Found, row, report: SyncReport, seen_invalid: set[str], rule: str, message: str,
-                  line: int | None) -> None:
+                  line: int | None, auditor=None) -> None:
     SkillIndex.mark_invalid(tx, {"path": f.file, "root": f.root.label, "rel": f.rel, "rule": rule,
                                  "message": message, "line": line, "mtime_ns": f.mtime_ns, "size": f.size})
     seen_invalid.add(f.file)
@@ -319,6 +339,9 @@ def _mark_invalid(tx, f: Found, row, report: SyncReport, seen_invalid: set[str],
     if row is not None:
         _delete_rowid(tx, row["rowid"])
         report.removed += 1
+        if auditor is not None:
+            auditor.forget(f.id, tx)
+            report.forgotten.append(f.id)
 
 
 def _delete_rowid(tx, rowid: int) -> None:
@@ -328,11 +351,11 @@ def _delete_rowid(tx, rowid: int) -> None:
 
 
 def _sync_one(tx, writer: lexical.Writer, f: Found, row, report: SyncReport, seen_invalid: set[str],
-              on_skill: Callable[[skillmod.Skill], None] | None = None) -> None:
+              on_skill: Callable[[skillmod.Skill], None] | None = None, auditor=None) -> None:
     try:
         data = read_bounded(f.path, MAX_SKILL_BYTES)
     except FileRefused as exc:
-        _mark_invalid(tx, f, row, report, seen_invalid, exc.rule, exc.message, None)
+        _mark_invalid(tx, f, row, report, seen_invalid, exc.rule, exc.message, None, auditor)
         return
     except OSError as exc:
         report.notes.append(f"cannot read {f.path}: {exc.strerror}")
@@ -341,11 +364,13 @@ def _sync_one(tx, writer: lexical.Writer, f: Found, row, report: SyncReport, see
     if row is not None and row["content_hash"] == digest:
         SkillIndex.touch(tx, row["rowid"], f.mtime_ns, f.size)
         report.unchanged += 1
+        # touched (a checkout, a copy): its other files may have changed with it
+        _audit(tx, auditor, f, data, report)
         return
     parsed = skillmod.parse(data, folder_name=f.folder.name if f.rel != "." else f.root.path.name)
     if parsed.skill is None:
         bad = next(x for x in parsed.findings if x.severity == "fatal")
-        _mark_invalid(tx, f, row, report, seen_invalid, bad.rule, bad.message, bad.line)
+        _mark_invalid(tx, f, row, report, seen_invalid, bad.rule, bad.message, bad.line, auditor)
         return
     SkillIndex.clear_invalid(tx, f.file)
     sk = parsed.skill
@@ -369,8 +394,22 @@ def _sync_one(tx, writer: lexical.Writer, f: Found, row, report: SyncReport, see
         report.updated += 1
     overlaymod.apply_to_row(tx, f.id)
     writer.add(rowid, lexical_fields(sk))
+    _audit(tx, auditor, f, data, report)
     if on_skill is not None:
         on_skill(sk)
+
+
+def _audit(tx, auditor, f: Found, data: bytes, report: SyncReport) -> None:
+    """Audit the skill in the transaction that indexes it (its files are read only where
+    they changed since its last audit; ``auditing``)."""
+    if auditor is None:
+        return
+    try:
+        auditor.audit_skill(f.id, f.file, skill_md_bytes=data, tx=tx)
+    except OSError as exc:        # its folder went meanwhile: the next sync sees it
+        report.notes.append(f"cannot audit {f.path}: {exc.strerror or exc}")
+        return
+    report.audited.append((f.id, f.file))
 
 
 # --- embeddings -------------------------------------------------------------------

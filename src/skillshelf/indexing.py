@@ -135,8 +135,15 @@ class Indexer:
     CLOSE_WAIT = 10.0    # the longest ``close`` waits for the background thread
 
     def __init__(self, store: Store, searcher: Searcher, embedder: LazyEmbedder, *,
-                 config: Callable[[], Config], roots: Callable[[], list[Root]]):
+                 config: Callable[[], Config], roots: Callable[[], list[Root]], auditor: Any = None,
+                 after_sync: Callable[..., None] | None = None):
+        """``auditor`` (``auditing.Auditor``) audits each changed skill inside the sync's
+        transactions; ``after_sync(audited, removed, present, full=)`` is called after each
+        sync with (id, SKILL.md path) of the skills audited, the ids removed, every skill indexed
+        now, and whether this was a full rescan (whose bundled files are looked at too)."""
         self.store = store
+        self._auditor = auditor
+        self._after_sync = after_sync
         self.searcher = searcher
         self.embedder = embedder
         self._config = config
@@ -146,6 +153,8 @@ class Indexer:
         self._sync_lock = threading.RLock()   # re-entered by maybe_sync around sync()
         self._last_check = 0.0                # when the query path last looked (monotonic)
         self._last_full = 0.0                 # when the last full sync ended (monotonic)
+        # when skills' other files were last looked at (a one-shot command's query never does)
+        self._files_seen = time.monotonic()
         self._synced = False                  # a sync ran in this process
         self._expired = False
         self._temp_cleaned = 0.0
@@ -161,10 +170,14 @@ class Indexer:
         self._progress: dict[str, Any] | None = None
 
     # --- syncing --------------------------------------------------------------------
-    def sync(self, *, progress=None, embed: bool = True, embed_progress=None) -> indexmod.SyncReport:
+    def sync(self, *, progress=None, embed: bool = True, embed_progress=None,
+             full: bool = True) -> indexmod.SyncReport:
         """Bring the index up to date with the files (every root), then embed what lacks a
         vector (``embed``). ``progress``/``embed_progress`` see (done, total) of the files and
-        of the texts. Stops with ``Stopped`` at the next file or batch once ``close`` is called."""
+        of the texts. Stops with ``Stopped`` at the next file or batch once ``close`` is called.
+        ``full``: every skill's other files are looked at too (a stat each; the audit re-reads
+        only what changed) and pinned collections are checked whole; otherwise only the skills
+        whose SKILL.md changed are (the query path's and the watcher's syncs)."""
         with self._sync_lock:
             self._check_stop()
             t0 = time.perf_counter()
@@ -178,7 +191,8 @@ class Indexer:
             try:
                 try:
                     report = indexmod.sync(self.store, self._roots(), progress=self._stoppable(progress),
-                                           on_skill=pre.add if pre else None, exclude=(cfg.home,))
+                                           on_skill=pre.add if pre else None, exclude=(cfg.home,),
+                                           auditor=self._auditor)
                 except BaseException:
                     # interrupted (Ctrl-C, closing): the texts still queued for the model are not
                     # waited for (at a first index, minutes of them); those embedded are kept
@@ -189,6 +203,7 @@ class Indexer:
             finally:
                 self._prefetch = None
             self._check_stop()
+            self._supply_chain(report, full)
             self._clean_temp_files(report, cfg)
             if embed:
                 self.embed_pending(report, self._stoppable(embed_progress), ready)
@@ -196,6 +211,18 @@ class Indexer:
             self._synced = True
             report.seconds = time.perf_counter() - t0    # the whole sync, embedding included
             return report
+
+    def _supply_chain(self, report: indexmod.SyncReport, full: bool) -> None:
+        """The supply chain's step after a sync (audits of bundled files, pinned collections);
+        a failure there is a note of the sync, never its end."""
+        if self._after_sync is None or self.store.read_only:
+            return
+        try:
+            self._after_sync(report.audited, report.forgotten, report.present, full=full)
+            if full:
+                self._files_seen = time.monotonic()
+        except (OSError, sqlite3.Error, StoreError) as exc:
+            report.notes.append(f"auditing after the sync failed: {exc}")
 
     def _check_stop(self) -> None:
         if self._stop.is_set():
@@ -274,7 +301,9 @@ class Indexer:
             if not self._due():
                 return
             try:
-                report = self.sync(embed=embed)
+                # a full look at every skill's files only at the rescan interval: the others
+                # audit what the scan found changed
+                report = self.sync(embed=embed, full=time.monotonic() - self._files_seen >= RESCAN)
             except (OSError, sqlite3.OperationalError, StoreError) as exc:
                 if isinstance(exc, StoreError) and "damaged" in exc.message:
                     raise
@@ -426,7 +455,7 @@ class Indexer:
                     continue            # more may be on their way
             if pending:
                 pending, since = False, 0.0
-                self._background_sync()
+                self._background_sync(full=False)
             elif now >= next_full:
                 self._background_sync()
             else:
@@ -463,7 +492,7 @@ class Indexer:
         w = self._watcher
         return interval if w is not None and not w.unwatched else min(interval, UNWATCHED_RESCAN)
 
-    def _background_sync(self) -> None:
+    def _background_sync(self, *, full: bool = True) -> None:
         """One sync off the request path, its progress kept for ``status``; the search
         state is reloaded here after a change, not in the next query (at 100k skills that is
         seconds an agent would otherwise wait for)."""
@@ -479,7 +508,7 @@ class Indexer:
 
         p.update(phase="scanning", done=0, total=0)
         try:
-            rep = self.sync(progress=reading, embed_progress=embedding)
+            rep = self.sync(progress=reading, embed_progress=embedding, full=full)
             if rep.changed or rep.embedded or p["first"]:
                 self.searcher.warm(self.embedder.state()[0])
             p.update(state="ready", error=None)

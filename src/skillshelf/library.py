@@ -102,14 +102,16 @@ class Library:
                                  canonical=self.config.canonical_prefixes)
         # what outcomes taught ranking lives with the shared state (the team's, in team mode)
         self.searcher.learner = Learner(self.store, memory=shared.learning)
-        self.indexer = Indexer(self.store, self.searcher, self.model, config=lambda: self.config,
-                               roots=lambda: self.roots)
         # what a skill asks an agent to do (the audit), collections pinned by their owner, and
         # what is held back from agents until a person has looked (``Library.supply``)
         self.supply = SupplyChain(Auditor(Audits(self.store)),
                                   Pins(PinnedContent(self.store), exclude=(self.config.home,)),
                                   resolve=self.get, records=lambda root: self.list(root=root),
                                   roots=lambda: self.roots, block=lambda: self.config.trust.block)
+        # each sync audits what it indexes in its own transactions, then checks pinned collections
+        self.indexer = Indexer(self.store, self.searcher, self.model, config=lambda: self.config,
+                               roots=lambda: self.roots, auditor=self.supply.auditor,
+                               after_sync=self.supply.after_sync)
         # team mode: this server keeps a copy of the team workspace and follows the store's
         # changes (after the indexer: the follower may ask it to index at once)
         self._team = None
@@ -232,7 +234,11 @@ class Library:
     def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
                current_repo: str | None = None, tags: list[str] | str | None = None,
                skill_type: str | None = None, include_inactive: bool = False, include_expired: bool = False,
-               log: bool = True, client: str | None = None) -> SearchResult:
+               log: bool = True, client: str | None = None, for_agents: bool = True) -> SearchResult:
+        """``for_agents`` (the default: what the MCP server and the judge ask): the skills held
+        back from agents (``supply.hidden()``) are left out before ranking; a person's search
+        (the CLI, the dashboard: ``for_agents=False``) shows them, each hit's ``hidden`` saying
+        why agents do not see it. Every hit carries its audit's ``risk``."""
         self._maybe_sync(embed=True)
         if isinstance(tags, str):
             tags = [t for t in tags.split(",") if t.strip()]
@@ -245,7 +251,9 @@ class Library:
         result = self.searcher.search(query, limit=limit, mode=mode, repo_scope=repo_scope,
                                       current_repo=current_repo, tags=tags, skill_type=skill_type,
                                       include_inactive=include_inactive, include_expired=include_expired,
-                                      recent=recent, worked=worked)
+                                      recent=recent, worked=worked,
+                                      exclude=self.supply.hidden_ids() if for_agents else None)
+        self.supply.mark(result.hits, hidden=not for_agents)
         if log:
             filters = {k: v for k, v in dict(repo_scope=repo_scope, current_repo=current_repo, tags=tags,
                                                 skill_type=skill_type).items() if v and v != "all"}

@@ -145,8 +145,11 @@ class Searcher:
     def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
                current_repo: str | None = None, tags: list[str] | None = None, skill_type: str | None = None,
                include_inactive: bool = False, include_expired: bool = False,
-               recent: dict[str, int] | None = None, worked=None) -> SearchResult:
-        """``recent``: skill id -> appearances in the recent requests the anti-repeat policy
+               recent: dict[str, int] | None = None, worked=None,
+               exclude: frozenset[str] | None = None) -> SearchResult:
+        """``exclude``: skill ids never returned (held back from agents), left out before
+        ranking so the limit still fills (pass the same set object while it is unchanged: its
+        filter is cached by it). ``recent``: skill id -> appearances in the recent requests the anti-repeat policy
         counts (the caller leaves repeats of this request out); ``worked``: a set of skill
         ids, or a function from skill ids to those whose latest outcome worked -- a group
         with such a copy is exempt from the penalty."""
@@ -175,7 +178,7 @@ class Searcher:
             return SearchResult(query, mode, [], False, EMPTY_LIBRARY, latency_ms=(time.perf_counter() - t0) * 1000)
 
         allowed = self.state.allowed(meta, repo_scope, current_repo, tags, skill_type, include_inactive,
-                                     include_expired)
+                                     include_expired, exclude)
         embedder, degraded = self._embedder_provider()
         s = self.s
         ncand = max(s.candidates, limit * 4)

@@ -145,8 +145,9 @@ class SearchState:
         return mask
 
     def allowed(self, meta: Snapshot, repo_scope, current_repo, tags, skill_type, include_inactive,
-                include_expired) -> np.ndarray | None:
-        """The positions a search may return under these filters (None: every one)."""
+                include_expired, exclude: frozenset[str] | None = None) -> np.ndarray | None:
+        """The positions a search may return under these filters (None: every one);
+        ``exclude``: skill ids left out (those held back from agents)."""
         n = len(meta.rowids)
         mask = np.ones(n, dtype=bool)
         filtered = False
@@ -178,5 +179,11 @@ class SearchState:
             if st not in SKILL_TYPES:
                 raise ValidationError(f"unknown skill_type {skill_type!r}", fix=f"use one of {', '.join(SKILL_TYPES)}")
             mask &= self._mask(meta, ("type", st), lambda: self.reads.rowids_of_type(st))
+            filtered = True
+        if exclude:
+            ids = exclude
+            # (copies() reads each id's rows with their same-named copies: only the ids' own are left out)
+            mask &= ~self._mask(meta, ("exclude", ids),
+                                lambda: [rid for rid, sid in self.reads.copies(sorted(ids)) if sid in ids])
             filtered = True
         return mask if filtered else None

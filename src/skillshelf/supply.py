@@ -39,6 +39,8 @@ class SupplyChain:
         self.auditor, self.pins = auditor, pins
         self.gate = Gate(auditor, pins, block=block)
         self._resolve, self._records, self._roots = resolve, records, roots
+        self._upgraded = False            # skills indexed before audits existed were looked for
+        self._hidden: tuple[dict, frozenset[str]] | None = None
 
     # --- the audit ------------------------------------------------------------------------
     def audit(self, refs: Iterable[str] = (), *, root: str | None = None, min_severity: str = "low") \
@@ -100,6 +102,26 @@ class SupplyChain:
         """Skill id -> why agents do not see it (held, or blocked by ``trust.block``)."""
         return self.gate.hidden()
 
+    def hidden_ids(self) -> frozenset[str]:
+        """The ids of ``hidden()`` as one set, the same object while it is unchanged (a search
+        keys its filter on it)."""
+        h = self.gate.hidden()
+        if self._hidden is None or self._hidden[0] is not h:
+            self._hidden = (h, frozenset(h))
+        return self._hidden[1]
+
+    def mark(self, hits: list, *, hidden: bool = False) -> None:
+        """Set each hit's ``risk`` (one read for all) and, with ``hidden`` (a person's search,
+        which shows them), why agents do not see it."""
+        if not hits:
+            return
+        risks = self.risks([h.id for h in hits])
+        why = self.gate.hidden() if hidden else {}
+        for h in hits:
+            h.risk = risks.get(h.id, "none")
+            if hidden:
+                h.hidden = why.get(h.id)
+
     def refusal(self, ref: str) -> str | None:
         rec = self._resolve(ref)
         return self.gate.refusal(rec.id, rec.name)
@@ -158,10 +180,44 @@ class SupplyChain:
         return self.pins.diff(sid, path).as_dict()
 
     # --- keeping up with the index --------------------------------------------------------
-    def after_sync(self, skills: list[tuple[str, str]], removed: Iterable[str] = ()) -> None:
-        """Audit what changed (bundled files too) and check pinned skills; forget removed ones."""
+    UPGRADE_BATCH = 500
+
+    def after_sync(self, skills: list[tuple[str, str]], removed: Iterable[str] = (), present=None, *,
+                   full: bool = False) -> None:
+        """After a sync. ``skills`` (id, SKILL.md path): already audited in the sync's
+        transactions (only their pins are checked); ``removed``: ids gone from the index;
+        ``present``: every skill indexed now. ``full``: the other skills' files are looked at
+        too (a stat each, a read of what changed) and pinned collections checked whole.
+        A library indexed before audits existed (skills without one) has them all audited
+        here once."""
+        removed = list(removed)
+        done = {sid for sid, _ in skills}
         for sid in removed:
-            self.auditor.forget(sid)
-        if skills:
-            self.auditor.refresh(skills)
-            self.pins.refresh(skills)
+            self.auditor.forget(sid)          # (a sync without an auditor leaves them)
+        if present is not None and not self._upgraded:
+            self._upgraded = True
+            have = self.auditor.audits.audited_ids()
+            missing = [(sid, p) for sid, p in present if sid not in have and sid not in done]
+            self._audit_all(missing)
+            done.update(sid for sid, _ in missing)
+        if full and present is not None:
+            self.auditor.refresh([(sid, p) for sid, p in present if sid not in done])
+        if not self.pins.roots():
+            return
+        if full and present is not None:
+            self.pins.refresh(present)
+            return
+        for sid, path in skills:
+            self.pins.check(sid, path)
+        for sid in removed:
+            self.pins.check(sid, None)
+
+    def _audit_all(self, skills: list[tuple[str, str]]) -> None:
+        store = self.auditor.audits.store
+        for i in range(0, len(skills), self.UPGRADE_BATCH):
+            with store.tx() as tx:
+                for sid, path in skills[i:i + self.UPGRADE_BATCH]:
+                    try:
+                        self.auditor.audit_skill(sid, path, tx=tx)
+                    except OSError:
+                        continue          # gone meanwhile: the next sync drops it
