@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 
 from ..errors import SkillshelfError, StoreError
 from ..version import __version__
-from . import actions, api, pages
+from . import actions, api, pages, supply
 from . import team as team_routes
 from .auth import TeamAuth
 from .common import HERE, Pages, error_dict, status_of
@@ -91,4 +91,5 @@ def build(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int = 778
     app.include_router(api.router)
     app.include_router(pages.router)
     app.include_router(actions.router)
+    app.include_router(supply.router)
     return app

@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse
 from ..errors import SkillshelfError, ValidationError
 from ..library import Library
 from ..text import STOPWORDS
-from . import render
+from . import render, supply
 from .auth import can, need
 from .common import error_dict, lib_of, page, to_int
 from .security import require_csrf
@@ -132,6 +132,7 @@ def skill(request: Request, skill_id: str):
     ctx: dict[str, Any] = dict(rec=rec, tab=tab, files=rec.files(), copies=lib.copies(rec.id),
                                lineage=lib.lineage(rec.id), usage=lib.skill_usage(rec.id, limit=100))
     ctx["history"] = lib.history(rec.id) if rec.writable else None
+    ctx["audit"] = supply.findings(lib, rec.id)     # what the audit found in its files, and if agents see it
     if tab == "doc":
         ctx["html"] = render.markdown(rec.body, rec.id)
     elif tab == "source":
