@@ -72,8 +72,9 @@ class SupplyChain:
             recs.append(self._resolve(ref))
         if not refs:
             recs = self._records(root)
-        if refs:
-            self.auditor.refresh([(r.id, r.path) for r in recs])
+        # what changed on disk since the last sync is audited now (a stat per file, a read of
+        # what changed): the report is of the files as they are
+        self.auditor.refresh([(r.id, r.path) for r in recs if Path(r.path).exists()])
         names = {r.id: r.name for r in recs}
         for sid, f in self.auditor.findings(list(names), min_severity=min_severity):
             out.append(_row(names.get(sid, sid), sid, f))
