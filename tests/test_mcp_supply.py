@@ -14,7 +14,7 @@ from mcp import Client, MCPError
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.mcp_server import LibraryHandle, SkillsExtension, _GetParams, build_server
+from skillshelf.mcp_server import LibraryHandle, SkillsExtension, _GetParams, _ListParams, build_server
 
 from conftest import write_skill
 
@@ -91,12 +91,17 @@ def test_a_held_skill_is_refused_with_the_command_that_releases_it(home):
             with pytest.raises(MCPError) as err:
                 await c.read_resource(uri)
             ok = await c.read_resource(other)         # the other skill of the collection reads as before
+            listed = [str(r.uri) for r in (await c.list_resources(cache_mode="bypass")).resources]
         ext = SkillsExtension(LibraryHandle(lambda: Library(h, embedder="none", auto_sync=False)))
         with pytest.raises(MCPError) as err2:
             await ext._get(None, _GetParams(uri=uri))
-        return g, err.value, ok, err2.value
+        manifests = await ext._list(None, _ListParams())
+        return g, err.value, ok, err2.value, listed, [m["uri"] for m in manifests["skills"]]
 
-    g, e, ok, e2 = anyio.run(main)
+    g, e, ok, e2, listed, manifests = anyio.run(main)
+    # agents no longer find it in the listings either
+    assert other in listed and uri not in listed and not [u for u in listed if u.startswith(uri[:-len("SKILL.md")])]
+    assert other in manifests and uri not in manifests
     assert g.is_error
     text = g.content[0].text
     assert "skillshelf trust deploy-notes" in text and "pinned" in text, text

@@ -380,7 +380,8 @@ class SkillsExtension(Extension):
                 MethodBinding("skills/get", _GetParams, self._get, frozenset({"2026-07-28"})))
 
     def _list_sync(self, cursor: str | None) -> dict[str, Any]:
-        page, nxt = _resource_call(self.handle, "", lambda r: r.skill_manifests(cursor, self.page_size))
+        page, nxt = _resource_call(self.handle, "", lambda r: mcp_supply.unhidden(r, r.skill_manifests(cursor,
+                                                                                                   self.page_size)))
         return {"skills": page} | ({"nextCursor": nxt} if nxt is not None else {})
 
     async def _list(self, ctx: Any, params: _ListParams) -> dict[str, Any]:
@@ -461,7 +462,8 @@ class SkillshelfServer(MCPServer):
     def resources_page(self, cursor: str | None = None) -> tuple[list[Resource], str | None]:
         """One page of resources (each skill's SKILL.md, then its files) and the cursor of
         the next (``Library.resource_page``)."""
-        page, nxt = _resource_call(self.handle, "", lambda r: r.resource_page(cursor, RESOURCES_PAGE))
+        page, nxt = _resource_call(self.handle, "", lambda r: mcp_supply.unhidden(r, r.resource_page(cursor,
+                                                                                                 RESOURCES_PAGE)))
         return [Resource(**entry) for entry in page], nxt
 
     async def list_resources(self) -> list[Resource]:

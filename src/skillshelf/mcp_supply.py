@@ -1,6 +1,6 @@
 """What the MCP adapter asks ``Library.supply`` (the audit and the pins): each skill's risk
-for search hits and ``get_skill``, and the refusal of a resource read of a skill held back
-from agents. Nothing heavier than the standard library at import time."""
+for search hits and ``get_skill``; the refusal of a resource read of a skill held back from
+agents, and the listings without it. Nothing heavier than the standard library at import time."""
 
 from __future__ import annotations
 
@@ -40,3 +40,15 @@ def hidden_refusal(lib: Any, uri: str) -> str | None:
         if lib.skill_uri(sid) == owner:
             return lib.supply.refusal(sid)
     return None
+
+
+def unhidden(lib: Any, listing: tuple[list[dict[str, Any]], str | None]) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of resources/list or skills/list without the entries of skills hidden from agents
+    (an entry under a hidden skill's folder: a skill nested in it is left out too, which is
+    the side to err on); the cursor of the next page is unchanged, so a page may be short."""
+    page, nxt = listing
+    hidden = lib.supply.hidden()
+    if not hidden:
+        return page, nxt
+    prefixes = tuple(lib.skill_uri(sid, "") for sid in hidden)
+    return [e for e in page if not str(e.get("uri", "")).startswith(prefixes)], nxt
