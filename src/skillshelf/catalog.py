@@ -85,6 +85,8 @@ class BrowseRow:
     match: str | None = None      # likely | weak
     score: float | None = None
     copies: int = 1
+    risk: str | None = None       # what the audit found (none | low | medium | high)
+    hidden: str | None = None     # why agents do not see it (held, or blocked by trust.block)
 
     @property
     def success_rate(self) -> float | None:
@@ -418,7 +420,8 @@ class Catalog:
         post = bool(filters.get("root") or filters.get("repo")) or status == "inactive" or expired is True
         want = SEARCH_MAX if post else min(SEARCH_MAX, offset + limit)
         res = self.search(query, limit=want, skill_type=skill_type or None, tags=[tag] if tag else None,
-                          include_inactive=status != "active", include_expired=expired is not False, log=False)
+                          include_inactive=status != "active", include_expired=expired is not False, log=False,
+                          for_agents=False)    # a person browsing sees skills held from agents, marked
         keep = []
         for h in res.hits:
             p = snap.pos.get(h.id)
@@ -430,6 +433,7 @@ class Catalog:
         for r in rows:
             h = by_id[r.id]
             r.match, r.score, r.copies = h.match, round(float(h.score), 4), h.copies
+            r.risk, r.hidden = getattr(h, "risk", None), getattr(h, "hidden", None)
         more = not post and want < SEARCH_MAX and len(res.hits) >= want
         return BrowsePage(rows, len(keep), offset, limit, "relevance", False, query=query, confident=res.confident,
                           degraded=res.degraded, latency_ms=round(res.latency_ms, 2), filters=filters, more=more)
