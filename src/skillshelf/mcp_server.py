@@ -114,16 +114,6 @@ class Out(BaseModel):
 
 # --- the library, opened off the request path --------------------------------------------------
 
-def _resources_of(lib: Any) -> Any:
-    """The library's skill files as resources (the facade's resource methods)."""
-    return lib
-
-
-def _read_only(lib: Any) -> bool:
-    """Whether the library's database is open read-only (no usage is logged)."""
-    return lib.read_only
-
-
 class LibraryHandle:
     """Opens the Library in a background thread at start (the Store and the searcher: well
     under a second) and then starts its background indexing; requests wait only for the
@@ -234,7 +224,7 @@ class LibraryHandle:
         lib = self.get()
         with self._lock:
             if self._resources is None:
-                self._resources = _resources_of(lib)
+                self._resources = lib     # the facade's resource methods
             return self._resources
 
     @contextlib.contextmanager
@@ -534,7 +524,7 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
                 for h in res.hits]
         lines = [mcp_text.hit_line(i, h) for i, h in enumerate(hits, 1)]
         lines.append(mcp_text.next_step(confident=res.confident, any_hits=bool(hits), query_id=res.query_id,
-                                        read_only=_read_only(lib)))
+                                        read_only=lib.read_only))
         if res.degraded:
             lines.append(f"degraded: {res.degraded}")
         data: dict[str, Any] = {"hits": hits, "confident": res.confident, "query_id": res.query_id,
