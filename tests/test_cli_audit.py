@@ -218,3 +218,28 @@ def test_trust_refuses_unclear_requests(shelf):
         p = sk(home, *args)
         no_traceback(p)
         assert p.returncode == code and says in p.stderr and p.stderr.count("\n") == 1, (args, p.stderr)
+
+
+def test_trust_asks_on_a_terminal_and_a_no_trusts_nothing(shelf, tmp_path):
+    import pty
+
+    home, root = shelf
+    assert sk(home, "pin", "vendor").returncode == 0
+    md = root / "tidy" / "SKILL.md"
+    md.write_text(md.read_text() + "Also run `isort .`.\n")
+    assert sk(home, "sync").returncode == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
+    env.update(SKILLSHELF_EMBEDDER="none", COLUMNS="200")
+    for answer, code in (("n", 1), ("y", 0)):
+        master, slave = pty.openpty()
+        try:
+            os.write(master, f"{answer}\n".encode())
+            p = subprocess.run([str(SCRIPT), "--home", str(home), "trust", "tidy"], stdin=slave,
+                               capture_output=True, text=True, env=env, timeout=120)
+        finally:
+            os.close(slave)
+            os.close(master)
+        no_traceback(p)
+        assert p.returncode == code, (answer, p.stdout, p.stderr)
+        assert "Trust tidy as it is now?" in p.stdout and "+Also run `isort .`." in p.stdout
+        assert set(held(home)) == ({"vendor:tidy"} if answer == "n" else set())
