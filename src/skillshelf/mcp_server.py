@@ -35,7 +35,7 @@ from mcp.types import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, CallTool
                        PaginatedRequestParams, RequestParams, Resource, ResourceTemplate, TextContent, ToolAnnotations)
 from pydantic import BaseModel, Field, StrictStr
 
-from . import mcp_supply, mcp_text
+from . import mcp_text
 from .mcp_http import caller_in
 from .mcp_text import message as _message
 from .version import __version__
@@ -307,7 +307,7 @@ def _resource_call(handle: LibraryHandle, uri: str, fn: Callable[[Any], Any]) ->
     try:
         with handle.call():
             handle.allow("resources")
-            if uri and (refused := mcp_supply.hidden_refusal(handle.get(), uri)) is not None:
+            if uri and (refused := mcp_text.hidden_refusal(handle.get(), uri)) is not None:
                 raise MCPError(INVALID_REQUEST, refused, data=data)
             return fn(handle.resources())
     except MCPError:
@@ -370,7 +370,7 @@ class SkillsExtension(Extension):
                 MethodBinding("skills/get", _GetParams, self._get, frozenset({"2026-07-28"})))
 
     def _list_sync(self, cursor: str | None) -> dict[str, Any]:
-        page, nxt = _resource_call(self.handle, "", lambda r: mcp_supply.unhidden(r, r.skill_manifests(cursor,
+        page, nxt = _resource_call(self.handle, "", lambda r: mcp_text.unhidden(r, r.skill_manifests(cursor,
                                                                                                    self.page_size)))
         return {"skills": page} | ({"nextCursor": nxt} if nxt is not None else {})
 
@@ -452,7 +452,7 @@ class SkillshelfServer(MCPServer):
     def resources_page(self, cursor: str | None = None) -> tuple[list[Resource], str | None]:
         """One page of resources (each skill's SKILL.md, then its files) and the cursor of
         the next (``Library.resource_page``)."""
-        page, nxt = _resource_call(self.handle, "", lambda r: mcp_supply.unhidden(r, r.resource_page(cursor,
+        page, nxt = _resource_call(self.handle, "", lambda r: mcp_text.unhidden(r, r.resource_page(cursor,
                                                                                                  RESOURCES_PAGE)))
         return [Resource(**entry) for entry in page], nxt
 
@@ -518,7 +518,7 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
         res = lib.judged_search(query, judge="rerank", nowait=True, **kw) if judged else lib.search_nowait(query, **kw)
         keep = ("id", "name", "skill_type", "repo", "version", "tags", "description", "score", "match",
                 "lineage", "expired", "active", "copies", "wildcard", "ref")
-        risks = mcp_supply.risks_of(lib, res.hits)
+        risks = mcp_text.risks_of(lib, res.hits)
         hits = [{k: v for k, v in h.as_dict().items() if k in keep and v not in (None, [], False)}
                 | {"match": h.match, "score": h.score, "risk": risks[h.id]} | (res.hit_extra(h) if judged else {})
                 for h in res.hits]
@@ -557,7 +557,7 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
         meta = {"display_name": rec.display_name, "description": trim(rec.description, 1024),
                 "skill_type": rec.skill_type, "tags": rec.tags, "repo": rec.repo, "lineage": rec.lineage,
                 "active": rec.active, "expired": rec.expired, "path": rec.path}
-        risk = mcp_supply.risks_of(lib, [rec])[rec.id]
+        risk = mcp_text.risks_of(lib, [rec])[rec.id]
         data = {"name": rec.name, "id": rec.id, "version": rec.version, "risk": risk, "metadata": meta,
                 "files": shown_files, "files_more": files_more, "section": section or None, "offset": offset}
         head = f"# {rec.display_name} (v{rec.version}, {rec.id})"
