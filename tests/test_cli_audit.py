@@ -243,3 +243,18 @@ def test_trust_asks_on_a_terminal_and_a_no_trusts_nothing(shelf, tmp_path):
         assert p.returncode == code, (answer, p.stdout, p.stderr)
         assert "Trust tidy as it is now?" in p.stdout and "+Also run `isort .`." in p.stdout
         assert set(held(home)) == ({"vendor:tidy"} if answer == "n" else set())
+
+
+def test_a_persons_search_shows_a_skill_held_from_agents_marked(shelf):
+    """`skillshelf search` is a person's: with trust.block = "high" the hostile skill is still
+    listed, marked with its risk and as held from agents (an agent's search leaves it out)."""
+    home, _ = shelf
+    (home / "config.toml").write_text((home / "config.toml").read_text() + '\n[trust]\nblock = "high"\n')
+    p = sk(home, "search", "set up the project tooling")
+    assert p.returncode == 0, p.stderr
+    line = next(ln for ln in p.stdout.splitlines() if "evil" in ln)
+    assert "[high risk]" in line and "[held from agents]" in line
+    from skillshelf.library import Library
+
+    with Library(home=home) as lib:
+        assert "evil" not in [h.name for h in lib.search("set up the project tooling", log=False).hits]

@@ -154,7 +154,7 @@ def search(
     lib = _lib()
     kw = dict(limit=limit, mode=mode, repo_scope=repo_scope, current_repo=current_repo, tags=tags,
               skill_type=skill_type, include_inactive=include_inactive, include_expired=include_expired,
-              log=not no_log, client="cli")
+              log=not no_log, client="cli", for_agents=False)   # a person's search: held skills shown, marked
     try:
         if judge or judge_mode:
             res = lib.judged_search(query, judge=judge_mode or "rerank", **kw)
@@ -179,6 +179,10 @@ def search(
         table = _table("#", "name", "match", "score", "description")
     for i, h in enumerate(res.hits, 1):
         name = h.name + (f" ×{h.copies}" if h.copies > 1 else "") + (" (wildcard)" if h.wildcard else "")
+        if getattr(h, "risk", None) in ("medium", "high"):
+            name += f" [{h.risk} risk]"
+        if getattr(h, "hidden", None):
+            name += " [held from agents]"
         if judged:
             v = res.hit_extra(h).get("judge", {})
             mark = " ".join(x for x in (f"fit {v['fit']}" if "fit" in v else "", v.get("verdict", ""),
