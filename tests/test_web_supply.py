@@ -125,7 +125,7 @@ def test_accepting_a_held_skill_is_a_curators_action(client):
     routes = {(r.path, tuple(sorted(r.methods))): r for r in api_routes(client.app.routes)}
     act = routes[("/act/trust", ("POST",))]
     actions = [d.call.skillshelf_action for d in act.dependant.dependencies if hasattr(d.call, "skillshelf_action")]
-    assert actions == ["approve"]
+    assert actions == ["trust"]
     held = routes[("/held", ("GET",))]
     assert [d.call.skillshelf_action for d in held.dependant.dependencies
             if hasattr(d.call, "skillshelf_action")] == ["read"]

@@ -33,7 +33,7 @@ NEEDS: dict[str, str] = {
     "search": "reader", "read": "reader", "list": "reader", "resources": "reader", "stats": "reader",
     "report_outcome": "agent", "save_skill": "agent",
     "approve": "curator", "reject": "curator", "edit": "curator", "deprecate": "curator", "restore": "curator",
-    "extend_ttl": "curator", "rollback": "curator", "delete": "curator", "reindex": "curator",
+    "extend_ttl": "curator", "rollback": "curator", "delete": "curator", "reindex": "curator", "trust": "curator",
     "tokens": "admin",
 }
 
@@ -67,3 +67,11 @@ def needs(action: str) -> str:
     """The role ``action`` needs (``NEEDS``); an action not listed needs admin, so a new one
     is closed until it is given its role."""
     return NEEDS.get(action, "admin")
+
+
+def authorize(caller: Caller | None, action: str, what: str | None = None) -> None:
+    """Raise ``ForbiddenError`` naming the role needed unless ``caller`` may do ``action``
+    (``NEEDS``). ``None`` is the owner of a local library: allowed everything."""
+    if caller is None:
+        return
+    require(caller.role, needs(action), what or action.replace("_", " "))

@@ -257,6 +257,14 @@ def _topic(skill_md: Path, given: bytes | None, st: FileState, data: bytes | Non
         return False
 
 
+def _walk_differs(skill_md: str | Path, prev: dict[str, tuple[int, int]]) -> bool:
+    """Whether the skill's files on disk differ (names, sizes, times) from ``prev``."""
+    walk = walk_skill(skill_md)
+    if len(walk.files) != len(prev):
+        return True
+    return any(prev.get(f.file) != (f.size, f.mtime_ns) for f in walk.files)
+
+
 class Auditor:
     """Audits skills and keeps the results by content in ``audits`` (``store.audit.Audits`` or
     another backend's class with the same methods)."""
@@ -302,11 +310,19 @@ class Auditor:
         audit (or that were never audited): a walk and a stat per file, a read only of what
         changed. Returns the ids whose content key changed."""
         changed = []
+        skills = list(skills)
+        # many skills (a full sync): what was audited is read in two queries, not two per skill
+        known = self.audits.all_file_stats() if len(skills) > 50 else None
         for sid, path in skills:
-            before = self.audits.get(sid)
-            if before is not None and before["rules_version"] == RULES_VERSION \
-                    and not self._stat_changed(sid, path):
-                continue
+            if known is not None:
+                if known[0].get(sid) == RULES_VERSION and not _walk_differs(path, known[1].get(sid, {})):
+                    continue
+                before = self.audits.get(sid)
+            else:
+                before = self.audits.get(sid)
+                if before is not None and before["rules_version"] == RULES_VERSION \
+                        and not self._stat_changed(sid, path):
+                    continue
             after = self.audit_skill(sid, path)
             if before is None or before["content_key"] != after.content_key:
                 changed.append(sid)

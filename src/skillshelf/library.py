@@ -31,7 +31,7 @@ from .store.pins import PinnedContent
 from .auditing import Auditor
 from .pins import Pins
 from .supply import SupplyChain
-from .access import ROLES, Caller, needs, require
+from .access import ROLES, Caller, authorize
 from .checks import Check, Clash, DoctorReport
 from .resources import SkillResources, skill_uri
 from .records import FileList, Listing, Records, SkillRecord  # noqa: F401  (re-exported: the facade's values)
@@ -663,14 +663,10 @@ class Library:
         return self._shared.team is not None
 
     def _tokens(self):
-        if self._shared.team is None:
+        if self._shared.tokens is None:
             raise ConfigError("tokens belong to a team store; this library is local",
                               fix="pass --store postgresql://... (or set SKILLSHELF_STORE) to manage a team's tokens")
-        from .store.tokens import Tokens
-
-        if getattr(self, "_token_store", None) is None:
-            self._token_store = Tokens(self._shared.team)
-        return self._token_store
+        return self._shared.tokens
 
     def add_token(self, name: str, role: str) -> str:
         """A new token for a person or agent, with its role; returned once, stored hashed."""
@@ -688,13 +684,9 @@ class Library:
         found = self._tokens().verify(token)
         return None if found is None else Caller(*found)
 
-    @staticmethod
-    def authorize(caller: Caller | None, action: str, what: str | None = None) -> None:
-        """Raise ``ForbiddenError`` naming the role needed unless ``caller`` may do ``action``
-        (``access.NEEDS``). ``None`` is the owner of a local library: allowed everything."""
-        if caller is None:
-            return
-        require(caller.role, needs(action), what or action.replace("_", " "))
+    # raise ForbiddenError naming the role needed unless a caller may do an action (None: a local
+    # library's owner, allowed everything)
+    authorize = staticmethod(authorize)
 
     def adopt_folders(self, names: list[str], *, author: str = "import") -> dict[str, int | None]:
         """Team mode: skill folders written into this server's copy of the workspace (an import)

@@ -28,6 +28,7 @@ class Shared:
     judge: Any          # store.judge.JudgeLog | store.pg_judge.PgJudgeLog
     overlays: Any       # store.overlay.Overlays | store.pg_overlay.PgOverlays
     team: Any = None    # store.postgres.PgStore, or None
+    tokens: Any = None  # store.tokens.Tokens of a team store, or None
 
     def close(self) -> None:
         """Close the team store's connections (nothing to do for a local library)."""
@@ -56,8 +57,10 @@ def open_shared(config: Any, local: Store) -> Shared:
             overlays = PgOverlays(pg, local)
             if not local.read_only:
                 overlays.refresh()      # this server's copy, before its first sync applies it
+            from .tokens import Tokens
+
             return Shared(usage=PgUsageLog(pg), usage_reads=PgUsageReads(pg), learning=PgLearningMemory(pg),
-                          judge=PgJudgeLog(pg), overlays=overlays, team=pg)
+                          judge=PgJudgeLog(pg), overlays=overlays, team=pg, tokens=Tokens(pg))
         except BaseException:
             pg.close()
             raise

@@ -61,6 +61,17 @@ class Audits:
             out[d["file"]] = d
         return out
 
+    def all_file_stats(self) -> tuple[dict[str, str], dict[str, dict[str, tuple[int, int]]]]:
+        """(skill id -> the rules version it was audited with, skill id -> {file: (size,
+        mtime_ns)}) of every audited skill, in two reads: what a refresh of many skills compares
+        the disk with."""
+        db = self.store.db
+        versions = dict(db.execute("SELECT skill_id, rules_version FROM audits"))
+        stats: dict[str, dict[str, tuple[int, int]]] = {}
+        for sid, f, size, mt in db.execute("SELECT skill_id, file, size, mtime_ns FROM audit_files"):
+            stats.setdefault(sid, {})[f] = (size, mt)
+        return versions, stats
+
     # --- skills --------------------------------------------------------------------------
     def save(self, skill_id: str, *, content_key: str, rules_version: str, risk: str, findings: list[dict],
              files: list[dict[str, Any]], at: str, tx=None) -> None:

@@ -45,7 +45,7 @@ TOKEN_MAX = 512                             # characters of a pasted token looke
 MAKE_TOKEN = "skillshelf tokens add NAME --role reader|agent|curator|admin"
 # what a refusal says the caller tried (``Library.authorize``'s ``what``)
 WHAT = {"read": "reading the library", "search": "searching", "list": "listing skills", "stats": "the usage statistics",
-        "save_skill": "saving a skill", "edit": "editing a skill directly", "approve": "approving a draft",
+        "save_skill": "saving a skill", "edit": "editing a skill directly", "approve": "approving a draft", "trust": "trusting a held or risky skill",
         "reject": "rejecting a draft", "deprecate": "deprecating a skill", "restore": "restoring a skill",
         "extend_ttl": "extending a TTL", "rollback": "rolling back a skill", "delete": "deleting a skill",
         "tokens": "managing tokens"}

@@ -19,7 +19,7 @@ from .security import require_csrf
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_csrf)])
 # accepting a held skill is a curator's decision, as approving a draft is
-TRUST_ACTION = "approve"
+TRUST_ACTION = "trust"
 HELD_MAX = 200             # held skills shown with their diff on one page
 EXCERPT_MAX = 300          # characters of a finding's excerpt shown
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
