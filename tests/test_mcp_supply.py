@@ -59,7 +59,8 @@ def test_search_hits_and_get_skill_carry_the_risk_and_a_risky_skill_starts_with_
     assert risk == {"deploy-helper": "high", "deploy-notes": "none"}
     lines = s.content[0].text.splitlines() + s2.content[0].text.splitlines()
     assert any("deploy-helper [" in ln and "risk high]" in ln for ln in lines), lines
-    assert any("deploy-notes [" in ln and "risk none]" in ln for ln in lines), lines
+    # a skill without findings says nothing about risk in the text (tokens on every hit for nothing)
+    assert any("deploy-notes [" in ln and "risk" not in ln for ln in lines), lines
     assert not a.is_error and a.structured_content["risk"] == "high"
     first = a.content[0].text.splitlines()[0]
     assert first.startswith("Audit: high risk") and "SKILL.md:" in first, first

@@ -220,8 +220,21 @@ def test_a_root_without_events_is_rescanned_on_a_shorter_period(tmp_path, monkey
         lib.close()
 
 
+_OTHERS: set[int] = set()
+
+
 def _index_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "skillshelf-index" and t.is_alive()]
+    """The indexing threads alive that this test's library started (a library another test
+    left open has threads of its own: they are not this test's to judge)."""
+    return [t for t in threading.enumerate() if t.name == "skillshelf-index" and t.is_alive()
+            and t.ident not in _OTHERS]
+
+
+@pytest.fixture(autouse=True)
+def _threads_before():
+    _OTHERS.clear()
+    _OTHERS.update(t.ident for t in threading.enumerate() if t.name == "skillshelf-index")
+    yield
 
 
 def test_close_stops_the_watcher_and_the_indexing_thread(tmp_path):

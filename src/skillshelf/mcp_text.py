@@ -87,8 +87,9 @@ def hit_line(i: int, h: dict[str, Any]) -> str:
     said = ""
     if j:
         said = f" (judge: fit {j.get('fit', '?')}" + (f" — {trim(str(j['why']), 120)}" if j.get("why") else "") + ")"
-    # the audit's risk of the skill (none|low|medium|high): what it asks an agent to do
-    risk = f", risk {h['risk']}" if h.get("risk") else ""
+    # the audit's risk of the skill (low|medium|high), in the text only where there is one: the
+    # structured content carries it on every hit ("none" included)
+    risk = f", risk {h['risk']}" if h.get("risk") not in (None, "none") else ""
     return f"{i}. {h['name']}{extra} [{h['match']}{risk}]{flags}{get} — {desc}{said}"
 
 
