@@ -198,10 +198,10 @@ def test_history_still_reads_when_a_change_on_disk_cannot_be_kept(tmp_path):
     def read_only_lock(*keys):
         raise OSError(errno.EROFS, "Read-only file system")
 
-    h = Evolver(lib, lock=read_only_lock).history_of("guide")
+    h = Evolver(lib._ports(), lock=read_only_lock).history_of("guide")
     assert h["versions"] == [1] and "could not be kept" in h["note"] and "Read-only" in h["note"]
     with pytest.raises(NotFoundError, match="has no version 2"):
-        Evolver(lib, lock=read_only_lock).diff("guide", 1, 2)
+        Evolver(lib._ports(), lock=read_only_lock).diff("guide", 1, 2)
 
 
 # --- the CLI, as a person runs it ------------------------------------------------------------------

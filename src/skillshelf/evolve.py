@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +27,27 @@ from . import overlay as overlaymod
 from . import skill as skillmod
 from .changes import Plan, SaveResult, build_metadata, same_content
 from .errors import ConflictError, NotFoundError, SkillshelfError, ValidationError
-from .files import MAX_SKILL_BYTES, FileRefused, contained, locked, read_text_bounded, write_file
-from .guards import (MAX_LESSON_CHARS, MAX_REASON_CHARS, RESERVED, check_body, check_description, check_new_name,
-                     check_text, name_dir, now_iso, parse_tags, today)
+from .files import (
+    MAX_SKILL_BYTES,
+    FileRefused,
+    contained,
+    locked,
+    read_text_bounded,
+    write_file,
+)
+from .guards import (
+    MAX_LESSON_CHARS,
+    MAX_REASON_CHARS,
+    RESERVED,
+    check_body,
+    check_description,
+    check_new_name,
+    check_text,
+    name_dir,
+    now_iso,
+    parse_tags,
+    today,
+)
 from .history import ChangelogEntry, FileHistory, History
 from .lessons import LESSONS, compose_body, lesson_lines, merge_lessons, split_sections
 from .review import Drafts, FileDrafts, ReviewQueue
@@ -55,18 +75,35 @@ EDITED_ON_DISK = "edited on disk"      # the author of a change found on disk
 FOUND_ON_DISK = "found on disk"        # ... of the first version kept of a skill written outside skillshelf
 
 
-class Evolver:
-    """Runs evolution operations for a ``Library`` (passed in: its index, its config and its
-    search state). ``history`` keeps versions and changelogs (``FileHistory`` by default);
-    ``lock`` serialises the writers of one skill name (``files.locked`` on the home by
-    default: a context manager taking lock keys); ``workspace`` is the commit point
-    (``FileWorkspace``, the workspace folder, by default); ``overlays`` keeps the owner's
-    decisions on skills of read-only roots (the library's store by default)."""
+@dataclass(frozen=True)
+class Ports:
+    """What evolution needs of the rest of the library, and nothing more: ``get`` (a name, id
+    or path to its record), ``sync`` (bring the index up to date: ``sync(embed=...)``),
+    ``rows_by_name`` (the index rows of a name, in precedence), ``embedder`` (() -> (model or
+    None, reason)), ``searcher`` (the search state, for near-duplicate checks), ``config`` and
+    ``overlays`` (the owner's decisions on skills of read-only roots)."""
 
-    def __init__(self, lib: Any, *, history: History | None = None, lock: Any = None,
+    get: Callable[[str], Any]
+    sync: Callable[..., Any]
+    rows_by_name: Callable[[str], list]
+    embedder: Callable[[], tuple]
+    searcher: Any
+    config: Any
+    overlays: Any
+
+
+class Evolver:
+    """Runs evolution operations, given what it needs of the library (``Ports``). ``history``
+    keeps versions and changelogs (``FileHistory`` by default); ``lock`` serialises the
+    writers of one skill name (``files.locked`` on the home by default: a context manager
+    taking lock keys); ``workspace`` is the commit point (``FileWorkspace``, the workspace
+    folder, by default); ``overlays`` (the ports' by default) keeps the owner's decisions on
+    skills of read-only roots."""
+
+    def __init__(self, ports: Ports, *, history: History | None = None, lock: Any = None,
                  workspace: Workspace | None = None, overlays: Any = None):
-        self.lib = lib
-        self.cfg = lib.config
+        self.ports = ports
+        self.cfg = ports.config
         self.history = history or FileHistory(self.cfg.home)
         self._lock = lock or (lambda *keys: locked(self.cfg.home, *keys))
         self.ws = workspace or FileWorkspace(lambda: self.cfg.workspace, self.history)
@@ -74,11 +111,11 @@ class Evolver:
 
     @property
     def overlays(self) -> Any:
-        return self._overlays if self._overlays is not None else self.lib.store
+        return self._overlays if self._overlays is not None else self.ports.overlays
 
     # lookups --------------------------------------------------------------------------------
     def _find(self, name: str):
-        rows = self.lib._rows_by_name(name)
+        rows = self.ports.rows_by_name(name)
         return rows[0] if rows else None
 
     @staticmethod
@@ -93,7 +130,7 @@ class Evolver:
     def _require(self, name: Any, what: str):
         if not isinstance(name, str) or not name.strip():
             raise ValidationError(f"{what} is required for this action", fix=f"pass {what}")
-        rec = self.lib.get(name.strip())
+        rec = self.ports.get(name.strip())
         return rec
 
     # planning -------------------------------------------------------------------------------
@@ -201,7 +238,7 @@ class Evolver:
             srcs = [s.strip() for s in re.split(r"[,\n]", srcs) if s.strip()]
         if len(srcs) < 2:
             raise ValidationError("MERGE needs at least two source_skill_names", fix="pass e.g. 'skill-a, skill-b'")
-        recs = [self.lib.get(s) for s in srcs]
+        recs = [self.ports.get(s) for s in srcs]
         if len({r.id for r in recs}) < len(recs):
             raise ValidationError("MERGE sources repeat a skill", fix="name each source once")
         name = check_new_name(a.get("name") or a.get("target_skill_name"))
@@ -270,7 +307,7 @@ class Evolver:
         keys: set[str] = set()
         for ref in self._ref_texts(args):
             try:
-                keys.add(_lock_key(self.lib.get(ref).name))
+                keys.add(_lock_key(self.ports.get(ref).name))
             except SkillshelfError:
                 keys.add(_lock_key(ref))   # a new name, or one the plan will refuse
         return keys
@@ -282,7 +319,7 @@ class Evolver:
         out: dict[str, int] = {}
         for ref in self._ref_texts(args):
             try:
-                rec = self.lib.get(ref)
+                rec = self.ports.get(ref)
             except SkillshelfError:
                 continue
             if rec.id in seen or _lock_key(rec.name) not in keys:
@@ -301,10 +338,10 @@ class Evolver:
             keys = self._refs(args)
             with self._lock(*keys):
                 self.ws.refresh(_lock_names(keys))      # plan from the latest committed files
-                self.lib.sync(embed=False)
+                self.ports.sync(embed=False)
                 kept = self._capture_refs(args, keys)
                 if kept:
-                    self.lib.sync(embed=False)      # the plan reads the index rows of what was kept
+                    self.ports.sync(embed=False)      # the plan reads the index rows of what was kept
                 plan = self.plan(args, source="person" if trigger == "person" else "agent")
                 need = {_lock_key(plan.name)} | {_lock_key(r.name) for r in plan.deactivate}
                 if need <= keys:
@@ -335,7 +372,7 @@ class Evolver:
         dups: list[dict] = []
 
         def index() -> None:
-            self.lib.sync(embed=True)
+            self.ports.sync(embed=True)
             if plan.action in ("ARCHIVE", "DERIVE", "MERGE"):
                 dups.extend(self.duplicates(plan.skill, exclude={plan.name} | {r.name for r in plan.deactivate}))
 
@@ -472,16 +509,16 @@ class Evolver:
         try:
             with self._lock(_lock_key(rec.name)):
                 if self.ws.refresh([rec.name]):
-                    self.lib.sync(embed=False)
-                    rec = self.lib.get(rec.id)
+                    self.ports.sync(embed=False)
+                    rec = self.ports.get(rec.id)
                 version = self._capture(rec)
         except (SkillshelfError, OSError, sqlite3.Error) as exc:
             return rec, None, f"a change found on disk could not be kept as a version: {exc}"
         if version is None:
             return rec, None, None
-        self._after_write(lambda: self.lib.sync(embed=False))
+        self._after_write(lambda: self.ports.sync(embed=False))
         with contextlib.suppress(SkillshelfError):
-            rec = self.lib.get(rec.id)
+            rec = self.ports.get(rec.id)
         return rec, version, None
 
     def capture(self, ref: str) -> int | None:
@@ -509,12 +546,12 @@ class Evolver:
         return self.history.read_version(self._current(ref)[0].name, int(version))
 
     def duplicates(self, sk: skillmod.Skill, exclude: set[str]) -> list[dict]:
-        emb, _ = self.lib._embedder_state()
+        emb, _ = self.ports.embedder()
         if emb is None:
             return []
         from .index import embedding_text
 
-        searcher = self.lib.searcher
+        searcher = self.ports.searcher
         meta = searcher._ensure_meta()
         vi = searcher._ensure_vectors(emb, meta)
         if vi is None:
@@ -538,12 +575,12 @@ class Evolver:
         """``lib.get``, and where nothing answers to ``ref`` yet, once more after bringing the
         skill of that name in (a team store: committed through another server a moment ago)."""
         try:
-            return self.lib.get(ref)
+            return self.ports.get(ref)
         except NotFoundError:
             if not (isinstance(ref, str) and skillmod.NAME_RE.match(ref) and self.ws.refresh([ref])):
                 raise
-        self.lib.sync(embed=False)
-        return self.lib.get(ref)
+        self.ports.sync(embed=False)
+        return self.ports.get(ref)
 
     @contextlib.contextmanager
     def _locked_record(self, ref: str):
@@ -552,8 +589,8 @@ class Evolver:
             name = self._get(ref).name
             with self._lock(_lock_key(name)):
                 self.ws.refresh([name])                 # act on the latest committed file
-                self.lib.sync(embed=False)
-                rec = self.lib.get(ref)
+                self.ports.sync(embed=False)
+                rec = self.ports.get(ref)
                 if rec.name == name:
                     yield rec
                     return
@@ -584,7 +621,7 @@ class Evolver:
             path, after = self._commit_skill(sk, keep_keys=True, keep=keep, entry=entry)
             notes = [f"the change found on disk was kept first as v{captured}"] if captured else []
             notes += after
-            notes += self._after_write(lambda: self.lib.sync(embed=True))
+            notes += self._after_write(lambda: self.ports.sync(embed=True))
         msg = f"{sname} is now v{new_version} (the text of v{version})"
         return SaveResult("saved", "ROLLBACK", sname, new_version, str(path), entry.as_dict(),
                           message=msg + (" (" + "; ".join(notes) + ")" if notes else ""))
@@ -625,7 +662,7 @@ class Evolver:
                                f"{rec.root} is untouched)"}
         with self._locked_record(rec.id) as rec:
             self._set_status(rec, "inactive", {}, trigger="person", reason=reason)
-        self._after_write(lambda: self.lib.sync(embed=False))
+        self._after_write(lambda: self.ports.sync(embed=False))
         return {"name": rec.name, "id": rec.id, "status": "inactive", "reason": reason,
                 "message": f"{rec.name} is inactive: {reason}"}
 
@@ -658,7 +695,7 @@ class Evolver:
                                       fix="deprecated skills show as inactive in `skillshelf list --all`")
             version = self._write_metadata(rec, {"status": None, "status-reason": None, "merged-into": None},
                                            action="RESTORE", trigger="person", reason=reason or "restored")
-        self._after_write(lambda: self.lib.sync(embed=False))
+        self._after_write(lambda: self.ports.sync(embed=False))
         return {"name": rec.name, "id": rec.id, "status": "active", "reason": reason, "version": version,
                 "message": f"{rec.name} is active again (v{version})"}
 
@@ -671,7 +708,7 @@ class Evolver:
         with self._locked_record(rec.id) as rec:
             # never the workspace itself, never outside it
             folder = contained(self.cfg.workspace, Path(rec.path).parent)
-            forget = bool(skillmod.NAME_RE.match(rec.name)) and not self.lib._rows_by_name(rec.name)[1:]
+            forget = bool(skillmod.NAME_RE.match(rec.name)) and not self.ports.rows_by_name(rec.name)[1:]
             self.ws.delete(rec.name, folder, forget=forget)
-        self._after_write(lambda: self.lib.sync(embed=False))
+        self._after_write(lambda: self.ports.sync(embed=False))
         return {"name": rec.name, "deleted": str(folder)}

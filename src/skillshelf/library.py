@@ -18,6 +18,7 @@ from .errors import ConfigError, EmbedderError, ValidationError, write_failure
 from .indexing import RESCAN, Indexer, LazyEmbedder
 from .judge import Judge
 from .learning import Learner, Learning
+from .lessons import lesson_lines
 from .usage import Usage
 from .search import Searcher, SearchResult
 from .sources import Root, current_repo as detect_current_repo, make_roots
@@ -410,14 +411,18 @@ class Library:
     def evolver(self):
         from .evolve import Evolver
 
-        if getattr(self, "_evolver", None) is None:
-            self._evolver = Evolver(self, overlays=self._overlays,
-                                    **(self._team.evolver_parts() if self._team is not None else {}))
+        if getattr(self, "_evolver", None) is None:   # given what it needs (Ports), not the library
+            self._evolver = Evolver(self._ports(), **(self._team.evolver_parts() if self._team is not None else {}))
         return self._evolver
 
+    def _ports(self):
+        from .evolve import Ports
+
+        return Ports(get=self.get, sync=self.sync, rows_by_name=self._rows_by_name, embedder=self.model.state,
+                     searcher=self.searcher, config=self.config, overlays=self._overlays)
+
     @property
-    def review(self):
-        """The review queue of drafts (``propose`` policy)."""
+    def review(self):    # the review queue of drafts (``propose`` policy)
         from .evolve import ReviewQueue
 
         return ReviewQueue(self.evolver, self._team.drafts if self._team is not None else None)
@@ -641,12 +646,7 @@ class Library:
             payload.append((rec.name, sf.files, sf.executable))
         return copy_skill_folders(dest, payload)
 
-    @staticmethod
-    def lesson_lines(body: str) -> list[str]:
-        """The lessons a skill body's Lessons Learned section holds."""
-        from .lessons import lesson_lines
-
-        return lesson_lines(body)
+    lesson_lines = staticmethod(lesson_lines)   # the lessons a body's Lessons Learned section holds
 
     @staticmethod
     def quantized_model_ready() -> bool:
