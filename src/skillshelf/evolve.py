@@ -77,11 +77,9 @@ FOUND_ON_DISK = "found on disk"        # ... of the first version kept of a skil
 
 @dataclass(frozen=True)
 class Ports:
-    """What evolution needs of the rest of the library, and nothing more: ``get`` (a name, id
-    or path to its record), ``sync`` (bring the index up to date: ``sync(embed=...)``),
-    ``rows_by_name`` (the index rows of a name, in precedence), ``embedder`` (() -> (model or
-    None, reason)), ``searcher`` (the search state, for near-duplicate checks), ``config`` and
-    ``overlays`` (the owner's decisions on skills of read-only roots)."""
+    """What evolution needs of the library: ``get`` (a name, id or path to its record), ``sync``,
+    ``rows_by_name`` (in precedence), ``embedder`` (() -> (model or None, reason)), ``searcher``
+    (near-duplicate checks), ``config``, ``overlays`` (decisions on read-only roots' skills)."""
 
     get: Callable[[str], Any]
     sync: Callable[..., Any]
@@ -361,8 +359,7 @@ class Evolver:
                                to_version=plan.skill.version, trigger=trigger, reason=str(args.get("reason") or ""),
                                sources=plan.sources, author=str(args.get("author") or ""))
         path, notes = self._commit_skill(plan.skill, keep_keys=plan.action == "FIX", keep=keep, entry=entry)
-        notes = [f"the change found on disk in {name} was kept first as v{v}" for name, v in sorted(kept.items())] \
-            + notes
+        notes = [self._kept_note(name, v, named=True) for name, v in sorted(kept.items())] + notes
         for rec in plan.deactivate:
             try:
                 self._set_status(rec, "merged", {"merged-into": plan.name}, trigger=trigger,
@@ -429,6 +426,14 @@ class Evolver:
         return version
 
     # changes found on disk ------------------------------------------------------------------------
+    def _kept_note(self, name: str, version: int, *, named: bool = False) -> str:
+        """A hand edit kept, or the text of a skill with no history kept as found."""
+        where = f" in {name}" if named else ""
+        log = self.history.changelog(name)
+        if log and log[-1].action == "FOUND" and log[-1].to_version == version:
+            return f"the text found on disk{where} was kept first as v{version} (it had no version kept)"
+        return f"the change found on disk{where} was kept first as v{version}"
+
     def _capture(self, rec) -> int | None:
         """Keep the workspace skill ``rec``'s file as a version of its own when it holds no
         kept version: a person changed it in an editor (author "edited on disk"), or it was
@@ -619,7 +624,7 @@ class Evolver:
             entry = ChangelogEntry(now_iso(), "ROLLBACK", sname, cur_version, new_version, "person",
                                    f"rolled back to v{version}", [rec.id], author)
             path, after = self._commit_skill(sk, keep_keys=True, keep=keep, entry=entry)
-            notes = [f"the change found on disk was kept first as v{captured}"] if captured else []
+            notes = [self._kept_note(sname, captured)] if captured else []
             notes += after
             notes += self._after_write(lambda: self.ports.sync(embed=True))
         msg = f"{sname} is now v{new_version} (the text of v{version})"
