@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -72,3 +73,32 @@ def pg_url(pg_cluster) -> str:
     import pgcluster
 
     return pgcluster.new_database_from_env() if pg_cluster is None else pg_cluster.new_database()
+
+
+@contextlib.contextmanager
+def dashboard_server(lib):
+    """The dashboard of ``lib`` served by uvicorn on a free loopback port in a thread, for
+    the browser tests: yields its base URL; stops it afterwards (the library stays open)."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from skillshelf.web import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(create_app(lib, port=port), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not srv.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        srv.should_exit = True
+        thread.join(5)

@@ -7,12 +7,12 @@ temporary folder (or to $SKILLSHELF_SCREENSHOTS)."""
 from __future__ import annotations
 
 import os
-import socket
-import threading
 import time
 from pathlib import Path
 
 import pytest
+
+from conftest import dashboard_server
 
 pytest.importorskip("fastapi", reason="the web extra is not installed (pip install 'skillshelf[web]')")
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
@@ -26,25 +26,11 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import uvicorn
-
-    from skillshelf.web import create_app
     from test_web import make_lib
 
     lib = make_lib(tmp_path_factory.mktemp("browser"))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(lib, port=port), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}", lib
-    srv.should_exit = True
-    thread.join(5)
+    with dashboard_server(lib) as base:
+        yield base, lib
     lib.close()
 
 

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from skillshelf import Library  # noqa: E402
 from skillshelf.embeddings.fake import FakeEmbedder  # noqa: E402
 
-from conftest import write_skill  # noqa: E402
+from conftest import dashboard_server, write_skill  # noqa: E402
 
 BASE = "http://127.0.0.1:7788"
 ZW = "\u200b"
@@ -160,14 +160,7 @@ def test_in_a_browser_a_curator_reads_the_held_diff_and_accepts_it(lib, tmp_path
     chromium = Path("/usr/bin/chromium")
     if not chromium.exists():
         pytest.skip(f"no chromium at {chromium}")
-    import socket
-    import threading
-    import time
-
-    import uvicorn
     from playwright.sync_api import sync_playwright
-
-    from skillshelf.web import create_app
 
     lib.supply.pin(lib.get("plain-notes").id.split(":")[0])
     md = lib.coll / "plain-notes" / "SKILL.md"
@@ -175,33 +168,18 @@ def test_in_a_browser_a_curator_reads_the_held_diff_and_accepts_it(lib, tmp_path
     lib.sync()
     lib.supply.after_sync([(r.id, r.path) for r in lib.list()])
     assert list(lib.supply.held()) == [lib.get("plain-notes").id]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(lib, port=port), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=str(chromium), args=["--no-sandbox", "--disable-gpu"])
-            pg = b.new_page()
-            pg.goto(f"{base}/skill/{quote(lib.get('risky-setup').id, safe='/:')}")
-            assert "exec.fetch-and-run" in pg.inner_text("section.audit")
-            assert pg.evaluate("typeof window.__xss") == "undefined"
-            pg.click("nav >> text=Held")
-            assert pg.url == f"{base}/held"
-            assert "Run the tests twice." in pg.inner_text("table.sbs")
-            pg.click("button:has-text('Accept')")
-            pg.wait_for_url(f"{base}/held")
-            text = pg.inner_text("body")
-            b.close()
-    finally:
-        srv.should_exit = True
-        thread.join(5)
+    with dashboard_server(lib) as base, sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(chromium), args=["--no-sandbox", "--disable-gpu"])
+        pg = b.new_page()
+        pg.goto(f"{base}/skill/{quote(lib.get('risky-setup').id, safe='/:')}")
+        assert "exec.fetch-and-run" in pg.inner_text("section.audit")
+        assert pg.evaluate("typeof window.__xss") == "undefined"
+        pg.click("nav >> text=Held")
+        assert pg.url == f"{base}/held"
+        assert "Run the tests twice." in pg.inner_text("table.sbs")
+        pg.click("button:has-text('Accept')")
+        pg.wait_for_url(f"{base}/held")
+        text = pg.inner_text("body")
+        b.close()
     assert "accepted" in text and "Nothing held" in text
     assert lib.supply.held() == {}

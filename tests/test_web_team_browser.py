@@ -6,12 +6,11 @@ signs out. Screenshots go to a temporary folder (or to $SKILLSHELF_SCREENSHOTS).
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
 from pathlib import Path
 
 import pytest
+
+from conftest import dashboard_server
 
 pytest.importorskip("fastapi", reason="the web extra is not installed (pip install 'skillshelf[web]')")
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
@@ -25,25 +24,11 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
 
 @pytest.fixture
 def server(tmp_path, pg_url):
-    import uvicorn
     from test_web_team import make_team_lib
 
-    from skillshelf.web import create_app
-
     lib = make_team_lib(tmp_path, pg_url)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(lib, port=port), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}", lib
-    srv.should_exit = True
-    thread.join(5)
+    with dashboard_server(lib) as base:
+        yield base, lib
     lib.close()
 
 
