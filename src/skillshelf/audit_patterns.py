@@ -66,7 +66,7 @@ FETCH = re.compile(rb"(?:^|[\s(;&`$\"'])(?:curl|wget|iwr|irm|invoke-webrequest|i
 RUNNER = re.compile(rb"\s*(?:sudo(?:\s+-{1,2}[\w-]{1,20}){0,4}\s+)?(?:env\s+(?:[a-z_][a-z0-9_]{0,40}=\S{0,100}\s+){0,6})?"
                     rb"(?:(?:/usr)?(?:/local)?/bin/)?"
                     rb"(?:(?P<sh>(?:ba|z|k|da|fi|tc|c)?sh|pwsh|powershell(?:\.exe)?|iex|invoke-expression|"
-                    rb"source\s+/dev/stdin|cmd(?:\.exe)?)(?=[\s;)&|'\"`]|$)|"
+                    rb"source\s+/dev/stdin|cmd(?:\.exe)?)(?=[\s;)&|'\"`]|[.,!](?:\s|$)|$)|"
                     rb"(?P<interp>python[0-9.]{0,4}|py|node|nodejs|deno|bun|perl|ruby|php|lua|osascript)"
                     rb"(?=\s*$|\s+-\s|\s+-$|\s*[;)&|`]))")
 # a download's output run at once: eval "$(curl …)", bash <(curl …), sh -c "$(wget …)"
