@@ -264,6 +264,8 @@ class Searcher:
 
         top = fused[reps[0]]
         rel = {p: fused[p] / top for p in reps}
+        if callable(recent):
+            recent = recent(qvec)
         for g, times in ranking.recent_groups(meta, recent, worked, self.state.reads.copies).items():
             p = groups.get(g)
             if p is not None:
