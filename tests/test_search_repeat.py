@@ -44,8 +44,8 @@ def test_different_requests_are_still_spread(tmp_path):
     lib = _lib(tmp_path)
     q = "kubernetes pod crash loop debugging"
     first = lib.search(q, log=False).hits[0].id
-    for other in ("debugging a kubernetes pod crash loop", "kubernetes crash loop pod debugging help",
-                  "pod crash loop in kubernetes: debugging"):
+    # other requests in other words (a rewording of q would mean the same and count as a repeat)
+    for other in ("debug a crash loop", "kubernetes debugging help", "pod debugging"):
         lib.search(other, limit=1)
     assert lib.search(q, log=False).hits[0].id != first
 
@@ -64,8 +64,7 @@ def test_a_worked_report_exempts_every_copy_of_the_skill(tmp_path):
     q = "kubernetes pod crash loop debugging guide"
     hit = lib.search(q, log=False).hits[0]
     assert hit.id == "r:deep/a/b/kube-tip" and lib.get("kube-tip").id == "r:kube-tip"
-    for other in ("detailed kubernetes crash loop guide", "kubernetes pod crash loop guide, detailed",
-                  "a guide to kubernetes pod crash loops"):
+    for other in ("debug a crash loop", "kubernetes debugging help", "kubernetes guide"):   # other requests
         lib.search(other, limit=1)
     assert lib.search(q, log=False).hits[0].id != hit.id
     lib.report_outcome("kube-tip", True)      # by name: recorded against r:kube-tip

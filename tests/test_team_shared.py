@@ -172,6 +172,24 @@ def test_recent_counts_looks_at_the_last_queries_without_the_repeats(backend):
     assert u.recent_counts(1, skip_hash="h3") == {"s:b": 1}
 
 
+def test_recent_requests_reads_the_last_queries_with_what_each_recommended(backend):
+    """One read for the paraphrase check: the last queries (text repeats left out), newest
+    first, each with its text (None when hashed) and its recommendations in rank order."""
+    u = backend.shared.usage
+    assert u.recent_requests(10) == []
+    a = log(u, "h1", text="first", recs=[("s:b", "b", 0.9), ("s:a", "a", 0.5)])
+    b = log(u, "h2", text=None, recs=[])
+    c = log(u, "h3", text="third", recs=[("s:c", "c", 0.9), ("s:a", "a", 0.8), ("s:b", "b", 0.1)])
+    d = log(u, "h2", text="fourth", recs=[("s:a", "a", 0.9)])
+    assert u.recent_requests(0) == []
+    assert u.recent_requests(10) == [{"id": d, "text": "fourth", "skills": ["s:a"]},
+                                     {"id": c, "text": "third", "skills": ["s:c", "s:a", "s:b"]},
+                                     {"id": b, "text": None, "skills": []},
+                                     {"id": a, "text": "first", "skills": ["s:b", "s:a"]}]
+    assert [r["id"] for r in u.recent_requests(2)] == [d, c]
+    assert [r["id"] for r in u.recent_requests(2, skip_hash="h2")] == [c, a]
+
+
 def test_worked_latest_follows_the_latest_outcome(backend):
     u = backend.shared.usage
     assert u.worked_latest([]) == set()

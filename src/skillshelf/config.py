@@ -56,6 +56,9 @@ class SearchConfig:
     mmr_lambda_brainstorm: float = _f(0.45, "MMR balance for brainstorm: more variety")
     recency_window: int = _f(10, "how many recent recommendations the recency penalty looks at")
     recency_penalty: float = _f(0.15, "score fraction taken per recent appearance (skills reported as worked are exempt)")
+    recency_same_meaning: float = _f(0.70, "request cosine at or above which a recent request counts as a repeat of this"
+                                     " one (a paraphrase), exempt from the recency penalty as the same text is;"
+                                     " above 1 turns it off")
     wildcards: int = _f(2, "random picks from outside the relevant set in brainstorm mode")
     description_chars: int = _f(160, "description length shown in search hits (tokens cost money)")
     confident_threshold: float = _f(0.0, "a cosine cut for `match`/`confident` instead of the built-in model (for"

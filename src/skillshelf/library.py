@@ -245,14 +245,16 @@ class Library:
             tags = [t for t in tags.split(",") if t.strip()]
         if repo_scope == "current" and not current_repo:
             current_repo = detect_current_repo()
-        # The anti-repeat policy spreads different requests over the collection; a repeat of
-        # this same request is left out of it, so asking again gives the same answer.
-        recent = self._usage.recent_counts(self.config.search.recency_window, exclude_request=query)
-        worked = self._usage.worked_latest if recent else None
+        # The anti-repeat policy spreads different requests over the collection; a repeat of this
+        # request (its text, or its meaning: a paraphrase) is left out, so asking again keeps the answer.
+        s = self.config.search
+        recent = self._usage.recent_counter(query, s.recency_window, s.recency_same_meaning,
+                                            known=self._learning.request_vectors, embedder=self._embedder_state,
+                                            remember=self._learning.remember_vector)
         result = self.searcher.search(query, limit=limit, mode=mode, repo_scope=repo_scope,
                                       current_repo=current_repo, tags=tags, skill_type=skill_type,
                                       include_inactive=include_inactive, include_expired=include_expired,
-                                      recent=recent, worked=worked,
+                                      recent=recent, worked=self._usage.worked_latest,
                                       exclude=self.supply.hidden_ids() if for_agents else None)
         self.supply.mark(result.hits, hidden=not for_agents)
         if log:

@@ -16,7 +16,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import NotFoundError, ValidationError, write_failure
+import numpy as np
+
+from .errors import EmbedderError, NotFoundError, ValidationError, write_failure
 from .store import now
 from .store.usage import UsageLog
 from .text import sha256, tokenize
@@ -46,6 +48,36 @@ def logged_text(text: str) -> str:
     if len(text) <= LOGGED_TEXT_CHARS:
         return text
     return f"{text[:LOGGED_TEXT_CHARS]} … [cut for the log: {len(text):,} characters in all]"
+
+
+def logged_request_vectors(known: Any, embed: Callable[[list[str]], Any] | None,
+                           remember: Callable[[int, Any], None] | None = None
+                           ) -> Callable[[list[tuple[int, str | None]]], list[Any]]:
+    """The ``vectors`` of ``Usage.recent_counts``: a logged request's unit vector is the one its
+    search kept (``known``: query id -> vector, the learning service's memory of the searches
+    this process logged), else its logged text embedded now (``embed``: texts -> one row each,
+    None: no embedder) and handed to ``remember`` (so each is embedded once per process);
+    None for a request with neither (its text not kept: ``hash_queries``), which is then
+    compared by its text only."""
+
+    def vectors(rows: list[tuple[int, str | None]]) -> list[Any]:
+        out = [known.get(int(qid)) for qid, _ in rows]
+        todo = [k for k, (qid, text) in enumerate(rows) if out[k] is None and text]
+        if todo and embed is not None:
+            try:
+                embedded = np.asarray(embed([rows[k][1] for k in todo]), dtype=np.float32)
+            except EmbedderError:
+                # the request being ranked was embedded a moment ago; should the backend fail
+                # now, those earlier requests are compared by text only (the hits are complete)
+                return out
+            for k, vec in zip(todo, embedded):
+                vec = vec / (float(np.linalg.norm(vec)) or 1.0)
+                out[k] = vec
+                if remember is not None:
+                    remember(int(rows[k][0]), vec)
+        return out
+
+    return vectors
 
 
 # --- statistics -----------------------------------------------------------------
@@ -278,14 +310,56 @@ class Usage:
         """A logged query (``id, at, text, mode, client, confident, degraded``) or None."""
         return self.log.query(query_id)
 
-    def recent_counts(self, window: int, *, exclude_request: str | None = None) -> dict[str, int]:
+    def recent_counts(self, window: int, *, exclude_request: str | None = None, request_vector: Any = None,
+                      vectors: Callable[[list[tuple[int, str | None]]], list[Any]] | None = None,
+                      same_meaning: float | None = None) -> dict[str, int]:
         """How often each skill was recommended in the last ``window`` logged requests, repeats
-        of ``exclude_request`` (same normalised text) left out: the anti-repeat policy spreads
-        different requests over the collection, it must not change the answer to the same one.
-        The window is counted without the repeats too, so a repeat sees the same recent requests
-        as the first ask did."""
+        of ``exclude_request`` left out: the anti-repeat policy spreads different requests over
+        the collection, it must not change the answer to the same one. The window is counted
+        without the repeats too, so a repeat sees the same recent requests as the first ask did.
+
+        A repeat is the same normalised text; with ``request_vector`` (this request's unit
+        vector) and ``vectors`` (``[(query id, logged text or None)]`` -> their unit vectors,
+        None where none is known: ``logged_request_vectors``), it is also a recent request
+        whose vector has a cosine of at least ``same_meaning`` with this one: the same need in
+        other words. A request whose vector is not known is compared by its text only. At most
+        ``window`` such paraphrases are left out of a full window (the read is of twice the
+        window)."""
         skip = request_hash(exclude_request) if exclude_request is not None else ""
-        return self.log.recent_counts(window, skip_hash=skip)
+        if request_vector is None or vectors is None or same_meaning is None or same_meaning > 1.0:
+            return self.log.recent_counts(window, skip_hash=skip)
+        if window <= 0:
+            return {}
+        rows = self.log.recent_requests(2 * window, skip_hash=skip)       # one read
+        qvec = np.asarray(request_vector, dtype=np.float32).ravel()
+        counted: list[dict[str, Any]] = []
+        i = 0
+        while len(counted) < window and i < len(rows):
+            # the vectors of only as many rows as can still fill the window (a vector not
+            # known is embedded from the logged text: no more than needed)
+            batch = rows[i:i + window - len(counted)]
+            i += len(batch)
+            for row, vec in zip(batch, vectors([(r["id"], r["text"]) for r in batch])):
+                v = None if vec is None else np.asarray(vec, dtype=np.float32).ravel()
+                if v is None or v.shape != qvec.shape or float(v @ qvec) < same_meaning:
+                    counted.append(row)
+        return dict(Counter(sid for row in counted for sid in row["skills"]))
+
+    def recent_counter(self, request: str, window: int, same_meaning: float | None, *, known: Any,
+                       embedder: Callable[[], tuple[Any, str | None]],
+                       remember: Callable[[int, Any], None] | None = None) -> Callable[[Any], dict[str, int]]:
+        """The ``recent`` of ``Searcher.search`` for ``request``: its vector (None without an
+        embedder) -> ``recent_counts``, repeats of its text and of its meaning left out.
+        ``known``: query id -> the request vector its search kept; ``embedder``: () ->
+        (embedder or None, reason), to embed the logged text of a request whose vector is not
+        known; see ``logged_request_vectors``."""
+
+        def recent(qvec: Any) -> dict[str, int]:
+            emb = embedder()[0] if qvec is not None else None
+            vectors = logged_request_vectors(known, emb.embed_batch if emb is not None else None, remember)
+            return self.recent_counts(window, exclude_request=request, request_vector=qvec, vectors=vectors,
+                                      same_meaning=same_meaning)
+        return recent
 
     def worked_latest(self, skill_ids: list[str]) -> set[str]:
         """Those of ``skill_ids`` whose latest outcome was 'worked' (exempt from the recency penalty)."""

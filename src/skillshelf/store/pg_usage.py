@@ -96,6 +96,21 @@ class PgUsageLog:
                 GROUP BY r.skill_id""", (clean(skip_hash), int(window))).fetchall()
         return {r[0]: int(r[1]) for r in rows}
 
+    def recent_requests(self, n: int, *, skip_hash: str = "") -> list[dict[str, Any]]:
+        """The last ``n`` queries whose text hash is not ``skip_hash``, newest first: ``id``,
+        ``text`` (None when the log keeps hashes only) and ``skills`` (the ids of the skills it
+        recommended, in rank order). One statement, bounded as ``recent_counts``."""
+        if n <= 0:
+            return []
+        with call(self.pg) as conn:
+            rows = conn.execute("""
+                SELECT q.id, q.text, COALESCE(array_agg(r.skill_id ORDER BY r.id)
+                                              FILTER (WHERE r.id IS NOT NULL), '{}')
+                FROM (SELECT id, text FROM queries WHERE text_hash <> %s ORDER BY id DESC LIMIT %s) q
+                LEFT JOIN recommendations r ON r.query_id = q.id
+                GROUP BY q.id, q.text ORDER BY q.id DESC""", (clean(skip_hash), int(n))).fetchall()
+        return [{"id": int(r[0]), "text": r[1], "skills": list(r[2])} for r in rows]
+
     def worked_latest(self, skill_ids: list[str]) -> set[str]:
         """Those of ``skill_ids`` whose latest outcome was 'worked'."""
         if not skill_ids:

@@ -100,6 +100,27 @@ class UsageLog:
             WHERE query_id IN ({_marks(len(qids))}) GROUP BY skill_id""", (int(bound), *qids))
         return {r[0]: int(r[1]) for r in rows}
 
+    def recent_requests(self, n: int, *, skip_hash: str = "") -> list[dict[str, Any]]:
+        """The last ``n`` queries whose text hash is not ``skip_hash``, newest first: ``id``,
+        ``text`` (None when the log keeps hashes only) and ``skills`` (the ids of the skills it
+        recommended, in rank order). One bounded read, as ``recent_counts``."""
+        if n <= 0:
+            return []
+        db = self.store.db
+        queries = db.execute("SELECT id, text FROM queries WHERE text_hash != ? ORDER BY id DESC LIMIT ?",
+                             (skip_hash, int(n))).fetchall()
+        if not queries:
+            return []
+        qids = [int(r[0]) for r in queries]
+        bound = db.execute("SELECT COALESCE(SUM(n_hits), 0) FROM queries WHERE id >= ?", (min(qids),)).fetchone()[0]
+        skills: dict[int, list[str]] = {q: [] for q in qids}
+        for qid, sid in db.execute(f"""
+                SELECT query_id, skill_id FROM (SELECT id, query_id, skill_id FROM recommendations
+                                                ORDER BY id DESC LIMIT ?)
+                WHERE query_id IN ({_marks(len(qids))}) ORDER BY id""", (int(bound), *qids)):
+            skills[int(qid)].append(sid)
+        return [{"id": int(r[0]), "text": r[1], "skills": skills[int(r[0])]} for r in queries]
+
     def worked_latest(self, skill_ids: list[str]) -> set[str]:
         """Those of ``skill_ids`` whose latest outcome was 'worked'."""
         if not skill_ids:
