@@ -120,11 +120,43 @@ def test_one_client_is_capped(lib):
     s = lib.searcher.s
     cap = s.learning_weight * np.tanh(s.learning_client_cap / 2)
     assert ev[rid].worked == 20 and ev[rid].shift == pytest.approx(cap)
-    # many clients saying the same thing count for more, still below learning_weight
+    # many clients saying the same thing count for more, still below learning_weight_agreed
     for c in ("a", "b", "c", "d"):
         report(lib, q, "readme", True, c, times=2)
     ev = lib.searcher.learner.evidence(emb.embed(q), emb.model_id, s)
-    assert cap < ev[rid].shift < s.learning_weight
+    assert ev[rid].promoters == 5 and ev[rid].demoters == 0
+    assert cap < ev[rid].shift < s.learning_weight_agreed
+
+
+def test_clients_that_agree_weigh_more_than_one_client_can(lib):
+    """One client's reports, however many, stay below learning_weight; a second client
+    saying the same thing raises the weight towards learning_weight_agreed; a client that
+    disagrees lowers the net, and the remaining agreement still counts."""
+    q = "find leaked api keys in the repository"
+    emb, _ = lib._embedder_state()
+    s = lib.searcher.s
+    rid = lib.store.db.execute("SELECT rowid FROM skills WHERE name='readme'").fetchone()[0]
+
+    def shift():
+        return lib.searcher.learner.evidence(emb.embed(q), emb.model_id, s)[rid]
+
+    report(lib, q, "readme", True, "a", times=5)
+    alone = shift().shift
+    assert 0 < alone < s.learning_weight
+    report(lib, q, "readme", True, "b")
+    two = shift()
+    assert two.shift > s.learning_weight and two.promoters == 2
+    assert two.shift == pytest.approx(s.learning_weight_agreed * np.tanh((s.learning_client_cap + 1) / 2))
+    report(lib, q, "readme", False, "c")
+    mixed = shift()
+    assert mixed.demoters == 1 and mixed.shift == pytest.approx(s.learning_weight_agreed
+                                                                 * np.tanh(s.learning_client_cap / 2))
+    # demotion works the same way: one client's "failed" is a hint, two clients' a verdict
+    lib.forget_learning(everything=True)
+    report(lib, q, "readme", False, "a")
+    one_failed = shift().shift
+    report(lib, q, "readme", False, "b")
+    assert -s.learning_weight < one_failed < 0 and shift().shift < -s.learning_weight
 
 
 def test_reports_decay_with_time(lib):

@@ -65,7 +65,10 @@ class SearchConfig:
                                          " another embedding model; 0 = the model, see BENCHMARKS.md)")
     learn_from_outcomes: bool = _f(True, "reorder the hits retrieval found by the outcomes reported for similar"
                                          " earlier requests (bounded, decaying, capped per client; see README)")
-    learning_weight: float = _f(0.2, "the most outcomes can move a hit's relative fused score (top hit = 1.0)")
+    learning_weight: float = _f(0.2, "the most one client's outcomes can move a hit's relative fused score (top"
+                                     " hit = 1.0)")
+    learning_weight_agreed: float = _f(0.5, "the most outcomes can move a hit's relative fused score when two or"
+                                            " more clients agree (each with a fresh report on a similar request)")
     learning_similarity: float = _f(0.55, "request cosine below which an earlier request counts as unrelated"
                                           " (full weight from 0.80; paraphrases of one need: median 0.83)")
     learning_half_life_days: float = _f(90.0, "an outcome report's weight halves over this many days")

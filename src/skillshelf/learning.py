@@ -12,11 +12,20 @@ vectors); each near one's report votes for (worked) or against (failed) its skil
 
 A client's votes for one skill are summed and clipped to ± ``learning_client_cap`` (so
 twenty reports from one client count like 1.5 fresh ones); the clients' sums are added and
-squashed: shift = ``learning_weight`` × tanh(total / 2). The shift is added to the hit's
-relative fused score (the top candidate's is 1.0) before diversification, so outcomes
-reorder what retrieval found and never add a candidate; with the defaults one client moves
-a hit by at most 0.2 × tanh(0.75) ≈ 0.13, which lifts it past neighbours of similar
-retrieval strength but not past a match found by both retrievers when it was found by one.
+squashed: shift = weight × tanh(total / 2). The weight says how much the clients agree: it is
+``learning_weight`` while one client stands behind the total's direction and rises to
+``learning_weight_agreed`` as a second one joins (each client counted up to one fresh report
+on a request like this one): one client's reports are a hint, several clients' a verdict.
+One client alone moves a hit by at most 0.2 × tanh(0.75) ≈ 0.13 with the defaults, which
+lifts it past neighbours of similar retrieval strength but not past a match found by both
+retrievers when it was found by one; three clients that agree move it by up to
+0.5 × tanh(1.5) ≈ 0.45 (when two agree and one disagrees: 0.5 × tanh(0.5) ≈ 0.23). Without
+agreement a single client's "failed" on the right skill would push it below a lesser one,
+and the agents after it would then report the lesser one (measured: bench/learning.py).
+The shift is added to the hit's relative fused score (the top candidate's is 1.0) before
+diversification, so outcomes reorder what retrieval found and never add a candidate; search
+bounds a promotion to ``learning_max_lift`` places per client that reported it working
+(``Evidence.promoters``; ``demoters`` counts the clients that reported it failing).
 
 Requests unlike every reported one get no vote at all (the kernel is 0), so their ranking
 is exactly the plain pipeline's. Every shift is explained (``Hit.why``: "worked for 3
@@ -58,6 +67,7 @@ class Evidence:
     clients: set = field(default_factory=set)
     requests: list[str] = field(default_factory=list)
     promoters: int = 0                   # clients whose reports, summed, say it worked
+    demoters: int = 0                    # clients whose reports, summed, say it failed
 
     def why(self) -> str | None:
         parts = []
@@ -176,12 +186,25 @@ class Learner:
             if mem.request[i] and mem.request[i] not in ev.requests and len(ev.requests) < 5:
                 ev.requests.append(mem.request[i])
         totals: dict[int, float] = {}
+        capped: dict[int, list[float]] = {}
         for (rid, _), v in per_client.items():
-            totals[rid] = totals.get(rid, 0.0) + max(-cap, min(cap, v))
+            v = max(-cap, min(cap, v))
+            totals[rid] = totals.get(rid, 0.0) + v
+            capped.setdefault(rid, []).append(v)
             if v > 0:
                 out[rid].promoters += 1
+            elif v < 0:
+                out[rid].demoters += 1
+        one = float(settings.learning_weight)
+        agreed = max(one, float(settings.learning_weight_agreed))
         for rid, ev in out.items():
-            ev.shift = float(settings.learning_weight) * math.tanh(totals[rid] / 2.0)
+            net = totals[rid]
+            # how many clients stand behind the net direction, each counted up to one fresh
+            # report on a request like this one: the weight rises from one client's to the
+            # agreed weight as a second client joins
+            behind = sum(min(1.0, abs(v)) for v in capped[rid] if v * net > 0)
+            weight = one + (agreed - one) * min(1.0, max(0.0, behind - 1.0))
+            ev.shift = weight * math.tanh(net / 2.0)
         return out
 
 
