@@ -1,9 +1,19 @@
-"""The match probability behind ``match`` and ``confident`` (confidence.py)."""
+"""The match probability behind ``match`` and ``confident`` (confidence.py; its weights are
+in the ranker's file, ranker.py)."""
+
+import math
 
 import numpy as np
 import pytest
 
-from skillshelf import Library, confidence
+from skillshelf import Library, confidence, ranker
+
+MODEL = ranker.bundled()
+
+
+def terms(n: int) -> float:
+    """The request_terms feature of a request of ``n`` distinct words."""
+    return math.log2(1 + n)
 
 from conftest import write_skill
 
@@ -39,10 +49,20 @@ def test_fit_best_hit_learns_from_the_hit_that_carries_the_signal():
 
 
 def test_probability_rises_with_score_and_with_the_rare_words_held():
-    low = confidence.probability({"cos": 0.5, "cover": 0.1})
-    assert confidence.probability({"cos": 0.7, "cover": 0.1}) > low
-    assert confidence.probability({"cos": 0.5, "cover": 0.6}) > low
-    assert confidence.probability({}) == 0.0
+    def p(cos, cover):
+        return float(MODEL.match_probability([confidence.row(cos, cover, terms(12))])[0])
+
+    low = p(0.5, 0.1)
+    assert p(0.7, 0.1) > low and p(0.5, 0.6) > low
+
+
+def test_a_request_shorter_than_any_the_model_was_fitted_on_is_weighed_as_the_shortest():
+    """The development requests have 10 to 25 words: a three-word request is not extrapolated
+    to (it would look far less served than any request the fit saw)."""
+    lo = MODEL.match_range[0][confidence.FEATURES.index("request_terms")]
+    assert lo >= terms(5)
+    short = MODEL.match_probability([confidence.row(0.5, 0.9, terms(3))])
+    assert short == pytest.approx(MODEL.match_probability([confidence.row(0.5, 0.9, lo)]))
 
 
 @pytest.fixture
@@ -63,7 +83,7 @@ def test_a_close_cosine_without_the_requests_rare_words_is_not_a_match(lib):
     top = res.hits[0]
     assert top.name == "docker-build" and top.score >= 0.43
     assert top.match == "weak" and not res.confident
-    assert res.signals["cover"] < 0.3
+    assert max(row[confidence.FEATURES.index("cover")] for row in res.signals["first3"]) < 0.3
 
 
 def test_a_skill_that_holds_the_requests_words_and_meaning_is_a_match(lib):
@@ -178,11 +198,14 @@ def test_the_floor_of_a_short_request_is_higher():
     assert confidence.cosine_floor(1) == confidence.cosine_floor(2) == confidence.SHORT_COSINE_FLOOR
     assert confidence.cosine_floor(3) == confidence.cosine_floor() == confidence.COSINE_FLOOR
     assert confidence.SHORT_COSINE_FLOOR >= confidence.COSINE_FLOOR + 0.1
-    assert not confidence.likely(0.2, 1.0, words=1) and not confidence.likely(0.2, 1.0, words=2)
-    assert confidence.likely(0.45, 1.0, words=1)
-    # a development request: many of its words held, a lower cosine
-    assert confidence.likely(0.2, 0.6, words=15) and not confidence.likely(0.1, 0.6, words=15)
-    assert not confidence.likely(0.0, 1.0, words=15)
+    def likely(score, cover, words):
+        return MODEL.likely_match(score, cover, terms(words), words=words)
+
+    assert not likely(0.2, 1.0, words=1) and not likely(0.2, 1.0, words=2)
+    assert likely(0.45, 1.0, words=1)
+    # a development request: most of its words held, a lower cosine
+    assert likely(0.25, 0.9, words=15) and not likely(0.1, 0.9, words=15)
+    assert not likely(0.0, 1.0, words=15)
 
 
 def test_a_request_partly_in_an_unspaced_script_uses_the_cosine_rule(samples):

@@ -1,27 +1,30 @@
-"""The match probability behind the confidence flag: a small logistic model over the
-signals a search computes (``Searcher._signals``), so that "no confident match" rests on
-more than one cosine.
+"""Whether a hit is a likely match: a small logistic model over a hit's signals (its cosine,
+the share of the request's rare words it holds, both together, and the request's length),
+so that "no confident match" rests on more than one cosine.
 
-The weights are fitted by ``bench/confidence.py --fit`` (plain logistic regression with a
-little L2, Newton's method) and written here by hand; that script also scores every fit on
-requests it did not see. Other embedding models move the cosine signals: set
-``search.confident_threshold`` (the cosine-only rule) or refit.
+The weights are data: fitted by ``bench/ranker.py --write`` (plain logistic regression with
+a little L2, Newton's method: ``fit_best_hit``), which scores every fit on requests it did
+not see, and shipped in ``ranker.json`` beside the ranker's. Other embedding models move the
+cosine signals: set ``search.confident_threshold`` (the cosine-only rule) or refit.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 # Per hit: cos, its score (the request's cosine to the skill's better vector); cover, the
-# share of the request's term weight (idf) the skill holds in any field. A request is served
-# when one skill holds both its meaning and its rare words.
-FEATURES = ("cos", "cover")
+# share of the request's term weight (idf) the skill holds in any field; their product; and
+# log2(1 + the request's distinct words): a short request is covered easily, so its words
+# say less. A request is served when one skill holds both its meaning and its rare words.
+FEATURES = ("cos", "cover", "cos_x_cover", "request_terms")
 
-# intercept first, then one weight per feature
-WEIGHTS = (-1.228, 2.145, 4.445)
-THRESHOLD = 0.80
+
+def row(score: float, cover: float, request_terms: float) -> list[float]:
+    """The features of one hit (``FEATURES``); ``request_terms``: log2(1 + the request's
+    distinct words), as the ranker computes it."""
+    return [score, cover, score * cover, request_terms]
+
+
 # Below this score a hit is not likely whatever words it holds: the model was fitted on
 # requests of a sentence or two (10 words or more). 0.15 changes the flag of no development
 # request (0.20 flags one more served second wording, 0.25 five).
@@ -42,21 +45,6 @@ def cosine_floor(words: int | None = None) -> float:
     the coverage looks for: stop words and numbers left out, a repeated word counted each
     time; None: not known, the plain floor)."""
     return SHORT_COSINE_FLOOR if words is not None and words <= SHORT_REQUEST_WORDS else COSINE_FLOOR
-
-
-def likely(score: float, cover: float, words: int | None = None) -> bool:
-    """Whether a hit of this score (cosine), holding this share of the request's rare words,
-    is a likely match for a request of ``words`` words (see ``cosine_floor``)."""
-    return score > 0 and score >= cosine_floor(words) and \
-        probability({"cos": score, "cover": cover}) >= THRESHOLD
-
-
-def probability(signals: dict, weights=WEIGHTS) -> float:
-    """P(the library serves this request) from a search's signals; 0.0 without them."""
-    if not signals:
-        return 0.0
-    z = weights[0] + sum(w * float(signals.get(n, 0.0)) for w, n in zip(weights[1:], FEATURES))
-    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 
 def predict(weights: np.ndarray, x: np.ndarray) -> np.ndarray:

@@ -80,7 +80,7 @@ class SearchResult:
     latency_ms: float = 0.0
     # the request's vector (not serialised): a report on this request is learned with it
     request_vector: Any = field(default=None, repr=False, compare=False)
-    # what the confidence flag was decided from (not serialised; bench/confidence.py)
+    # what the confidence flag was decided from (not serialised; bench/ranker.py fits on it)
     signals: dict = field(default_factory=dict, repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:

@@ -26,8 +26,8 @@ import struct
 import threading
 from array import array
 from collections import Counter, OrderedDict, defaultdict
-from itertools import chain, islice
 from dataclasses import dataclass, field
+from itertools import chain, islice
 
 import numpy as np
 
@@ -70,6 +70,7 @@ def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
 
 
 _PACK = struct.Struct("<5H")
+_FIELD_BITS = np.array([1 << f for f in range(NF)], dtype=np.uint8)
 
 # Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, kana, CJK): a
 # run of them is one term to the tokenizer, so whether a skill "holds the word" says nothing.
@@ -98,7 +99,7 @@ def doc_postings(fields: tuple[str, ...]) -> tuple[dict[str, bytes], np.ndarray]
             v = per.get(t)
             if v is None:
                 v = per[t] = [0, 0, 0, 0, 0]
-            v[f] = c if c < MAX_TF else MAX_TF
+            v[f] = min(MAX_TF, c)
     pack = _PACK.pack
     return {t: pack(*v) for t, v in per.items()}, lens
 
@@ -246,6 +247,28 @@ def compact(tx) -> int:
 
 
 @dataclass
+class Matches:
+    """Which fields of some skills hold a request's terms (``LexicalIndex.field_matches``)."""
+
+    held: np.ndarray     # uint8 [skills, terms]: bit f set when field f (FIELDS) holds the term
+    idf: np.ndarray      # float [terms]: each term's weight
+    lens: np.ndarray     # float32 [skills, fields]: each skill's field lengths in terms
+    checkable: bool = True   # False: the request cannot be checked word by word (no terms)
+
+    def share(self, bits: int = (1 << NF) - 1) -> np.ndarray:
+        """Per skill, the share of the request's term weight held in the fields ``bits``
+        names (default: any field)."""
+        total = float(self.idf.sum())
+        if not total:
+            return np.zeros(len(self.held))
+        return ((self.held & bits) > 0) @ self.idf / total
+
+    def count(self, bits: int) -> np.ndarray:
+        """Per skill, how many of the request's terms the fields ``bits`` names hold."""
+        return ((self.held & bits) > 0).sum(axis=1)
+
+
+@dataclass
 class _State:
     gen: str
     to_skill: np.ndarray      # docid -> skill rowid (-1 when dead)
@@ -309,8 +332,9 @@ class LexicalIndex:
 
     CACHE_ENTRIES = 4_000_000  # postings kept as ready contributions (~32 MB), per generation
 
-    def _contribution(self, st: _State, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """(live docids, idf × saturated BM25F frequency) of one term; cached per generation,
+    def _contribution(self, st: _State, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(live docids, idf × saturated BM25F frequency, the fields holding it as bits: 1 name,
+        2 description, 4 tags, 8 headings, 16 body) of one term; cached per generation,
         since agents' requests share most of their words. The least recently used terms
         go first when the cache is full: the common words, whose long postings cost the
         most to weigh, stay (at 100k skills one request's terms hold ~300k postings)."""
@@ -338,54 +362,67 @@ class LexicalIndex:
             contrib = (idf * (K1 + 1)) * pseudo / (pseudo + K1)
         else:
             contrib = np.zeros(0, dtype=np.float32)
-        out = (ids, contrib.astype(np.float32, copy=False))
+        fields = ((tfs > 0) @ _FIELD_BITS).astype(np.uint8)
+        out = (ids, contrib.astype(np.float32, copy=False), fields)
         with st.lock:
             if term not in st.contrib:
                 st.cached += df
                 while st.cached > self.CACHE_ENTRIES and st.contrib:
-                    _, (old_ids, _) = st.contrib.popitem(last=False)
+                    _, (old_ids, _, _) = st.contrib.popitem(last=False)
                     st.cached -= len(old_ids)
                 st.contrib[term] = out
         return out
 
-    def coverage(self, query_terms: list[str], rowids: list[int]) -> list[float | None]:
-        """Per skill in ``rowids``: the share of the request's term weight (idf; a word no
-        skill holds weighs most) that skill holds in any field. Low for every hit when the
-        request's rare words (the tool, the format, the platform it names) are in none of
-        them: the mark of a request the library does not serve, however close the cosine.
-        Costs a bisection per term and hit (the postings are cached and in docid order),
-        not a pass over the library. None per skill when the request holds words of a script
-        written without spaces (the tokenizer keeps a whole run of them as one term, which no
-        skill holds, so the request cannot be checked word by word)."""
+    def field_matches(self, query_terms: list[str], rowids: list[int]) -> Matches:
+        """Which fields of each skill in ``rowids`` hold each of the request's terms, with
+        the terms' weights (idf: a word no skill holds weighs most) and the skills' field
+        lengths. Costs a bisection per term and skill (the postings are cached and in docid
+        order), not a pass over the library. Not ``checkable`` (no terms looked for) when the
+        request holds words of a script written without spaces: the tokenizer keeps a whole
+        run of them as one term, which no skill holds, so the request cannot be checked word
+        by word."""
         st = self._ensure()
-        if not query_terms or any(UNSPACED_RE.search(t) for t in query_terms):
-            # part of the request cannot be looked for word by word: coverage would rest on
-            # the few words that can (one Latin word in a Chinese request), so none is given
-            return [None] * len(rowids)
-        if st.n == 0 or not rowids:
-            return [0.0] * len(rowids)
+        terms = list(dict.fromkeys(query_terms))
+        checkable = bool(terms) and not any(UNSPACED_RE.search(t) for t in terms)
+        if not checkable:
+            terms = []
+        n = len(rowids)
+        held = np.zeros((n, len(terms)), dtype=np.uint8)
+        lens = np.zeros((n, NF), dtype=np.float32)
+        idf = np.zeros(len(terms))
+        if st.n == 0 or not n:
+            return Matches(held, idf, lens, checkable)
         if st.by_rowid is None:
             order = np.argsort(st.to_skill, kind="stable")
             st.by_rowid = (st.to_skill[order], order)
         srt, docid_of = st.by_rowid
         want = np.asarray(rowids, dtype=np.int64)
-        lo, hi = np.searchsorted(srt, want, "left"), np.searchsorted(srt, want, "right")
-        owner = np.repeat(np.arange(len(want)), hi - lo)          # hit index of each live doc
-        docs = np.concatenate([docid_of[a:b] for a, b in zip(lo, hi)]) if len(owner) else owner
+        at = np.minimum(np.searchsorted(srt, want, "right") - 1, len(srt) - 1)
+        # the live docid of each skill (its latest version), or -1 for a skill not indexed
+        found = (at >= 0) & (srt[np.maximum(at, 0)] == want)
+        docs = np.where(found, docid_of[np.maximum(at, 0)], -1)
+        lens[found] = st.lens[docs[found]]
         top = math.log(1 + (st.n + 0.5) / 0.5)
-        total = 0.0
-        got = np.zeros(len(want))
-        for t in dict.fromkeys(query_terms):
-            ids, _ = self._contribution(st, t)
+        for j, t in enumerate(terms):
+            ids, _, fields = self._contribution(st, t)
             df = len(ids)
-            idf = math.log(1 + (max(st.n, df) - df + 0.5) / (df + 0.5)) if df else top
-            total += idf
-            if df and len(docs):
-                at = np.minimum(np.searchsorted(ids, docs), df - 1)
-                held = np.zeros(len(want), dtype=bool)
-                held[owner[ids[at] == docs]] = True
-                got += idf * held
-        return (got / total).tolist() if total else [0.0] * len(rowids)
+            idf[j] = math.log(1 + (max(st.n, df) - df + 0.5) / (df + 0.5)) if df else top
+            if df:
+                k = np.minimum(np.searchsorted(ids, docs), df - 1)
+                hit = found & (ids[k] == docs)
+                held[hit, j] = fields[k[hit]]
+        return Matches(held, idf, lens, checkable)
+
+    def coverage(self, query_terms: list[str], rowids: list[int]) -> list[float | None]:
+        """Per skill in ``rowids``: the share of the request's term weight (idf) that skill
+        holds in any field. Low for every hit when the request's rare words (the tool, the
+        format, the platform it names) are in none of them: the mark of a request the library
+        does not serve, however close the cosine. None per skill when the request cannot be
+        checked word by word (``field_matches``)."""
+        m = self.field_matches(query_terms, rowids)
+        if not m.checkable:
+            return [None] * len(rowids)
+        return m.share().tolist()
 
     def search(self, query_terms: list[str], limit: int) -> list[tuple[int, float]]:
         """(skill rowid, score) best first."""

@@ -1,5 +1,5 @@
-"""Ranking after retrieval: fusion of the two lists (RRF), the recency penalty's groups,
-diversity (MMR), and whether each hit is a likely match (confidence).
+"""Ranking after retrieval: fusion of the two lists (RRF), the recency penalty's groups and
+diversity (MMR). The fitted order and the likely-match model are ``ranker.py``.
 
 Functions of plain values and the search state's arrays: the searcher's pipeline calls them
 in order (``search.py``)."""
@@ -7,12 +7,9 @@ in order (``search.py``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
-from . import confidence
-from .hits import CONFIDENT_COSINE, Hit
 from .search_state import Snapshot
 from .vectors import ExactIndex
 
@@ -83,40 +80,3 @@ def mmr(pool: list[int], rel: dict[int, float], lam: float, limit: int, vi: Exac
         free[i] = False
         penalty = np.maximum(penalty, red[i])
     return [pool[i] for i in chosen]
-
-
-def weigh_matches(hits: list[Hit], coverage: Callable[[], list[float | None]],
-                  confident_threshold: float | None, words: int | None = None) -> list[float]:
-    """Set each hit's ``match``: ``likely`` when the match probability of its score and
-    of the share of the request's rare words it holds (``confidence.py``) reaches the
-    threshold; with ``confident_threshold`` set (``search.confident_threshold``: another
-    embedding model), when its score alone reaches that. ``coverage()``: each hit's share
-    of the request's rare words (None where it cannot be told), computed only when needed;
-    ``words``: how many words the request has (a one- or two-word request needs a higher
-    cosine: ``confidence.cosine_floor``). Returns each hit's share of the rare words."""
-    if not hits:
-        return []
-    if confident_threshold or all(h.score <= 0 for h in hits):
-        # the cosine alone decides (or nothing can be likely): no coverage to compute
-        for h in hits:
-            h.match = "likely" if confident_threshold and h.score >= confident_threshold else "weak"
-        return [0.0] * len(hits)
-    covers = coverage()
-    for h, c in zip(hits, covers):
-        if c is None:   # the request's words cannot be looked for (scripts without spaces): the cosine rule
-            likely = h.score >= CONFIDENT_COSINE
-        else:
-            # the words alone never make a match: a skill that holds a one-word request's word
-            # somewhere in its body is not a match for it without some of its meaning
-            likely = confidence.likely(h.score, c, words)
-        h.match = "likely" if likely and h.score > 0 else "weak"
-    return [0.0 if c is None else c for c in covers]
-
-
-def signals(hits: list[Hit], covers: list[float]) -> dict[str, Any]:
-    """What the confidence flag was decided from, for bench/confidence.py: the best score
-    and rare-word share of the first three hits, and both per hit."""
-    if not hits:
-        return {}
-    return {"cos": max(h.score for h in hits[:3]), "cover": max(covers[:3]),
-            "first3": [(h.score, c) for h, c in zip(hits[:3], covers[:3])]}

@@ -9,6 +9,7 @@ the language of a text (``language``). The names other modules use are importabl
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import learning, lexical, ranking, vectors
+from . import confidence, learning, lexical, ranker, ranking, vectors
 from .config import SearchConfig
 from .errors import ValidationError
 from .hits import CONFIDENT_COSINE, Hit, Hits, SearchResult
@@ -27,8 +28,17 @@ from .search_state import SearchState, Snapshot
 from .store import Store
 from .text import COMPOUND_RE, STOPWORDS
 
-__all__ = ["CONFIDENT_COSINE", "EMPTY_LIBRARY", "Hit", "MODES", "SCOPES", "SearchResult", "Searcher", "rrf",
-           "text_language"]
+__all__ = [
+    "CONFIDENT_COSINE",
+    "EMPTY_LIBRARY",
+    "MODES",
+    "SCOPES",
+    "Hit",
+    "SearchResult",
+    "Searcher",
+    "rrf",
+    "text_language",
+]
 
 MODES = ("find", "brainstorm")
 SCOPES = ("all", "current")
@@ -52,6 +62,9 @@ class Searcher:
                                                  settings.weight_tags, settings.weight_headings, settings.weight_body))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillshelf-embed")
         self.learner = learning.Learner(store)
+        self.ranker = ranker.bundled()
+        # called with each search's candidates and their features (bench/ranker.py fits on them)
+        self.observe = None
 
     @property
     def s(self) -> SearchConfig:
@@ -234,26 +247,21 @@ class Searcher:
                 cos_cache[p] = max(sims) if sims else None
             return cos_cache[p]
 
-        def cos_all(ps: list[int]) -> None:
-            """``cos`` of many positions in one product per index (not one call each)."""
-            need = np.asarray([p for p in ps if p not in cos_cache], dtype=np.int64)
-            if qvec is None or not len(need):
-                return
-            best = np.full(len(need), -np.inf)
-            for ix in (vi, bi):
-                if ix is not None:
-                    h = ix.has[need]
-                    if h.any():
-                        best[h] = np.maximum(best[h], ix.dot(need[h], qvec))
-            for p, b in zip(need.tolist(), best.tolist()):
-                cos_cache[p] = None if b == -np.inf else b
-
         fused = rrf([[p for p, _ in lex], [p for p, _ in dense]], [s.lexical_weight, s.dense_weight], s.rrf_k)
         if not fused:
             return SearchResult(query, mode, [], False, degraded, latency_ms=(time.perf_counter() - t0) * 1000)
 
-        # collapse copies (same name key): the best-ranked one stands for the group
-        order = sorted(fused, key=lambda p: -fused[p])
+        # The ranker scores every candidate from the signals both lists and the index give
+        # (ranker.py): P(the skill is useful for the request).
+        terms = self._plain_terms(query)[:64]   # as many as the lexical list weighs
+        cands = sorted(fused, key=lambda p: -fused[p])
+        feats = self._features(meta, cands, fused, lex, dense, qvec, vi, bi, terms, cos_cache)
+        prob = dict(zip(cands, self.ranker.probability(feats).tolist()))
+        if self.observe is not None:
+            self.observe(query, meta, cands, feats)
+
+        # collapse copies (same name key): the best-scored one stands for the group
+        order = sorted(cands, key=lambda p: -prob[p])
         groups: dict[int, int] = {}
         reps: list[int] = []
         for p in order:
@@ -262,8 +270,8 @@ class Searcher:
                 groups[k] = p
                 reps.append(p)
 
-        top = fused[reps[0]]
-        rel = {p: fused[p] / top for p in reps}
+        top = prob[reps[0]] or 1.0
+        rel = {p: prob[p] / top for p in reps}
         if callable(recent):
             recent = recent(qvec)
         for g, times in ranking.recent_groups(meta, recent, worked, self.state.reads.copies).items():
@@ -299,7 +307,6 @@ class Searcher:
         # unrelated (cosine <= 0: retrieval reached it through a shared common word, as in a
         # small library where every skill is a candidate) never passes a related one because
         # the related one resembles a hit already chosen (a near-copy under another name).
-        cos_all(pool)
         unrelated = [p for p in pool if (c := cos(p)) is not None and c <= 0.0]   # no vector: not known
         related = [p for p in pool if p not in unrelated] if unrelated else pool
         chosen = ranking.mmr(related, rel, lam, limit - n_wild, vi if qvec is not None else None,
@@ -313,17 +320,18 @@ class Searcher:
         # not shown (the next search reads the new generation)
         chosen = [p for p in chosen if p in rows]
         qlang = text_language(query)
-        as_copy = [self._hits.shown_copy(meta, rows, p, qlang, allowed, fused, (vi, bi)) for p in chosen]
+        as_copy = [self._hits.shown_copy(meta, rows, p, qlang, allowed, prob, (vi, bi)) for p in chosen]
         hits = [self._hits.hit(meta, rows, p, q, cos) for p, q in zip(chosen, as_copy)]
-        terms = self._plain_terms(query)[:64]   # as many as the lexical list weighs
         # how many words the request has, a repeated one each time (a short request needs more meaning)
         words = sum(1 for t in lexical.terms(query) if not t.isdigit())
-        covers = self._weigh_matches(hits, as_copy, meta, terms, words)
+        at = {p: i for i, p in enumerate(cands)}
+        # (the features of the copy shown, when it was a candidate: its words may differ)
+        match_rows = self._weigh(hits, [feats[at.get(q, at[p])] for p, q in zip(chosen, as_copy)], words)
         for h, p in zip(hits, chosen):
             if p in evidence:
-                h.why = evidence[p].why()
+                h.why = "; ".join(w for w in (h.why, evidence[p].why()) if w)
         # served when one of the first three hits is a likely match (the score an agent sees);
-        # outcomes of similar requests overrule the cosine: a hit reported working for them
+        # outcomes of similar requests overrule the ranker: a hit reported working for them
         # counts as likely, one reported failing does not
         def serves(h: Hit, p: int) -> bool:
             ev = evidence.get(p)
@@ -332,30 +340,80 @@ class Searcher:
             return h.match == "likely"
 
         confident = any(serves(h, p) for h, p in zip(hits[:3], chosen[:3]))
-        signals = self._signals(hits, covers)
+        signals = {"first3": match_rows[:3]}
         if n_wild:
             # "outside the relevant set": not shown and not among the next-best candidates;
             # a small library falls back to "not shown"
             shown = {int(i) for p in chosen for i in meta.members(p)}
             hits.extend(self._wildcards(meta, shown | set(pool[: limit * 2]), shown, allowed, n_wild, cos, qlang,
-                                        terms))
+                                        terms, qvec, vi, bi, words))
         return SearchResult(query, mode, hits, confident, degraded,
                             latency_ms=(time.perf_counter() - t0) * 1000, request_vector=qvec, signals=signals)
 
-    def _weigh_matches(self, hits: list[Hit], shown: list[int], meta: Snapshot, terms: list[str],
-                       words: int | None = None) -> list[float]:
-        """Set each hit's ``match`` (``ranking.weigh_matches``); ``shown``: the positions of
-        the copies the hits show. Returns each hit's share of the request's rare words."""
-        return ranking.weigh_matches(hits, lambda: self._lex.coverage(terms, [int(meta.rowids[q]) for q in shown]),
-                                     self.s.confident_threshold, words=words)
+    def _features(self, meta: Snapshot, cands: list[int], fused: dict[int, float], lex: list[tuple[int, float]],
+                  dense: list[tuple[int, float]], qvec, vi, bi, terms: list[str],
+                  cos_cache: dict[int, float | None]) -> np.ndarray:
+        """The ranker's feature rows of the candidates at positions ``cands`` (``ranker.features``);
+        fills ``cos_cache`` (position -> the request's best cosine to the skill) on the way."""
+        idx = np.asarray(cands, dtype=np.int64)
+        lex_rank = np.zeros(len(idx))
+        lex_score = np.zeros(len(idx))
+        dense_rank = np.zeros(len(idx))
+        dense_score = np.zeros(len(idx))
+        at = {p: i for i, p in enumerate(cands)}
+        best = lex[0][1] if lex and lex[0][1] > 0 else 1.0
+        for r, (p, sc) in enumerate(lex, start=1):
+            if p in at:
+                lex_rank[at[p]], lex_score[at[p]] = r, sc / best
+        dbest = dense[0][1] if dense and dense[0][1] > 0 else 1.0
+        for r, (p, sc) in enumerate(dense, start=1):
+            if p in at:
+                dense_rank[at[p]], dense_score[at[p]] = r, sc / dbest
+        sims = []
+        for ix in (vi, bi):
+            c = np.full(len(idx), np.nan)
+            if qvec is not None and ix is not None:
+                h = ix.has[idx]
+                if h.any():
+                    c[h] = ix.dot(idx[h], qvec)
+            sims.append(c)
+        for p, b in zip(cands, np.fmax(sims[0], sims[1]).tolist()):
+            cos_cache[p] = None if math.isnan(b) else b     # NaN: no vector
+        matches = self._lex.field_matches(terms, [int(r) for r in meta.rowids[idx]])
+        copies = meta.group_start[meta.group[idx] + 1] - meta.group_start[meta.group[idx]]
+        rrf_share = np.asarray([fused.get(p, 0.0) for p in cands]) / (max(fused.values(), default=0.0) or 1.0)
+        return ranker.features(rrf=rrf_share, lex_rank=lex_rank, lex_score=lex_score, dense_rank=dense_rank,
+                               dense_score=dense_score, cos_meta=sims[0],
+                               cos_body=sims[1], matches=matches, copies=copies)
 
-    _signals = staticmethod(ranking.signals)   # (a method: bench/confidence_cost.py swaps it)
+    def _weigh(self, hits: list[Hit], feats: list[np.ndarray], words: int) -> list[list[float]]:
+        """Set each hit's ``match`` and ``why``. ``likely``: the likely-match model
+        (``confidence.py``, its weights in the ranker's file) over the hit's score (cosine),
+        the share of the request's rare words it holds and the request's length reaches its
+        cut, and the score reaches the floor for a request of ``words`` words (a one-word
+        request needs more meaning than words); when the request cannot be checked word by
+        word (CJK, Thai ...), the score alone decides (``CONFIDENT_COSINE``); with
+        ``search.confident_threshold`` set (another embedding model), the score alone against
+        that. Returns each hit's row of the likely-match features."""
+        cut = self.s.confident_threshold
+        cover, nowords, nterms = (ranker.FEATURES.index(f) for f in ("cover", "no_words", "request_terms"))
+        rows = [confidence.row(h.score, float(x[cover]), float(x[nterms])) for h, x in zip(hits, feats)]
+        for h, x in zip(hits, feats):
+            if cut:
+                likely = h.score >= cut
+            elif x[nowords]:
+                likely = h.score >= CONFIDENT_COSINE
+            else:
+                likely = self.ranker.likely_match(h.score, float(x[cover]), float(x[nterms]), words)
+            h.match = "likely" if likely and h.score > 0 else "weak"
+            h.why = self.ranker.why(x) or None
+        return rows
 
     def _threshold(self) -> float:
         return self._hits.threshold()
 
     def _wildcards(self, meta: Snapshot, exclude: set[int], fallback: set[int], allowed, k: int, cos,
-                   qlang: str, terms: list[str]) -> list[Hit]:
+                   qlang: str, terms: list[str], qvec, vi, bi, words: int) -> list[Hit]:
         def pick(ex: set[int]) -> np.ndarray:
             ok = meta.active.copy() if allowed is None else (meta.active & allowed)
             ok[list(ex)] = False
@@ -373,5 +431,7 @@ class Searcher:
             h = self._hits.hit(meta, rows, p, q, cos)
             h.wildcard = True
             out.append(h)
-        self._weigh_matches(out, as_copy, meta, terms)
+        if picks:
+            feats = self._features(meta, as_copy, {}, [], [], qvec, vi, bi, terms, {})
+            self._weigh(out, list(feats), words)
         return out

@@ -1,0 +1,256 @@
+"""Fit the ranker (src/skillshelf/ranker.py) on the labelled development requests, and score
+it on requests held out of each fit.
+
+    python bench/ranker.py --corpus ../shared/corpus --home .bench-home [--folds 5] [--write] [--json out.json]
+    python bench/ranker.py --plain [--json out.json]     # the library as shipped, same tables
+
+Requests: the first and second wordings (requests-dev.jsonl, requests-dev-paraphrases.jsonl).
+Cross-validation is grouped by request: both wordings of one need are in the same fold, so a
+fold's model never saw the need it is scored on. For each fold the model is fitted (logistic
+regression, scikit-learn) on the candidates of the other folds' requests, each labelled by
+its grade (a soft label: grade / 3), and the held-out requests are searched for real with
+that model in the library (the whole pipeline: collapse of copies, diversity, the shown copy).
+The threshold of a likely match is chosen on the training folds (gaps flagged at most
+``--served-flagged`` of served requests) and applied to the held-out fold.
+
+``--write`` fits on every request and writes src/skillshelf/ranker.json, with the held-out
+figures in its "about". Figures: distinct nDCG@10, Hit@1, Hit@5 (target and free requests),
+per style and kind; gap requests flagged and served requests flagged (as bench/quality.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from quality import measure
+
+from skillshelf import Library
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = None   # the model in the package when this run started (set in main)
+MODEL_FILE = ROOT / "src" / "skillshelf" / "ranker.json"
+
+
+def load(corpus: Path) -> list[dict]:
+    out = []
+    for f in ("requests-dev.jsonl", "requests-dev-paraphrases.jsonl"):
+        for line in (corpus / f).read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                r["need"] = r["qid"].removesuffix("-p")
+                r["wording"] = "second" if r["qid"].endswith("-p") else "first"
+                out.append(r)
+    return out
+
+
+def open_library(corpus: Path, home: Path) -> tuple[Library, callable, dict]:
+    skills_dir = (corpus / "skills").resolve()
+    lib = Library(home=home, roots=[skills_dir], auto_sync=False)
+    # measure ranking, not the anti-repeat policy or learning
+    s = dataclasses.replace(lib.config.search, recency_window=0, learn_from_outcomes=False)
+    lib.config = dataclasses.replace(lib.config, search=s)
+    lib.searcher.s = s
+    t0 = time.perf_counter()
+    rep = lib.sync()
+    print(f"sync: +{rep.added} ~{rep.updated} -{rep.removed} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+
+    def cid(path: str) -> str:
+        return Path(path).resolve().relative_to(skills_dir).as_posix()
+
+    names = {cid(r.path): r.name for r in lib.list()}
+    return lib, cid, names
+
+
+def _rowid_ids(lib: Library, cid) -> dict[int, str]:
+    """Skill rowid -> corpus id (the bench reads the index directly, as bench/quality.py does)."""
+    return {int(rid): cid(path) for rid, path in lib.store.db.execute("SELECT rowid, path FROM skills")}
+
+
+def fit(data: dict, qids: list[str], c: float, method: str = "pairwise"):
+    """A ranker.Model fitted on these requests' candidates.
+
+    ``pairwise``: logistic regression on the differences of two candidates of one request
+    whose grades differ (which should rank first), each pair weighing the difference of their
+    gains (2^grade - 1), then the order's scale calibrated to P(grade >= 2) by a one-feature
+    logistic regression (Platt). ``pointwise``: logistic regression on each candidate's grade
+    / 3 (a soft label)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    from skillshelf import ranker
+
+    x = np.vstack([data[q][0] for q in qids])
+    g = np.concatenate([data[q][1] for q in qids])
+    sc = StandardScaler().fit(x)
+    scale = np.where(sc.scale_ > 0, sc.scale_, 1.0)
+    if method == "pointwise":
+        soft = g / 3.0
+        # soft labels as two weighted rows: (x, 1) weighing grade/3 and (x, 0) weighing the rest
+        xx, yy = np.vstack([x, x]), np.concatenate([np.ones(len(x)), np.zeros(len(x))])
+        ww = np.concatenate([soft, 1.0 - soft])
+        keep = ww > 0
+        lr = LogisticRegression(C=c, max_iter=2000).fit(sc.transform(xx[keep]), yy[keep], sample_weight=ww[keep])
+        return ranker.Model(mean=sc.mean_, scale=scale, weights=lr.coef_[0], intercept=float(lr.intercept_[0]),
+                            match=SHIPPED.match, likely=SHIPPED.likely,
+                            match_range=SHIPPED.match_range, about={})
+    diffs, ws = [], []
+    rng = np.random.default_rng(0)
+    for q in qids:
+        xq, gq = sc.transform(data[q][0]), data[q][1]
+        pos = np.flatnonzero(gq > 0)
+        for i in pos:
+            lower = np.flatnonzero(gq < gq[i])
+            if len(lower) > 40:   # every better candidate against 40 worse ones
+                lower = rng.choice(lower, 40, replace=False)
+            gain = (2 ** gq[i] - 1) - (2 ** gq[lower] - 1)
+            diffs.append(xq[i] - xq[lower])
+            ws.append(gain)
+    d = np.vstack(diffs)
+    w = np.concatenate(ws)
+    # both orientations, so the fit needs no intercept and sees both classes
+    lr = LogisticRegression(C=c, fit_intercept=False, max_iter=2000).fit(
+        np.vstack([d, -d]), np.concatenate([np.ones(len(d)), np.zeros(len(d))]), sample_weight=np.concatenate([w, w]))
+    coef = lr.coef_[0]
+    z = sc.transform(x) @ coef
+    platt = LogisticRegression(C=100.0).fit(z[:, None], (g >= 2).astype(int))
+    a, b = float(platt.coef_[0][0]), float(platt.intercept_[0])
+    return ranker.Model(mean=sc.mean_, scale=scale, weights=coef * a, intercept=b, match=SHIPPED.match,
+                        likely=SHIPPED.likely, match_range=SHIPPED.match_range, about={})
+
+
+def fit_match(lib: Library, reqs: list[dict], target: float) -> tuple[np.ndarray, float, np.ndarray]:
+    """The likely-match model (confidence.py) fitted on these requests as the library now
+    ranks them (a request is served unless it is a gap), and the cut that flags at most
+    ``target`` of their served requests, and the range of each feature the fit saw."""
+    from skillshelf import confidence
+
+    hits, y = [], []
+    for r in reqs:
+        res = lib.search(r["query"], limit=10, log=False)
+        hits.append(np.asarray(res.signals.get("first3", []), dtype=np.float64).reshape(-1, len(confidence.FEATURES)))
+        y.append(float(r["kind"] != "gap"))
+    y = np.asarray(y)
+    w = confidence.fit_best_hit(hits, y)
+    best = np.array([confidence.predict(w, h).max() if len(h) else 0.0 for h in hits])
+    served = np.sort(best[y == 1])
+    k = int(np.floor(target * len(served)))
+    seen = np.vstack([h for h in hits if len(h)])
+    return w, float(served[min(k, len(served) - 1)]), np.vstack([seen.min(axis=0), seen.max(axis=0)])
+
+
+def table(rows: list[dict], title: str) -> dict:
+    out = {}
+    served = [r for r in rows if r["kind"] != "gap"]
+    gaps = [r for r in rows if r["kind"] == "gap"]
+
+    def agg(rs):
+        return {k: round(float(np.mean([r[k] for r in rs])), 4) for k in ("dndcg10", "hit1", "hit5")} | {"n": len(rs)}
+
+    out["all"] = agg(served)
+    out["all"]["gaps_flagged"] = round(float(np.mean([r["flagged"] for r in gaps])), 4) if gaps else None
+    out["all"]["served_flagged"] = round(float(np.mean([r["flagged"] for r in served])), 4)
+    for key in ("wording", "style", "kind"):
+        for v in sorted({r[key] for r in served}):
+            out[f"{key}={v}"] = agg([r for r in served if r[key] == v])
+    for v in sorted({r["style"] for r in gaps}):
+        gs = [r for r in gaps if r["style"] == v]
+        out[f"gaps style={v}"] = {"flagged": round(float(np.mean([r["flagged"] for r in gs])), 4), "n": len(gs)}
+    print(f"\n{title}")
+    for k, m in out.items():
+        print(f"  {k:24} " + "  ".join(f"{a}={b}" for a, b in m.items()))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default="../shared/corpus", type=Path)
+    ap.add_argument("--home", default=".bench-home", type=Path)
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--c", type=float, default=0.01, help="inverse L2 strength of the logistic regression")
+    ap.add_argument("--served-flagged", type=float, default=0.07,
+                    help="share of the training folds' served requests a likely-match cut may flag")
+    ap.add_argument("--method", choices=("pairwise", "pointwise"), default="pairwise")
+    ap.add_argument("--plain", action="store_true", help="score the library as shipped (no fitting)")
+    ap.add_argument("--write", action="store_true", help="fit on every request and write src/skillshelf/ranker.json")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+
+    reqs = load(args.corpus)
+    lib, cid, names = open_library(args.corpus, args.home)
+    ids_of = _rowid_ids(lib, cid)
+
+    def judge(r, res, flagged):
+        ranked = [cid(h.path) for h in res.hits]
+        m = measure(ranked, r["relevant"], names) if r["kind"] != "gap" else {}
+        return {**m, "qid": r["qid"], "kind": r["kind"], "style": r["style"], "wording": r["wording"],
+                "flagged": bool(flagged)}
+
+    if args.plain:
+        rows = []
+        for r in reqs:
+            res = lib.search(r["query"], limit=10, log=False)
+            rows.append(judge(r, res, not res.confident))
+        result = {"plain": table(rows, "the library as shipped")}
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2))
+        return
+
+    t0 = time.perf_counter()
+    data = {}
+    lib.searcher.observe = None
+
+    def observe(query, meta, cands, feats):
+        data["_last"] = ([int(meta.rowids[p]) for p in cands], feats.copy())
+
+    lib.searcher.observe = observe
+    for r in reqs:
+        lib.search(r["query"], limit=10, log=False)
+        rowids, feats = data.pop("_last")
+        data[r["qid"]] = (feats, np.array([r["relevant"].get(ids_of.get(rid, ""), 0) for rid in rowids], float))
+    lib.searcher.observe = None
+    print(f"features of {len(reqs)} requests in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+
+    needs = sorted({r["need"] for r in reqs})
+    rng = np.random.default_rng(args.seed)
+    fold_of = dict(zip(rng.permutation(needs), np.arange(len(needs)) % args.folds))
+    global SHIPPED
+    SHIPPED = shipped = lib.searcher.ranker
+    rows = []
+    for k in range(args.folds):
+        train = [r for r in reqs if fold_of[r["need"]] != k]
+        test = [r for r in reqs if fold_of[r["need"]] == k]
+        model = fit(data, [r["qid"] for r in train], args.c, args.method)
+        lib.searcher.ranker = model
+        w, cut, span = fit_match(lib, train, args.served_flagged)
+        lib.searcher.ranker = model = dataclasses.replace(model, match=w, likely=cut, match_range=span)
+        for r in test:
+            res = lib.search(r["query"], limit=10, log=False)
+            rows.append(judge(r, res, not res.confident))
+    lib.searcher.ranker = shipped
+    result = {"held_out": table(rows, f"held out ({args.folds}-fold, grouped by request; {args.method}, C={args.c})")}
+
+    if args.write:
+        model = fit(data, [r["qid"] for r in reqs], args.c, args.method)
+        lib.searcher.ranker = model
+        w, cut, span = fit_match(lib, reqs, args.served_flagged)
+        model = dataclasses.replace(model, match=w, likely=cut, match_range=span, about={
+            "fitted": "python bench/ranker.py --write",
+            "requests": len(reqs), "c": args.c, "served_flagged_target": args.served_flagged,
+            "held_out": result["held_out"]["all"]})
+        MODEL_FILE.write_text(json.dumps(model.as_dict(), indent=1) + "\n")
+        print(f"wrote {MODEL_FILE.relative_to(ROOT)}", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
