@@ -100,7 +100,7 @@ def fit(data: dict, qids: list[str], c: float, method: str = "pairwise"):
         lr = LogisticRegression(C=c, max_iter=2000).fit(sc.transform(xx[keep]), yy[keep], sample_weight=ww[keep])
         return ranker.Model(mean=sc.mean_, scale=scale, weights=lr.coef_[0], intercept=float(lr.intercept_[0]),
                             match=SHIPPED.match, likely=SHIPPED.likely,
-                            match_range=SHIPPED.match_range, about={})
+                            match_range=SHIPPED.match_range, useful=SHIPPED.useful, about={})
     diffs, ws = [], []
     rng = np.random.default_rng(0)
     for q in qids:
@@ -123,7 +123,7 @@ def fit(data: dict, qids: list[str], c: float, method: str = "pairwise"):
     platt = LogisticRegression(C=100.0).fit(z[:, None], (g >= 2).astype(int))
     a, b = float(platt.coef_[0][0]), float(platt.intercept_[0])
     return ranker.Model(mean=sc.mean_, scale=scale, weights=coef * a, intercept=b, match=SHIPPED.match,
-                        likely=SHIPPED.likely, match_range=SHIPPED.match_range, about={})
+                        likely=SHIPPED.likely, match_range=SHIPPED.match_range, useful=SHIPPED.useful, about={})
 
 
 def fit_match(lib: Library, reqs: list[dict], target: float) -> tuple[np.ndarray, float, np.ndarray]:
@@ -146,6 +146,31 @@ def fit_match(lib: Library, reqs: list[dict], target: float) -> tuple[np.ndarray
     return w, float(served[min(k, len(served) - 1)]), np.vstack([seen.min(axis=0), seen.max(axis=0)])
 
 
+def fit_useful(lib: Library, reqs: list[dict], cid, keep: float) -> float:
+    """The ranker's probability below which a hit is not a likely match: the highest cut that
+    keeps ``keep`` of the likely hits these requests' labels call useful (grade >= 2)."""
+    model = lib.searcher.ranker
+    lib.searcher.ranker = dataclasses.replace(model, useful=0.0)
+    rid = {sid: r for r, sid in lib.store.db.execute("SELECT rowid, id FROM skills")}
+    probs: dict[int, float] = {}
+
+    def observe(query, meta, cands, feats):
+        probs.clear()
+        probs.update(zip([int(meta.rowids[p]) for p in cands], lib.searcher.ranker.probability(feats).tolist()))
+
+    lib.searcher.observe = observe
+    good = []
+    for r in reqs:
+        if r["kind"] == "gap":
+            continue
+        res = lib.search(r["query"], limit=10, log=False)
+        good += [probs.get(rid[h.id], 0.0) for h in res.hits
+                 if h.match == "likely" and r["relevant"].get(cid(h.path), 0) >= 2]
+    lib.searcher.observe = None
+    lib.searcher.ranker = model
+    return float(np.quantile(good, 1.0 - keep)) if good else 0.0
+
+
 def table(rows: list[dict], title: str) -> dict:
     out = {}
     served = [r for r in rows if r["kind"] != "gap"]
@@ -157,6 +182,10 @@ def table(rows: list[dict], title: str) -> dict:
     out["all"] = agg(served)
     out["all"]["gaps_flagged"] = round(float(np.mean([r["flagged"] for r in gaps])), 4) if gaps else None
     out["all"]["served_flagged"] = round(float(np.mean([r["flagged"] for r in served])), 4)
+    # of the hits marked likely, the share the labels call useful (pooled labels: a lower bound)
+    out["all"]["likely_precision"] = round(sum(r["likely_useful"] for r in served) / max(1, sum(
+        r["likely"] for r in served)), 4)
+    out["all"]["likely_per_request"] = round(float(np.mean([r["likely"] for r in rows])), 2)
     for key in ("wording", "style", "kind"):
         for v in sorted({r[key] for r in served}):
             out[f"{key}={v}"] = agg([r for r in served if r[key] == v])
@@ -178,6 +207,8 @@ def main() -> None:
     ap.add_argument("--c", type=float, default=0.01, help="inverse L2 strength of the logistic regression")
     ap.add_argument("--served-flagged", type=float, default=0.07,
                     help="share of the training folds' served requests a likely-match cut may flag")
+    ap.add_argument("--keep-useful", type=float, default=0.975,
+                    help="share of the useful likely hits (training folds) the ranker's cut on `likely` keeps")
     ap.add_argument("--method", choices=("pairwise", "pointwise"), default="pairwise")
     ap.add_argument("--plain", action="store_true", help="score the library as shipped (no fitting)")
     ap.add_argument("--write", action="store_true", help="fit on every request and write src/skillshelf/ranker.json")
@@ -191,8 +222,10 @@ def main() -> None:
     def judge(r, res, flagged):
         ranked = [cid(h.path) for h in res.hits]
         m = measure(ranked, r["relevant"], names) if r["kind"] != "gap" else {}
+        likely = [h for h in res.hits if h.match == "likely"]
         return {**m, "qid": r["qid"], "kind": r["kind"], "style": r["style"], "wording": r["wording"],
-                "flagged": bool(flagged)}
+                "flagged": bool(flagged), "likely": len(likely),
+                "likely_useful": sum(r["relevant"].get(cid(h.path), 0) >= 2 for h in likely)}
 
     if args.plain:
         rows = []
@@ -232,6 +265,7 @@ def main() -> None:
         lib.searcher.ranker = model
         w, cut, span = fit_match(lib, train, args.served_flagged)
         lib.searcher.ranker = model = dataclasses.replace(model, match=w, likely=cut, match_range=span)
+        lib.searcher.ranker = model = dataclasses.replace(model, useful=fit_useful(lib, train, cid, args.keep_useful))
         for r in test:
             res = lib.search(r["query"], limit=10, log=False)
             rows.append(judge(r, res, not res.confident))
@@ -242,7 +276,9 @@ def main() -> None:
         model = fit(data, [r["qid"] for r in reqs], args.c, args.method)
         lib.searcher.ranker = model
         w, cut, span = fit_match(lib, reqs, args.served_flagged)
-        model = dataclasses.replace(model, match=w, likely=cut, match_range=span, about={
+        lib.searcher.ranker = dataclasses.replace(model, match=w, likely=cut, match_range=span)
+        model = dataclasses.replace(model, match=w, likely=cut, match_range=span,
+                                    useful=fit_useful(lib, reqs, cid, args.keep_useful), about={
             "fitted": "python bench/ranker.py --write",
             "requests": len(reqs), "c": args.c, "served_flagged_target": args.served_flagged,
             "held_out": result["held_out"]["all"]})

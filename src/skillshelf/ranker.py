@@ -51,13 +51,15 @@ FEATURES = (
 )
 
 # How each feature reads in a hit's ``why`` (a value of ``x`` the feature holds).
+_MEANING = "close in meaning"
+_WORDS = "its words match the request's"
 _SAY = {
-    "rrf": lambda x: "ranked high by words and meaning",
-    "lex_rank": lambda x: "ranked high by its words",
-    "lex_score": lambda x: "its words match the request",
-    "dense_rank": lambda x: "ranked high by meaning",
-    "dense_score": lambda x: "close in meaning to the request and its best word matches",
-    "cos": lambda x: "close in meaning",
+    "rrf": lambda x: "found by both words and meaning",
+    "lex_rank": lambda x: _WORDS,
+    "lex_score": lambda x: _WORDS,
+    "dense_rank": lambda x: _MEANING,
+    "dense_score": lambda x: _MEANING,
+    "cos": lambda x: _MEANING,
     "cos_meta": lambda x: "its description is close in meaning",
     "cos_body": lambda x: "its body is close in meaning",
     "cover": lambda x: f"holds {x:.0%} of the request's words",
@@ -90,7 +92,8 @@ class Model:
     match: np.ndarray
     likely: float
     match_range: np.ndarray     # [2, features]: the lowest and highest values the fit saw
-    about: dict             # how it was fitted and what it scored held out (from the file)
+    useful: float               # the ranker's probability below which a hit is not a likely match
+    about: dict                 # how it was fitted and what it scored held out (from the file)
 
     def logit(self, x: np.ndarray) -> np.ndarray:
         return self.intercept + ((x - self.mean) / self.scale) @ self.weights
@@ -105,11 +108,14 @@ class Model:
         x = np.asarray(rows, dtype=np.float64).reshape(-1, len(self.match) - 1)
         return confidence.predict(self.match, np.clip(x, self.match_range[0], self.match_range[1]))
 
-    def likely_match(self, score: float, cover: float, request_terms: float, words: int | None = None) -> bool:
+    def likely_match(self, score: float, cover: float, request_terms: float, words: int | None = None,
+                     useful: float = 1.0) -> bool:
         """Whether a hit of this score (cosine), holding this share of the request's rare
         words, is a likely match for a request of ``request_terms`` (log2(1 + distinct words))
-        and ``words`` words (the floor: ``confidence.cosine_floor``)."""
-        return score > 0 and score >= confidence.cosine_floor(words) and \
+        and ``words`` words (the floor: ``confidence.cosine_floor``); ``useful``: the ranker's
+        probability that it is useful (below ``self.useful`` it is not a likely match: the
+        request may be served, by another hit)."""
+        return score > 0 and score >= confidence.cosine_floor(words) and useful >= self.useful and \
             float(self.match_probability([confidence.row(score, cover, request_terms)])[0]) >= self.likely
 
     def why(self, x: np.ndarray, top: int = 2) -> str:
@@ -117,8 +123,8 @@ class Model:
         # a signal that is high where a high value helps (the phrases say "high")
         part = np.where((self.weights > 0) & (x > self.mean), self.weights * (x - self.mean) / self.scale, 0.0)
         part[list(_ABOUT_REQUEST)] = 0.0    # the same for every candidate: not why this one
-        order = [int(i) for i in np.argsort(-part) if part[i] > 0.25][:top]
-        return "; ".join(_SAY[FEATURES[i]](float(x[i])) for i in order)
+        said = dict.fromkeys(_SAY[FEATURES[i]](float(x[i])) for i in np.argsort(-part) if part[i] > 0.25)
+        return "; ".join(list(said)[:top])
 
     def as_dict(self) -> dict:
         return {"features": list(FEATURES), "mean": self.mean.round(6).tolist(),
@@ -126,7 +132,7 @@ class Model:
                 "intercept": round(float(self.intercept), 6),
                 "match": {"features": list(confidence.FEATURES), "weights": self.match.round(6).tolist(),
                           "likely": round(float(self.likely), 4), "low": self.match_range[0].round(6).tolist(),
-                          "high": self.match_range[1].round(6).tolist()},
+                          "high": self.match_range[1].round(6).tolist(), "useful": round(float(self.useful), 4)},
                 "about": self.about}
 
 
@@ -145,7 +151,8 @@ def from_dict(d: dict) -> Model:
     span = np.asarray([m.get("low", [-np.inf] * len(confidence.FEATURES)),
                        m.get("high", [np.inf] * len(confidence.FEATURES))], dtype=np.float64)
     return Model(arr[0], np.where(arr[1] > 0, arr[1], 1.0), arr[2], float(d["intercept"]),
-                 np.asarray(m["weights"], dtype=np.float64), float(m["likely"]), span, dict(d.get("about", {})))
+                 np.asarray(m["weights"], dtype=np.float64), float(m["likely"]), span, float(m.get("useful", 0.0)),
+                 dict(d.get("about", {})))
 
 
 @functools.lru_cache(maxsize=1)

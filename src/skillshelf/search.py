@@ -289,15 +289,27 @@ class Searcher:
                 before = dict(rel)
                 for (rid, ev), pp in zip(found.items(), meta.positions(list(found))):
                     p = groups.get(int(meta.group[pp])) if pp >= 0 else None
-                    if p is not None:
-                        rel[p] += ev.shift
-                        evidence[p] = ev
-                        # a promotion passes at most learning_max_lift hits per client that
-                        # reported it working: one client cannot lift a skill over a much
-                        # better match, however many reports it sends
-                        k = s.learning_max_lift * max(1, ev.promoters)
-                        if ev.shift > 0 and place[p] > k:
-                            rel[p] = max(before[p], min(rel[p], before[plain[place[p] - k]] - 1e-9))
+                    if p is None:
+                        continue
+                    evidence[p] = ev
+                    # Outcomes move a hit by places among its neighbours, whatever the
+                    # ranker's scale of scores, and never outside the plain range of scores
+                    # (diversity scales relevance by that range). A promotion passes at most
+                    # learning_max_lift hits per client that reported it working (one client
+                    # cannot lift a skill over a much better match, however many reports it
+                    # sends), a demotion falls past at most as many per client that reported
+                    # it failing; weaker evidence (older, from less similar requests, not
+                    # agreed) moves it less: in proportion to its shift, full at learning_weight.
+                    i = place[p]
+                    strength = min(1.0, abs(ev.shift) / (s.learning_weight or 1.0))
+                    if ev.shift > 0:
+                        m = min(i, round(s.learning_max_lift * max(1, ev.promoters) * strength))
+                        if m:
+                            rel[p] = before[plain[i - m]] + 1e-9 * (1.0 + ev.shift)
+                    elif ev.shift < 0:
+                        m = min(len(plain) - 1 - i, round(s.learning_max_lift * max(1, ev.demoters) * strength))
+                        if m:
+                            rel[p] = before[plain[i + m]] - 1e-9 * (1.0 - ev.shift)
         pool = sorted(reps, key=lambda p: -rel[p])[: max(limit * 3, 15)]
         lam = s.mmr_lambda_find if mode == "find" else s.mmr_lambda_brainstorm
         # brainstorm's wildcards are part of the limit, never on top of it; the relevant hits
@@ -390,21 +402,23 @@ class Searcher:
         """Set each hit's ``match`` and ``why``. ``likely``: the likely-match model
         (``confidence.py``, its weights in the ranker's file) over the hit's score (cosine),
         the share of the request's rare words it holds and the request's length reaches its
-        cut, and the score reaches the floor for a request of ``words`` words (a one-word
-        request needs more meaning than words); when the request cannot be checked word by
+        cut, the score reaches the floor for a request of ``words`` words (a one-word request
+        needs more meaning than words) and the ranker does not rate the hit itself unlikely to
+        be useful (``ranker.Model.useful``); when the request cannot be checked word by
         word (CJK, Thai ...), the score alone decides (``CONFIDENT_COSINE``); with
         ``search.confident_threshold`` set (another embedding model), the score alone against
         that. Returns each hit's row of the likely-match features."""
         cut = self.s.confident_threshold
         cover, nowords, nterms = (ranker.FEATURES.index(f) for f in ("cover", "no_words", "request_terms"))
         rows = [confidence.row(h.score, float(x[cover]), float(x[nterms])) for h, x in zip(hits, feats)]
-        for h, x in zip(hits, feats):
+        useful = self.ranker.probability(np.asarray(feats)) if feats else []
+        for h, x, pu in zip(hits, feats, useful):
             if cut:
                 likely = h.score >= cut
             elif x[nowords]:
                 likely = h.score >= CONFIDENT_COSINE
             else:
-                likely = self.ranker.likely_match(h.score, float(x[cover]), float(x[nterms]), words)
+                likely = self.ranker.likely_match(h.score, float(x[cover]), float(x[nterms]), words, float(pu))
             h.match = "likely" if likely and h.score > 0 else "weak"
             h.why = self.ranker.why(x) or None
         return rows
