@@ -295,7 +295,11 @@ class LexicalIndex:
         self.weights = np.asarray(weights, dtype=np.float32)
         self._state: _State | None = None
 
-    def _ensure(self) -> _State:
+    def _ensure(self, gen: str | None = None) -> _State:
+        """The state of the index generation ``gen`` (default: read the current one): a
+        caller that holds a snapshot of a generation passes it, saving a read."""
+        if gen is not None and self._state is not None and self._state.gen == gen:
+            return self._state
         gen = self._meta.generation()
         if self._state is not None and self._state.gen == gen:
             return self._state
@@ -373,15 +377,15 @@ class LexicalIndex:
                 st.contrib[term] = out
         return out
 
-    def field_matches(self, query_terms: list[str], rowids: list[int]) -> Matches:
+    def field_matches(self, query_terms: list[str], rowids, gen: str | None = None) -> Matches:
         """Which fields of each skill in ``rowids`` hold each of the request's terms, with
         the terms' weights (idf: a word no skill holds weighs most) and the skills' field
         lengths. Costs a bisection per term and skill (the postings are cached and in docid
         order), not a pass over the library. Not ``checkable`` (no terms looked for) when the
         request holds words of a script written without spaces: the tokenizer keeps a whole
         run of them as one term, which no skill holds, so the request cannot be checked word
-        by word."""
-        st = self._ensure()
+        by word. ``gen``: as ``_ensure``."""
+        st = self._ensure(gen)
         terms = list(dict.fromkeys(query_terms))
         checkable = bool(terms) and not any(UNSPACED_RE.search(t) for t in terms)
         if not checkable:
@@ -397,20 +401,24 @@ class LexicalIndex:
             st.by_rowid = (st.to_skill[order], order)
         srt, docid_of = st.by_rowid
         want = np.asarray(rowids, dtype=np.int64)
-        at = np.minimum(np.searchsorted(srt, want, "right") - 1, len(srt) - 1)
+        at = np.maximum(np.searchsorted(srt, want, "right") - 1, 0)
         # the live docid of each skill (its latest version), or -1 for a skill not indexed
-        found = (at >= 0) & (srt[np.maximum(at, 0)] == want)
-        docs = np.where(found, docid_of[np.maximum(at, 0)], -1)
+        found = srt[at] == want
+        docs = np.where(found, docid_of[at], -1)
         lens[found] = st.lens[docs[found]]
         top = math.log(1 + (st.n + 0.5) / 0.5)
+        cols = []
         for j, t in enumerate(terms):
             ids, _, fields = self._contribution(st, t)
             df = len(ids)
             idf[j] = math.log(1 + (max(st.n, df) - df + 0.5) / (df + 0.5)) if df else top
             if df:
-                k = np.minimum(np.searchsorted(ids, docs), df - 1)
-                hit = found & (ids[k] == docs)
-                held[hit, j] = fields[k[hit]]
+                k = np.searchsorted(ids, docs)
+                k[k == df] = df - 1
+                cols.append(np.where(ids[k] == docs, fields[k], 0))   # (no docid is -1)
+            else:
+                cols.append(np.zeros(n, dtype=np.uint8))
+        held = np.ascontiguousarray(np.stack(cols, axis=1).astype(np.uint8, copy=False)) if cols else held
         return Matches(held, idf, lens, checkable)
 
     def coverage(self, query_terms: list[str], rowids: list[int]) -> list[float | None]:
@@ -424,9 +432,9 @@ class LexicalIndex:
             return [None] * len(rowids)
         return m.share().tolist()
 
-    def search(self, query_terms: list[str], limit: int) -> list[tuple[int, float]]:
-        """(skill rowid, score) best first."""
-        st = self._ensure()
+    def search(self, query_terms: list[str], limit: int, gen: str | None = None) -> list[tuple[int, float]]:
+        """(skill rowid, score) best first; ``gen``: as ``_ensure``."""
+        st = self._ensure(gen)
         if st.n == 0 or not query_terms:
             return []
         parts = [p for p in (self._contribution(st, t) for t in dict.fromkeys(query_terms)) if len(p[0])]

@@ -108,6 +108,14 @@ class Model:
         x = np.asarray(rows, dtype=np.float64).reshape(-1, len(self.match) - 1)
         return confidence.predict(self.match, np.clip(x, self.match_range[0], self.match_range[1]))
 
+    def likely_matches(self, rows: np.ndarray, words: int | None, useful: np.ndarray) -> np.ndarray:
+        """``likely_match`` of many hits: ``rows`` of ``confidence.FEATURES`` (the score first),
+        ``useful`` the ranker's probability of each."""
+        rows = np.asarray(rows, dtype=np.float64).reshape(-1, len(confidence.FEATURES))
+        score = rows[:, 0]
+        return (score > 0) & (score >= confidence.cosine_floor(words)) & (np.asarray(useful) >= self.useful) & \
+            (self.match_probability(rows) >= self.likely)
+
     def likely_match(self, score: float, cover: float, request_terms: float, words: int | None = None,
                      useful: float = 1.0) -> bool:
         """Whether a hit of this score (cosine), holding this share of the request's rare
@@ -115,16 +123,22 @@ class Model:
         and ``words`` words (the floor: ``confidence.cosine_floor``); ``useful``: the ranker's
         probability that it is useful (below ``self.useful`` it is not a likely match: the
         request may be served, by another hit)."""
-        return score > 0 and score >= confidence.cosine_floor(words) and useful >= self.useful and \
-            float(self.match_probability([confidence.row(score, cover, request_terms)])[0]) >= self.likely
+        return bool(self.likely_matches([confidence.row(score, cover, request_terms)], words, [useful])[0])
 
     def why(self, x: np.ndarray, top: int = 2) -> str:
         """The signals that lift this candidate most above an average one."""
+        return self.whys(np.asarray(x)[None, :], top)[0]
+
+    def whys(self, x: np.ndarray, top: int = 2) -> list[str]:
+        """``why`` of each row of ``x``."""
         # a signal that is high where a high value helps (the phrases say "high")
         part = np.where((self.weights > 0) & (x > self.mean), self.weights * (x - self.mean) / self.scale, 0.0)
-        part[list(_ABOUT_REQUEST)] = 0.0    # the same for every candidate: not why this one
-        said = dict.fromkeys(_SAY[FEATURES[i]](float(x[i])) for i in np.argsort(-part) if part[i] > 0.25)
-        return "; ".join(list(said)[:top])
+        part[:, list(_ABOUT_REQUEST)] = 0.0    # the same for every candidate: not why this one
+        out = []
+        for row, xs in zip(part, x):
+            said = dict.fromkeys(_SAY[FEATURES[i]](float(xs[i])) for i in np.argsort(-row)[:6] if row[i] > 0.25)
+            out.append("; ".join(list(said)[:top]))
+        return out
 
     def as_dict(self) -> dict:
         return {"features": list(FEATURES), "mean": self.mean.round(6).tolist(),

@@ -9,7 +9,6 @@ the language of a text (``language``). The names other modules use are importabl
 
 from __future__ import annotations
 
-import math
 import random
 import threading
 import time
@@ -18,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import confidence, learning, lexical, ranker, ranking, vectors
+from . import learning, lexical, ranker, ranking, vectors
 from .config import SearchConfig
 from .errors import ValidationError
 from .hits import CONFIDENT_COSINE, Hit, Hits, SearchResult
@@ -129,9 +128,10 @@ class Searcher:
                     toks.append(joined)
         return toks[:64]
 
-    def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
-        """(skill rowid, BM25F score) best first."""
-        return self._lex.search(self._query_terms(query), limit)
+    def lexical(self, query: str, limit: int, gen: str | None = None) -> list[tuple[int, float]]:
+        """(skill rowid, BM25F score) best first; ``gen``: the index generation the caller's
+        snapshot was read at (not read again when the lexical state is of it)."""
+        return self._lex.search(self._query_terms(query), limit, gen=gen)
 
     def dense(self, probe: np.ndarray, limit: int, allowed: np.ndarray | None,
               vi: vectors.ExactIndex | None = None, bi: vectors.ExactIndex | None = None) -> list[tuple[int, float]]:
@@ -211,7 +211,7 @@ class Searcher:
                 qfuture = self._pool.submit(embedder.embed, query)
 
         # lexical list (filtered after retrieval: take extra when filters are on)
-        lex_raw = self.lexical(query, ncand * (3 if allowed is not None else 1))
+        lex_raw = self.lexical(query, ncand * (3 if allowed is not None else 1), meta.gen)
         lex_pos = meta.positions([r for r, _ in lex_raw])
         lex = [(int(p), sc) for p, (_, sc) in zip(lex_pos, lex_raw) if p >= 0]
         if allowed is not None:
@@ -338,7 +338,7 @@ class Searcher:
         words = sum(1 for t in lexical.terms(query) if not t.isdigit())
         at = {p: i for i, p in enumerate(cands)}
         # (the features of the copy shown, when it was a candidate: its words may differ)
-        match_rows = self._weigh(hits, [feats[at.get(q, at[p])] for p, q in zip(chosen, as_copy)], words)
+        match_rows = self._weigh(hits, feats[[at.get(q, at[p]) for p, q in zip(chosen, as_copy)]], words)
         for h, p in zip(hits, chosen):
             if p in evidence:
                 h.why = "; ".join(w for w in (h.why, evidence[p].why()) if w)
@@ -368,19 +368,24 @@ class Searcher:
         """The ranker's feature rows of the candidates at positions ``cands`` (``ranker.features``);
         fills ``cos_cache`` (position -> the request's best cosine to the skill) on the way."""
         idx = np.asarray(cands, dtype=np.int64)
-        lex_rank = np.zeros(len(idx))
-        lex_score = np.zeros(len(idx))
-        dense_rank = np.zeros(len(idx))
-        dense_score = np.zeros(len(idx))
-        at = {p: i for i, p in enumerate(cands)}
-        best = lex[0][1] if lex and lex[0][1] > 0 else 1.0
-        for r, (p, sc) in enumerate(lex, start=1):
-            if p in at:
-                lex_rank[at[p]], lex_score[at[p]] = r, sc / best
-        dbest = dense[0][1] if dense and dense[0][1] > 0 else 1.0
-        for r, (p, sc) in enumerate(dense, start=1):
-            if p in at:
-                dense_rank[at[p]], dense_score[at[p]] = r, sc / dbest
+        order = np.argsort(idx, kind="stable")
+        srt = idx[order]
+
+        def ranked(lst: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
+            """The list's ranks (from 1; 0 where absent) and scores / its best, per candidate."""
+            rank, score = np.zeros(len(idx)), np.zeros(len(idx))
+            if lst:
+                pos = np.fromiter((p for p, _ in lst), dtype=np.int64, count=len(lst))
+                sc = np.fromiter((v for _, v in lst), dtype=np.float64, count=len(lst))
+                at = np.minimum(np.searchsorted(srt, pos), len(srt) - 1)
+                ok = srt[at] == pos
+                where = order[at[ok]]
+                rank[where] = np.flatnonzero(ok) + 1
+                score[where] = sc[ok] / (sc[0] if sc[0] > 0 else 1.0)
+            return rank, score
+
+        lex_rank, lex_score = ranked(lex)
+        dense_rank, dense_score = ranked(dense)
         sims = []
         for ix in (vi, bi):
             c = np.full(len(idx), np.nan)
@@ -389,16 +394,17 @@ class Searcher:
                 if h.any():
                     c[h] = ix.dot(idx[h], qvec)
             sims.append(c)
-        for p, b in zip(cands, np.fmax(sims[0], sims[1]).tolist()):
-            cos_cache[p] = None if math.isnan(b) else b     # NaN: no vector
-        matches = self._lex.field_matches(terms, [int(r) for r in meta.rowids[idx]])
+        best = np.fmax(sims[0], sims[1])
+        cos_cache.update(zip(cands, np.where(np.isnan(best), None, best).tolist()))   # NaN: no vector
+        matches = self._lex.field_matches(terms, meta.rowids[idx], gen=meta.gen)
         copies = meta.group_start[meta.group[idx] + 1] - meta.group_start[meta.group[idx]]
-        rrf_share = np.asarray([fused.get(p, 0.0) for p in cands]) / (max(fused.values(), default=0.0) or 1.0)
+        rrf_share = np.fromiter((fused.get(p, 0.0) for p in cands), dtype=np.float64, count=len(cands))
+        rrf_share /= (max(fused.values(), default=0.0) or 1.0)
         return ranker.features(rrf=rrf_share, lex_rank=lex_rank, lex_score=lex_score, dense_rank=dense_rank,
                                dense_score=dense_score, cos_meta=sims[0],
                                cos_body=sims[1], matches=matches, copies=copies)
 
-    def _weigh(self, hits: list[Hit], feats: list[np.ndarray], words: int) -> list[list[float]]:
+    def _weigh(self, hits: list[Hit], feats, words: int) -> list[list[float]]:
         """Set each hit's ``match`` and ``why``. ``likely``: the likely-match model
         (``confidence.py``, its weights in the ranker's file) over the hit's score (cosine),
         the share of the request's rare words it holds and the request's length reaches its
@@ -409,19 +415,19 @@ class Searcher:
         ``search.confident_threshold`` set (another embedding model), the score alone against
         that. Returns each hit's row of the likely-match features."""
         cut = self.s.confident_threshold
+        x = np.asarray(feats, dtype=np.float64).reshape(len(hits), len(ranker.FEATURES))
+        score = np.asarray([h.score for h in hits], dtype=np.float64)
         cover, nowords, nterms = (ranker.FEATURES.index(f) for f in ("cover", "no_words", "request_terms"))
-        rows = [confidence.row(h.score, float(x[cover]), float(x[nterms])) for h, x in zip(hits, feats)]
-        useful = self.ranker.probability(np.asarray(feats)) if feats else []
-        for h, x, pu in zip(hits, feats, useful):
-            if cut:
-                likely = h.score >= cut
-            elif x[nowords]:
-                likely = h.score >= CONFIDENT_COSINE
-            else:
-                likely = self.ranker.likely_match(h.score, float(x[cover]), float(x[nterms]), words, float(pu))
-            h.match = "likely" if likely and h.score > 0 else "weak"
-            h.why = self.ranker.why(x) or None
-        return rows
+        rows = np.column_stack([score, x[:, cover], score * x[:, cover], x[:, nterms]])
+        if cut:
+            likely = score >= cut
+        else:
+            likely = np.where(x[:, nowords] > 0, score >= CONFIDENT_COSINE,
+                              self.ranker.likely_matches(rows, words, self.ranker.probability(x) if len(x) else score))
+        for h, lk, why in zip(hits, likely.tolist(), self.ranker.whys(x)):
+            h.match = "likely" if lk and h.score > 0 else "weak"
+            h.why = why or None
+        return rows.tolist()
 
     def _threshold(self) -> float:
         return self._hits.threshold()
@@ -447,5 +453,5 @@ class Searcher:
             out.append(h)
         if picks:
             feats = self._features(meta, as_copy, {}, [], [], qvec, vi, bi, terms, {})
-            self._weigh(out, list(feats), words)
+            self._weigh(out, feats, words)
         return out
