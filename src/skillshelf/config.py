@@ -40,6 +40,8 @@ class SearchConfig:
     lexical_weight: float = _f(1.0, "weight of the BM25 list in the fusion")
     dense_weight: float = _f(1.0, "weight of the embedding list in the fusion (with feedback it is as strong as BM25F)")
     candidates: int = _f(100, "hits taken from each retriever before fusion")
+    ranked: int = _f(120, "candidates (the best by fused rank) the fitted ranker scores; the rest are left out"
+                     " (scoring all ~175 measured the same quality, bench/ranker.py, at a tenth of a search's time)")
     weight_name: float = _f(4.0, "BM25 column weight of the name (tokens)")
     weight_description: float = _f(3.0, "BM25 column weight of the description")
     weight_tags: float = _f(2.0, "BM25 column weight of tags")

@@ -254,7 +254,7 @@ class Searcher:
         # The ranker scores every candidate from the signals both lists and the index give
         # (ranker.py): P(the skill is useful for the request).
         terms = self._plain_terms(query)[:64]   # as many as the lexical list weighs
-        cands = sorted(fused, key=lambda p: -fused[p])
+        cands = sorted(fused, key=lambda p: -fused[p])[: max(s.ranked, limit)]
         feats = self._features(meta, cands, fused, lex, dense, qvec, vi, bi, terms, cos_cache)
         prob = dict(zip(cands, self.ranker.probability(feats).tolist()))
         if self.observe is not None:
