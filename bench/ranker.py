@@ -115,15 +115,42 @@ def fit(data: dict, qids: list[str], c: float, method: str = "pairwise"):
             ws.append(gain)
     d = np.vstack(diffs)
     w = np.concatenate(ws)
-    # both orientations, so the fit needs no intercept and sees both classes
-    lr = LogisticRegression(C=c, fit_intercept=False, max_iter=2000).fit(
-        np.vstack([d, -d]), np.concatenate([np.ones(len(d)), np.zeros(len(d))]), sample_weight=np.concatenate([w, w]))
-    coef = lr.coef_[0]
+    coef = pairwise_logistic(d, w, c)
     z = sc.transform(x) @ coef
     platt = LogisticRegression(C=100.0).fit(z[:, None], (g >= 2).astype(int))
     a, b = float(platt.coef_[0][0]), float(platt.intercept_[0])
     return ranker.Model(mean=sc.mean_, scale=scale, weights=coef * a, intercept=b, match=SHIPPED.match,
                         likely=SHIPPED.likely, match_range=SHIPPED.match_range, useful=SHIPPED.useful, about={})
+
+
+# Signals of which more never makes a skill a worse match (closer meaning, more of the request's
+# words, a better rank): their weights are held >= 0, so the model cannot learn from a few
+# requests that, say, a closer cosine counts against a skill once the other signals are known
+# (collinear signals invite that, and it breaks on libraries unlike the corpus).
+MONOTONE = ("rrf", "lex_rank", "lex_score", "dense_rank", "dense_score", "cos", "cos_meta", "cos_body", "cover",
+            "cover_name", "cover_description", "cover_tags", "cover_headings", "cover_body", "name_said",
+            "cos_x_cover")
+
+
+def pairwise_logistic(d: np.ndarray, w: np.ndarray, c: float) -> np.ndarray:
+    """Weights minimising the weighted logistic loss of the differences ``d`` (the better
+    candidate first) plus an L2 penalty 1 / (2c), the MONOTONE signals' weights bounded
+    below by 0 (L-BFGS-B, scipy)."""
+    from scipy.optimize import minimize
+
+    from skillshelf import ranker
+
+    def loss(beta):
+        z = d @ beta
+        # log(1 + e^-z), stably; its gradient -sigmoid(-z)
+        lz = np.logaddexp(0.0, -z)
+        g = -(w * (1.0 / (1.0 + np.exp(z)))) @ d
+        return float(w @ lz + beta @ beta / (2 * c)), g + beta / c
+
+    bounds = [(0.0, None) if f in MONOTONE else (None, None) for f in ranker.FEATURES]
+    got = minimize(loss, np.zeros(d.shape[1]), jac=True, method="L-BFGS-B", bounds=bounds,
+                   options={"maxiter": 2000})
+    return got.x
 
 
 def fit_match(lib: Library, reqs: list[dict], target: float) -> tuple[np.ndarray, float, np.ndarray]:
@@ -204,7 +231,7 @@ def main() -> None:
     ap.add_argument("--home", default=".bench-home", type=Path)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--c", type=float, default=0.01, help="inverse L2 strength of the logistic regression")
+    ap.add_argument("--c", type=float, default=0.1, help="inverse L2 strength of the logistic regression")
     ap.add_argument("--served-flagged", type=float, default=0.07,
                     help="share of the training folds' served requests a likely-match cut may flag")
     ap.add_argument("--keep-useful", type=float, default=0.975,

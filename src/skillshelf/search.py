@@ -284,8 +284,15 @@ class Searcher:
         if s.learn_from_outcomes and qvec is not None:
             found = self.learner.evidence(qvec, embedder.model_id, s)
             if found:
-                plain = sorted(reps, key=lambda p: -rel[p])
-                place = {p: i for i, p in enumerate(plain)}
+                # places are counted among the hits an agent would see above it: those related
+                # in meaning (an unrelated one, cosine <= 0, is listed after them, see below)
+                ordered = sorted(reps, key=lambda p: -rel[p])
+                related = [p for p in ordered if not ((c := cos(p)) is not None and c <= 0.0)]
+                lines = {p: related for p in related}
+                place = {p: i for i, p in enumerate(related)}
+                for i, p in enumerate(ordered):
+                    if p not in place:
+                        lines[p], place[p] = ordered, i
                 before = dict(rel)
                 for (rid, ev), pp in zip(found.items(), meta.positions(list(found))):
                     p = groups.get(int(meta.group[pp])) if pp >= 0 else None
@@ -300,7 +307,7 @@ class Searcher:
                     # sends), a demotion falls past at most as many per client that reported
                     # it failing; weaker evidence (older, from less similar requests, not
                     # agreed) moves it less: in proportion to its shift, full at learning_weight.
-                    i = place[p]
+                    i, plain = place[p], lines[p]
                     strength = min(1.0, abs(ev.shift) / (s.learning_weight or 1.0))
                     if ev.shift > 0:
                         m = min(i, round(s.learning_max_lift * max(1, ev.promoters) * strength))
