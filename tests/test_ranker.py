@@ -37,7 +37,7 @@ def test_a_model_over_other_features_is_refused_with_the_fix():
 
 def test_why_names_the_signal_that_lifts_a_hit_and_nothing_for_an_average_one():
     assert MODEL.why(MODEL.mean.copy()) == ""
-    lifts = [i for i, w in enumerate(MODEL.weights) if w > 0 and ranker.FEATURES[i] not in ("request_terms", "no_words")]
+    lifts = [i for i, w in enumerate(MODEL.weights) if w > 0 and ranker.FEATURES[i] not in ("request_terms", "no_words", "rrf")]
     i = max(lifts, key=lambda j: MODEL.weights[j] / MODEL.scale[j])
     x = MODEL.mean.copy()
     x[i] += 3 * MODEL.scale[i]

@@ -76,7 +76,9 @@ _SAY = {
     "headings_length": lambda x: "many headings",
     "cos_x_cover": lambda x: "meaning and words agree",
 }
-_ABOUT_REQUEST = (FEATURES.index("no_words"), FEATURES.index("request_terms"))
+# Not given as a reason: the same for every candidate (about the request), or a sum of the
+# signals that are named themselves (the fused rank: the word and meaning lists).
+_ABOUT_REQUEST = (FEATURES.index("no_words"), FEATURES.index("request_terms"), FEATURES.index("rrf"))
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,7 @@ class Model:
         """``why`` of each row of ``x``."""
         # a signal that is high where a high value helps (the phrases say "high")
         part = np.where((self.weights > 0) & (x > self.mean), self.weights * (x - self.mean) / self.scale, 0.0)
-        part[:, list(_ABOUT_REQUEST)] = 0.0    # the same for every candidate: not why this one
+        part[:, list(_ABOUT_REQUEST)] = 0.0
         out = []
         for row, xs in zip(part, x):
             said = dict.fromkeys(_SAY[FEATURES[i]](float(xs[i])) for i in np.argsort(-row)[:6] if row[i] > 0.25)

@@ -418,7 +418,7 @@ class Searcher:
         cut, the score reaches the floor for a request of ``words`` words (a one-word request
         needs more meaning than words) and the ranker does not rate the hit itself unlikely to
         be useful (``ranker.Model.useful``); when the request cannot be checked word by
-        word (CJK, Thai ...), the score alone decides (``CONFIDENT_COSINE``); with
+        word (CJK, Thai ...), the score (``CONFIDENT_COSINE``) and the ranker decide; with
         ``search.confident_threshold`` set (another embedding model), the score alone against
         that. Returns each hit's row of the likely-match features."""
         cut = self.s.confident_threshold
@@ -429,8 +429,9 @@ class Searcher:
         if cut:
             likely = score >= cut
         else:
-            likely = np.where(x[:, nowords] > 0, score >= CONFIDENT_COSINE,
-                              self.ranker.likely_matches(rows, words, self.ranker.probability(x) if len(x) else score))
+            useful = self.ranker.probability(x) if len(x) else score
+            likely = np.where(x[:, nowords] > 0, (score >= CONFIDENT_COSINE) & (useful >= self.ranker.useful),
+                              self.ranker.likely_matches(rows, words, useful))
         for h, lk, why in zip(hits, likely.tolist(), self.ranker.whys(x)):
             h.match = "likely" if lk and h.score > 0 else "weak"
             h.why = why or None
