@@ -87,7 +87,16 @@ def fit(data: dict, qids: list[str], c: float, method: str = "pairwise"):
 
     from skillshelf import ranker
 
-    x = np.vstack([data[q][0] for q in qids])
+    # each signal is used from its 1st percentile to the highest value the fit sees
+    # (ranker.Model.logit): a rare low value (an empty body) weighs as an uncommon one, not more
+    x_all = np.vstack([data[q][0] for q in qids])
+    lo, hi = np.percentile(x_all, 1, axis=0), x_all.max(axis=0)
+    span = np.vstack([lo, hi])
+
+    def clip(a: np.ndarray) -> np.ndarray:
+        return np.clip(a, lo, hi)
+
+    x = clip(x_all)
     g = np.concatenate([data[q][1] for q in qids])
     sc = StandardScaler().fit(x)
     scale = np.where(sc.scale_ > 0, sc.scale_, 1.0)
@@ -100,11 +109,11 @@ def fit(data: dict, qids: list[str], c: float, method: str = "pairwise"):
         lr = LogisticRegression(C=c, max_iter=2000).fit(sc.transform(xx[keep]), yy[keep], sample_weight=ww[keep])
         return ranker.Model(mean=sc.mean_, scale=scale, weights=lr.coef_[0], intercept=float(lr.intercept_[0]),
                             match=SHIPPED.match, likely=SHIPPED.likely,
-                            match_range=SHIPPED.match_range, useful=SHIPPED.useful, about={})
+                            match_range=SHIPPED.match_range, span=span, useful=SHIPPED.useful, about={})
     diffs, ws = [], []
     rng = np.random.default_rng(0)
     for q in qids:
-        xq, gq = sc.transform(data[q][0]), data[q][1]
+        xq, gq = sc.transform(clip(data[q][0])), data[q][1]
         pos = np.flatnonzero(gq > 0)
         for i in pos:
             lower = np.flatnonzero(gq < gq[i])
@@ -120,7 +129,7 @@ def fit(data: dict, qids: list[str], c: float, method: str = "pairwise"):
     platt = LogisticRegression(C=100.0).fit(z[:, None], (g >= 2).astype(int))
     a, b = float(platt.coef_[0][0]), float(platt.intercept_[0])
     return ranker.Model(mean=sc.mean_, scale=scale, weights=coef * a, intercept=b, match=SHIPPED.match,
-                        likely=SHIPPED.likely, match_range=SHIPPED.match_range, useful=SHIPPED.useful, about={})
+                        likely=SHIPPED.likely, match_range=SHIPPED.match_range, span=span, useful=SHIPPED.useful, about={})
 
 
 # Signals of which more never makes a skill a worse match (closer meaning, more of the request's

@@ -1,6 +1,7 @@
 """The fitted ranker (ranker.py): its weights are data, read and checked; its ``why`` names the
 signals that lift a hit; search orders candidates by it."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -76,6 +77,48 @@ def test_search_orders_by_the_ranker_and_each_hit_says_why(tmp_path):
     best = int(np.searchsorted(lib.searcher.state.meta.rowids, seen["rowids"][int(np.argmax(seen["p"]))]))
     assert res.hits[0].path == lib.searcher.rows([best])[best]["path"]
     # a model that ranks by the opposite of every signal puts it elsewhere: the order is the model's
-    lib.searcher.ranker = ranker.Model(**{**MODEL.__dict__, "weights": -MODEL.weights})
+    lib.searcher.ranker = dataclasses.replace(MODEL, weights=-MODEL.weights)
     assert lib.search("shrink my docker image with a multi-stage build", log=False).hits[0].name != "docker-slim-images"
     lib.close()
+
+
+def test_a_limit_of_100_is_filled_when_the_best_candidates_are_copies(tmp_path):
+    """The ranker scores the best `search.ranked` candidates, and more while they hold fewer
+    distinct skills than the limit needs: copies collapse into one hit."""
+    root = tmp_path / "r"
+    for i in range(30):
+        write_skill(root, f"c{i}/docker-build", description=f"Docker build variant {i} with cached layers")
+    for i in range(150):
+        write_skill(root, f"misc/m{i}", name=f"misc-{i}", description=f"misc skill number {i} about docker and builds")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    lib.searcher.s = dataclasses.replace(lib.searcher.s, ranked=40)
+    res = lib.search("docker build with cached layers", limit=100, log=False)
+    assert len(res.hits) == 100 and len({h.name for h in res.hits}) == 100
+    lib.close()
+
+
+def test_a_damaged_weights_file_is_a_clear_error_naming_the_fix(tmp_path, monkeypatch):
+    from skillshelf.errors import ConfigError
+
+    (tmp_path / "ranker.json").write_text('{"features": ["rrf"', encoding="utf-8")
+    monkeypatch.setattr(ranker.resources, "files", lambda package: tmp_path)
+    ranker.bundled.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match="ranker.json.*reinstall skillshelf"):
+            ranker.bundled()
+    finally:
+        monkeypatch.undo()
+        ranker.bundled.cache_clear()
+    assert ranker.bundled().as_dict() == MODEL.as_dict()
+
+
+def test_an_empty_body_is_weighed_as_the_shortest_bodies_the_fit_saw():
+    """A signal outside what the fit saw is held at its edge: an empty body (none in the corpus)
+    gains no more than a body at the 1st percentile."""
+    i = ranker.FEATURES.index("body_length")
+    x = MODEL.mean.copy()
+    x[i] = 0.0
+    y = MODEL.mean.copy()
+    y[i] = MODEL.span[0][i]
+    assert MODEL.span[0][i] > 1.0 and MODEL.logit(x[None])[0] == pytest.approx(MODEL.logit(y[None])[0])

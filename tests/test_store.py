@@ -64,18 +64,23 @@ def test_a_failed_transaction_reports_its_own_error_and_is_closed(tmp_path):
     assert st.get_meta("after") == "ok"
 
 
-def test_a_database_deleted_under_an_open_store_is_noticed_and_made_again(tmp_path, monkeypatch):
-    """The file is checked once per CHECK_EVERY (a stat on every read cost a fifth of a warm
-    search on some file systems), and a deleted database is still noticed: the next read after
-    the interval opens a new, migrated file instead of talking to the unlinked one."""
-    import time
+def test_a_write_right_after_rebuild_moved_the_database_aside_lands_in_the_new_one(tmp_path):
+    """`skillshelf rebuild` moves the database aside under a running server: the server's next
+    write (a usage log, an outcome) must go to the new database, not to the moved-aside file, and
+    a database deleted under an open store is made again on the next read."""
+    import sqlite3 as _sqlite3
 
-    monkeypatch.setattr(Store, "CHECK_EVERY", 0.2)
+    from skillshelf.store.sqlite import move_aside
+
     path = tmp_path / "db.sqlite"
-    s = Store(path)
-    s.db.execute("INSERT INTO meta (key, value) VALUES ('probe', '1')")
+    server = Store(path)
+    server.set_meta("x", "before")
+    moved = move_aside(path)
+    fresh = Store(path)
+    server.set_meta("written_by_server", "1")
+    assert fresh.get_meta("written_by_server") == "1"
+    assert _sqlite3.connect(moved).execute("SELECT value FROM meta WHERE key='written_by_server'").fetchone() is None
     for suffix in ("", "-wal", "-shm"):
         (tmp_path / f"db.sqlite{suffix}").unlink(missing_ok=True)
-    time.sleep(0.25)
-    assert s.db.execute("SELECT value FROM meta WHERE key='probe'").fetchone() is None
-    assert path.exists() and s.applied_migrations() == [name for name, _ in MIGRATIONS]
+    assert server.get_meta("written_by_server") is None
+    assert path.exists() and server.applied_migrations() == [name for name, _ in MIGRATIONS]

@@ -20,6 +20,7 @@ from importlib import resources
 import numpy as np
 
 from . import confidence
+from .errors import ConfigError
 from .lexical import FIELDS, Matches
 
 # One row per candidate, in this order (the model file names them: a file fitted over other
@@ -57,8 +58,8 @@ _SAY = {
     "rrf": lambda x: "found by both words and meaning",
     "lex_rank": lambda x: _WORDS,
     "lex_score": lambda x: _WORDS,
-    "dense_rank": lambda x: _MEANING,
-    "dense_score": lambda x: _MEANING,
+    "dense_rank": lambda x: "ranked high by meaning",
+    "dense_score": lambda x: "ranked high by meaning",
     "cos": lambda x: _MEANING,
     "cos_meta": lambda x: "its description is close in meaning",
     "cos_body": lambda x: "its body is close in meaning",
@@ -94,11 +95,15 @@ class Model:
     match: np.ndarray
     likely: float
     match_range: np.ndarray     # [2, features]: the lowest and highest values the fit saw
+    span: np.ndarray            # [2, FEATURES]: the range of each signal the ranker is applied in
     useful: float               # the ranker's probability below which a hit is not a likely match
     about: dict                 # how it was fitted and what it scored held out (from the file)
 
     def logit(self, x: np.ndarray) -> np.ndarray:
-        return self.intercept + ((x - self.mean) / self.scale) @ self.weights
+        """The ranker's score. Each signal is held inside what the fit saw, from its 1st
+        percentile to its highest value: a skill with an empty body, or copied 30 times, is not
+        extrapolated to (the corpus has neither)."""
+        return self.intercept + ((np.clip(x, self.span[0], self.span[1]) - self.mean) / self.scale) @ self.weights
 
     def probability(self, x: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-np.clip(self.logit(x), -50, 50)))
@@ -134,6 +139,7 @@ class Model:
     def whys(self, x: np.ndarray, top: int = 2) -> list[str]:
         """``why`` of each row of ``x``."""
         # a signal that is high where a high value helps (the phrases say "high")
+        x = np.clip(x, self.span[0], self.span[1])
         part = np.where((self.weights > 0) & (x > self.mean), self.weights * (x - self.mean) / self.scale, 0.0)
         part[:, list(_ABOUT_REQUEST)] = 0.0
         out = []
@@ -144,6 +150,7 @@ class Model:
 
     def as_dict(self) -> dict:
         return {"features": list(FEATURES), "mean": self.mean.round(6).tolist(),
+                "low": self.span[0].round(6).tolist(), "high": self.span[1].round(6).tolist(),
                 "scale": self.scale.round(6).tolist(), "weights": self.weights.round(6).tolist(),
                 "intercept": round(float(self.intercept), 6),
                 "match": {"features": list(confidence.FEATURES), "weights": self.match.round(6).tolist(),
@@ -166,15 +173,21 @@ def from_dict(d: dict) -> Model:
                          " --write`")
     span = np.asarray([m.get("low", [-np.inf] * len(confidence.FEATURES)),
                        m.get("high", [np.inf] * len(confidence.FEATURES))], dtype=np.float64)
+    signals = np.asarray([d.get("low", [-np.inf] * len(FEATURES)), d.get("high", [np.inf] * len(FEATURES))],
+                         dtype=np.float64)
     return Model(arr[0], np.where(arr[1] > 0, arr[1], 1.0), arr[2], float(d["intercept"]),
-                 np.asarray(m["weights"], dtype=np.float64), float(m["likely"]), span, float(m.get("useful", 0.0)),
-                 dict(d.get("about", {})))
+                 np.asarray(m["weights"], dtype=np.float64), float(m["likely"]), span, signals,
+                 float(m.get("useful", 0.0)), dict(d.get("about", {})))
 
 
 @functools.lru_cache(maxsize=1)
 def bundled() -> Model:
     """The model shipped with the package (``ranker.json``)."""
-    return from_dict(json.loads(resources.files(__package__).joinpath("ranker.json").read_text("utf-8")))
+    try:
+        return from_dict(json.loads(resources.files(__package__).joinpath("ranker.json").read_text("utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"the ranker's weights that ship with skillshelf (ranker.json) cannot be read: {exc}",
+                          fix="reinstall skillshelf (`pip install --force-reinstall skillshelf`)") from exc
 
 
 def _discount(rank: np.ndarray) -> np.ndarray:

@@ -154,7 +154,6 @@ class Store:
             self.close()
             raise
         self._local.ino = self._inode()
-        self._local.checked = time.monotonic()
         return conn
 
     def _inode(self) -> int | None:
@@ -163,16 +162,7 @@ class Store:
         except OSError:
             return None
 
-    # How often a connection checks that its file is still the one on disk (a stat each time):
-    # a search reads the store a dozen times, and a stat costs up to ~0.15 ms on some file
-    # systems, so once per interval, not on every read.
-    CHECK_EVERY = 0.5
-
     def _still_there(self) -> bool:
-        now = time.monotonic()
-        if now - getattr(self._local, "checked", -self.CHECK_EVERY) < self.CHECK_EVERY:
-            return True
-        self._local.checked = now
         return self._inode() == getattr(self._local, "ino", None)
 
     def close(self) -> None:
