@@ -34,3 +34,31 @@ def test_the_readme_docker_request_finds_an_image_size_skill_first_in_the_corpus
         assert res.hits[0].name in IMAGE_SIZE_SKILLS, (query, [h.name for h in res.hits[:5]])
         assert res.confident
     lib.close()
+
+
+def test_the_console_script_says_why_each_hit_is_there(tmp_path):
+    """`skillshelf search --why` (the real console script, the bundled model)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("skillshelf")
+    if not script.exists():
+        script = Path(shutil.which("skillshelf") or script)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")} | {"COLUMNS": "200"}
+    home = str(tmp_path / "h")
+
+    def sk(*args):
+        return subprocess.run([str(script), "--home", home, *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    assert sk("init").returncode == 0
+    p = sk("search", "docker image is 1.4 GB", "--why", "--no-log")
+    assert p.returncode == 0, p.stderr
+    lines = [line.strip() for line in p.stdout.splitlines() if line.strip().startswith("1. docker-multi-stage-build: ")]
+    assert lines, p.stdout
+    said = lines[0].split(": ", 1)[1]
+    assert said and said != "-"
+    assert "1. docker-multi-stage-build: " not in sk("search", "docker image is 1.4 GB", "--no-log").stdout

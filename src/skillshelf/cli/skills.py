@@ -148,9 +148,11 @@ def search(
                                              callback=_choice("rerank", "filter", "both"),
                                              help="what the judge does (implies --judge): rerank, filter (mark the"
                                                   " top hits likely / weak) or both"),
+    why: bool = typer.Option(False, "--why", help="say why each hit is there: its strongest signals, and what"
+                                                  " outcomes of similar requests did to it"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Search the library (hybrid BM25 + embeddings)."""
+    """Search the library (hybrid BM25 + embeddings, ordered by the fitted ranker)."""
     lib = _lib()
     kw = dict(limit=limit, mode=mode, repo_scope=repo_scope, current_repo=current_repo, tags=tags,
               skill_type=skill_type, include_inactive=include_inactive, include_expired=include_expired,
@@ -191,6 +193,9 @@ def search(
         else:
             table.add_row(str(i), name, h.match, f"{h.score:.2f}", h.description)
     out.print(table)
+    if why:
+        for i, h in enumerate(res.hits, 1):
+            out.print(f"  {i}. {h.name}: {h.why or '-'}")
     if judged:
         for i, h in enumerate(res.hits, 1):
             v = res.hit_extra(h).get("judge", {})
