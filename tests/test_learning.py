@@ -350,3 +350,23 @@ def test_usage_and_learning_services_are_built_from_their_parts(lib):
     assert st.reports == 1 and st.learning[0]["name"] == "sql-index" and st.learning[0]["direction"] == "promoted"
     assert use.skill_usage(sid, "sql-index").worked == 1
     assert svc.forget(skill="sql-index") == 1 and use.stats().learning == []
+
+
+def test_clients_that_agree_compound_one_client_does_not(tmp_path):
+    """One client lifts a skill at most learning_max_lift places; three clients that agree lift
+    it up to learning_max_lift x 9: a skill 12 places down among related hits reaches the top."""
+    root = tmp_path / "root"
+    for i in range(30):
+        write_skill(root, f"d{i:02d}", description=f"docker build cache layers variant {i} with extra words {i}")
+    lib = Library(home=tmp_path / "home", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    q = "docker build cache layers"
+    hits = lib.search(q, limit=30, log=False).hits
+    assert all(h.score > 0 for h in hits[:14])      # all related in meaning: places count among them
+    target = hits[12].name
+    report(lib, q, target, True, "agent-a", times=5)
+    alone = names(lib.search(q, limit=30, log=False))
+    assert alone.index(target) >= 12 - lib.searcher.s.learning_max_lift
+    for c in ("agent-b", "agent-c"):
+        report(lib, q, target, True, c)
+    assert names(lib.search(q, limit=30, log=False))[0] == target

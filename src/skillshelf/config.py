@@ -76,7 +76,8 @@ class SearchConfig:
     learning_half_life_days: float = _f(90.0, "an outcome report's weight halves over this many days")
     learning_client_cap: float = _f(1.5, "the most one client's reports count for one skill, in fresh reports on"
                                          " the same request")
-    learning_max_lift: int = _f(3, "places a promotion can pass, per client that reported the skill working")
+    learning_max_lift: int = _f(3, "places a promotion (or demotion) can pass for one client; n clients that agree"
+                                " pass up to this x n^2 (3, 12, 27): one client is a hint, agreement compounds")
 
 
 @dataclass(frozen=True)

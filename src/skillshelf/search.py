@@ -311,20 +311,22 @@ class Searcher:
                     evidence[p] = ev
                     # Outcomes move a hit by places among its neighbours, whatever the
                     # ranker's scale of scores, and never outside the plain range of scores
-                    # (diversity scales relevance by that range). A promotion passes at most
-                    # learning_max_lift hits per client that reported it working (one client
-                    # cannot lift a skill over a much better match, however many reports it
-                    # sends), a demotion falls past at most as many per client that reported
-                    # it failing; weaker evidence (older, from less similar requests, not
-                    # agreed) moves it less: in proportion to its shift, full at learning_weight.
+                    # (diversity scales relevance by that range). One client is a hint: a
+                    # promotion passes at most learning_max_lift hits for one client that
+                    # reported it working, however many reports it sends (it cannot lift a
+                    # skill over a much better match); clients that agree compound: n of them
+                    # pass up to learning_max_lift x n^2 (3, 12, 27). A demotion falls the same
+                    # way per client that reported it failing. Weaker evidence (older, from
+                    # less similar requests, not agreed) moves it less: in proportion to its
+                    # shift, full at learning_weight.
                     i, plain = place[p], lines[p]
                     strength = min(1.0, abs(ev.shift) / (s.learning_weight or 1.0))
                     if ev.shift > 0:
-                        m = min(i, round(s.learning_max_lift * max(1, ev.promoters) * strength))
+                        m = min(i, round(s.learning_max_lift * max(1, ev.promoters) ** 2 * strength))
                         if m:
                             rel[p] = before[plain[i - m]] + 1e-9 * (1.0 + ev.shift)
                     elif ev.shift < 0:
-                        m = min(len(plain) - 1 - i, round(s.learning_max_lift * max(1, ev.demoters) * strength))
+                        m = min(len(plain) - 1 - i, round(s.learning_max_lift * max(1, ev.demoters) ** 2 * strength))
                         if m:
                             rel[p] = before[plain[i + m]] - 1e-9 * (1.0 - ev.shift)
         pool = sorted(reps, key=lambda p: -rel[p])[: max(limit * 3, 15)]
