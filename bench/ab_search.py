@@ -9,7 +9,7 @@ into a temporary folder as the package ``skillshelf_before`` (its imports are re
 imported beside the installed ``skillshelf``; each opens the library, warms up, then the two
 search one request at a time, in turn (the order flips each round). Printed: each tree's p50
 and p90 over all searches, and the median of the per-request ratios after / before. Recency
-is off (as in bench/quality.py); searches are not logged.
+is off (as in bench/quality.py) unless ``--recency``; searches are not logged.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ import time
 from pathlib import Path
 
 
-def open_library(module, home: Path, skills: Path):
+def open_library(module, home: Path, skills: Path, recency: bool = False):
     lib = module.Library(home=home, roots=[skills], auto_sync=False)
+    if recency:     # the default settings: the anti-repeat policy reads the home's logged searches
+        return lib
     s = dataclasses.replace(lib.config.search, recency_window=0)
     lib.config = dataclasses.replace(lib.config, search=s)
     lib.searcher.s = s
@@ -46,6 +48,8 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=Path("../shared/corpus"))
     ap.add_argument("--home", type=Path, default=Path(".bench-home"))
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--recency", action="store_true",
+                    help="keep the recency policy on (measure it on a home with logged searches)")
     args = ap.parse_args()
     qs = [json.loads(line)["query"] for line in (args.corpus / "requests-dev.jsonl").read_text().splitlines()
           if line.strip()]
@@ -53,8 +57,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(args.before / "skillshelf", Path(tmp) / "skillshelf_before")
         sys.path.insert(0, tmp)
-        libs = {"before": open_library(importlib.import_module("skillshelf_before"), args.home, skills),
-                "after": open_library(importlib.import_module("skillshelf"), args.home, skills)}
+        libs = {"before": open_library(importlib.import_module("skillshelf_before"), args.home, skills, args.recency),
+                "after": open_library(importlib.import_module("skillshelf"), args.home, skills, args.recency)}
         for lib in libs.values():      # warm: the first pass loads the state and the model
             for q in qs:
                 lib.search(q, log=False)

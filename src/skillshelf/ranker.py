@@ -143,8 +143,8 @@ class Model:
         part = np.where((self.weights > 0) & (x > self.mean), self.weights * (x - self.mean) / self.scale, 0.0)
         part[:, list(_ABOUT_REQUEST)] = 0.0
         out = []
-        for row, xs in zip(part, x):
-            said = dict.fromkeys(_SAY[FEATURES[i]](float(xs[i])) for i in np.argsort(-row)[:6] if row[i] > 0.25)
+        for row, xs, order in zip(part, x, np.argsort(-part, axis=1)[:, :6].tolist()):
+            said = dict.fromkeys(_SAY[FEATURES[i]](float(xs[i])) for i in order if row[i] > 0.25)
             out.append("; ".join(list(said)[:top]))
         return out
 

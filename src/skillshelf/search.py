@@ -257,13 +257,11 @@ class Searcher:
         cands = sorted(fused, key=lambda p: -fused[p])
         # the best s.ranked by fused rank, and more while they hold fewer distinct skills (copies
         # collapse into one hit) than the pool diversity picks from needs
-        want = max(limit * 3, 15)
         keep = min(len(cands), s.ranked)
-        if keep < len(cands) and len(set(meta.group[cands[:keep]].tolist())) < want:
-            seen = set(meta.group[cands[:keep]].tolist())
-            while keep < len(cands) and len(seen) < want:
-                seen.add(int(meta.group[cands[keep]]))
-                keep += 1
+        seen = set(meta.group[cands[:keep]].tolist())
+        while keep < len(cands) and len(seen) < max(limit * 3, 15):
+            seen.add(int(meta.group[cands[keep]]))
+            keep += 1
         cands = cands[:keep]
         feats = self._features(meta, cands, fused, lex, dense, qvec, vi, bi, terms, cos_cache)
         prob = dict(zip(cands, self.ranker.probability(feats).tolist()))
