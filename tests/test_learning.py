@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -317,7 +318,23 @@ def test_one_client_lifts_a_skill_at_most_three_places(lib):
     report(lib, q, low, True, "mallory", times=20)
     res = lib.search(q, log=False)
     assert 8 - lib.searcher.s.learning_max_lift <= names(res).index(low) < 8
-    assert learned(next(h for h in res.hits if h.name == low)) == "worked for 20 similar requests (promoted)"
+    said = learned(next(h for h in res.hits if h.name == low))
+    # it says how far it moved: places among the related hits (diversity may then reorder a few)
+    assert re.fullmatch(r"worked for 20 similar requests \(up [1-3] places?\)", said), said
+
+
+def test_why_says_when_outcomes_could_not_move_a_hit(lib):
+    """A first hit reported working has nowhere to go: its ``why`` says it kept its place,
+    not that it was promoted; a demoted one says how far it fell."""
+    q = "docker images are huge, make the build smaller with layers"
+    plain = names(lib.search(q, log=False))
+    report(lib, q, plain[0], True, "alice")
+    report(lib, q, plain[1], False, "alice")
+    res = lib.search(q, log=False)
+    hit = {h.name: h for h in res.hits}
+    assert learned(hit[plain[0]]) == "worked for 1 similar request (kept its place: already first)"
+    assert re.fullmatch(r"failed for 1 similar request \(down [1-9] places?\)", learned(hit[plain[1]]) or ""), \
+        learned(hit[plain[1]])
 
 
 def test_usage_and_learning_services_are_built_from_their_parts(lib):

@@ -131,6 +131,31 @@ def test_every_tool_in_process(home):
     run(main)
 
 
+def test_search_text_says_what_outcomes_did(home):
+    """An agent reads the text block: a hit that similar requests reported on says so there
+    (what the reports said and how far the hit moved), not only in the structured content."""
+    async def main():
+        async with Client(server_for(home)) as c:
+            q = {"query": "docker build cache layers", "limit": 5}
+            # a search is logged (has a query_id to report on) once the server's first sync is done
+            for _ in range(300):
+                r = await c.call_tool("search_skills", q)
+                if r.structured_content["query_id"] is not None and not r.structured_content.get("degraded"):
+                    break
+                await anyio.sleep(0.1)
+            hits = r.structured_content["hits"]
+            assert not any("learned" in h for h in hits) and "outcomes:" not in r.content[0].text
+            second = hits[1]["name"]
+            await c.call_tool("report_outcome", {"skill": second, "worked": True, "note": "ok",
+                                                 "query_id": r.structured_content["query_id"]})
+            r = await c.call_tool("search_skills", q)
+            at, hit = next((i, h) for i, h in enumerate(r.structured_content["hits"], 1) if h["name"] == second)
+            assert hit["learned"].startswith("worked for 1 similar request (")
+            line = next(ln for ln in r.content[0].text.splitlines() if ln.startswith(f"{at}. {second}"))
+            assert line.endswith(f" (outcomes: {hit['learned']})")
+    run(main)
+
+
 def test_files_changed_while_down_show_up_soon_after_start(home):
     write_skill(home / "skills", "walrus-care", description="Polish walrus tusks safely")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from markupsafe import escape as html_escape
 
 pytest.importorskip("fastapi", reason="the web extra is not installed (pip install 'skillshelf[web]')")
 
@@ -183,6 +184,10 @@ def test_search_shows_match_and_is_not_logged(ro_client, ro_lib):
     page = ro_client.get("/api/skills?q=fix+CORS+preflight+errors+in+Next.js").json()
     assert page["items"][0]["name"] == "cors-fix"
     assert page["items"][0]["match"] in ("likely", "weak") and "confident" in page
+    # each hit says why it is there (the ranker's strongest signals), in the API and on the page
+    assert page["items"][0]["why"]
+    assert f'<div class="why muted small">{html_escape(page["items"][0]["why"])}</div>' in ro_client.get(
+        "/skills?q=fix+CORS+preflight+errors+in+Next.js").text
     hits = ro_client.get("/api/search?q=conventional+commit+messages").json()
     assert hits["hits"][0]["name"] == "commit-style"
     # the expired skill is left out of an agent's search, not out of the person's table

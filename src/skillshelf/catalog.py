@@ -84,6 +84,7 @@ class BrowseRow:
     # set on search results
     match: str | None = None      # likely | weak
     score: float | None = None
+    why: str | None = None        # the search's reasons for the hit (its strongest signals, outcomes)
     copies: int = 1
     risk: str | None = None       # what the audit found (none | low | medium | high)
     hidden: str | None = None     # why agents do not see it (held, or blocked by trust.block)
@@ -432,7 +433,7 @@ class Catalog:
         by_id = {h.id: h for _, h in page}
         for r in rows:
             h = by_id[r.id]
-            r.match, r.score, r.copies = h.match, round(float(h.score), 4), h.copies
+            r.match, r.score, r.copies, r.why = h.match, round(float(h.score), 4), h.copies, h.why
             r.risk, r.hidden = getattr(h, "risk", None), getattr(h, "hidden", None)
         more = not post and want < SEARCH_MAX and len(res.hits) >= want
         return BrowsePage(rows, len(keep), offset, limit, "relevance", False, query=query, confident=res.confident,

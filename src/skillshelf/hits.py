@@ -58,7 +58,8 @@ class Hit:
     wildcard: bool = False
     ref: str = ""                   # what to pass to get_skill: the name, or the id when the
                                     # name would resolve to another copy
-    why: str | None = None          # what outcomes of similar requests did to its rank, if anything
+    why: str | None = None          # its strongest signals, then what outcomes did to its rank
+    learned: str | None = None      # what outcomes of similar requests say and did, if any
     risk: str = "none"              # its audit's worst finding: none | low | medium | high
     hidden: str | None = None       # a person's search: why agents do not see it (held, blocked)
 

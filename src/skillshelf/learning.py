@@ -68,8 +68,12 @@ class Evidence:
     requests: list[str] = field(default_factory=list)
     promoters: int = 0                   # clients whose reports, summed, say it worked
     demoters: int = 0                    # clients whose reports, summed, say it failed
+    moved: int = 0                       # places it moved in this search (up +, down -), set by search
+    room: int = 0                        # places it could have moved that way (0: first or last)
 
     def why(self) -> str | None:
+        """What the outcomes say and what they did to this hit's place ("worked for 3 similar
+        requests (up 3 places)"); a move of no places says why there was none."""
         parts = []
         if self.worked:
             parts.append(f"worked for {self.worked} similar request{'s' * (self.worked != 1)}")
@@ -77,8 +81,15 @@ class Evidence:
             parts.append(f"failed for {self.failed} similar request{'s' * (self.failed != 1)}")
         if not parts:
             return None
-        verb = "promoted" if self.shift > 0 else "demoted" if self.shift < 0 else "unchanged"
-        return f"{', '.join(parts)} ({verb})"
+        if self.moved:
+            n = abs(self.moved)
+            did = f"{'up' if self.moved > 0 else 'down'} {n} place{'s' * (n != 1)}"
+        elif self.shift:
+            did = "kept its place: " + (("already first" if self.shift > 0 else "already last") if not self.room
+                                        else "too little evidence to pass a hit")
+        else:
+            did = "the reports cancel out"
+        return f"{', '.join(parts)} ({did})"
 
 
 @dataclass

@@ -517,7 +517,7 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
         judged = judge and lib.judge_configured()
         res = lib.judged_search(query, judge="rerank", nowait=True, **kw) if judged else lib.search_nowait(query, **kw)
         keep = ("id", "name", "skill_type", "repo", "version", "tags", "description", "score", "match",
-                "lineage", "expired", "active", "copies", "wildcard", "ref")
+                "lineage", "expired", "active", "copies", "wildcard", "ref", "learned")
         risks = mcp_text.risks_of(lib, res.hits)
         hits = [{k: v for k, v in h.as_dict().items() if k in keep and v not in (None, [], False)}
                 | {"match": h.match, "score": h.score, "risk": risks[h.id]} | (res.hit_extra(h) if judged else {})

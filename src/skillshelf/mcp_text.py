@@ -90,7 +90,10 @@ def hit_line(i: int, h: dict[str, Any]) -> str:
     # the audit's risk of the skill (low|medium|high), in the text only where there is one: the
     # structured content carries it on every hit ("none" included)
     risk = f", risk {h['risk']}" if h.get("risk") not in (None, "none") else ""
-    return f"{i}. {h['name']}{extra} [{h['match']}{risk}]{flags}{get} — {desc}{said}"
+    # what outcomes of similar requests said (the ranker's own reasons stay in the structured
+    # content: they cost tokens and an agent cannot act on them)
+    learned = f" (outcomes: {h['learned']})" if h.get("learned") else ""
+    return f"{i}. {h['name']}{extra} [{h['match']}{risk}]{flags}{get} — {desc}{said}{learned}"
 
 
 def next_step(*, confident: bool, any_hits: bool, query_id: int | None, read_only: bool) -> str:

@@ -321,10 +321,12 @@ class Searcher:
                     strength = min(1.0, abs(ev.shift) / (s.learning_weight or 1.0))
                     if ev.shift > 0:
                         m = min(i, round(s.learning_max_lift * max(1, ev.promoters) ** 2 * strength))
+                        ev.moved, ev.room = m, i
                         if m:
                             rel[p] = before[plain[i - m]] + 1e-9 * (1.0 + ev.shift)
                     elif ev.shift < 0:
                         m = min(len(plain) - 1 - i, round(s.learning_max_lift * max(1, ev.demoters) ** 2 * strength))
+                        ev.moved, ev.room = -m, len(plain) - 1 - i
                         if m:
                             rel[p] = before[plain[i + m]] - 1e-9 * (1.0 - ev.shift)
         pool = sorted(reps, key=lambda p: -rel[p])[: max(limit * 3, 15)]
@@ -358,7 +360,8 @@ class Searcher:
         match_rows = self._weigh(hits, feats[[at.get(q, at[p]) for p, q in zip(chosen, as_copy)]], words)
         for h, p in zip(hits, chosen):
             if p in evidence:
-                h.why = "; ".join(w for w in (h.why, evidence[p].why()) if w)
+                h.learned = evidence[p].why()
+                h.why = "; ".join(w for w in (h.why, h.learned) if w)
         # served when one of the first three hits is a likely match (the score an agent sees);
         # outcomes of similar requests overrule the ranker: a hit reported working for them
         # counts as likely, one reported failing does not
