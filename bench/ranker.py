@@ -243,7 +243,7 @@ def main() -> None:
     ap.add_argument("--c", type=float, default=0.1, help="inverse L2 strength of the logistic regression")
     ap.add_argument("--served-flagged", type=float, default=0.07,
                     help="share of the training folds' served requests a likely-match cut may flag")
-    ap.add_argument("--keep-useful", type=float, default=0.975,
+    ap.add_argument("--keep-useful", type=float, default=0.95,
                     help="share of the useful likely hits (training folds) the ranker's cut on `likely` keeps")
     ap.add_argument("--method", choices=("pairwise", "pointwise"), default="pairwise")
     ap.add_argument("--plain", action="store_true", help="score the library as shipped (no fitting)")
