@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tomllib
@@ -483,3 +484,67 @@ def test_the_cli_offers_every_client():
     from skillshelf.cli import install
 
     assert install.CLIENT_NAMES == tuple(cl.CLIENTS)
+
+
+def test_cli_install_on_a_team_store_writes_the_token_and_the_server_it_starts_acts_as_it(tmp_path, pg_url):
+    """On a team store the entry must carry the token its server acts as (and the store, when
+    it comes from this shell): without one, or with one the store does not know, install
+    refuses in one line; the token and the URL's password never reach stdout; the file is
+    made readable by its owner only; and the server the client would start answers as that
+    token, over a real MCP stdio session."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    home, proj, lib = tmp_path / "home", tmp_path / "proj", tmp_path / "lib"
+    home.mkdir()
+    proj.mkdir()
+    scheme, rest = pg_url.split("://", 1)
+    user, host = rest.split("@", 1)
+    url = f"{scheme}://{user}:s3cret-pw@{host}"   # (the throwaway cluster trusts every connection)
+    p = sk("--home", str(lib), "--store", url, "tokens", "add", "ann", "--role", "agent", home=home, cwd=proj)
+    assert p.returncode == 0, p.stderr
+    token = p.stdout.splitlines()[-1]
+    base = ("--home", str(lib), "--store", url, "install", "claude-code", "--scope", "project")
+
+    p = sk(*base, home=home, cwd=proj)
+    assert p.returncode == 1 and "no token was given" in one_line(p) and "SKILLSHELF_TOKEN" in p.stderr
+    p = sk(*base, home=home, cwd=proj, env={"SKILLSHELF_TOKEN": "x" * 43})
+    assert p.returncode == 1 and "does not know this token" in one_line(p) and "tokens add" in p.stderr
+    assert not (proj / ".mcp.json").exists()
+    p = sk("--home", str(lib), "install", "claude-code", "--scope", "project", "--token", token, home=home, cwd=proj)
+    assert p.returncode == 1 and "--token is for a team store" in one_line(p)
+
+    p = sk(*base, "--dry-run", home=home, cwd=proj, env={"SKILLSHELF_TOKEN": token})
+    assert p.returncode == 0, p.stderr
+    assert "SKILLSHELF_TOKEN" in p.stdout and "<hidden>" in p.stdout
+    assert token not in p.stdout + p.stderr and "s3cret-pw" not in p.stdout + p.stderr
+    assert not (proj / ".mcp.json").exists()
+
+    p = sk(*base, "--json", home=home, cwd=proj, env={"SKILLSHELF_TOKEN": token})
+    assert p.returncode == 0, p.stderr
+    assert token not in p.stdout and "s3cret-pw" not in p.stdout
+    assert json.loads(p.stdout)["entry"]["env"]["SKILLSHELF_TOKEN"] == "<hidden>"
+    cfg = proj / ".mcp.json"
+    assert stat.S_IMODE(cfg.stat().st_mode) == 0o600
+    entry = json.loads(cfg.read_text())["mcpServers"]["skillshelf"]
+    assert entry["env"] == {"SKILLSHELF_HOME": str(lib.absolute()), "SKILLSHELF_STORE": url,
+                            "SKILLSHELF_TOKEN": token}
+
+    # what the client starts: the entry's command, arguments and environment, nothing of this shell's
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
+    env |= {"HOME": str(home), "SKILLSHELF_EMBEDDER": "none"} | entry["env"]
+
+    async def main():
+        async with Client(StdioServerParameters(command=entry["command"], args=entry["args"], env=env)) as c:
+            res = await c.call_tool("search_skills", {"query": "fix CORS in next.js"})
+            assert not res.is_error, res.content[0].text
+    anyio.run(main)
+    import psycopg
+
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT client FROM queries").fetchall() == [("ann",)]
+
+    # a local reinstall takes the token and the store out of the entry
+    p = sk("--home", str(lib), "install", "claude-code", "--scope", "project", home=home, cwd=proj)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(cfg.read_text())["mcpServers"]["skillshelf"]["env"] == {"SKILLSHELF_HOME": str(lib.absolute())}

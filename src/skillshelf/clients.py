@@ -14,6 +14,7 @@ Only the standard library is imported here at module level.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import sys
 import time
@@ -29,7 +30,7 @@ SERVER_NAME = "skillshelf"
 TEACHING_SKILL = "using-skillshelf"
 # Environment variables our entry manages: set from this install, removed when not wanted.
 # Any other variable the user put in the entry is kept.
-MANAGED_ENV = ("SKILLSHELF_HOME", "SKILLSHELF_WRITE_POLICY")
+MANAGED_ENV = ("SKILLSHELF_HOME", "SKILLSHELF_WRITE_POLICY", "SKILLSHELF_STORE", "SKILLSHELF_TOKEN")
 # ~/.claude.json holds Claude Code's whole state (projects, history): tens of MB at most.
 MAX_CONFIG_BYTES = 64_000_000
 SCOPES = ("user", "project")
@@ -261,18 +262,30 @@ class ConfigChange:
     entry: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
     backup: Path | None = None   # set by apply
+    # values the entry holds that must not be shown (a team token): the diff and --json print
+    # "<hidden>" instead, and the file (and its backup) is written readable by its owner only
+    secrets: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
         return self.after is not None and self.after != self.before
 
+    def hide(self, text: str) -> str:
+        for s in self.secrets:
+            text = text.replace(s, "<hidden>")
+        return text
+
+    def shown_entry(self) -> dict[str, Any] | None:
+        """The entry as it may be printed (secrets hidden)."""
+        return None if self.entry is None else json.loads(self.hide(json.dumps(self.entry)))
+
     def diff(self) -> str:
         if not self.changed:
             return ""
-        return "".join(difflib.unified_diff((self.before or "").splitlines(keepends=True),
-                                            (self.after or "").splitlines(keepends=True),
-                                            fromfile=str(self.path) if self.before is not None else "/dev/null",
-                                            tofile=str(self.path)))
+        return self.hide("".join(difflib.unified_diff((self.before or "").splitlines(keepends=True),
+                                                      (self.after or "").splitlines(keepends=True),
+                                                      fromfile=str(self.path) if self.before is not None
+                                                      else "/dev/null", tofile=str(self.path))))
 
 
 @dataclass
@@ -429,7 +442,7 @@ class Installation:
     def as_dict(self) -> dict[str, Any]:
         ch, sk = self.config, self.skill
         d: dict[str, Any] = {"client": ch.client.name, "scope": ch.scope, "config": str(ch.path),
-                             "action": ch.action, "changed": ch.changed, "dry_run": self.dry_run, "entry": ch.entry,
+                             "action": ch.action, "changed": ch.changed, "dry_run": self.dry_run, "entry": ch.shown_entry(),
                              "backup": str(ch.backup) if ch.backup else None, "notes": ch.notes}
         if self.dry_run:
             d["diff"] = ch.diff()
@@ -449,14 +462,19 @@ def project_folder(project: Path | None) -> Path:
     return p
 
 
-def server_env(config: Any, write_policy: str | None) -> dict[str, str]:
-    """What the client must pass to the server: the home when it is not the default (the client
-    does not see this shell's --home or SKILLSHELF_HOME), and a write policy when one is asked for."""
+def server_env(config: Any, write_policy: str | None, token: str | None = None) -> dict[str, str]:
+    """What the client must pass to the server: the home and the store when they come from this
+    shell (the client does not see its --home, --store or SKILLSHELF_* variables), a write
+    policy when one is asked for, and on a team store the token the server acts as."""
     from .config import WRITE_POLICIES
 
     env: dict[str, str] = {}
     if config.origin("home") in ("flag", "environment"):
         env["SKILLSHELF_HOME"] = str(config.home)
+    if config.store and config.origin("store") in ("flag", "environment"):
+        env["SKILLSHELF_STORE"] = config.store
+    if token:
+        env["SKILLSHELF_TOKEN"] = token
     if write_policy is not None:
         if write_policy not in WRITE_POLICIES:
             raise ValidationError(f"unknown write policy {write_policy!r}",
@@ -466,17 +484,36 @@ def server_env(config: Any, write_policy: str | None) -> dict[str, str]:
 
 
 def install(client: str, scope: str, *, config: Any, project: Path | None = None, write_policy: str | None = None,
-            skill: bool = True, dry_run: bool = False, where: Where | None = None) -> Installation:
+            skill: bool = True, dry_run: bool = False, where: Where | None = None,
+            token: str | None = None) -> Installation:
     """Add our server entry to the client's configuration for ``scope`` (merged into the file,
     other servers kept, a backup written first) and, with ``skill``, put the teaching skill in
     its skills folder. ``config``: the library's settings (its home goes into the entry when
-    it is not the default one). A dry run plans and writes nothing."""
+    it is not the default one). ``token``: on a team store, the token the client's server acts
+    as (required there; the caller checks that the store knows it). A dry run plans and
+    writes nothing."""
+    from .errors import ConfigError
+
     c = get_client(client)
     proj = project_folder(project)
-    env = server_env(config, write_policy)
+    token = (token or "").strip() or None
+    if config.store and not token:
+        raise ConfigError("a server on a team store acts as one person's token, and no token was given",
+                          fix="pass --token (or set SKILLSHELF_TOKEN) with your own token; an admin makes one with "
+                              "`skillshelf tokens add NAME --role ROLE`")
+    if token and not config.store:
+        raise ValidationError("--token is for a team store, and this library is local",
+                              fix="leave out --token, or pass --store URL (or set store in the config)")
+    env = server_env(config, write_policy, token)
     command, prefix = server_command()
     where = where or Where.current()
     ch = plan_install(c, scope, where=where, project=proj, command=command, args=[*prefix, "serve"], env=env)
+    # a token, and the password of a store URL the entry carries, are shown as <hidden>, and
+    # make the file readable by its owner only
+    from urllib.parse import urlsplit
+
+    password = urlsplit(env["SKILLSHELF_STORE"]).password if "SKILLSHELF_STORE" in env else None
+    ch.secrets = [s for s in (token, password) if s]
     sk = plan_skill(c, scope, where=where, project=proj) if skill else None
     if not dry_run:
         apply(ch)
@@ -524,14 +561,14 @@ def backup_path(path: Path, stamp: str | None = None) -> Path:
     return cand
 
 
-def write_backup(path: Path, text: str) -> Path:
-    """A copy of the file's current text beside it, with the file's permissions, never
-    over an existing file."""
+def write_backup(path: Path, text: str, *, private: bool | None = None) -> Path:
+    """A copy of the file's current text beside it, with the file's permissions (``private``:
+    readable by its owner only, as a file that holds a token), never over an existing file."""
     import stat as _stat
 
     target = backup_path(path)
     try:
-        mode = _stat.S_IMODE(os.stat(path).st_mode)
+        mode = 0o600 if private else _stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
         mode = 0o600
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
@@ -542,14 +579,14 @@ def write_backup(path: Path, text: str) -> Path:
     return target
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str, mode: int | None = None) -> None:
     from .errors import WriteError
     from .files import atomic_write, is_disk_full
 
     # a symlinked config (dotfiles repositories do this) stays a link: the file it points at is written
     target = path.resolve() if path.is_symlink() else path
     try:
-        atomic_write(target, text)
+        atomic_write(target, text, mode=mode)
     except OSError as exc:
         fix = "free some disk space and try again" if is_disk_full(exc) else f"check that {target.parent} is writable"
         raise WriteError(f"cannot write {target}: {exc.strerror or exc}; the previous file is unchanged",
@@ -561,15 +598,16 @@ def apply(change: ConfigChange) -> ConfigChange:
     then the new text atomically. A change that changes nothing writes nothing."""
     if not change.changed:
         return change
+    private = bool(change.secrets) or None
     if change.before is not None:
         try:
-            change.backup = write_backup(change.path, change.before)
+            change.backup = write_backup(change.path, change.before, private=private)
         except OSError as exc:
             from .errors import WriteError
 
             raise WriteError(f"cannot write a backup of {change.path}: {exc.strerror or exc}; nothing was changed",
                              fix=f"check that {change.path.parent} is writable") from None
-    _write(change.path, change.after or "")
+    _write(change.path, change.after or "", mode=0o600 if private else None)
     return change
 
 

@@ -108,15 +108,16 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~mask
 
 
-def atomic_write(path: Path, text: str | bytes, *, durable: bool = True) -> None:
+def atomic_write(path: Path, text: str | bytes, *, durable: bool = True, mode: int | None = None) -> None:
     """Write so that readers see the old file or the new one, never a torn one. A failure
     (full disk, read-only folder) leaves the previous file as it was and no temp file.
     ``durable=False`` skips the fsyncs, for copies of data kept elsewhere (a team server's
     copy of the store): a power cut may then leave an older, empty or torn copy, which the
-    next start finds by its sha256 and writes again."""
+    next start finds by its sha256 and writes again. ``mode``: the new file's permission bits
+    (default: the previous file's, or what the umask gives a new one)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = _mode_for(path)
+    mode = _mode_for(path) if mode is None else mode
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
     try:
         data = text.encode("utf-8") if isinstance(text, str) else text

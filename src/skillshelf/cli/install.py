@@ -40,11 +40,12 @@ def _show_config_change(ch: Any, dry_run: bool) -> None:
              "remove": "would remove the skillshelf server entry (other servers and settings are kept)"}
     verb = would[ch.action] if dry_run and ch.changed else words[ch.action]
     out.print(f"  {verb}")
-    if ch.entry is not None and ch.action in ("add", "update", "unchanged"):
-        cmd = ch.entry.get("command") or ch.entry.get("cmd")
-        args = ch.entry.get("args") or []
+    entry = ch.shown_entry()     # (a token or a password in it shown as <hidden>)
+    if entry is not None and ch.action in ("add", "update", "unchanged"):
+        cmd = entry.get("command") or entry.get("cmd")
+        args = entry.get("args") or []
         out.print(f"  command: {' '.join([str(cmd), *map(str, args)])}")
-        env = ch.entry.get("env") or ch.entry.get("envs") or {}
+        env = entry.get("env") or entry.get("envs") or {}
         if env:
             out.print("  env: " + " ".join(f"{k}={v}" for k, v in env.items()))
     if ch.backup is not None:
@@ -84,14 +85,29 @@ def install(
     write_policy: Optional[str] = typer.Option(None, "--write-policy", metavar="POLICY",
                                                help="read-only | propose | open, set for this client's server "
                                                     "(default: the library's setting)"),
+    token: Optional[str] = typer.Option(None, "--token", envvar="SKILLSHELF_TOKEN", show_envvar=True,
+                                        help="on a team store: the token the client's server acts as (your own, "
+                                             "from `skillshelf tokens add`); better set in SKILLSHELF_TOKEN than "
+                                             "typed, so it stays out of the shell's history"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Add the skillshelf MCP server to an agent client's configuration (merged into the file,
-    other servers kept, a backup written first) and put the teaching skill in its skills folder."""
+    other servers kept, a backup written first) and put the teaching skill in its skills folder.
+    On a team store the entry carries your token (the file is then made readable by you only)."""
+    from ..errors import ConfigError
     from ..library import Library
 
-    done = Library.install_client(client.value, scope.value, config=_config(), project=project, write_policy=write_policy,
-                          skill=not no_skill, dry_run=dry_run)
+    cfg = _config()
+    token = (token or "").strip() or None
+    if cfg.store and token:
+        # a token the store does not know would only fail later, in the client, on every call
+        with Library(config=cfg) as lib:
+            if lib.verify_token(token) is None:
+                raise ConfigError("the team store does not know this token (mistyped, or revoked)",
+                                  fix="use your own token: an admin makes one with `skillshelf tokens add NAME "
+                                      "--role ROLE`")
+    done = Library.install_client(client.value, scope.value, config=cfg, project=project, write_policy=write_policy,
+                                  skill=not no_skill, dry_run=dry_run, token=token)
     if json_out:
         _json(done.as_dict())
         return
@@ -99,6 +115,8 @@ def install(
     _show_config_change(ch, dry_run)
     if sk is not None:
         _show_skill_change(sk, dry_run)
+    if ch.secrets and ch.changed and not dry_run:
+        out.print(f"  the entry holds a secret (your token): {ch.path.name} is now readable by you only")
     if state.roots:
         err.print("note: --root applies to one command; the server will not see it: save roots with "
                   "`skillshelf roots add PATH`")
