@@ -513,6 +513,10 @@ def test_cli_install_on_a_team_store_writes_the_token_and_the_server_it_starts_a
     assert not (proj / ".mcp.json").exists()
     p = sk("--home", str(lib), "install", "claude-code", "--scope", "project", "--token", token, home=home, cwd=proj)
     assert p.returncode == 1 and "--token is for a team store" in one_line(p)
+    # (a token in this shell's environment is simply not used for a local library)
+    p = sk("--home", str(lib), "install", "claude-code", "--scope", "project", "--dry-run", home=home, cwd=proj,
+           env={"SKILLSHELF_TOKEN": token})
+    assert p.returncode == 0 and "SKILLSHELF_TOKEN" not in p.stdout, p.stdout + p.stderr
 
     p = sk(*base, "--dry-run", home=home, cwd=proj, env={"SKILLSHELF_TOKEN": token})
     assert p.returncode == 0, p.stderr

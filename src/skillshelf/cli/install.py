@@ -75,6 +75,7 @@ def _show_skill_change(sk: Any, dry_run: bool) -> None:
 
 @commands.command()
 def install(
+    ctx: typer.Context,
     client: ClientName = typer.Argument(..., metavar="CLIENT", help=CLIENT_HELP),  # type: ignore[valid-type]
     scope: Scope = typer.Option(Scope.user, "--scope", help="user: the client's own settings (every project); "
                                                            "project: the project folder's settings"),
@@ -99,6 +100,9 @@ def install(
 
     cfg = _config()
     token = (token or "").strip() or None
+    source = ctx.get_parameter_source("token")      # (an enum of the click copy typer runs on)
+    if not cfg.store and getattr(source, "name", "") == "ENVIRONMENT":
+        token = None    # a team user's SKILLSHELF_TOKEN in this shell: not for a local library's client
     if cfg.store and token:
         # a token the store does not know would only fail later, in the client, on every call
         with Library(config=cfg) as lib:
