@@ -552,3 +552,17 @@ def test_cli_install_on_a_team_store_writes_the_token_and_the_server_it_starts_a
     p = sk("--home", str(lib), "install", "claude-code", "--scope", "project", home=home, cwd=proj)
     assert p.returncode == 0, p.stderr
     assert json.loads(cfg.read_text())["mcpServers"]["skillshelf"]["env"] == {"SKILLSHELF_HOME": str(lib.absolute())}
+
+
+def test_a_short_store_password_is_hidden_only_inside_the_url(where, project):
+    """The password of a store URL is hidden where it stands in the URL, not wherever its
+    letters happen to appear in the file (a one-letter password would otherwise mangle it)."""
+    from skillshelf.config import load
+
+    cfg = load(where.home / "lib", store="postgresql://team:a@db.example:5432/skills")
+    tok = "T" * 43
+    done = cl.install("claude-code", "project", config=cfg, project=project, token=tok, dry_run=True, where=where)
+    diff = done.config.diff()
+    assert "postgresql://team:<hidden>@db.example:5432/skills" in diff and tok not in diff
+    assert '"args"' in diff and "SKILLSHELF_HOME" in diff     # the other letters a are intact
+    assert done.as_dict()["entry"]["env"]["SKILLSHELF_STORE"] == "postgresql://team:<hidden>@db.example:5432/skills"

@@ -262,17 +262,18 @@ class ConfigChange:
     entry: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
     backup: Path | None = None   # set by apply
-    # values the entry holds that must not be shown (a team token): the diff and --json print
-    # "<hidden>" instead, and the file (and its backup) is written readable by its owner only
-    secrets: list[str] = field(default_factory=list)
+    # text the entry holds that must not be shown (a team token; ":password@" of a store URL),
+    # each with what is printed instead; the file (and its backup) is then written readable by
+    # its owner only
+    secrets: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
         return self.after is not None and self.after != self.before
 
     def hide(self, text: str) -> str:
-        for s in self.secrets:
-            text = text.replace(s, "<hidden>")
+        for needle, shown in self.secrets:
+            text = text.replace(needle, shown)
         return text
 
     def shown_entry(self) -> dict[str, Any] | None:
@@ -512,8 +513,9 @@ def install(client: str, scope: str, *, config: Any, project: Path | None = None
     # make the file readable by its owner only
     from urllib.parse import urlsplit
 
+    # (the password is matched with the URL's ":" and "@" around it: a short one would match elsewhere)
     password = urlsplit(env["SKILLSHELF_STORE"]).password if "SKILLSHELF_STORE" in env else None
-    ch.secrets = [s for s in (token, password) if s]
+    ch.secrets = ([(token, "<hidden>")] if token else []) + ([(f":{password}@", ":<hidden>@")] if password else [])
     sk = plan_skill(c, scope, where=where, project=proj) if skill else None
     if not dry_run:
         apply(ch)
