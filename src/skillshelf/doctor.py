@@ -99,4 +99,6 @@ def store_check(st: dict[str, Any], team: dict[str, Any] | None = None) -> Check
     if team is not None:
         line += (f"; following its changes (last {team['last_change']}, read {team['seconds_since_read']} s ago)"
                  if following else "; NOT following its changes: other servers' saves are not seen")
+        if team.get("resyncs"):     # it was behind the pruned part of the stream (down over a week)
+            line += f"; read the whole store again {team['resyncs']} time(s) after falling behind its changes"
     return Check("store", "ok" if st["reachable"] and following else "fail", line)

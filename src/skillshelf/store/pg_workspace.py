@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConflictError, StoreError
+from . import pg_changes
 from .pg_writes import lost, redact, refusal
 from .postgres import PgStore, _psycopg
 
@@ -330,20 +331,39 @@ class PgWorkspace:
 
     # --- the change stream ----------------------------------------------------------------
     def last_change(self) -> int:
-        row = self._one("SELECT COALESCE(MAX(seq), 0) FROM changes")
+        """The stream's position: its highest change number (never below what was pruned, so
+        a reader starting here never takes the pruned part for a gap of its own)."""
+        row = self._one("SELECT GREATEST(COALESCE(MAX(seq), 0), COALESCE((SELECT value::bigint FROM meta "
+                        "WHERE key = %s), 0)) FROM changes", (pg_changes.HORIZON,))
         return int(row[0]) if row else 0
 
     def recent_seqs(self, after: int) -> list[int]:
         return [int(r[0]) for r in self._all("SELECT seq FROM changes WHERE seq > %s ORDER BY seq", (int(after),))]
 
-    def changes(self, after: int, also: Iterable[int] = (), limit: int = 10_000) -> list[tuple[int, str, str]]:
+    def pruned_through(self) -> int:
+        """The highest change number pruned so far (0: none)."""
+        with self.tx() as conn:
+            return pg_changes.horizon(conn)
+
+    def changes(self, after: int, also: Iterable[int] = (),
+                limit: int = 10_000) -> tuple[list[tuple[int, str, str]], int]:
         """(seq, kind, key) committed after ``after``, and those of ``also`` (numbers below
         it not seen yet: a transaction that took its number earlier may commit later),
-        oldest first."""
-        return [(int(s), k, key) for s, k, key in self._all(
-            "SELECT seq, kind, key FROM changes WHERE seq > %s OR seq = ANY(%s) ORDER BY seq LIMIT %s",
-            (int(after), [int(x) for x in also], int(limit)))]
+        oldest first; with the highest number pruned so far. Rows above ``after`` (or of
+        ``also``) at or below that number may be gone unread: the reader has a gap."""
+        with self.tx() as conn:
+            rows = conn.execute("SELECT seq, kind, key FROM changes WHERE seq > %s OR seq = ANY(%s) "
+                                "ORDER BY seq LIMIT %s", (int(after), [int(x) for x in also], int(limit))).fetchall()
+            # read after the rows (each statement sees what was committed when it began): a
+            # prune that removed a row before the rows were read had committed, with its
+            # horizon, before this read, so a gap is never missed (at worst one is seen that
+            # the rows above had covered; under a stricter isolation both share one snapshot)
+            through = pg_changes.horizon(conn)
+        return [(int(s), k, key) for s, k, key in rows], through
 
+    def prune_changes(self, **kw: Any) -> pg_changes.Pruned:
+        """Prune the change stream's old rows (``pg_changes.prune``)."""
+        return pg_changes.prune(self.pg, **kw)
 
 def refused(url: str, exc: BaseException) -> StoreError:
     reason = " ".join(str(exc).split())[:300] or type(exc).__name__

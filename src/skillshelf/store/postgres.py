@@ -5,7 +5,9 @@ changelog, overlays, drafts, usage logs, learning memory, the judge log and the 
 each server keeps the search index it needs in its own local SQLite file, rebuilt from here.
 A change committed by one server is announced on the ``skillshelf_changes`` channel
 (LISTEN/NOTIFY) and recorded in ``changes`` with a sequence number, so a server that missed a
-notification (a restart, a dropped connection) catches up from the last number it saw.
+notification (a restart, a dropped connection) catches up from the last number it saw; the
+stream's old rows are pruned (``pg_changes``), and a server behind the pruned part reads
+everything again instead.
 
 Only imported when a ``postgresql://`` store is configured: psycopg is not needed otherwise.
 The schema is a list of ordered, named migrations like the SQLite one (``pg_migrations``)."""

@@ -66,9 +66,10 @@ class Team:
     def open(cls, config: Any, **kw: Any) -> Team:
         return cls(config, **kw)
 
-    def subscribe(self, kind: str, fn: Callable[[list[str]], object]) -> None:
+    def subscribe(self, kind: str, fn: Callable[[list[str] | None], object]) -> None:
         """Call ``fn(keys)`` when other servers commit changes of ``kind`` (e.g. "overlay",
-        with the skill ids: ``PgOverlays.refresh``)."""
+        with the skill ids: ``PgOverlays.refresh``), and ``fn(None)`` when this server fell
+        behind the pruned part of the change stream (read every key of the kind again)."""
         self.mirror.subscribe(kind, fn)
 
     def adopt(self, names: list[str], *, author: str = "", reason: str = "") -> dict[str, int | None]:
@@ -87,10 +88,12 @@ class Team:
 
     def status(self) -> dict[str, Any]:
         """For ``doctor``: whether this server follows the change stream, the last change it
-        has seen, and how long ago it last read the stream."""
+        has seen, how long ago it last read the stream, and how often it fell behind the
+        stream's pruned part and brought everything in again."""
         seen = self.mirror.last_seen
         return {"following": self.mirror.following, "last_change": self.mirror._last,
-                "seconds_since_read": None if not seen else round(time.monotonic() - seen, 1)}
+                "seconds_since_read": None if not seen else round(time.monotonic() - seen, 1),
+                "resyncs": self.mirror.resyncs}
 
     def close(self) -> None:
         mirror = getattr(self, "mirror", None)

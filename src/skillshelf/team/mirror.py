@@ -8,7 +8,12 @@ The database is the truth; the folder follows it:
 - then the change stream: a notification (LISTEN/NOTIFY) wakes the follower as soon as another
   server commits, a poll every second catches one that was lost, and the skills and drafts
   named by new changes are brought in and handed to the indexer at once;
-- every ``RECONCILE`` seconds the whole folder is compared again (the safety net).
+- every ``RECONCILE`` seconds the whole folder is compared again (the safety net);
+- every ``PRUNE_EVERY`` seconds the follower prunes the stream's old rows
+  (``store.pg_changes``: older than a week and not among the newest 10,000). A follower whose
+  last number is below what was pruned (a server down longer than that) cannot know what it
+  missed: it brings everything in again, as a fresh start does, and tells its subscribers
+  that anything of their kind may have changed.
 
 A change number can be committed after a higher one (transactions take their numbers in one
 order and commit in another): numbers skipped are asked for again for ``GAP_WAIT`` seconds.
@@ -56,6 +61,9 @@ class Mirror:
     RECONCILE = 300.0
     GAP_WAIT = 30.0
     POLL = 1.0
+    # a prune is one cheap query when there is nothing to delete; once an hour keeps the table
+    # near its bound (a week of changes, at least the newest 10,000) without adding load
+    PRUNE_EVERY = 3600.0
 
     def __init__(self, ws: PgWorkspace, *, workspace: Path, drafts: Path, set_aside: Path,
                  index: Callable[[list[Path]], None] | None = None):
@@ -69,10 +77,13 @@ class Mirror:
         self._last = 0
         self._missing: dict[int, float] = {}     # change numbers skipped: first seen missing at
         self._retry: set[tuple[str, str]] = set()
+        self._retry_all: set[str] = set()        # kinds whose subscribers must read everything again
+        self._pruned: float | None = None        # when this server last pruned the stream (monotonic)
+        self.resyncs = 0                         # times it fell behind the pruned part and read everything
         self._reconciled = 0.0
         self._closed = False
         self._warned: set[str] = set()
-        self._subscribers: dict[str, list[Callable[[list[str]], object]]] = {}
+        self._subscribers: dict[str, list[Callable[[list[str] | None], object]]] = {}
         self.following = False
         self.last_seen = 0.0                     # when the follower last read the stream (monotonic)
 
@@ -301,24 +312,32 @@ class Mirror:
         return all(_digest(folder / rel) == digest for rel, digest in want.items())
 
     # --- following the change stream --------------------------------------------------------
+    def _position(self) -> tuple[int, dict[int, float]]:
+        """The stream's position now, and the numbers below it not committed yet (a
+        transaction still open), to be awaited: those of the last 1000, above what was pruned
+        (a number pruned is no gap of ours: bringing everything in covers it)."""
+        last = self.ws.last_change()
+        floor = max(0, last - 1000, self.ws.pruned_through())
+        recent = set(self.ws.recent_seqs(floor))
+        now = time.monotonic()
+        return last, {s: now for s in range(floor + 1, last + 1) if s not in recent}
+
     def start(self, *, follow: bool = True) -> list[Path]:
         """Bring everything in, then (``follow``) follow the change stream in a daemon thread.
         The stream's position is taken first: whatever commits meanwhile is seen twice,
         never missed."""
-        self._last = self.ws.last_change()
-        # numbers below the position not committed yet (a transaction still open) are awaited
-        recent = set(self.ws.recent_seqs(max(0, self._last - 1000)))
-        now = time.monotonic()
-        self._missing = {s: now for s in range(max(1, self._last - 1000 + 1), self._last + 1) if s not in recent}
+        self._last, self._missing = self._position()
         changed = self.pull_all(alone=True)
         if follow:
             self.following = True
             self.ws.pg.listen(self.wake, poll=self.POLL)
         return changed
 
-    def subscribe(self, kind: str, fn: Callable[[list[str]], object]) -> None:
+    def subscribe(self, kind: str, fn: Callable[[list[str] | None], object]) -> None:
         """Call ``fn(keys)`` in the follower with the keys of each batch of changes of
-        ``kind`` (e.g. "overlay": the skill ids whose overlay another server changed)."""
+        ``kind`` (e.g. "overlay": the skill ids whose overlay another server changed), and
+        ``fn(None)`` when this server fell behind the pruned part of the stream: any key of
+        that kind may have changed, read them all again."""
         self._subscribers.setdefault(kind, []).append(fn)
 
     def wake(self) -> None:
@@ -344,12 +363,41 @@ class Mirror:
                 except Exception as exc:  # noqa: BLE001 -- the follower must go on; the next sync catches up
                     if not self._closed:    # (a sync stopped by the library closing is no failure)
                         print(f"skillshelf: indexing the team store's changes failed: {exc}", file=sys.stderr)
+            self._prune()
+
+    def _prune(self) -> None:
+        """Prune the change stream's old rows, at most once per ``PRUNE_EVERY`` seconds
+        (the first time at the follower's first pass), and at the next passes while a backlog
+        is left (each call stays under a second, so following is never held up for long). In
+        its own short transactions, after this pass: a failure (a role without DELETE, the
+        store away) is said once and tried again at the next turn, and following goes on."""
+        now = time.monotonic()
+        if self._closed or (self._pruned is not None and now - self._pruned < self.PRUNE_EVERY):
+            return
+        self._pruned = now
+        try:
+            if self.ws.prune_changes().more:
+                self._pruned = None
+        except (SkillshelfError, OSError) as exc:
+            self._warn("prune", f"pruning the team store's change stream failed ({exc}); it grows until a "
+                                "later try succeeds")
+            return
+        self._warned.discard("prune")
 
     def _catch_up(self) -> list[Path]:
         paths: list[Path] = []
         todo = set(self._retry)
+        everything = set(self._retry_all)
         while True:
-            rows = self.ws.changes(self._last, sorted(self._missing))
+            rows, through = self.ws.changes(self._last, sorted(self._missing))
+            if through > self._last or any(s <= through for s in self._missing):
+                # rows this server never read were pruned: what they said is lost, so the
+                # store is read whole as at a fresh start (skills, drafts, and every
+                # subscriber's kind); the changes named so far are covered by that
+                paths += self._resync(through)
+                todo = set()
+                everything = set(self._subscribers)
+                break
             fresh = [r for r in rows if r[0] > self._last]
             for seq, kind, key in rows:
                 self._missing.pop(seq, None)
@@ -368,6 +416,7 @@ class Mirror:
         cutoff = time.monotonic() - self.GAP_WAIT
         self._missing = {s: t for s, t in self._missing.items() if t >= cutoff}
         self._retry = set()
+        self._retry_all = set()
         others: dict[str, list[str]] = {}
         for kind, key in sorted(todo):
             try:
@@ -376,19 +425,38 @@ class Mirror:
                         paths.append(self.workspace / key)
                 elif kind == "draft":
                     self.pull_draft(key)
-                elif kind in self._subscribers:
+                elif kind in self._subscribers and kind not in everything:
                     others.setdefault(kind, []).append(key)
             except (SkillshelfError, OSError, ValueError) as exc:
                 self._retry.add((kind, key))
                 self._warn(f"pull:{key}", f"cannot bring {key} in from the team store ({exc}); trying again")
-        for kind, keys in others.items():
+        # None: every key of the kind (``subscribe``)
+        tell: list[tuple[str, list[str] | None]] = [*others.items(),
+                                                    *((k, None) for k in sorted(everything & set(self._subscribers)))]
+        for kind, keys in tell:
             for fn in self._subscribers[kind]:
                 try:
                     fn(keys)
                 except Exception as exc:  # noqa: BLE001 -- one subscriber's failure must not stop the stream
-                    self._retry.update((kind, k) for k in keys)
+                    if keys is None:
+                        self._retry_all.add(kind)
+                    else:
+                        self._retry.update((kind, k) for k in keys)
                     self._warn(f"{kind}:{fn!r}", f"following the team store's {kind} changes failed ({exc}); "
                                                  "trying again")
+        return paths
+
+    def _resync(self, through: int) -> list[Path]:
+        """Bring everything in again, as :meth:`start` does: the position is taken first and
+        kept only once the whole folder has been compared (a pass that fails leaves the gap in
+        place, so the next pass tries again). Returns the skill folders that changed."""
+        print(f"skillshelf: this server last read change {self._last} of the team store, and changes up to "
+              f"{through} have been pruned since (kept: a week, and the newest 10,000): bringing everything in "
+              "again", file=sys.stderr)
+        last, missing = self._position()
+        paths = self.pull_all()
+        self._last, self._missing = last, missing
+        self.resyncs += 1
         return paths
 
     def _warn(self, key: str, message: str) -> None:
