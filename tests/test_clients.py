@@ -488,10 +488,11 @@ def test_the_cli_offers_every_client():
 
 def test_cli_install_on_a_team_store_writes_the_token_and_the_server_it_starts_acts_as_it(tmp_path, pg_url):
     """On a team store the entry must carry the token its server acts as (and the store, when
-    it comes from this shell): without one, or with one the store does not know, install
-    refuses in one line; the token and the URL's password never reach stdout; the file is
-    made readable by its owner only; and the server the client would start answers as that
-    token, over a real MCP stdio session."""
+    it comes from this shell): without one, with one the store does not know, or into a
+    project's file, install refuses in one line; the token and the URL never reach the output
+    (a new token's, an old one's, an uninstall's); the file and its backups are readable by
+    their owner only; and the server the client would start answers as that token, over a
+    real MCP stdio session."""
     import anyio
     from mcp import Client, StdioServerParameters
 
@@ -501,38 +502,44 @@ def test_cli_install_on_a_team_store_writes_the_token_and_the_server_it_starts_a
     scheme, rest = pg_url.split("://", 1)
     user, host = rest.split("@", 1)
     url = f"{scheme}://{user}:s3cret-pw@{host}"   # (the throwaway cluster trusts every connection)
-    p = sk("--home", str(lib), "--store", url, "tokens", "add", "ann", "--role", "agent", home=home, cwd=proj)
-    assert p.returncode == 0, p.stderr
-    token = p.stdout.splitlines()[-1]
-    base = ("--home", str(lib), "--store", url, "install", "claude-code", "--scope", "project")
+    tokens = []
+    for who in ("ann", "bob"):
+        p = sk("--home", str(lib), "--store", url, "tokens", "add", who, "--role", "agent", home=home, cwd=proj)
+        assert p.returncode == 0, p.stderr
+        tokens.append(p.stdout.splitlines()[-1])
+    ann, bob = tokens
+    base = ("--home", str(lib), "--store", url, "install", "claude-code")
+    cfg = home / ".claude.json"
 
-    p = sk(*base, home=home, cwd=proj)
+    def shown(p):   # nothing secret in what a person sees
+        said = p.stdout + p.stderr
+        assert ann not in said and bob not in said and "s3cret-pw" not in said and url not in said, said
+        return p
+
+    p = shown(sk(*base, home=home, cwd=proj))
     assert p.returncode == 1 and "no token was given" in one_line(p) and "SKILLSHELF_TOKEN" in p.stderr
-    p = sk(*base, home=home, cwd=proj, env={"SKILLSHELF_TOKEN": "x" * 43})
+    p = shown(sk(*base, home=home, cwd=proj, env={"SKILLSHELF_TOKEN": "x" * 43}))
     assert p.returncode == 1 and "does not know this token" in one_line(p) and "tokens add" in p.stderr
-    assert not (proj / ".mcp.json").exists()
-    p = sk("--home", str(lib), "install", "claude-code", "--scope", "project", "--token", token, home=home, cwd=proj)
+    p = shown(sk(*base, "--scope", "project", home=home, cwd=proj, env={"SKILLSHELF_TOKEN": ann}))
+    assert p.returncode == 1 and "--scope user" in one_line(p)
+    assert not cfg.exists() and not (proj / ".mcp.json").exists()
+    p = sk("--home", str(lib), "install", "claude-code", "--token", ann, home=home, cwd=proj)
     assert p.returncode == 1 and "--token is for a team store" in one_line(p)
     # (a token in this shell's environment is simply not used for a local library)
-    p = sk("--home", str(lib), "install", "claude-code", "--scope", "project", "--dry-run", home=home, cwd=proj,
-           env={"SKILLSHELF_TOKEN": token})
+    p = sk("--home", str(lib), "install", "claude-code", "--dry-run", home=home, cwd=proj,
+           env={"SKILLSHELF_TOKEN": ann})
     assert p.returncode == 0 and "SKILLSHELF_TOKEN" not in p.stdout, p.stdout + p.stderr
 
-    p = sk(*base, "--dry-run", home=home, cwd=proj, env={"SKILLSHELF_TOKEN": token})
-    assert p.returncode == 0, p.stderr
-    assert "SKILLSHELF_TOKEN" in p.stdout and "<hidden>" in p.stdout
-    assert token not in p.stdout + p.stderr and "s3cret-pw" not in p.stdout + p.stderr
-    assert not (proj / ".mcp.json").exists()
+    p = shown(sk(*base, "--dry-run", home=home, cwd=proj, env={"SKILLSHELF_TOKEN": ann}))
+    assert p.returncode == 0 and "SKILLSHELF_TOKEN" in p.stdout and "<hidden>" in p.stdout
+    assert not cfg.exists()
 
-    p = sk(*base, "--json", home=home, cwd=proj, env={"SKILLSHELF_TOKEN": token})
+    p = shown(sk(*base, "--json", home=home, cwd=proj, env={"SKILLSHELF_TOKEN": ann}))
     assert p.returncode == 0, p.stderr
-    assert token not in p.stdout and "s3cret-pw" not in p.stdout
     assert json.loads(p.stdout)["entry"]["env"]["SKILLSHELF_TOKEN"] == "<hidden>"
-    cfg = proj / ".mcp.json"
     assert stat.S_IMODE(cfg.stat().st_mode) == 0o600
     entry = json.loads(cfg.read_text())["mcpServers"]["skillshelf"]
-    assert entry["env"] == {"SKILLSHELF_HOME": str(lib.absolute()), "SKILLSHELF_STORE": url,
-                            "SKILLSHELF_TOKEN": token}
+    assert entry["env"] == {"SKILLSHELF_HOME": str(lib.absolute()), "SKILLSHELF_STORE": url, "SKILLSHELF_TOKEN": ann}
 
     # what the client starts: the entry's command, arguments and environment, nothing of this shell's
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
@@ -548,21 +555,43 @@ def test_cli_install_on_a_team_store_writes_the_token_and_the_server_it_starts_a
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT client FROM queries").fetchall() == [("ann",)]
 
-    # a local reinstall takes the token and the store out of the entry
-    p = sk("--home", str(lib), "install", "claude-code", "--scope", "project", home=home, cwd=proj)
-    assert p.returncode == 0, p.stderr
+    # another person's token: the old one is hidden in the diff too; a loosened file is made private again
+    p = shown(sk(*base, "--dry-run", home=home, cwd=proj, env={"SKILLSHELF_TOKEN": bob}))
+    assert p.returncode == 0 and p.stdout.count("<hidden>") >= 2
+    os.chmod(cfg, 0o644)
+    p = shown(sk(*base, home=home, cwd=proj, env={"SKILLSHELF_TOKEN": ann}))
+    assert p.returncode == 0 and "nothing to change" in p.stdout and stat.S_IMODE(cfg.stat().st_mode) == 0o600
+
+    # uninstalling: the removed entry is not printed with its secrets, and the backup (which holds them) is private
+    os.chmod(cfg, 0o644)
+    p = shown(sk("uninstall", "claude-code", "--json", home=home, cwd=proj))
+    assert p.returncode == 0 and json.loads(p.stdout)["entry"]["env"]["SKILLSHELF_TOKEN"] == "<hidden>"
+    assert backups(cfg) and all(stat.S_IMODE(b.stat().st_mode) == 0o600 for b in backups(cfg)
+                                if ann in b.read_text())
+
+    # a local install over a team entry says it drops the store and the token
+    shown(sk(*base, home=home, cwd=proj, env={"SKILLSHELF_TOKEN": ann}))
+    p = shown(sk("--home", str(lib), "install", "claude-code", home=home, cwd=proj))
+    assert p.returncode == 0 and "no longer carries SKILLSHELF_TOKEN and SKILLSHELF_STORE" in p.stdout
     assert json.loads(cfg.read_text())["mcpServers"]["skillshelf"]["env"] == {"SKILLSHELF_HOME": str(lib.absolute())}
 
 
-def test_a_short_store_password_is_hidden_only_inside_the_url(where, project):
-    """The password of a store URL is hidden where it stands in the URL, not wherever its
-    letters happen to appear in the file (a one-letter password would otherwise mangle it)."""
+@pytest.mark.parametrize("url", ["postgresql://team:a@db.example:5432/skills",
+                                 "postgresql://team:,@db.example/skills",
+                                 "postgresql://team:pw\\x@db.example/skills",
+                                 "postgresql://db.example/skills?user=team&password=sekrit"])
+@pytest.mark.parametrize("name", ["claude-code", "codex", "goose"])
+def test_a_store_url_and_token_are_hidden_whatever_their_letters_and_the_format(where, project, name, url):
+    """What is printed never shows the token or the store URL (a password may stand in its
+    user part or its query, be one letter, or need escaping in the file's format), and hiding
+    them leaves the rest of the text as it was."""
     from skillshelf.config import load
 
-    cfg = load(where.home / "lib", store="postgresql://team:a@db.example:5432/skills")
+    cfg = load(where.home / "lib", store=url)
     tok = "T" * 43
-    done = cl.install("claude-code", "project", config=cfg, project=project, token=tok, dry_run=True, where=where)
+    done = cl.install(name, "user", config=cfg, project=project, token=tok, dry_run=True, where=where)
     diff = done.config.diff()
-    assert "postgresql://team:<hidden>@db.example:5432/skills" in diff and tok not in diff
-    assert '"args"' in diff and "SKILLSHELF_HOME" in diff     # the other letters a are intact
-    assert done.as_dict()["entry"]["env"]["SKILLSHELF_STORE"] == "postgresql://team:<hidden>@db.example:5432/skills"
+    said = diff + json.dumps(done.as_dict())
+    assert tok not in said and "sekrit" not in said and ":a@" not in said and "pw\\" not in said, said
+    assert "SKILLSHELF_STORE" in diff and "SKILLSHELF_HOME" in diff and "serve" in diff
+    assert done.as_dict()["entry"][("envs" if name == "goose" else "env")]["SKILLSHELF_STORE"] == "<hidden>"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -262,23 +263,42 @@ class ConfigChange:
     entry: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
     backup: Path | None = None   # set by apply
-    # text the entry holds that must not be shown (a team token; ":password@" of a store URL),
-    # each with what is printed instead; the file (and its backup) is then written readable by
-    # its owner only
-    secrets: list[tuple[str, str]] = field(default_factory=list)
+    old: dict[str, Any] | None = None   # our entry as the file had it (None: none)
 
     @property
     def changed(self) -> bool:
         return self.after is not None and self.after != self.before
 
+    # A team token and a store URL (it may carry a password) are secrets: never printed (the
+    # diff, the entry, --json show <hidden>), and a file (or backup) that holds one is written
+    # readable by its owner only.
+    @property
+    def private(self) -> bool:
+        """The file as written holds a secret of ours."""
+        return self.action in ("add", "update", "unchanged") and bool(_secrets_of(self.entry))
+
+    @property
+    def held_private(self) -> bool:
+        """The file as it was held a secret of ours (its backup must not be readable by others)."""
+        return bool(_secrets_of(self.old))
+
     def hide(self, text: str) -> str:
-        for needle, shown in self.secrets:
-            text = text.replace(needle, shown)
-        return text
+        """``text`` with our secrets hidden: the value on each line that sets one (whatever the
+        format's quoting or escaping), and any other place a known one stands."""
+        known = [v for v in _secrets_of(self.entry) + _secrets_of(self.old) if len(v) >= 8]
+        out = []
+        for line in text.splitlines(keepends=True):
+            m = _SECRET_LINE.search(line)
+            if m:
+                line = line[:m.start(2)] + "<hidden>" + ("\n" if line.endswith("\n") else "")
+            for v in known:
+                line = line.replace(v, "<hidden>")
+            out.append(line)
+        return "".join(out)
 
     def shown_entry(self) -> dict[str, Any] | None:
         """The entry as it may be printed (secrets hidden)."""
-        return None if self.entry is None else json.loads(self.hide(json.dumps(self.entry)))
+        return _hidden_entry(self.entry)
 
     def diff(self) -> str:
         if not self.changed:
@@ -287,6 +307,33 @@ class ConfigChange:
                                                       (self.after or "").splitlines(keepends=True),
                                                       fromfile=str(self.path) if self.before is not None
                                                       else "/dev/null", tofile=str(self.path))))
+
+
+SECRET_ENV = ("SKILLSHELF_TOKEN", "SKILLSHELF_STORE")
+# a line of a client's file (JSON, TOML, YAML) that sets one of them: the key, then its value
+_SECRET_LINE = re.compile(r"""(["']?\b(?:SKILLSHELF_TOKEN|SKILLSHELF_STORE)\b["']?\s*[:=]\s*)(\S.*?)\s*$""")
+
+
+def _env_of(entry: Any) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        return {}
+    env = entry.get("env", entry.get("envs"))
+    return env if isinstance(env, dict) else {}
+
+
+def _secrets_of(entry: Any) -> list[str]:
+    env = _env_of(entry)
+    return [str(env[k]) for k in SECRET_ENV if env.get(k)]
+
+
+def _hidden_entry(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    if entry is None:
+        return None
+    out = dict(entry)
+    for key in ("env", "envs"):
+        if isinstance(out.get(key), dict):
+            out[key] = {k: ("<hidden>" if k in SECRET_ENV and v else v) for k, v in out[key].items()}
+    return out
 
 
 @dataclass
@@ -360,9 +407,10 @@ def plan_install(client: Client, scope: str, *, where: Where, project: Path, com
     table = _table(data, client, path)
     ours = entry_for(client, command, args, env)
     env_key = "envs" if client.name == "goose" else "env"
-    merged = merge_entry(table.get(SERVER_NAME), ours, env_key)
-    if SERVER_NAME in table and table[SERVER_NAME] == merged:
-        return ConfigChange(client, scope, path, "unchanged", before, None, merged)
+    old = table.get(SERVER_NAME)
+    merged = merge_entry(old, ours, env_key)
+    if SERVER_NAME in table and old == merged:
+        return ConfigChange(client, scope, path, "unchanged", before, None, merged, old=old)
     action = "update" if SERVER_NAME in table else "add"
     new_data = dict(data)
     new_table = dict(table)
@@ -372,7 +420,11 @@ def plan_install(client: Client, scope: str, *, where: Where, project: Path, com
     after = bom + after
     if scope == "project" and client.project_note:
         notes.append(client.project_note)
-    return ConfigChange(client, scope, path, action, before, after, merged, notes + more)
+    gone = [k for k in SECRET_ENV if k in _env_of(old) and k not in _env_of(merged)]
+    if gone:
+        notes.append(f"the entry no longer carries {' and '.join(gone)}: its server opens this (local) library; "
+                     "install with --store URL (and your token) to keep the team store")
+    return ConfigChange(client, scope, path, action, before, after, merged, notes + more, old=old)
 
 
 def plan_uninstall(client: Client, scope: str, *, where: Where, project: Path) -> ConfigChange:
@@ -390,7 +442,8 @@ def plan_uninstall(client: Client, scope: str, *, where: Where, project: Path) -
     new_data[client.key] = new_table
     after, more = configtext.render(client.fmt, client.key, SERVER_NAME, path, text, new_data, None)
     after = bom + after
-    return ConfigChange(client, scope, path, "remove", before, after, table[SERVER_NAME], notes + more)
+    return ConfigChange(client, scope, path, "remove", before, after, table[SERVER_NAME], notes + more,
+                        old=table[SERVER_NAME])
 
 
 def teaching_skill_source() -> Path:
@@ -505,17 +558,15 @@ def install(client: str, scope: str, *, config: Any, project: Path | None = None
     if token and not config.store:
         raise ValidationError("--token is for a team store, and this library is local",
                               fix="leave out --token, or pass --store URL (or set store in the config)")
+    if token and scope == "project":
+        raise ValidationError("a token in a project's settings file is shared with everyone who reads the project "
+                              "(such files are often committed)",
+                              fix="install with --scope user (your own settings); or give the team an HTTP server, "
+                                  "each person sending their own token")
     env = server_env(config, write_policy, token)
     command, prefix = server_command()
     where = where or Where.current()
     ch = plan_install(c, scope, where=where, project=proj, command=command, args=[*prefix, "serve"], env=env)
-    # a token, and the password of a store URL the entry carries, are shown as <hidden>, and
-    # make the file readable by its owner only
-    from urllib.parse import urlsplit
-
-    # (the password is matched with the URL's ":" and "@" around it: a short one would match elsewhere)
-    password = urlsplit(env["SKILLSHELF_STORE"]).password if "SKILLSHELF_STORE" in env else None
-    ch.secrets = ([(token, "<hidden>")] if token else []) + ([(f":{password}@", ":<hidden>@")] if password else [])
     sk = plan_skill(c, scope, where=where, project=proj) if skill else None
     if not dry_run:
         apply(ch)
@@ -597,20 +648,37 @@ def _write(path: Path, text: str, mode: int | None = None) -> None:
 
 def apply(change: ConfigChange) -> ConfigChange:
     """Write the planned text: a backup of the previous file first (when there was one),
-    then the new text atomically. A change that changes nothing writes nothing."""
+    then the new text atomically. A change that changes nothing writes nothing (but a file
+    that holds a secret of ours and that others may read is made readable by its owner only)."""
     if not change.changed:
+        if change.private:
+            _tighten(change.path)
         return change
-    private = bool(change.secrets) or None
     if change.before is not None:
         try:
-            change.backup = write_backup(change.path, change.before, private=private)
+            change.backup = write_backup(change.path, change.before, private=change.held_private or None)
         except OSError as exc:
             from .errors import WriteError
 
             raise WriteError(f"cannot write a backup of {change.path}: {exc.strerror or exc}; nothing was changed",
                              fix=f"check that {change.path.parent} is writable") from None
-    _write(change.path, change.after or "", mode=0o600 if private else None)
+    _write(change.path, change.after or "", mode=0o600 if change.private else None)
     return change
+
+
+def _tighten(path: Path) -> None:
+    """Make a file readable by its owner only, if others may read it now."""
+    import stat as _stat
+
+    from .errors import WriteError
+
+    try:
+        target = path.resolve()
+        if _stat.S_IMODE(target.stat().st_mode) & 0o077:
+            os.chmod(target, 0o600)
+    except OSError as exc:
+        raise WriteError(f"{path} holds a secret and cannot be made private: {exc.strerror or exc}",
+                         fix=f"run `chmod 600 {path}`") from None
 
 
 def apply_skill(change: SkillChange) -> SkillChange:

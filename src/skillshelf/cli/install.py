@@ -119,7 +119,7 @@ def install(
     _show_config_change(ch, dry_run)
     if sk is not None:
         _show_skill_change(sk, dry_run)
-    if ch.secrets and ch.changed and not dry_run:
+    if ch.private and ch.changed and not dry_run:
         out.print(f"  the entry holds a secret (your token): {ch.path.name} is now readable by you only")
     if state.roots:
         err.print("note: --root applies to one command; the server will not see it: save roots with "
