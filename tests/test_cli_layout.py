@@ -68,8 +68,11 @@ def test_no_circle_between_the_console_script_the_cli_and_the_services():
     for p, names in by_file.items():
         if p.parent.name == "cli":
             assert "skillshelf.entry" not in names, p
-    assert not {n for n in by_file[SRC / "launch.py"] if n.startswith(("skillshelf.cli", "skillshelf.entry"))}
-    assert not {n for n in by_file[SRC / "clients.py"] if n.startswith(("skillshelf.cli", "skillshelf.entry"))}
+    def cli_or_entry(n: str) -> bool:   # the module or a module in it (skillshelf.client_files is neither)
+        return any(n == m or n.startswith(m + ".") for m in ("skillshelf.cli", "skillshelf.entry"))
+
+    assert not {n for n in by_file[SRC / "launch.py"] if cli_or_entry(n)}
+    assert not {n for n in by_file[SRC / "clients.py"] if cli_or_entry(n)}
 
 
 def test_no_module_of_the_cli_is_over_700_lines():
