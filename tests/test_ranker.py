@@ -50,6 +50,20 @@ def test_why_names_the_signal_that_lifts_a_hit_and_nothing_for_an_average_one():
     assert MODEL.why(y) == ""
 
 
+def test_why_never_says_meaning_for_a_hit_far_in_meaning():
+    """In a small library every skill is near the top of the embedding list: a hit whose
+    cosine is below the floor of a likely match is not "ranked high by meaning"."""
+    from skillshelf import confidence
+
+    col = {f: i for i, f in enumerate(ranker.FEATURES)}
+    x = MODEL.mean.copy()
+    x[col["dense_rank"]] = x[col["dense_score"]] = 1.0   # first in the embedding list
+    x[col["cos"]] = x[col["cos_meta"]] = 0.6
+    assert "meaning" in MODEL.why(x)
+    x[col["cos"]] = x[col["cos_meta"]] = x[col["cos_body"]] = confidence.cosine_floor() - 0.2
+    assert "meaning" not in MODEL.why(x)
+
+
 def test_a_hit_the_ranker_rates_unlikely_to_be_useful_is_not_a_likely_match():
     assert MODEL.useful > 0
     terms = MODEL.match_range[1][-1]

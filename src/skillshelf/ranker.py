@@ -80,6 +80,10 @@ _SAY = {
 # Not given as a reason: the same for every candidate (about the request), or a sum of the
 # signals that are named themselves (the fused rank: the word and meaning lists).
 _ABOUT_REQUEST = (FEATURES.index("no_words"), FEATURES.index("request_terms"), FEATURES.index("rrf"))
+# Reasons that speak of meaning: not given for a hit whose cosine is below the floor of a likely
+# match (in a small library every skill is "ranked high by meaning", however far its meaning is)
+_OF_MEANING = tuple(FEATURES.index(f) for f in ("dense_rank", "dense_score", "cos", "cos_meta", "cos_body",
+                                                "cos_x_cover"))
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,8 @@ class Model:
         x = np.clip(x, self.span[0], self.span[1])
         part = np.where((self.weights > 0) & (x > self.mean), self.weights * (x - self.mean) / self.scale, 0.0)
         part[:, list(_ABOUT_REQUEST)] = 0.0
+        far = x[:, FEATURES.index("cos")] < confidence.cosine_floor()
+        part[np.ix_(far, list(_OF_MEANING))] = 0.0
         out = []
         for row, xs, order in zip(part, x, np.argsort(-part, axis=1)[:, :6].tolist()):
             said = dict.fromkeys(_SAY[FEATURES[i]](float(xs[i])) for i in order if row[i] > 0.25)
