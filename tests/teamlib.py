@@ -22,7 +22,7 @@ def team_library(home: Path, url: str, *, follow: bool = True, embedder: str = "
     lib = Library(home=home, store=url, embedder=FakeEmbedder() if fake else embedder, **settings)
     if not follow:
         lib._team.close()
-        lib._team = Team.open(lib.config, pg=lib._shared.team, index=lambda paths: lib.indexer.sync(embed=True),
+        lib._team = Team.open(lib.config, pg=lib._shared.team, index=lambda paths: lib.indexer.sync(embed=True, only=paths),
                               follow=False)
         lib._team.subscribe("overlay", lib._overlays.refresh)
     lib.sync()

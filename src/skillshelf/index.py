@@ -26,7 +26,7 @@ from . import overlay as overlaymod
 from . import skill as skillmod
 from .errors import StoreError
 from .files import MAX_SKILL_BYTES, FileRefused, read_bounded
-from .sources import Found, Root, discover
+from .sources import Found, Root, discover, in_scope, path_in_scope
 from .store import Store, now
 from .store.meta import IndexMeta
 from .store.skills import SkillIndex
@@ -102,13 +102,15 @@ class Interrupted(KeyboardInterrupt):
         self.report = report
 
 
-def scan(roots: list[Root], exclude: tuple = ()) -> tuple[list[Found], list[str]]:
+def scan(roots: list[Root], exclude: tuple = (), only: list[tuple[Root, str]] | None = None) \
+        -> tuple[list[Found], list[str]]:
     """Every SKILL.md of every root; ``exclude``: folders never walked into from a
-    read-only root (the library's home, whose workspace is a root of its own)."""
+    read-only root (the library's home, whose workspace is a root of its own). ``only``:
+    the SKILL.md files of these (root, folder) parts (``sources.scope``) instead."""
     found: list[Found] = []
     notes: list[str] = []
-    for root in roots:
-        f, n = discover(root, () if root.kind == "workspace" else exclude)
+    for root, rel in [(r, ".") for r in roots] if only is None else only:
+        f, n = discover(root, () if root.kind == "workspace" else exclude, rel)
         found.extend(f)
         notes.extend(n)
     return found, notes
@@ -130,8 +132,11 @@ BATCH_MIN, BATCH_MAX = 500, 5_000
 
 def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
          on_skill: Callable[[skillmod.Skill], None] | None = None, exclude: tuple = (),
-         auditor=None) -> SyncReport:
-    """Bring the index up to date with the files; ``on_skill`` sees each added or changed
+         auditor=None, only: list[tuple[Root, str]] | None = None) -> SyncReport:
+    """Bring the index up to date with the files; ``only``: with the skill folders of these
+    (root, folder) parts (``sources.scope``) alone, their rows added, changed or removed as
+    a whole sync would, every other row left as it is (and the sync not marked as done:
+    ``IndexMeta.last_sync`` is a whole one's). ``on_skill`` sees each added or changed
     skill as it is indexed (a ``Prefetch``). ``auditor`` (an ``auditing.Auditor``): each added
     or changed skill is audited in the transaction that indexes it, and the audit of a skill
     removed or become invalid is dropped in the one that removes it (``report.audited``,
@@ -151,7 +156,7 @@ def sync(store: Store, roots: list[Root], *, progress: Progress | None = None,
     t0 = time.perf_counter()
     report = SyncReport()
     try:
-        _sync(store, roots, report, progress, on_skill, exclude, auditor)
+        _sync(store, roots, report, progress, on_skill, exclude, auditor, only)
     except KeyboardInterrupt as exc:
         report.seconds = time.perf_counter() - t0
         if isinstance(exc, Interrupted):
@@ -197,22 +202,25 @@ class _CtrlC:
 
 
 def _sync(store: Store, roots: list[Root], report: SyncReport, progress: Progress | None,
-          on_skill: Callable[[skillmod.Skill], None] | None, exclude: tuple, auditor=None) -> None:
+          on_skill: Callable[[skillmod.Skill], None] | None, exclude: tuple, auditor=None, only=None) -> None:
     with _CtrlC() as ctrl_c:
-        _sync_files(store, roots, report, progress, on_skill, exclude, ctrl_c, auditor)
+        _sync_files(store, roots, report, progress, on_skill, exclude, ctrl_c, auditor, only)
         ctrl_c.check()
 
 
 def _sync_files(store: Store, roots: list[Root], report: SyncReport, progress: Progress | None,
                 on_skill: Callable[[skillmod.Skill], None] | None, exclude: tuple, ctrl_c: _CtrlC,
-                auditor=None) -> None:
-    found, report.notes = scan(roots, exclude)
+                auditor=None, only: list[tuple[Root, str]] | None = None) -> None:
+    found, report.notes = scan(roots, exclude, only)
     ctrl_c.check()
     skills = SkillIndex(store)
     meta = IndexMeta(store)
+    # the rows this sync answers for: every row, or those of the ``only`` folders
+    under = None if only is None else [(f"{r.label}:{rel}", f"{r.label}:" if rel == "." else f"{r.label}:{rel}/")
+                                       for r, rel in only]
     # A first look outside any transaction, to skip unchanged files cheaply; re-checked below.
-    snapshot = skills.file_states()
-    invalid_rows = skills.invalid_files()
+    snapshot = skills.file_states(under)
+    invalid_rows = {p: r for p, r in skills.invalid_files().items() if only is None or path_in_scope(p, only)}
     seen_ids: set[str] = set()
     seen_invalid: set[str] = set()
     todo: list[Found] = []
@@ -276,19 +284,20 @@ def _sync_files(store: Store, roots: list[Root], report: SyncReport, progress: P
     try:
         with store.tx() as tx:
             # rows whose file is gone, decided on the rows as they are now
-            for rowid, sid in skills.all_ids(tx):
-                if sid not in seen_ids:
+            for rowid, sid in skills.all_ids(tx, under):
+                if sid not in seen_ids and (only is None or in_scope(sid, only)):
                     _delete_rowid(tx, rowid)
                     report.removed += 1
                     if auditor is not None:
                         auditor.forget(sid, tx)
                         report.forgotten.append(sid)
             for path in skills.invalid_paths(tx):
-                if path not in seen_invalid:
+                if path not in seen_invalid and (only is None or path_in_scope(path, only)):
                     skills.clear_invalid(tx, path)
             if report.added + report.updated + report.removed > changed_before:
                 meta.bump_generation()
-            meta.mark_synced(now())
+            if only is None:
+                meta.mark_synced(now())
     except KeyboardInterrupt:
         report._restore(at_end)
         raise

@@ -35,7 +35,7 @@ from . import index as indexmod
 from .config import Config
 from .errors import ConflictError, EmbedderError, StoreError
 from .search import Searcher, SearchResult
-from .sources import Root
+from .sources import Root, scope
 from .store import Store
 from .store.records import SkillRows
 from .store.vectors import VectorStore
@@ -49,6 +49,7 @@ RESCAN = 600.0           # the safety net's full rescan while watching (seconds)
 UNWATCHED_RESCAN = 60.0  # ... while some root has no file-system events at all
 TICK = 0.1               # the background thread's look at the watcher, and how fast it stops
 GROUP = 1.0              # changes arriving in a burst (a git pull) are synced together, after at most this
+ONLY_MAX = 500           # a sync told of more skill folders than this scans every root instead
 
 
 class Stopped(ConflictError):
@@ -171,18 +172,26 @@ class Indexer:
 
     # --- syncing --------------------------------------------------------------------
     def sync(self, *, progress=None, embed: bool = True, embed_progress=None,
-             full: bool = True) -> indexmod.SyncReport:
+             full: bool = True, only=None) -> indexmod.SyncReport:
         """Bring the index up to date with the files (every root), then embed what lacks a
         vector (``embed``). ``progress``/``embed_progress`` see (done, total) of the files and
         of the texts. Stops with ``Stopped`` at the next file or batch once ``close`` is called.
         ``full``: every skill's other files are looked at too (a stat each; the audit re-reads
         only what changed) and pinned collections are checked whole; otherwise only the skills
-        whose SKILL.md changed are (the query path's and the watcher's syncs)."""
+        whose SKILL.md changed are (the query path's and the watcher's syncs).
+
+        ``only``: the skill folders known to have changed (a team store's follower): only their
+        skills are indexed, audited (their other files too) and checked against pins, as a full
+        sync would; the other rows, the watcher's changes and the rescan schedule are left
+        alone (None, or more than ``ONLY_MAX`` folders: every root)."""
         with self._sync_lock:
             self._check_stop()
             t0 = time.perf_counter()
             cfg = self._config()
-            self._changes()           # what the watcher saw so far is covered by this scan
+            parts = None if only is None or len(only) > ONLY_MAX else \
+                scope(self._roots(), only, exclude=(cfg.home,))
+            if parts is None:
+                self._changes()       # what the watcher saw so far is covered by this scan
             # A local model embeds the changed skills while the lexical index is being built.
             emb = self.embedder.unloaded() if embed else None
             pre = indexmod.Prefetch(self.store, emb, cfg.search.body_vector_tokens) \
@@ -192,7 +201,7 @@ class Indexer:
                 try:
                     report = indexmod.sync(self.store, self._roots(), progress=self._stoppable(progress),
                                            on_skill=pre.add if pre else None, exclude=(cfg.home,),
-                                           auditor=self._auditor)
+                                           auditor=self._auditor, only=parts)
                 except BaseException:
                     # interrupted (Ctrl-C, closing): the texts still queued for the model are not
                     # waited for (at a first index, minutes of them); those embedded are kept
@@ -203,21 +212,26 @@ class Indexer:
             finally:
                 self._prefetch = None
             self._check_stop()
-            self._supply_chain(report, full)
+            self._supply_chain(report, full and parts is None, scoped=parts is not None)
             self._clean_temp_files(report, cfg)
             if embed:
                 self.embed_pending(report, self._stoppable(embed_progress), ready)
-            self._last_check = self._last_full = time.monotonic()
-            self._synced = True
+            if parts is None:
+                self._last_check = self._last_full = time.monotonic()
+                self._synced = True
             report.seconds = time.perf_counter() - t0    # the whole sync, embedding included
             return report
 
-    def _supply_chain(self, report: indexmod.SyncReport, full: bool) -> None:
+    def _supply_chain(self, report: indexmod.SyncReport, full: bool, scoped: bool = False) -> None:
         """The supply chain's step after a sync (audits of bundled files, pinned collections);
-        a failure there is a note of the sync, never its end."""
+        a failure there is a note of the sync, never its end. ``scoped``: a sync of some
+        folders (``report.present`` holds their skills only)."""
         if self._after_sync is None or self.store.read_only:
             return
         try:
+            if scoped:
+                self._after_sync(report.audited, report.forgotten, report.present, full=False, scoped=True)
+                return
             self._after_sync(report.audited, report.forgotten, report.present, full=full)
             if full:
                 self._files_seen = time.monotonic()

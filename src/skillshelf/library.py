@@ -120,7 +120,8 @@ class Library:
             from .team import Team
 
             try:
-                self._team = Team.open(self.config, pg=shared.team, index=lambda paths: self.indexer.sync(embed=True))
+                # a change from another server: its skill folders alone are indexed (None: all)
+                self._team = Team.open(self.config, pg=shared.team, index=lambda p: self.indexer.sync(only=p))
                 self._team.subscribe("overlay", shared.overlays.refresh)
             except BaseException:
                 shared.close()

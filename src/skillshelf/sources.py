@@ -159,11 +159,12 @@ MAX_WALK_DIRS = 200_000
 MAX_WALK_DEPTH = 24
 
 
-def discover(root: Root, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], list[str]]:
+def discover(root: Root, exclude: tuple[Path, ...] = (), under: str = ".") -> tuple[list[Found], list[str]]:
     """Every SKILL.md under ``root``; symlinks followed once (loop-safe). Folders in
     ``exclude`` (the library's own home: drafts, history and the database are never skills)
     are skipped. The walk stops after ``MAX_WALK_DIRS`` folders, with a note saying so.
-    Returns (found, notes).
+    ``under``: only the folder at this path relative to the root (a ``scope`` part), with the
+    ids and paths a walk of the whole root gives it. Returns (found, notes).
 
     The walk is ``os.walk``'s (top-down, folders in name order, symlinks followed), written
     out over ``os.scandir`` with paths as strings: an unchanged sync walks every root, and
@@ -184,7 +185,12 @@ def discover(root: Root, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], l
     walked = 0
     label = f"{root.label}:"
     sep = os.sep
-    stack: list[tuple[str, str, int]] = [(os.fspath(base), ".", 0)]   # folder, its rel, its depth
+    start, depth0 = os.fspath(base), 0
+    for part in ([] if under == "." else under.split("/")):
+        # the folders above it, as a whole walk would have seen them first
+        seen.update((st.st_dev, st.st_ino) for st in [_stat(Path(start))] if st is not None)
+        start, depth0 = f"{start}{sep}{part}", depth0 + 1
+    stack: list[tuple[str, str, int]] = [(start, under, depth0)]   # folder, its rel, its depth
     while stack:
         dirpath, rel, depth = stack.pop()
         try:
@@ -243,6 +249,48 @@ def discover(root: Root, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], l
         for d in sorted((d for d in dirs if d not in SKIP_DIRS), reverse=True):
             stack.append((f"{dirpath}{sep}{d}", d if rel == "." else f"{rel}/{d}", depth + 1))
     return found, notes
+
+
+def scope(roots: list[Root], folders, exclude: tuple[Path, ...] = ()) -> list[tuple[Root, str]]:
+    """(root, folder path relative to it) of each of ``folders`` inside a root (in each root
+    that holds it): what a walk of that root would reach there. A folder no walk reaches (under
+    a skipped or excluded folder, too deep, outside every root) is left out: it can hold no
+    indexed skill."""
+    out: list[tuple[Root, str]] = []
+    for folder in folders:
+        forms = {os.path.abspath(folder), os.path.realpath(folder)}
+        for root in roots:
+            rel = None
+            for base in {os.path.abspath(root.path), os.path.realpath(root.path)}:
+                for f in forms:
+                    if f == base:
+                        rel = "."
+                    elif f.startswith(base.rstrip(os.sep) + os.sep):
+                        rel = f[len(base.rstrip(os.sep)) + 1:].replace(os.sep, "/")
+            if rel is None:
+                continue
+            parts = [] if rel == "." else rel.split("/")
+            if any(p in SKIP_DIRS for p in parts) or len(parts) > MAX_WALK_DEPTH:
+                continue
+            real = Path(os.path.realpath(folder))
+            if root.kind != "workspace" and any(real == Path(os.path.realpath(x)) or
+                                                 Path(os.path.realpath(x)) in real.parents for x in exclude):
+                continue
+            out.append((root, rel))
+    return list(dict.fromkeys(out))
+
+
+def in_scope(skill_id: str, parts: list[tuple[Root, str]]) -> bool:
+    """Whether the skill id is of a folder at or under one of the scope's parts."""
+    return any(skill_id == f"{r.label}:{rel}" or skill_id.startswith(f"{r.label}:" if rel == "." else
+                                                                      f"{r.label}:{rel}/") for r, rel in parts)
+
+
+def path_in_scope(path: str, parts: list[tuple[Root, str]]) -> bool:
+    """Whether a SKILL.md path (as ``discover`` writes them) is at or under one of the parts."""
+    sep = os.sep
+    return any(path.startswith((os.fspath(r.path) if rel == "." else
+                                f"{os.fspath(r.path)}{sep}{rel.replace('/', sep)}") + sep) for r, rel in parts)
 
 
 def _stat(p: Path):

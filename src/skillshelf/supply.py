@@ -184,17 +184,27 @@ class SupplyChain:
     UPGRADE_BATCH = 500
 
     def after_sync(self, skills: list[tuple[str, str]], removed: Iterable[str] = (), present=None, *,
-                   full: bool = False) -> None:
+                   full: bool = False, scoped: bool = False) -> None:
         """After a sync. ``skills`` (id, SKILL.md path): already audited in the sync's
         transactions (only their pins are checked); ``removed``: ids gone from the index;
         ``present``: every skill indexed now. ``full``: the other skills' files are looked at
         too (a stat each, a read of what changed) and pinned collections checked whole.
         A library indexed before audits existed (skills without one) has them all audited
-        here once."""
+        here once. ``scoped``: a sync of some folders, ``present`` their skills only: those
+        are looked at and checked against their pins as a full sync would, the rest is left."""
         removed = list(removed)
         done = {sid for sid, _ in skills}
         for sid in removed:
             self.auditor.forget(sid)          # (a sync without an auditor leaves them)
+        if scoped:
+            present = list(present or ())
+            self.auditor.refresh([(sid, p) for sid, p in present if sid not in done])
+            if self.pins.roots():
+                for sid, path in {**dict(present), **dict(skills)}.items():
+                    self.pins.check(sid, path)
+                for sid in removed:
+                    self.pins.check(sid, None)
+            return
         if present is not None and not self._upgraded:
             self._upgraded = True
             have = self.auditor.audits.audited_ids()

@@ -37,6 +37,19 @@ def _chunks(values: list, n: int = IN_CHUNK) -> Iterator[list]:
         yield values[i:i + n]
 
 
+def _under(sql: str, under: list[tuple[str, str]] | None) -> tuple[str, list[str]]:
+    """``sql`` limited to the ids equal to ``id`` or starting with ``prefix`` of one of the
+    (id, prefix) pairs (a range on the id's unique index); None: every row."""
+    if under is None:
+        return sql, []
+    if not under:
+        return sql + " WHERE 0", []
+    params: list[str] = []
+    for sid, prefix in under:
+        params += [sid, prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)]
+    return sql + " WHERE " + " OR ".join(["(id = ? OR (id >= ? AND id < ?))"] * len(under)), params
+
+
 class SkillIndex:
     """The skill rows and the invalid-file list as ``index.sync`` writes them. Methods that
     take ``tx`` run inside the caller's transaction; the others read on their own."""
@@ -45,9 +58,11 @@ class SkillIndex:
         self.store = store
 
     # --- reads outside a transaction (a first look; re-checked inside it) --------------
-    def file_states(self) -> dict[str, tuple[int, int]]:
-        """Skill id -> (mtime_ns, size) of the file each row was indexed from."""
-        return {r[0]: (r[1], r[2]) for r in self.store.db.execute("SELECT id, mtime_ns, size FROM skills")}
+    def file_states(self, under: list[tuple[str, str]] | None = None) -> dict[str, tuple[int, int]]:
+        """Skill id -> (mtime_ns, size) of the file each row was indexed from; ``under``: only
+        the ids equal to or starting with one of these (id, prefix) pairs."""
+        sql, params = _under("SELECT id, mtime_ns, size FROM skills", under)
+        return {r[0]: (r[1], r[2]) for r in self.store.db.execute(sql, params)}
 
     def invalid_files(self) -> dict[str, dict[str, Any]]:
         """Path -> the invalid-file row (``INVALID_COLUMNS``) of every file that could not be indexed."""
@@ -67,9 +82,10 @@ class SkillIndex:
         return out
 
     @staticmethod
-    def all_ids(tx) -> list[tuple[int, str]]:
-        """(rowid, id) of every row, as the rows are now."""
-        return [(r[0], r[1]) for r in tx.execute("SELECT rowid, id FROM skills")]
+    def all_ids(tx, under: list[tuple[str, str]] | None = None) -> list[tuple[int, str]]:
+        """(rowid, id) of every row (``under``: as in ``file_states``), as the rows are now."""
+        sql, params = _under("SELECT rowid, id FROM skills", under)
+        return [(r[0], r[1]) for r in tx.execute(sql, params)]
 
     @staticmethod
     def insert(tx, values: dict[str, Any]) -> int:

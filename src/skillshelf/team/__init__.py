@@ -39,10 +39,11 @@ def team_paths(home: Path) -> dict[str, Path]:
 class Team:
     """The team parts of one library (see the module's text). ``pg``: the team store's
     ``PgStore`` when the library has one open already (it is then not closed here);
-    ``index(paths)``: called with the skill folders a change from another server rewrote;
+    ``index(paths)``: called with the skill folders a change from another server rewrote
+    (None: the whole folder was compared again and something changed: sync everything);
     ``follow``: follow the change stream (a server), or only bring everything in now."""
 
-    def __init__(self, config: Any, *, pg: Any = None, index: Callable[[list[Path]], None] | None = None,
+    def __init__(self, config: Any, *, pg: Any = None, index: Callable[[list[Path] | None], None] | None = None,
                  follow: bool = True):
         from ..store.postgres import PgStore
 

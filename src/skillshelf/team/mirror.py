@@ -7,8 +7,9 @@ The database is the truth; the folder follows it:
   deleted meanwhile is removed);
 - then the change stream: a notification (LISTEN/NOTIFY) wakes the follower as soon as another
   server commits, a poll every second catches one that was lost, and the skills and drafts
-  named by new changes are brought in and handed to the indexer at once;
-- every ``RECONCILE`` seconds the whole folder is compared again (the safety net);
+  named by new changes are brought in and handed to the indexer at once (those folders only);
+- every ``RECONCILE`` seconds the whole folder is compared again (the safety net), and when
+  that brought anything in, the indexer is asked for a whole sync;
 - every ``PRUNE_EVERY`` seconds the follower prunes the stream's old rows
   (``store.pg_changes``: older than a week and not among the newest 10,000). A follower whose
   last number is below what was pruned (a server down longer than that) cannot know what it
@@ -56,7 +57,8 @@ def _digest(path: Path) -> str | None:
 
 class Mirror:
     """The folders ``workspace`` and ``drafts`` kept equal to the team store ``ws``;
-    ``index(paths)`` is told which skill folders changed (the library syncs them)."""
+    ``index(paths)`` is told which skill folders changed (the library syncs them), or
+    ``index(None)`` when the whole folder was compared and something changed (sync it all)."""
 
     RECONCILE = 300.0
     GAP_WAIT = 30.0
@@ -66,7 +68,7 @@ class Mirror:
     PRUNE_EVERY = 3600.0
 
     def __init__(self, ws: PgWorkspace, *, workspace: Path, drafts: Path, set_aside: Path,
-                 index: Callable[[list[Path]], None] | None = None):
+                 index: Callable[[list[Path] | None], None] | None = None):
         self.ws = ws
         self.workspace = Path(workspace)
         self.drafts = Path(drafts)
@@ -81,6 +83,7 @@ class Mirror:
         self._pruned: float | None = None        # when this server last pruned the stream (monotonic)
         self.resyncs = 0                         # times it fell behind the pruned part and read everything
         self._reconciled = 0.0
+        self._compared = False                   # the whole folder was compared (``pull_all``)
         self._closed = False
         self._warned: set[str] = set()
         self._subscribers: dict[str, list[Callable[[list[str] | None], object]]] = {}
@@ -295,6 +298,7 @@ class Mirror:
                 changed.append(entry)
         self.pull_drafts()
         self._reconciled = time.monotonic()
+        self._compared = True
         return changed
 
     @staticmethod
@@ -348,6 +352,7 @@ class Mirror:
         with self._follow_lock:
             if self._closed:
                 return
+            self._compared = False
             try:
                 paths = self._catch_up()
                 if time.monotonic() - self._reconciled >= self.RECONCILE:
@@ -359,7 +364,8 @@ class Mirror:
             self.last_seen = time.monotonic()
             if paths and self.index is not None and not self._closed:
                 try:
-                    self.index(sorted(set(paths)))
+                    # after a whole comparison (the safety net, a resync) every root is synced
+                    self.index(None if self._compared else sorted(set(paths)))
                 except Exception as exc:  # noqa: BLE001 -- the follower must go on; the next sync catches up
                     if not self._closed:    # (a sync stopped by the library closing is no failure)
                         print(f"skillshelf: indexing the team store's changes failed: {exc}", file=sys.stderr)
