@@ -24,6 +24,15 @@ def write_skill(root: Path, rel: str, name: str | None = None, description: str 
     return p
 
 
+def write_later(p: Path, text: str) -> None:
+    """Write ``text`` to ``p`` with a modification time clearly later than before (a coarse
+    clock cannot hide the change from a sync)."""
+    before = p.stat().st_mtime_ns if p.exists() else 0
+    p.write_text(text, encoding="utf-8")
+    t = max(before, p.stat().st_mtime_ns) + 2_000_000_000
+    os.utime(p, ns=(t, t))
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"

@@ -3,12 +3,32 @@ PostgreSQL database, opened through the facade (``Library(store=url)``)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.evolve import ReviewQueue
 from skillshelf.team import Team
+
+BODY = "## When to Use\n\nWhen a browser blocks an API call.\n\n## Solution\n\nSend the CORS headers.\n"
+
+
+def until(pred, timeout: float = 5.0) -> float | None:
+    """Seconds until ``pred()`` holds, or None after ``timeout`` (another server's change
+    arrives through the change stream, within a second or so)."""
+    t0 = time.monotonic()
+    while True:
+        if pred():
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            return None
+        time.sleep(0.01)
+
+
+def found(lib: Library, query: str, name: str) -> bool:
+    """Whether a search of ``lib`` (not logged) lists the skill ``name``."""
+    return any(h.name == name for h in lib.search(query, log=False).hits)
 
 
 def team_library(home: Path, url: str, *, follow: bool = True, embedder: str = "fake", **settings) -> Library:

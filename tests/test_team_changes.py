@@ -7,26 +7,13 @@ missing a change."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from conftest import write_skill
-from teamlib import close, team_library
+from teamlib import BODY, close, team_library, until
 
 from skillshelf.store import pg_changes
 from skillshelf.store.postgres import PgStore
-
-BODY = "## When to Use\n\nWhen a browser blocks an API call.\n\n## Solution\n\nSend the CORS headers.\n"
-
-
-def until(pred, timeout: float = 5.0) -> float | None:
-    t0 = time.monotonic()
-    while True:
-        if pred():
-            return time.monotonic() - t0
-        if time.monotonic() - t0 > timeout:
-            return None
-        time.sleep(0.02)
 
 
 def sql(url: str, query: str, params: tuple = ()) -> list[tuple]:

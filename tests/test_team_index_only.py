@@ -5,29 +5,11 @@ copy of the same name then wins there), and the other's roots are never walked f
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from conftest import write_skill
-from teamlib import close, team_library
+from teamlib import BODY, close, found, team_library, until
 
 from skillshelf import index as indexmod
-
-BODY = "## When to Use\n\nWhen a browser blocks an API call.\n\n## Solution\n\nSend the CORS headers.\n"
-
-
-def until(pred, timeout: float = 5.0) -> float | None:
-    t0 = time.monotonic()
-    while True:
-        if pred():
-            return time.monotonic() - t0
-        if time.monotonic() - t0 > timeout:
-            return None
-        time.sleep(0.02)
-
-
-def found(lib, query: str, name: str) -> bool:
-    return any(h.name == name for h in lib.search(query, log=False).hits)
 
 
 @pytest.fixture

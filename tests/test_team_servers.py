@@ -14,10 +14,9 @@ import textwrap
 import time
 from pathlib import Path
 
-from teamlib import close, team_library
+from teamlib import BODY, close, team_library
 
 TESTS = Path(__file__).resolve().parent
-BODY = "## When to Use\n\nWhen a browser blocks an API call.\n\n## Solution\n\nSend the CORS headers.\n"
 
 WORKER = textwrap.dedent("""
     import json, sys, threading

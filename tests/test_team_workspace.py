@@ -11,27 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from teamlib import close, review, team_library
+from teamlib import BODY, close, found, review, team_library, until
 
 from skillshelf.errors import ConflictError, NotFoundError, StoreError, ValidationError
 from skillshelf.files import MAX_RESOURCE_BYTES
-
-BODY = "## When to Use\n\nWhen a browser blocks an API call.\n\n## Solution\n\nSend the CORS headers.\n"
-
-
-def until(pred, timeout: float = 2.0) -> float | None:
-    """Seconds until ``pred()`` holds, or None after ``timeout``."""
-    t0 = time.monotonic()
-    while True:
-        if pred():
-            return time.monotonic() - t0
-        if time.monotonic() - t0 > timeout:
-            return None
-        time.sleep(0.01)
-
-
-def found(lib, query: str, name: str) -> bool:
-    return any(h.name == name for h in lib.search(query, log=False).hits)
 
 
 @pytest.fixture
@@ -55,7 +38,7 @@ def test_a_skill_saved_through_one_server_is_found_on_another_within_2s(servers,
     a, b = servers
     assert not found(b, "fix CORS errors in an API", "cors-fix")
     a.save("ARCHIVE", name="cors-fix", description="Fix CORS errors in API routes", body=BODY, author="ann")
-    took = until(lambda: found(b, "fix CORS errors in an API", "cors-fix"))
+    took = until(lambda: found(b, "fix CORS errors in an API", "cors-fix"), timeout=2.0)
     assert took is not None, "the skill saved through A never reached B's search"
     # B's copy is the committed bytes, and B reads it like any workspace skill
     assert (b.config.workspace / "cors-fix" / "SKILL.md").read_bytes() == \

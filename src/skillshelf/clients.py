@@ -543,8 +543,7 @@ def install(client: str, scope: str, *, config: Any, project: Path | None = None
     other servers kept, a backup written first) and, with ``skill``, put the teaching skill in
     its skills folder. ``config``: the library's settings (its home goes into the entry when
     it is not the default one). ``token``: on a team store, the token the client's server acts
-    as (required there; the caller checks that the store knows it). A dry run plans and
-    writes nothing."""
+    as (required there, and checked against the store). A dry run plans and writes nothing."""
     from .errors import ConfigError
 
     c = get_client(client)
@@ -562,6 +561,8 @@ def install(client: str, scope: str, *, config: Any, project: Path | None = None
                               "(such files are often committed)",
                               fix="install with --scope user (your own settings); or give the team an HTTP server, "
                                   "each person sending their own token")
+    if token:
+        _check_token(config.store, token)
     env = server_env(config, write_policy, token)
     command, prefix = server_command()
     where = where or Where.current()
@@ -572,6 +573,21 @@ def install(client: str, scope: str, *, config: Any, project: Path | None = None
         if sk is not None:
             apply_skill(sk)
     return Installation(ch, sk, dry_run)
+
+
+def _check_token(url: str, token: str) -> None:
+    """Refuse a token the team store does not know: in the client it would fail on every call."""
+    from .store.postgres import PgStore
+    from .store.tokens import Tokens
+
+    pg = PgStore(url, max_size=1)
+    try:
+        known = Tokens(pg).verify(token)
+    finally:
+        pg.close()
+    if known is None:
+        raise ConfigError("the team store does not know this token (mistyped, or revoked)",
+                          fix="use your own token: an admin makes one with `skillshelf tokens add NAME --role ROLE`")
 
 
 def uninstall(client: str, scope: str, *, project: Path | None = None, skill: bool = True, dry_run: bool = False,

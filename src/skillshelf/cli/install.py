@@ -95,7 +95,6 @@ def install(
     """Add the skillshelf MCP server to an agent client's configuration (merged into the file,
     other servers kept, a backup written first) and put the teaching skill in its skills folder.
     On a team store the entry carries your token (the file is then made readable by you only)."""
-    from ..errors import ConfigError
     from ..library import Library
 
     cfg = _config()
@@ -103,13 +102,6 @@ def install(
     source = ctx.get_parameter_source("token")      # (an enum of the click copy typer runs on)
     if not cfg.store and getattr(source, "name", "") == "ENVIRONMENT":
         token = None    # a team user's SKILLSHELF_TOKEN in this shell: not for a local library's client
-    if cfg.store and token:
-        # a token the store does not know would only fail later, in the client, on every call
-        with Library(config=cfg) as lib:
-            if lib.verify_token(token) is None:
-                raise ConfigError("the team store does not know this token (mistyped, or revoked)",
-                                  fix="use your own token: an admin makes one with `skillshelf tokens add NAME "
-                                      "--role ROLE`")
     done = Library.install_client(client.value, scope.value, config=cfg, project=project, write_policy=write_policy,
                                   skill=not no_skill, dry_run=dry_run, token=token)
     if json_out:
