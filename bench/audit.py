@@ -30,11 +30,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from skillshelf import audit
-from skillshelf.auditing import Auditor, audit_folder
-from skillshelf.pins import Pins
-from skillshelf.sources import Root, discover
+from skillshelf.catalog.roots import Root, discover
 from skillshelf.store import Store
+from skillshelf.supply import file_audit as audit
+from skillshelf.supply.pins import Pins
+from skillshelf.supply.skill_audit import Auditor, audit_folder
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -68,7 +68,7 @@ def open_library(home: Path, corpus: Path, **kw):
 
 def seed(lib, corpus: Path, n: int, days: int = 60, seed_value: int = 7) -> dict:
     """A simulated usage log, a workspace skill with three versions and two drafts (once)."""
-    from skillshelf import usage as usagemod
+    from skillshelf.usage import log as usagemod
 
     db = lib.store.db
     if db.execute("SELECT COUNT(*) FROM queries").fetchone()[0]:

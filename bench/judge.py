@@ -37,7 +37,7 @@ from quality import load_requests, measure, summarize  # noqa: E402
 
 from skillshelf import Library  # noqa: E402
 from skillshelf.config import JudgeConfig  # noqa: E402
-from skillshelf.judge_backends import make_backend  # noqa: E402
+from skillshelf.judge.backends import make_backend  # noqa: E402
 
 
 def pct(values: list[float], p: float) -> float | None:

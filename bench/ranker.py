@@ -85,7 +85,7 @@ def fit(data: dict, qids: list[str], c: float, method: str = "pairwise"):
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    from skillshelf import ranker
+    from skillshelf.search import ranker
 
     # each signal is used from its 1st percentile to the highest value the fit sees
     # (ranker.Model.logit): a rare low value (an empty body) weighs as an uncommon one, not more
@@ -147,7 +147,7 @@ def pairwise_logistic(d: np.ndarray, w: np.ndarray, c: float) -> np.ndarray:
     below by 0 (L-BFGS-B, scipy)."""
     from scipy.optimize import minimize
 
-    from skillshelf import ranker
+    from skillshelf.search import ranker
 
     def loss(beta):
         z = d @ beta
@@ -166,7 +166,7 @@ def fit_match(lib: Library, reqs: list[dict], target: float) -> tuple[np.ndarray
     """The likely-match model (confidence.py) fitted on these requests as the library now
     ranks them (a request is served unless it is a gap), and the cut that flags at most
     ``target`` of their served requests, and the range of each feature the fit saw."""
-    from skillshelf import confidence
+    from skillshelf.search import confidence
 
     hits, y = [], []
     for r in reqs:

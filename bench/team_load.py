@@ -23,8 +23,8 @@ there, under its client's token name.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import asyncio
+import contextlib
 import json
 import os
 import random

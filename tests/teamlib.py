@@ -8,7 +8,7 @@ from pathlib import Path
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.evolve import ReviewQueue
+from skillshelf.evolution.evolve import ReviewQueue
 from skillshelf.team import Team
 
 BODY = "## When to Use\n\nWhen a browser blocks an API call.\n\n## Solution\n\nSend the CORS headers.\n"

@@ -81,3 +81,101 @@ def test_library_is_a_facade_not_a_mixin_tower():
     tree = ast.parse((PKG / "library.py").read_text(encoding="utf-8"))
     lib = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Library")
     assert lib.bases == [], "Library composes its services; it inherits from none"
+
+
+# --- the layout: a folder per part -------------------------------------------------------------
+CORE = {"errors", "version", "text", "files", "skill", "config", "net", "access", "checks"}
+TOP = CORE | {"library", "entry"}                      # the core values, the facade, the console script
+PARTS = ["store", "embeddings", "catalog", "usage", "search", "evolution", "supply", "judge", "team", "onboarding"]
+
+
+def test_the_top_level_holds_only_core_values_the_facade_and_the_entry_point():
+    top = {p.stem for p in PKG.glob("*.py")} - {"__init__"}
+    assert top == TOP, f"put these modules in a part: {sorted(top - TOP)}; missing: {sorted(TOP - top)}"
+    assert {p.name for p in PKG.iterdir() if (p / "__init__.py").exists()} == set(PARTS) | {"cli", "mcp", "web"}
+
+
+def test_each_part_says_what_it_owns_and_what_it_may_use():
+    """The ``May use:`` line of each part's docstring names exactly the parts its contract allows."""
+    contracts = {c["id"]: c for c in _contracts()}
+    for part in PARTS + ["mcp"]:
+        doc = ast.get_docstring(ast.parse((PKG / part / "__init__.py").read_text(encoding="utf-8"))) or ""
+        assert "May use:" in doc, f"{part}/__init__.py: say what the part owns and what it may use"
+        if part == "mcp":
+            continue
+        contract = contracts[f"part-{part}"]
+        forbidden = {m.split(".")[1] for m in contract["forbidden_modules"]}
+        allowed = set(PARTS) - forbidden - {part}
+        may_use = doc.split("May use:", 1)[1]
+        named = {p for p in PARTS if f"``{p}``" in may_use}
+        assert named == allowed, (part, "docstring names", named, "contract allows", allowed)
+
+
+def test_every_part_has_its_own_contract():
+    ids = {c["id"] for c in _contracts()}
+    assert {f"part-{p}" for p in PARTS} <= ids
+
+
+def test_no_two_modules_of_the_core_and_the_parts_read_as_the_same():
+    """A name says what a module does; the same name twice (``history`` here and ``history`` there) makes a
+    reader open both. ``store/`` names its modules after what they store, the adapters after what they serve."""
+    seen: dict[str, str] = {}
+    clashes = []
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(PKG)
+        if p.stem == "__init__" or rel.parts[0] in ("store", "cli", "web", "mcp"):
+            continue
+        if p.stem in seen:
+            clashes.append(f"{seen[p.stem]} and {rel}")
+        seen.setdefault(p.stem, str(rel))
+    assert not clashes, clashes
+
+
+def test_the_shared_state_is_typed_by_protocols():
+    tree = ast.parse((PKG / "store" / "__init__.py").read_text(encoding="utf-8"))
+    shared = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Shared")
+    fields = {n.target.id: ast.unparse(n.annotation) for n in shared.body if isinstance(n, ast.AnnAssign)}
+    assert "Any" not in " ".join(fields.values()), fields
+
+
+def test_both_stores_satisfy_the_protocols(tmp_path):
+    """Every method a protocol names exists on the SQLite class and on its PostgreSQL twin, with the same
+    parameters (the type checker in CI checks the facade's use of them)."""
+    import inspect
+
+    from skillshelf.store import (
+        catalog,
+        judge,
+        learning,
+        overlay,
+        pg_judge,
+        pg_learning,
+        pg_overlay,
+        pg_usage,
+        protocols,
+        usage,
+    )
+
+    pairs = {protocols.UsageLogStore: (usage.UsageLog, pg_usage.PgUsageLog),
+             protocols.UsageReadStore: (catalog.UsageReads, pg_usage.PgUsageReads),
+             protocols.LearningStore: (learning.LearningMemory, pg_learning.PgLearningMemory),
+             protocols.JudgeLogStore: (judge.JudgeLog, pg_judge.PgJudgeLog),
+             protocols.OverlayStore: (overlay.Overlays, pg_overlay.PgOverlays)}
+    for proto, classes in pairs.items():
+        names = [n for n, v in vars(proto).items() if callable(v) and not n.startswith("_")]
+        assert names, proto
+        for cls in classes:
+            for n in names:
+                assert hasattr(cls, n), f"{cls.__name__} lacks {n} of {proto.__name__}"
+                want = list(inspect.signature(getattr(proto, n)).parameters)
+                have = list(inspect.signature(getattr(cls, n)).parameters)
+                assert have == want, (cls.__name__, n, have, want)
+
+
+def test_the_type_check_passes():
+    exe = shutil.which("mypy") or str(Path(sys.executable).with_name("mypy"))
+    if not Path(exe).exists():
+        pytest.skip("mypy is not installed (pip install -e '.[test]')")
+    r = subprocess.run([exe, "src/skillshelf/store", "src/skillshelf/library.py"], cwd=REPO, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]

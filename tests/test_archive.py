@@ -17,14 +17,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
-from skillshelf import archive as ar
-from skillshelf import unpack
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.errors import ConflictError, NotFoundError, ValidationError
-
-from conftest import write_skill
+from skillshelf.onboarding import importer as ar, unpack
 
 SCRIPT = Path(sys.executable).with_name("skillshelf")
 if not SCRIPT.exists():

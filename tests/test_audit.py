@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from skillshelf import audit, audit_scan, auditing
-from skillshelf.audit import RULES, Finding, audit_bytes, audit_text, risk, visible
-from skillshelf.auditing import Auditor, audit_folder, walk_skill
 from skillshelf.store import Store
+from skillshelf.supply import file_audit as audit, scan as audit_scan, skill_audit as auditing
+from skillshelf.supply.file_audit import RULES, Finding, audit_bytes, audit_text, risk, visible
+from skillshelf.supply.skill_audit import Auditor, audit_folder, walk_skill
 
 FIXTURES = Path(__file__).parent / "fixtures" / "audit"
 
@@ -461,7 +461,7 @@ def test_audit_bytes_of_text_that_is_not_utf8():
 def test_a_fetch_piped_into_a_shell_at_the_end_of_a_sentence_is_caught():
     """Prose ends a sentence after the shell: `... | bash.` runs the download as surely as
     `... | bash`; a file named like a shell's script is not a shell."""
-    from skillshelf.audit import audit_text
+    from skillshelf.supply.file_audit import audit_text
 
     def rules(line):
         return [(f.rule, f.severity) for f in audit_text("---\nname: n\ndescription: d\n---\n\n" + line + "\n")]

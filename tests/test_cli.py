@@ -1,11 +1,10 @@
 import json
 import shutil
 
+from conftest import write_skill
 from typer.testing import CliRunner
 
 from skillshelf.cli import app
-
-from conftest import write_skill
 
 runner = CliRunner()
 
@@ -183,8 +182,8 @@ def test_sync_shows_each_phase_and_the_whole_time(home, monkeypatch, capsys):
     import time
 
     from skillshelf.cli import common
-    from skillshelf.index import SyncReport
     from skillshelf.library import Library
+    from skillshelf.search.sync import SyncReport
 
     monkeypatch.setenv("SKILLSHELF_EMBEDDER", "fake")   # a model is configured (never loaded: sync is faked)
     screen = io.StringIO()

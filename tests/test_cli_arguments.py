@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import write_skill
 from test_cli_entry import one_line, sk
 

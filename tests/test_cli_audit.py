@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import write_skill
 
 SCRIPT = Path(sys.executable).with_name("skillshelf")

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import write_skill
 
 SCRIPT = Path(sys.executable).with_name("skillshelf")
@@ -157,7 +156,7 @@ def test_bytes_damaged_inside_a_stored_body_name_rebuild(lib_home):
 def test_mcp_message_for_a_damaged_value_names_rebuild():
     import sqlite3
 
-    from skillshelf.mcp_server import _message
+    from skillshelf.mcp.server import _message
 
     msg = _message(sqlite3.OperationalError("Could not decode to UTF-8 column 'body' with text 'ok\ufffd'"))
     assert "skillshelf rebuild" in msg

@@ -12,10 +12,11 @@ from pathlib import Path
 import skillshelf
 
 SRC = Path(skillshelf.__file__).parent
-ADAPTER = sorted((SRC / "cli").glob("*.py")) + [SRC / "entry.py", SRC / "launch.py"]
+ADAPTER = sorted((SRC / "cli").glob("*.py")) + [SRC / "entry.py", SRC / "mcp" / "launch.py"]
 # what an adapter may import (the servers: through their entry functions)
 ALLOWED = ("skillshelf.library", "skillshelf.errors", "skillshelf.version", "skillshelf.config", "skillshelf.net",
-           "skillshelf.text", "skillshelf.cli", "skillshelf.launch", "skillshelf.mcp_server", "skillshelf.web")
+           "skillshelf.text", "skillshelf.cli", "skillshelf.mcp.launch", "skillshelf.mcp.server",
+           "skillshelf.web")
 PENDING = "# facade: pending"    # a need the facade has not met yet, named on its line
 
 
@@ -42,10 +43,10 @@ def _imports(path: Path) -> list[tuple[str, int]]:
                 base = ".".join(anchor + ([node.module] if node.module else []))
             if base.split(".")[0] != "skillshelf":
                 continue
-            if node.module is None:      # from . import x: x is a module
-                found += [(f"{base}.{a.name}", node.lineno) for a in node.names]
-            else:
-                found.append((base, node.lineno))
+            for a in node.names:         # from pkg import x: x may be a module of pkg
+                sub = SRC.parent.joinpath(*f"{base}.{a.name}".split("."))
+                is_module = sub.with_suffix(".py").exists() or (sub / "__init__.py").exists()
+                found.append((f"{base}.{a.name}" if is_module or node.module is None else base, node.lineno))
     return found
 
 
@@ -64,19 +65,19 @@ def test_the_cli_imports_only_what_an_adapter_may():
 
 
 def test_no_circle_between_the_console_script_the_cli_and_the_services():
-    by_file = {p: {n for n, _ in _imports(p)} for p in [*ADAPTER, SRC / "clients.py"]}
+    by_file = {p: {n for n, _ in _imports(p)} for p in [*ADAPTER, SRC / "onboarding" / "clients.py"]}
     for p, names in by_file.items():
         if p.parent.name == "cli":
             assert "skillshelf.entry" not in names, p
-    def cli_or_entry(n: str) -> bool:   # the module or a module in it (skillshelf.client_files is neither)
+    def cli_or_entry(n: str) -> bool:   # the module or a module in it (skillshelf.onboarding.client_files is neither)
         return any(n == m or n.startswith(m + ".") for m in ("skillshelf.cli", "skillshelf.entry"))
 
-    assert not {n for n in by_file[SRC / "launch.py"] if cli_or_entry(n)}
-    assert not {n for n in by_file[SRC / "clients.py"] if cli_or_entry(n)}
+    assert not {n for n in by_file[SRC / "mcp" / "launch.py"] if cli_or_entry(n)}
+    assert not {n for n in by_file[SRC / "onboarding" / "clients.py"] if cli_or_entry(n)}
 
 
 def test_no_module_of_the_cli_is_over_700_lines():
-    for path in [*ADAPTER, SRC / "clients.py"]:
+    for path in [*ADAPTER, SRC / "onboarding" / "clients.py"]:
         n = len(path.read_text(encoding="utf-8").splitlines())
         assert n <= 700, (path.name, n)
 
@@ -85,7 +86,7 @@ def test_serve_starts_without_the_cli_toolkit_or_the_search_stack(tmp_path):
     """What is loaded when the console script hands over to the MCP server: the server answers
     tools/list before the library (and numpy, the model) is loaded."""
     code = ("import sys\n"
-            "from skillshelf import entry, mcp_server\n"
+            "from skillshelf import entry\nfrom skillshelf.mcp import server as mcp_server\n"
             "def serve(factory, **kw):\n"
             "    print(sorted(m for m in ('typer', 'rich', 'numpy', 'onnxruntime', 'skillshelf.cli', "
             "'skillshelf.library') if m in sys.modules))\n"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from skillshelf import clients as cl
 from skillshelf.errors import ConfigError, ValidationError
+from skillshelf.onboarding import clients as cl
 
 SCRIPT = Path(sys.executable).with_name("skillshelf")
 if not SCRIPT.exists():

@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from skillshelf import Library, confidence, ranker
+from skillshelf import Library
+from skillshelf.search import confidence, ranker
 
 MODEL = ranker.bundled()
 

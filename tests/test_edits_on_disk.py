@@ -10,12 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.errors import NotFoundError, ValidationError
 from skillshelf.skill import parse
-
-from conftest import write_skill
 
 BODY = "## When to Use\n\nwhen\n\n## Solution\n\nold solution\n"
 EDIT = "\n## Gotchas\n\nWritten by hand in an editor.\n"
@@ -189,7 +188,7 @@ def test_deprecate_keeps_a_hand_edit_first(tmp_path):
 def test_history_still_reads_when_a_change_on_disk_cannot_be_kept(tmp_path):
     import errno
 
-    from skillshelf.evolve import Evolver
+    from skillshelf.evolution.evolve import Evolver
 
     lib = make(tmp_path)
     lib.save("ARCHIVE", name="guide", description="A guide", body=BODY)

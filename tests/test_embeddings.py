@@ -1,16 +1,15 @@
-import sys
 import json
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.embeddings import available, create
 from skillshelf.errors import EmbedderError
-
-from conftest import write_skill
 
 
 class _Fake(BaseHTTPRequestHandler):
@@ -242,6 +241,7 @@ def _graph(where_fill: float):
 
 def test_derived_model_rewrites_are_exact_and_only_where_they_match():
     import onnxruntime as ort
+
     from skillshelf.embeddings.quantize import simplify
 
     x = (np.random.default_rng(0).normal(size=(2, 8)) * 3).astype(np.float32)

@@ -4,14 +4,12 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.errors import ConflictError, NotFoundError, PolicyError, ValidationError
-from skillshelf.errors import WriteError
-from skillshelf.evolve import merge_lessons
-
-from conftest import write_skill
+from skillshelf.errors import ConflictError, NotFoundError, PolicyError, ValidationError, WriteError
+from skillshelf.evolution.evolve import merge_lessons
 
 BODY = "# Title\n\n## When to Use\n\nwhen\n\n## Solution\n\nold solution\n\n## Lessons Learned\n\n- v1: first lesson\n"
 

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.config import JudgeConfig
 from skillshelf.embeddings.fake import FakeEmbedder
-
-from conftest import write_skill
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")

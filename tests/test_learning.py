@@ -9,15 +9,14 @@ import re
 
 import numpy as np
 import pytest
+from conftest import write_skill
 from typer.testing import CliRunner
 
 from skillshelf import Library
-from skillshelf import learning
 from skillshelf.cli import app
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.store.learning import LearningMemory
-
-from conftest import write_skill
+from skillshelf.usage import learning
 
 SKILLS = {
     "web/cors-fix": "Fix CORS errors in Next.js API routes and preflight OPTIONS requests",
@@ -342,9 +341,9 @@ def test_usage_and_learning_services_are_built_from_their_parts(lib):
     embedder, a name resolver): neither imports the other, nor the library."""
     import inspect
 
-    from skillshelf import usage
     from skillshelf.store.skill_refs import SkillRefs
     from skillshelf.store.usage import UsageLog
+    from skillshelf.usage import log as usage
 
     for module in (usage, learning):
         src = inspect.getsource(module)

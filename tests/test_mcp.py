@@ -9,13 +9,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import write_skill
 from mcp import Client
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.mcp_server import build_server
-
-from conftest import write_skill
+from skillshelf.mcp.server import build_server
 
 # each tool's parameters, in order, with their JSON types (the contract agents are written against)
 EXPECTED_PARAMS = {
@@ -208,15 +207,16 @@ def test_resources_prompt_and_skills_extension(home):
     run(main)
 
     # the SEP-2640 listing: frontmatter plus per-file sha256
-    from skillshelf.mcp_server import LibraryHandle, SkillsExtension
     import hashlib
+
+    from skillshelf.mcp.server import LibraryHandle, SkillsExtension
 
     h = LibraryHandle(lambda: Library(home, embedder="none"))
     ext = SkillsExtension(h)
     assert ext.identifier == "io.modelcontextprotocol/skills"
 
     async def listing():
-        from skillshelf.mcp_server import _ListParams
+        from skillshelf.mcp.server import _ListParams
         return await ext._list(None, _ListParams())
     data = run(listing)
     entry = [s for s in data["skills"] if s["frontmatter"]["name"] == "cors-fix-nextjs-api"][0]
@@ -347,7 +347,7 @@ def test_no_confident_match_says_not_to_force_a_skill(home):
 
 
 def test_the_closing_line_of_a_search():
-    from skillshelf.mcp_text import next_step
+    from skillshelf.mcp.replies import next_step
 
     line = next_step(confident=False, any_hits=True, query_id=4, read_only=False)
     assert line.startswith("no confident match (possible gap); query_id=4. None of these fits confidently: "
@@ -370,7 +370,7 @@ def test_a_resource_uri_with_a_control_character_is_invalid_params(home, uri, ca
     byte"} with a traceback in the log: it is a bad URI like any other (-32602)."""
     from mcp import MCPError
 
-    from skillshelf.mcp_server import LibraryHandle, SkillsExtension, _GetParams
+    from skillshelf.mcp.server import LibraryHandle, SkillsExtension, _GetParams
 
     async def main():
         async with Client(server_for(home)) as c:

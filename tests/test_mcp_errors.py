@@ -12,7 +12,7 @@ from mcp import Client
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.errors import StoreError
-from skillshelf.mcp_server import build_server
+from skillshelf.mcp.server import build_server
 
 
 @pytest.fixture

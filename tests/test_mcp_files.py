@@ -7,14 +7,13 @@ import os
 
 import anyio
 import pytest
+from conftest import write_skill
 from mcp import Client, MCPError
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.files import MAX_RESOURCE_BYTES
-from skillshelf.mcp_server import LibraryHandle, SkillsExtension, _ListParams, build_server
-
-from conftest import write_skill
+from skillshelf.mcp.server import LibraryHandle, SkillsExtension, _ListParams, build_server
 
 
 @pytest.fixture
@@ -119,7 +118,7 @@ def test_skills_extension_digests_are_bounded_reads(home, monkeypatch):
 
 
 def test_skills_extension_get_of_an_unknown_skill_is_not_found(home):
-    from skillshelf.mcp_server import _GetParams
+    from skillshelf.mcp.server import _GetParams
 
     ext = SkillsExtension(LibraryHandle(lambda: Library(home, embedder="none")))
     with pytest.raises(MCPError) as err:
@@ -133,8 +132,8 @@ def test_the_resources_service_on_its_own(tmp_path):
     """resources.SkillResources given what it reads: the URIs of nested skills resolve to the
     innermost skill, what cannot name a file is a ValidationError before any path is built,
     and the listing is read once per index generation."""
+    from skillshelf.catalog.resources import SkillResources, skill_uri
     from skillshelf.errors import NotFoundError, ValidationError
-    from skillshelf.resources import SkillResources, skill_uri
 
     root = tmp_path / "root"
     write_skill(root, "outer", description="the outer skill")

@@ -13,10 +13,10 @@ import pytest
 from mcp import Client
 
 from skillshelf import Library
-from skillshelf import index as indexmod
 from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.indexing import Indexer
-from skillshelf.mcp_server import build_server
+from skillshelf.mcp.server import build_server
+from skillshelf.search import sync as indexmod
+from skillshelf.search.indexer import Indexer
 
 WORDS = ("docker build cache layer image python test fixture cors header api route deploy kubernetes helm "
          "chart git commit rebase merge sql index query migration react hook state redux css grid").split()

@@ -16,7 +16,7 @@ import pytest
 
 from skillshelf import Library
 from skillshelf.errors import ConfigError
-from skillshelf.mcp_server import serve
+from skillshelf.mcp.server import serve
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}

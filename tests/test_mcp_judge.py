@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import anyio
 from mcp import Client
-
-from skillshelf.mcp_server import build_server
-
 from test_judge import QUERY, chat, make_lib, plain_names  # noqa: F401  (chat is a fixture)
+
+from skillshelf.mcp.server import build_server
 
 
 def _call(lib, args):

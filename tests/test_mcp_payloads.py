@@ -6,14 +6,13 @@ import json
 
 import anyio
 import pytest
+from conftest import write_skill
 from mcp import Client, MCPError
 
 import skillshelf
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.mcp_server import MAX_RESULT_CHARS, RESOURCES_PAGE, build_server
-
-from conftest import write_skill
+from skillshelf.mcp.server import MAX_RESULT_CHARS, RESOURCES_PAGE, build_server
 
 
 def _size(result) -> int:
@@ -153,7 +152,7 @@ def test_get_skill_pages_a_body_without_line_breaks_between_words(tmp_path):
 
 
 def test_a_page_cut_prefers_a_line_end_then_a_space():
-    from skillshelf.mcp_text import page_of
+    from skillshelf.mcp.replies import page_of
 
     text = "alpha beta\ngamma delta epsilon"
     assert page_of(text, 0, 14) == ("alpha beta\n", 11)            # a line end in the page's second half

@@ -20,13 +20,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import write_skill
 from mcp import Client
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.mcp_server import build_server
-
-from conftest import write_skill
+from skillshelf.mcp.server import build_server
 
 EXE = shutil.which("skillshelf") or str(Path(sys.executable).parent / "skillshelf")
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "stdio-test", "version": "1"}}
@@ -160,7 +159,7 @@ NATIVE_THREAD_SERVER = """
 import sys, threading
 from skillshelf.embeddings import create
 from skillshelf.library import Library
-from skillshelf.mcp_server import serve
+from skillshelf.mcp.server import serve
 
 model = create("minilm")
 model.embed_batch(["load the model"])

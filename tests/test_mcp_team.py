@@ -21,14 +21,14 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from conftest import write_skill
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import Implementation
 
-from conftest import write_skill
 from skillshelf import Library
-from skillshelf.mcp_server import build_server
+from skillshelf.mcp.server import build_server
 
 EXE = shutil.which("skillshelf") or str(Path(sys.executable).parent / "skillshelf")
 PEOPLE = {"reader": "rita", "agent": "ci-agent", "curator": "alice", "admin": "ops"}

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import write_skill
+
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.store.judge import JudgeLog

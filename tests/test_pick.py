@@ -13,12 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.errors import NotFoundError, ValidationError
-from skillshelf.pick import project_signals
-
-from conftest import write_skill
+from skillshelf.onboarding.pick import project_signals
 
 SCRIPT = Path(sys.executable).with_name("skillshelf")
 if not SCRIPT.exists():
@@ -153,7 +152,7 @@ def test_pick_proposes_skills_for_the_projects_stack_from_strong_signals(tmp_pat
 
 
 def test_a_skill_is_for_the_stack_it_names():
-    from skillshelf.pick import Signal, for_the_stack, own_stacks
+    from skillshelf.onboarding.pick import Signal, for_the_stack, own_stacks
 
     nextjs = Signal("nextjs", "Next.js", "q", "package.json: next", 1.0)
     react = Signal("react", "React", "q", "package.json: react", 1.0)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from skillshelf import auditing
-from skillshelf.auditing import Auditor
+from skillshelf.catalog.roots import Root, discover
 from skillshelf.errors import NotFoundError, ValidationError
-from skillshelf.pins import Gate, Pins, unified
-from skillshelf.sources import Root, discover
 from skillshelf.store import Store
+from skillshelf.supply import skill_audit as auditing
+from skillshelf.supply.pins import Gate, Pins, unified
+from skillshelf.supply.skill_audit import Auditor
 
 
 def write(p: Path, text: str | bytes, *, later: bool = True) -> None:

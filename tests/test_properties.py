@@ -12,17 +12,25 @@ from pathlib import Path
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, assume, example, given, settings  # noqa: E402
-from hypothesis import configuration as _hyp_config  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import (  # noqa: E402
+    HealthCheck,
+    assume,
+    configuration as _hyp_config,  # noqa: E402
+    example,
+    given,
+    settings,
+    strategies as st,  # noqa: E402
+)
 
 # hypothesis keeps caches in ./.hypothesis; keep the work tree clean
 _hyp_config.set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "skillshelf-hypothesis"))
 
-from skillshelf import skill as skillmod  # noqa: E402
-from skillshelf import text as textmod  # noqa: E402
+from skillshelf import (
+    skill as skillmod,  # noqa: E402
+    text as textmod,  # noqa: E402
+)
 from skillshelf.errors import SkillshelfError  # noqa: E402
-from skillshelf.evolve import check_new_name  # noqa: E402
+from skillshelf.evolution.evolve import check_new_name  # noqa: E402
 
 # No example database: the suite leaves nothing behind in the work tree.
 FAST = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 import pytest
-
-from skillshelf import Library, ranker
-from skillshelf.embeddings.fake import FakeEmbedder
-
 from conftest import write_skill
+
+from skillshelf import Library
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.search import ranker
 
 MODEL = ranker.bundled()
 
@@ -53,7 +53,7 @@ def test_why_names_the_signal_that_lifts_a_hit_and_nothing_for_an_average_one():
 def test_why_never_says_meaning_for_a_hit_far_in_meaning():
     """In a small library every skill is near the top of the embedding list: a hit whose
     cosine is below the floor of a likely match is not "ranked high by meaning"."""
-    from skillshelf import confidence
+    from skillshelf.search import confidence
 
     col = {f: i for i, f in enumerate(ranker.FEATURES)}
     x = MODEL.mean.copy()

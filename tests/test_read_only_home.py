@@ -11,12 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.store import Store
-
-from conftest import write_skill
 
 SCRIPT = Path(sys.executable).with_name("skillshelf")
 

@@ -2,10 +2,9 @@
 first for "my docker image is 1.4 GB", on the sample library and on the real corpus."""
 
 import pytest
+from conftest import CORPUS, corpus_available
 
 from skillshelf import Library
-
-from conftest import CORPUS, corpus_available
 
 README_REQUESTS = ["my docker image is 1.4 GB, how do I make it smaller", "docker image is 1.4 GB",
                    "my docker image is 1.4 GB"]

@@ -16,12 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.errors import NotFoundError, ValidationError, WriteError
 from skillshelf.skill import headings, parse
-
-from conftest import write_skill
 
 BODY = "## When to Use\n\nwhen\n\n## Solution\n\nold solution\n"
 
@@ -511,7 +510,7 @@ def test_a_database_deleted_under_a_running_library_is_recreated(tmp_path):
 def test_reads_keep_working_when_the_index_cannot_be_written(tmp_path, monkeypatch, capsys):
     import sqlite3
 
-    from skillshelf import index as indexmod
+    from skillshelf.search import sync as indexmod
 
     lib = Library(home=tmp_path / "home", embedder="none", auto_sync=True)
     write_skill(lib.config.workspace, "one", description="first skill")

@@ -2,13 +2,12 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.errors import ValidationError
-from skillshelf.search import rrf
-
-from conftest import write_skill
+from skillshelf.search.pipeline import rrf
 
 
 def test_rrf_arithmetic():
@@ -140,7 +139,7 @@ def test_lexical_index_bm25f_against_hand_computed_scores(tmp_path):
     """BM25F arithmetic on fixed data, checked against the formula computed by hand."""
     import math
 
-    from skillshelf import lexical
+    from skillshelf.search import lexical
     from skillshelf.store import Store
 
     store = Store(tmp_path / "db.sqlite")
@@ -214,7 +213,7 @@ def _indexes_from_first_components(meta_first, body_first, has, has_body):
     """Unit vectors whose product with e0 is the given first component."""
     import numpy as np
 
-    from skillshelf.vectors import ExactIndex
+    from skillshelf.search.vectors import ExactIndex
 
     def unit(first):
         m = np.zeros((len(first), 4), dtype=np.float32)
@@ -388,7 +387,7 @@ def test_a_skill_without_a_vector_yet_still_ranks_by_its_words(tmp_path):
 def test_a_search_still_on_the_old_index_does_not_leave_stale_postings_for_the_new_one(tmp_path):
     """A search in another thread still weighs terms against the previous index generation
     when a sync lands: what it caches must not be served to searches on the new one."""
-    from skillshelf.lexical import LexicalIndex
+    from skillshelf.search.lexical import LexicalIndex
 
     root = tmp_path / "r"
     write_skill(root, "docker-build", description="Multi-stage Docker builds with cached layers")

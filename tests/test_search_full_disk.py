@@ -4,12 +4,11 @@ read-only database still returns its hits, and says what was not recorded."""
 import sqlite3
 
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.errors import ValidationError
-
-from conftest import write_skill
 
 
 @pytest.fixture

@@ -2,11 +2,10 @@
 collection's when several are); the other copies stay reachable by id."""
 
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
-
-from conftest import write_skill
 
 EN_DESC = ("Docker and Docker Compose patterns for local development, container security, networking, "
            "volume strategies, and multi-service orchestration.")
@@ -46,7 +45,7 @@ def _docker_hit(lib, query, **kw):
 
 
 def test_an_english_request_is_shown_the_english_original(lib, monkeypatch):
-    from skillshelf import hits
+    from skillshelf.search import hits
 
     # without the language rule, some of these English requests show a translation, or a mirror
     monkeypatch.setattr(hits, "SHOW_COPY", "off")
@@ -83,7 +82,7 @@ def test_a_copy_left_out_by_the_filters_is_never_shown(tmp_path):
 
 
 def test_text_language_guesses():
-    from skillshelf.search import text_language
+    from skillshelf.search.pipeline import text_language
 
     cases = {
         "docker multi-stage build": "en", "my docker image is huge": "en", "asdf qwerty zxcv": "en",

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.config import SearchConfig
-from skillshelf.usage import Usage, logged_request_vectors
-
-from conftest import write_skill
+from skillshelf.usage.log import Usage, logged_request_vectors
 
 # the case: after an agent asked about CORS in Next.js in other words, this wording
 # got nextjs-best-practices above cors-fix-nextjs-api

@@ -1,11 +1,11 @@
 """The anti-repeat policy spreads different requests over the collection; it must not change
 the answer to the same request asked again."""
 
+from conftest import write_skill
+
 from skillshelf import Library
 from skillshelf.config import SearchConfig
 from skillshelf.embeddings.fake import FakeEmbedder
-
-from conftest import write_skill
 
 
 def _lib(tmp_path, **kw):

@@ -2,10 +2,10 @@
 request and the skill (not a fraction of the top hit's score), and ``match`` is that score
 against the calibrated threshold."""
 
+from conftest import write_skill
+
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
-
-from conftest import write_skill
 
 
 def _lib(tmp_path, extra=()):

@@ -1,12 +1,11 @@
 import os
 
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
+from skillshelf.catalog.roots import Root, discover, make_roots
 from skillshelf.errors import ConfigError
-from skillshelf.sources import Root, discover, make_roots
-
-from conftest import write_skill
 
 
 def test_recursive_discovery_skips_vendor_dirs(tmp_path):
@@ -83,7 +82,7 @@ def test_canonical_prefix_wins(tmp_path):
 
 
 def test_client_folders_are_found_with_project_before_user(tmp_path):
-    from skillshelf.sources import client_roots
+    from skillshelf.catalog.roots import client_roots
 
     home = tmp_path / "home"
     project = tmp_path / "proj"
@@ -96,7 +95,7 @@ def test_client_folders_are_found_with_project_before_user(tmp_path):
     kinds = {r.label: r.kind for r in roots}
     assert kinds["project-agents"] == "project" and kinds["user-claude"] == "user"
     assert any(k == "plugin" for k in kinds.values())
-    from skillshelf.sources import discover, precedence_key
+    from skillshelf.catalog.roots import discover, precedence_key
 
     found = [f for r in roots for f in discover(r)[0]]
     tips = sorted((f for f in found if f.rel == "tip"), key=lambda f: precedence_key(f.root.kind, f.rel, f.id, []))

@@ -2,8 +2,8 @@ import sqlite3
 
 import pytest
 
-from skillshelf.store.migrations import MIGRATIONS
 from skillshelf.store import Store
+from skillshelf.store.migrations import MIGRATIONS
 
 
 def test_migrations_from_empty_database(tmp_path):

@@ -2,11 +2,10 @@ import os
 import time
 
 import pytest
+from conftest import CORPUS, corpus_available, write_skill
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
-
-from conftest import CORPUS, corpus_available, write_skill
 
 
 def _lib(tmp_path, **kw):
@@ -68,7 +67,7 @@ def test_deleting_database_rebuilds_everything(tmp_path):
 
 
 def test_editor_change_is_picked_up_without_manual_sync(tmp_path, monkeypatch):
-    import skillshelf.indexing as indexing
+    import skillshelf.search.indexer as indexing
 
     monkeypatch.setattr(indexing, "AUTO_SYNC_INTERVAL", 0.0)
     root = tmp_path / "r"
@@ -155,7 +154,7 @@ def test_watcher_picks_up_changes_in_the_background(tmp_path):
 def test_first_sync_embeds_beside_the_lexical_index_and_stores_the_same_vectors(tmp_path, monkeypatch):
     import numpy as np
 
-    from skillshelf import index as indexmod
+    from skillshelf.search import sync as indexmod
 
     root = tmp_path / "r"
     for i in range(12):

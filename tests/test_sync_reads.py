@@ -4,13 +4,13 @@ which invalid files are new (the rest are counted, not listed again)."""
 
 import pathlib
 
-from skillshelf import index as indexmod
-from skillshelf import sources
-from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.sources import Root
-from skillshelf.store import Store
-
 from conftest import write_skill
+
+from skillshelf.catalog import roots as sources
+from skillshelf.catalog.roots import Root
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.search import sync as indexmod
+from skillshelf.store import Store
 
 
 def _root(tmp_path, n=30):

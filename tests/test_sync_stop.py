@@ -5,13 +5,12 @@ import threading
 import time
 
 import pytest
-
-from skillshelf import index as indexmod
-from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.sources import Root
-from skillshelf.store import Store
-
 from conftest import write_skill
+
+from skillshelf.catalog.roots import Root
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.search import sync as indexmod
+from skillshelf.store import Store
 
 WORDS = ("walrus", "heron", "otter", "badger", "lynx", "marmot", "puffin", "stoat", "vole", "wombat",
          "gecko", "ibis", "jackal", "kestrel", "lemur", "mink", "newt", "ocelot", "panda", "quail")
@@ -38,7 +37,7 @@ def _names(store):
 
 
 def _lexical(store, word):
-    from skillshelf import lexical
+    from skillshelf.search import lexical
 
     idx = lexical.LexicalIndex(store, (3.0, 2.0, 1.5, 1.0, 1.0))
     names = dict(store.db.execute("SELECT rowid, name FROM skills").fetchall())
@@ -91,7 +90,7 @@ def test_a_file_cut_short_leaves_no_postings_behind(tmp_path):
 
 
 def test_ctrl_c_while_a_batch_is_merged_rolls_back_that_batch_and_says_so(tmp_path, monkeypatch):
-    from skillshelf import lexical
+    from skillshelf.search import lexical
 
     root = _root(tmp_path, 6)
     store = _store(tmp_path)
@@ -115,7 +114,7 @@ def test_ctrl_c_while_a_batch_is_merged_lets_it_finish_and_keeps_it(tmp_path, mo
     import os
     import signal
 
-    from skillshelf import lexical
+    from skillshelf.search import lexical
 
     root = _root(tmp_path, 6)
     store = _store(tmp_path)

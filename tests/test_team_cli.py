@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from test_cli_entry import one_line, sk
 
 

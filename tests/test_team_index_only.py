@@ -9,7 +9,7 @@ import pytest
 from conftest import write_skill
 from teamlib import BODY, close, found, team_library, until
 
-from skillshelf import index as indexmod
+from skillshelf.search import sync as indexmod
 
 
 @pytest.fixture

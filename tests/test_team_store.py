@@ -12,8 +12,8 @@ from skillshelf.errors import StoreError
 
 
 def test_schema_is_created_once_and_recorded(pg_url):
-    from skillshelf.store.postgres import PgStore
     from skillshelf.store.pg_migrations import MIGRATIONS
+    from skillshelf.store.postgres import PgStore
 
     st = PgStore(pg_url)
     try:

@@ -16,7 +16,7 @@ def test_stopwords_dropped_but_kept_on_request():
 
 
 def test_lexical_terms_are_stemmed_on_both_sides():
-    from skillshelf.lexical import terms
+    from skillshelf.search.lexical import terms
 
     assert terms("Building Docker images") == terms("build docker image")
     assert "nextj" in terms("NextJsApi") or "nextjs" in terms("NextJsApi")

@@ -4,13 +4,12 @@ import random
 import sqlite3
 
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.config import SearchConfig
 from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.usage import group_gaps
-
-from conftest import write_skill
+from skillshelf.usage.log import group_gaps
 
 SKILLS = {
     "docker-build": "Multi-stage Docker builds with cached layers",
@@ -34,7 +33,7 @@ def month(tmp_path):
     start = dt.datetime(2026, 11, 1, 9, 0, tzinfo=dt.timezone.utc)
     from skillshelf.store.skill_refs import SkillRefs
     from skillshelf.store.usage import UsageLog
-    from skillshelf.usage import Usage
+    from skillshelf.usage.log import Usage
 
     usage = Usage(UsageLog(lib.store), skills=SkillRefs(lib.store).all)
     gaps_a = ["terraform state lock stuck on s3 backend", "unlock terraform state on s3 backend",
@@ -235,7 +234,7 @@ def test_a_full_disk_refusing_an_outcome_is_the_librarys_store_error(tmp_path, m
 
 
 def test_the_log_keeps_the_start_of_a_long_request_and_recognises_its_repeat(tmp_path):
-    from skillshelf.usage import LOGGED_TEXT_CHARS, request_hash
+    from skillshelf.usage.log import LOGGED_TEXT_CHARS, request_hash
 
     root = tmp_path / "r"
     write_skill(root, "cors-fix", description="Fix CORS errors")

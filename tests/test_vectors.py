@@ -4,12 +4,12 @@ import sys
 
 import numpy as np
 import pytest
-
-from skillshelf import Library, vectors
-from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.index import PART_META
-
 from conftest import write_skill
+
+from skillshelf import Library
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.search import vectors
+from skillshelf.search.sync import PART_META
 
 TOPICS = ["docker", "cors", "postgres", "kafka", "react", "terraform", "pytest", "graphql", "redis", "nginx"]
 
@@ -139,7 +139,7 @@ def test_a_body_setting_put_back_never_serves_the_other_settings_vectors(tmp_pat
     cache file must not be the ones of the other setting."""
     import dataclasses
 
-    from skillshelf.index import PART_BODY
+    from skillshelf.search.sync import PART_BODY
 
     lib, emb = _lib(tmp_path)
     monkeypatch.setattr(vectors, "CACHE_ABOVE", 10)
@@ -182,7 +182,7 @@ def _change_three(tmp_path, lib):
 
 
 def test_a_reload_after_a_change_reuses_unchanged_vectors_and_equals_a_full_load(tmp_path, monkeypatch):
-    from skillshelf.index import PART_BODY
+    from skillshelf.search.sync import PART_BODY
 
     lib, emb = _lib(tmp_path)
     rowids = lib.searcher._ensure_meta().rowids

@@ -11,14 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import write_skill
 
 from skillshelf import Library
-from skillshelf import index as indexmod
-from skillshelf import indexing, watcher
+from skillshelf.catalog import watcher
+from skillshelf.catalog.roots import Root
 from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.sources import Root
-
-from conftest import write_skill
+from skillshelf.search import indexer as indexing, sync as indexmod
 
 SEEN_WITHIN = 2.0   # seconds from a change on disk to a search that finds it
 
@@ -325,7 +324,7 @@ def test_a_watch_that_fails_is_set_up_again_and_its_root_counts_as_changed(tmp_p
 
 
 def test_a_root_added_to_a_serving_library_is_indexed_and_watched(tmp_path):
-    from skillshelf.sources import make_roots
+    from skillshelf.catalog.roots import make_roots
 
     root = _root(tmp_path)
     lib = _serving(tmp_path, root)

@@ -16,14 +16,13 @@ from markupsafe import escape as html_escape
 
 pytest.importorskip("fastapi", reason="the web extra is not installed (pip install 'skillshelf[web]')")
 
+from conftest import write_skill  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from skillshelf import Library  # noqa: E402
-from skillshelf.comparisons import side_by_side  # noqa: E402
 from skillshelf.embeddings.fake import FakeEmbedder  # noqa: E402
 from skillshelf.errors import ConfigError  # noqa: E402
-
-from conftest import write_skill  # noqa: E402
+from skillshelf.evolution.comparisons import side_by_side  # noqa: E402
 
 BASE = "http://127.0.0.1:7788"
 HOSTILE = """# Hostile
@@ -634,7 +633,7 @@ def test_browse_snapshot_follows_the_index(lib):
 
 
 def test_large_library_rebuilds_its_snapshot_in_the_background(lib, monkeypatch):
-    import skillshelf.catalog as catalog
+    import skillshelf.catalog.browse as catalog
 
     monkeypatch.setattr(catalog, "SNAPSHOT_SYNC_MAX", 2)
     assert lib.browse().total == 5

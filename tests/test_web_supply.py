@@ -13,12 +13,11 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the web extra is not installed (pip install 'skillshelf[web]')")
 
+from conftest import dashboard_server, write_skill  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from skillshelf import Library  # noqa: E402
 from skillshelf.embeddings.fake import FakeEmbedder  # noqa: E402
-
-from conftest import dashboard_server, write_skill  # noqa: E402
 
 BASE = "http://127.0.0.1:7788"
 ZW = "\u200b"

@@ -1,6 +1,6 @@
 """skillshelf: a local-first librarian for agent skills.
 
-Names are imported on first use (PEP 562), so ``import skillshelf.mcp_server`` does not
+Names are imported on first use (PEP 562), so ``import skillshelf.mcp.server`` does not
 pull in numpy or SQLite before the server has answered its first request."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ _EXPORTS = {
     "ConflictError": "errors",
     "EmbedderError": "errors",
     "Finding": "skill",
-    "Hit": "search",
+    "Hit": "search.pipeline",
     "Library": "library",
     "NotFoundError": "errors",
     "PolicyError": "errors",
-    "SearchResult": "search",
+    "SearchResult": "search.pipeline",
     "Skill": "skill",
     "SkillFormatError": "errors",
     "SkillRecord": "library",

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
         except _NotServe:
             ns = None
         if ns is not None and ns.command == "serve":
-            from .launch import serve
+            from .mcp.launch import serve
 
             serve(ns)
             return

@@ -3,46 +3,47 @@ methods and only format what they return."""
 
 from __future__ import annotations
 
+import builtins
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import index as indexmod
-from . import overlay as overlaymod
 from . import skill as skillmod
-from . import usage as usagemod
-from .catalog import PAGE_MAX, SORTS, Catalog
-from .comparisons import DIFF_CONTEXT, Comparisons
+from .access import ROLES, Caller, authorize
+from .catalog import overlay as overlaymod
+from .catalog.browse import PAGE_MAX, SORTS, Catalog
+from .catalog.records import FileList, Listing, Records, SkillRecord  # noqa: F401  (re-exported: the facade's values)
+from .catalog.resources import SkillResources, skill_uri
+from .catalog.roots import Root, current_repo as detect_current_repo, make_roots
+from .checks import Check, Clash, DoctorReport
 from .config import Config, load as load_config
 from .errors import ConfigError, EmbedderError, ValidationError, write_failure
-from .indexing import RESCAN, Indexer, LazyEmbedder
-from .judge import Judge
-from .learning import Learner, Learning
-from .lessons import lesson_lines
-from .usage import Usage
-from .search import Searcher, SearchResult
-from .sources import Root, current_repo as detect_current_repo, make_roots
+from .evolution.comparisons import DIFF_CONTEXT, Comparisons
+from .evolution.lessons import lesson_lines
+from .judge.rerank import Judge
+from .search import sync as indexmod
+from .search.indexer import RESCAN, Indexer, LazyEmbedder
+from .search.pipeline import Searcher, SearchResult
 from .store import Store, explain, open_shared, status as _store_status  # noqa: F401  (explain: the facade's)
-from .store.sqlite import move_aside, put_back
-from .store.skill_refs import SkillRefs
-from .store.catalog import CatalogReads
-from .store.records import SkillRows
 from .store.audit import Audits
+from .store.catalog import CatalogReads
 from .store.pins import PinnedContent
-from .auditing import Auditor
-from .pins import Pins
-from .supply import SupplyChain
-from .access import ROLES, Caller, authorize
-from .checks import Check, Clash, DoctorReport
-from .resources import SkillResources, skill_uri
-from .records import FileList, Listing, Records, SkillRecord  # noqa: F401  (re-exported: the facade's values)
+from .store.records import SkillRows
+from .store.skill_refs import SkillRefs
+from .store.sqlite import move_aside, put_back
+from .supply.chain import SupplyChain
+from .supply.pins import Pins
+from .supply.skill_audit import Auditor
+from .usage import log as usagemod
+from .usage.learning import Learner, Learning
+from .usage.log import Usage
 
 SAMPLES = ("cors-fix-nextjs-api", "docker-multi-stage-build", "git-conventional-commits")
 
 
 if TYPE_CHECKING:   # pragma: no cover
-    from .archive import ExportReport, ImportReport, SkillFiles
-    from .pick import PickResult
+    from .onboarding.importer import ExportReport, ImportReport, SkillFiles
+    from .onboarding.pick import PickResult
 
 class Library:
     """A skill library: a home (workspace + database) plus read-only roots.
@@ -56,7 +57,7 @@ class Library:
     SORTS = SORTS          # the orders ``browse`` accepts
     PAGE_MAX = PAGE_MAX    # the largest page ``browse`` returns
 
-    def __init__(self, home: str | Path | None = None, roots: list[str | Path] | None = None, *,
+    def __init__(self, home: str | Path | None = None, roots: builtins.list[str | Path] | None = None, *,
                  config: Config | None = None, embedder: Any = None, client: str | None = None,
                  **overrides: Any):
         if isinstance(embedder, str):  # a backend name is a setting; an instance is used as is
@@ -67,7 +68,7 @@ class Library:
         # doctor). A root given for this call only must exist (make_roots raises).
         self.missing_roots = self.config.missing_roots()
         gone = {m.path for m in self.missing_roots}
-        self.roots: list[Root] = make_roots(self.config.workspace, [p for p in self.config.roots if p not in gone],
+        self.roots: builtins.list[Root] = make_roots(self.config.workspace, [p for p in self.config.roots if p not in gone],
                                             include_clients=self.config.client_roots)
         try:
             self.config.workspace.mkdir(parents=True, exist_ok=True)
@@ -213,7 +214,7 @@ class Library:
     def indexing_note(self) -> str | None:
         return self.indexer.note()
 
-    def root_events(self) -> list[dict]:
+    def root_events(self) -> builtins.list[dict]:
         return self.indexer.root_events()
 
     def writer(self, wait: float | None = None, *, what: str = "this write"):
@@ -234,7 +235,7 @@ class Library:
 
     # --- reading --------------------------------------------------------------------
     def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
-               current_repo: str | None = None, tags: list[str] | str | None = None,
+               current_repo: str | None = None, tags: builtins.list[str] | str | None = None,
                skill_type: str | None = None, include_inactive: bool = False, include_expired: bool = False,
                log: bool = True, client: str | None = None, for_agents: bool = True) -> SearchResult:
         """``for_agents`` (the default: what the MCP server and the judge ask): the skills held
@@ -266,7 +267,6 @@ class Library:
                                    remember=self._learning.remember_vector)
         return result
 
-    # --- reading --------------------------------------------------------------------
     def _rows_by_name(self, name: str) -> list:
         return self._records.rows_by_name(name)
 
@@ -283,11 +283,11 @@ class Library:
         return self._records.read_file(name_or_id, path, listed=listed)
 
     # --- skill files as resources (MCP's Skills Extension) -------------------------------
-    def resource_page(self, cursor: str | None = None, size: int = 50) -> tuple[list[dict], str | None]:
+    def resource_page(self, cursor: str | None = None, size: int = 50) -> tuple[builtins.list[dict], str | None]:
         """One page of resources (each skill's SKILL.md, then its other files) and the next cursor."""
         return self._resources.resource_page(cursor, size)
 
-    def skill_manifests(self, cursor: str | None = None, size: int = 50) -> tuple[list[dict], str | None]:
+    def skill_manifests(self, cursor: str | None = None, size: int = 50) -> tuple[builtins.list[dict], str | None]:
         return self._resources.skill_manifests(cursor, size)
 
     def skill_manifest(self, uri: str) -> dict[str, Any]:
@@ -304,7 +304,7 @@ class Library:
         """Whether the index database is open read-only (searches and reads work; no writes)."""
         return self.store.read_only is not None
 
-    def suggest(self, text: str, n: int = 3) -> list[str]:
+    def suggest(self, text: str, n: int = 3) -> builtins.list[str]:
         return self._records.suggest(text, n)
 
     def list(self, *, root: str | None = None, skill_type: str | None = None, tag: str | None = None,
@@ -322,22 +322,22 @@ class Library:
     def count(self) -> int:
         return self._records.count()
 
-    def invalid_files(self) -> list[dict]:
+    def invalid_files(self) -> builtins.list[dict]:
         return self._records.invalid_files()
 
-    def clashes(self) -> list[Clash]:
+    def clashes(self) -> builtins.list[Clash]:
         return self._records.clashes()
 
     # --- validation -----------------------------------------------------------------
     @staticmethod
-    def validate_paths(paths: list[str | Path]) -> list[tuple[str, list]]:
+    def validate_paths(paths: builtins.list[str | Path]) -> builtins.list[tuple[str, builtins.list]]:
         """Findings for each SKILL.md at or under the paths (``skillshelf validate``)."""
         return Comparisons.validate_paths(paths)
 
     # --- health ---------------------------------------------------------------------
     def doctor(self) -> DoctorReport:
         """Every check ``skillshelf doctor`` prints (``doctor.report``)."""
-        from .doctor import report, store_check
+        from .onboarding.doctor import report, store_check
 
         self._maybe_sync()
         extra = [store_check(self.store_status(), self._team.status() if self._team is not None else None)]
@@ -390,20 +390,20 @@ class Library:
             raise ValidationError(f"{before!r} is not a date", fix="use YYYY-MM-DD") from None
 
     # --- configuration ----------------------------------------------------------------
-    def configured_roots(self) -> list[str]:
+    def configured_roots(self) -> builtins.list[str]:
         """Roots saved in config.toml (not the ones from the environment or given for one
         command), including any that no longer exist."""
         from .config import saved_roots
 
         return [str(p) for p in saved_roots(self.config.home)]
 
-    def add_root(self, path: str | Path) -> list[str]:
+    def add_root(self, path: str | Path) -> builtins.list[str]:
         """Save a read-only root in config.toml so every later command and the server use it."""
         from .config import add_root
 
         return add_root(self.config.home, path)
 
-    def remove_root(self, path: str | Path) -> list[str]:
+    def remove_root(self, path: str | Path) -> builtins.list[str]:
         """Forget a saved root, given by its path (it may no longer exist) or its label."""
         from .config import remove_root
 
@@ -412,27 +412,27 @@ class Library:
     # --- evolution ------------------------------------------------------------------
     @property
     def evolver(self):
-        from .evolve import Evolver
+        from .evolution.evolve import Evolver
 
         if getattr(self, "_evolver", None) is None:   # given what it needs (Ports), not the library
             self._evolver = Evolver(self._ports(), **(self._team.evolver_parts() if self._team is not None else {}))
         return self._evolver
 
     def _ports(self):
-        from .evolve import Ports
+        from .evolution.evolve import Ports
 
         return Ports(get=self.get, sync=self.sync, rows_by_name=self._rows_by_name, embedder=self.model.state,
                      searcher=self.searcher, config=self.config, overlays=self._overlays)
 
     @property
     def review(self):    # the review queue of drafts (``propose`` policy)
-        from .evolve import ReviewQueue
+        from .evolution.evolve import ReviewQueue
 
         return ReviewQueue(self.evolver, self._team.drafts if self._team is not None else None)
 
     def save(self, action: str, *, name: str = "", description: str = "", body: str = "",
-             skill_type: str = "", lesson: str = "", repo_name: str = "", tags: str | list[str] = "",
-             reason: str = "", target_skill_name: str = "", source_skill_names: str | list[str] = "",
+             skill_type: str = "", lesson: str = "", repo_name: str = "", tags: str | builtins.list[str] = "",
+             reason: str = "", target_skill_name: str = "", source_skill_names: str | builtins.list[str] = "",
              ttl_days: int | None = None, display_name: str = "", author: str = "",
              replace_body: bool = False, by: str = "agent"):
         """ARCHIVE | FIX | DERIVE | MERGE. ``by='agent'`` is subject to the write policy;
@@ -499,7 +499,7 @@ class Library:
         since = (_dt.date.today() - _dt.timedelta(days=days)).isoformat()
         return self._catalog.overview(days=days, weeks=weeks, top=top, judge=self.judge_stats(since=since))
 
-    def curation(self, *, top: int = 25, drafts: list[dict] | None = None, since: str | None = None) -> dict[str, Any]:
+    def curation(self, *, top: int = 25, drafts: builtins.list[dict] | None = None, since: str | None = None) -> dict[str, Any]:
         return self._catalog.curation(top=top, drafts=drafts, since=since)
 
     def flywheel(self, *, days: int = 30, weeks: int = 12) -> dict[str, Any]:
@@ -511,7 +511,7 @@ class Library:
     def skill_usage(self, name_or_id: str, *, limit: int = 50) -> dict[str, Any]:
         return self._catalog.skill_usage(name_or_id, limit=limit)
 
-    def copies(self, name_or_id: str) -> list[dict[str, Any]]:
+    def copies(self, name_or_id: str) -> builtins.list[dict[str, Any]]:
         return self._catalog.copies(name_or_id)
 
     def lineage(self, name_or_id: str) -> dict[str, Any]:
@@ -537,13 +537,13 @@ class Library:
         return self._compare.skill_text(name_or_id)
 
     # --- onboarding: export, import, pick (archive.py and pick.py, imported when called) ----
-    def export_skills(self, names: list[str] | tuple[str, ...] = (), *, all_skills: bool = False,
+    def export_skills(self, names: builtins.list[str] | tuple[str, ...] = (), *, all_skills: bool = False,
                       to: str | Path) -> "ExportReport":
         """Write the named skills (or ``all_skills``: every skill; several of one name, or names
         no folder can have, each in a folder of its own named from the id) to a folder, a
         ``.zip`` or a ``.tar.gz``, with ``manifest.json`` (names, ids, versions, the sha256 of
         every file). The report lists what was left out and why."""
-        from .archive import export_skills
+        from .onboarding.importer import export_skills
 
         return export_skills(self, list(names), all_skills=all_skills, to=to)
 
@@ -552,7 +552,7 @@ class Library:
             -> "ImportReport":
         """What ``import_skills(..., dry_run=True)`` would report, for a home that may not exist
         yet: compared with an empty library, creating nothing (not even the home)."""
-        from .archive import preview_import
+        from .onboarding.importer import preview_import
 
         return preview_import(config, source, mode=mode, replace=replace)
 
@@ -562,20 +562,20 @@ class Library:
         workspace (a name already taken is skipped unless ``replace``, which makes the
         imported text a new version through FIX), ``mode='root'`` as a read-only root.
         Unsafe archives are refused as a whole before anything is written."""
-        from .archive import import_skills
+        from .onboarding.importer import import_skills
 
         return import_skills(self, source, mode=mode, replace=replace, dry_run=dry_run)
 
     def pick(self, project: str | Path, *, limit: int = 8) -> "PickResult":
         """The few skills worth installing directly in a client for this project, each with
         the signal or the outcome that chose it."""
-        from .pick import pick
+        from .onboarding.pick import pick
 
         return pick(self, project, limit=limit)
 
     def skill_folder(self, name_or_id: str) -> tuple[Any, "SkillFiles"]:
         """A skill and its files read into memory (``SKILL.md`` and the others), for copying."""
-        from .archive import skill_files
+        from .onboarding.importer import skill_files
 
         rec = self.get(name_or_id)
         return rec, skill_files(rec.folder, Path(rec.path).name)
@@ -620,28 +620,28 @@ class Library:
     def install_client(client: str, scope: str, **kw: Any):
         """Add the skillshelf server to a client's configuration and the teaching skill to its
         skills folder (``clients.install``: config, project, write_policy, skill, dry_run)."""
-        from .clients import install
+        from .onboarding.clients import install
 
         return install(client, scope, **kw)
 
     @staticmethod
     def uninstall_client(client: str, scope: str, **kw: Any):
         """Remove the skillshelf entry (and the teaching skill it installed) from a client."""
-        from .clients import uninstall
+        from .onboarding.clients import uninstall
 
         return uninstall(client, scope, **kw)
 
     @staticmethod
     def client_skills_folder(client: str, scope: str, project: Path):
         """(client, its skills folder for ``scope``); an error naming the way out when it has none."""
-        from .clients import skills_folder
+        from .onboarding.clients import skills_folder
 
         return skills_folder(client, scope, project)
 
-    def install_skills(self, ids: list[str], dest: Path):
+    def install_skills(self, ids: builtins.list[str], dest: Path):
         """Copy these skills' folders into a client's skills folder (a folder already there is
         left as it is); one ``clients.CopyResult`` per skill."""
-        from .clients import copy_skill_folders
+        from .onboarding.clients import copy_skill_folders
 
         payload = []
         for sid in ids:
@@ -675,7 +675,7 @@ class Library:
         """A new token for a person or agent, with its role; returned once, stored hashed."""
         return self._tokens().add(name, role)
 
-    def list_tokens(self) -> list[dict[str, Any]]:
+    def list_tokens(self) -> builtins.list[dict[str, Any]]:
         """Names, roles, created and last used of every token (never a token)."""
         return self._tokens().list()
 
@@ -691,7 +691,7 @@ class Library:
     # library's owner, allowed everything)
     authorize = staticmethod(authorize)
 
-    def adopt_folders(self, names: list[str], *, author: str = "import") -> dict[str, int | None]:
+    def adopt_folders(self, names: builtins.list[str], *, author: str = "import") -> dict[str, int | None]:
         """Team mode: skill folders written into this server's copy of the workspace (an import)
         join the team store, each as a new skill: {name: its version, or None when the store has
         that name already}. A local library has nothing to do."""
@@ -707,7 +707,7 @@ class Library:
         """Copy this (local) library's workspace skills with their versions and changelogs,
         drafts, overlays, usage logs, learning memory and judge log into the team store at
         ``url`` (``migrate.migrate``); ``dry_run`` only counts. Nothing is copied twice."""
-        from .migrate import migrate
+        from .onboarding.migrate import migrate
 
         return migrate(self.config, self.store, url, dry_run=dry_run, on_kind=on_kind)
 
@@ -715,6 +715,6 @@ class Library:
     def upgrade_store(url: str) -> dict[str, Any]:
         """Apply the team store's pending schema migrations (``migrate.upgrade``): the names
         applied and the schema now."""
-        from .migrate import upgrade
+        from .onboarding.migrate import upgrade
 
         return upgrade(url)

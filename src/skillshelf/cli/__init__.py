@@ -16,8 +16,19 @@ import typer
 
 from ..errors import SkillshelfError
 from . import curate, install, io, onboarding, servers, skills, team, trust, usage
-from .common import (_cannot_write, _clean, _cli_words, _usage_errors, _usage_fix, _version_line, _with_fix, err,
-                     out, state, store_url)
+from .common import (
+    _cannot_write,
+    _clean,
+    _cli_words,
+    _usage_errors,
+    _usage_fix,
+    _version_line,
+    _with_fix,
+    err,
+    out,
+    state,
+    store_url,
+)
 from .roots import roots_app
 
 __all__ = ["app", "main", "run"]

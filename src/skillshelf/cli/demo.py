@@ -84,7 +84,8 @@ def _demo_precision() -> str | None:
 def _import_mcp() -> None:
     try:
         import mcp  # noqa: F401
-        from .. import mcp_server  # noqa: F401
+
+        from ..mcp import server as mcp_server  # noqa: F401
     except Exception:   # the session imports them again and reports the problem itself
         pass
 
@@ -137,7 +138,7 @@ async def _agent_session(lib: Any, query: str) -> list[int]:
     from mcp import Client
 
     from ..errors import SkillshelfError
-    from ..mcp_server import build_server
+    from ..mcp.server import build_server
 
     total = 6
     failed: list[int] = []

@@ -30,7 +30,7 @@ def serve(
     """Run the MCP server (stdio by default; logs go to stderr)."""
     import argparse
 
-    from ..launch import serve as launch
+    from ..mcp.launch import serve as launch
 
     launch(argparse.Namespace(home=state.home, root=[str(r) for r in state.roots], client_roots=state.client_roots,
                               http=http, host=host, port=port, write_policy=write_policy,
@@ -43,7 +43,7 @@ def dashboard(host: str = typer.Option("127.0.0.1", help="bind address (non-loop
               open_browser: bool = typer.Option(False, "--open", help="open the dashboard in a browser"),
               store: Optional[str] = typer.Option(None, "--store", metavar="URL", help=STORE_HELP)) -> None:
     """The web dashboard: browse, search, review and curate the library."""
-    from .. import web   # the web stack is imported only here
+    from .. import web  # the web stack is imported only here
 
     if store is not None:
         state.store = _store(store)

@@ -1,7 +1,9 @@
 """Embedding backends: a small contract and a registry by name.
 
 Nothing is imported or loaded until :func:`create` is called, and a backend loads its
-model on first use (``load()`` or the first ``embed_batch``)."""
+model on first use (``load()`` or the first ``embed_batch``).
+
+May use: the core values only (``errors``, ``text``); no service part."""
 
 from __future__ import annotations
 

@@ -62,8 +62,8 @@ class Embedder(ABC):
 _REGISTRY: dict[str, str | Callable[..., Embedder]] = {
     "minilm": "skillshelf.embeddings.minilm:MiniLMEmbedder",
     "fastembed": "skillshelf.embeddings.fastembed_backend:FastEmbedEmbedder",
-    "ollama": "skillshelf.embeddings.http:OllamaEmbedder",
-    "openai": "skillshelf.embeddings.http:OpenAIEmbedder",
+    "ollama": "skillshelf.embeddings.endpoints:OllamaEmbedder",
+    "openai": "skillshelf.embeddings.endpoints:OpenAIEmbedder",
     "fake": "skillshelf.embeddings.fake:FakeEmbedder",
 }
 

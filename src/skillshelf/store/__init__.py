@@ -2,15 +2,22 @@
 
 ``sqlite`` owns the connection (WAL, busy timeout, read-only fallback) and ``migrations``
 the schema as ordered, named steps. The modules beside them are the storage interfaces,
-each named by what it stores; services above use those and never write SQL themselves."""
+each named by what it stores; services above use those and never write SQL themselves.
+
+May use: the core values only (``errors``, ``access``); no service part."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .protocols import JudgeLogStore, LearningStore, OverlayStore, UsageLogStore, UsageReadStore
 from .sqlite import Store, damaged, damaged_error, now
+
+if TYPE_CHECKING:       # the team store's classes import psycopg: only for the type checker
+    from .postgres import PgStore
+    from .tokens import Tokens
 
 __all__ = ["Shared", "Store", "damaged", "damaged_error", "is_team_url", "now", "open_shared"]
 
@@ -22,13 +29,13 @@ class Shared:
     keeps them in its SQLite file; a team store keeps them in PostgreSQL (``team``: the
     ``store.postgres.PgStore`` they share, which the library closes; None for a local one)."""
 
-    usage: Any          # store.usage.UsageLog | store.pg_usage.PgUsageLog
-    usage_reads: Any    # store.catalog.UsageReads | store.pg_usage.PgUsageReads
-    learning: Any       # store.learning.LearningMemory | store.pg_learning.PgLearningMemory
-    judge: Any          # store.judge.JudgeLog | store.pg_judge.PgJudgeLog
-    overlays: Any       # store.overlay.Overlays | store.pg_overlay.PgOverlays
-    team: Any = None    # store.postgres.PgStore, or None
-    tokens: Any = None  # store.tokens.Tokens of a team store, or None
+    usage: UsageLogStore            # store.usage.UsageLog | store.pg_usage.PgUsageLog
+    usage_reads: UsageReadStore     # store.catalog.UsageReads | store.pg_usage.PgUsageReads
+    learning: LearningStore         # store.learning.LearningMemory | store.pg_learning.PgLearningMemory
+    judge: JudgeLogStore            # store.judge.JudgeLog | store.pg_judge.PgJudgeLog
+    overlays: OverlayStore          # store.overlay.Overlays | store.pg_overlay.PgOverlays
+    team: PgStore | None = None     # the team store, or None for a local library
+    tokens: Tokens | None = None    # the team store's tokens, or None
 
     def close(self) -> None:
         """Close the team store's connections (nothing to do for a local library)."""

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from .sqlite import Store
-from .writes import refused_as_store_error
+from .writes import refused_as_store_error, rowid
 
 
 class JudgeLog:
@@ -28,7 +28,7 @@ class JudgeLog:
                              " candidates, invented, pick, verdicts) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                              (at, query_id, mode, backend, model, status, float(latency_ms), int(candidates),
                               int(invented), pick, json.dumps(verdicts, ensure_ascii=False)))
-        return int(cur.lastrowid)
+        return rowid(cur)
 
     def since(self, since: str) -> list[dict[str, Any]]:
         """Judged searches at or after ``since``, oldest first: ``at, query_id, mode, backend,

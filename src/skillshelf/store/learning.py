@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .sqlite import Store
-from .writes import refused_as_store_error
+from .writes import refused_as_store_error, rowid
 
 
 def _bump(tx, key: str) -> None:
@@ -41,7 +41,7 @@ class LearningMemory:
                              (outcome_id, at, skill_id, name_key, int(bool(worked)), client, query_id, request,
                               model_id, vector))
             _bump(tx, "learned_generation")
-        return int(cur.lastrowid)
+        return rowid(cur)
 
     def forget(self, *, name_key: str | None = None, client: str | None = None, before: str | None = None) -> int:
         """Delete the reports matching every condition given (all of them when none is);

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .sqlite import Store
+from .writes import rowid
 
 
 class Postings:
@@ -24,12 +25,18 @@ class Postings:
     def __init__(self, store: Store | None = None):
         self.store = store
 
+    def _own(self) -> Store:
+        """This instance's store (one made for a caller's transaction has none to use alone)."""
+        if self.store is None:
+            raise RuntimeError(f"{type(self).__name__} was made without a store: pass the caller's transaction")
+        return self.store
+
     # --- documents -------------------------------------------------------------------
     @staticmethod
     def add_doc(tx, skill_rowid: int, lens: bytes) -> int:
         """A new live document for a skill (its field lengths); returns its docid."""
         cur = tx.execute("INSERT INTO lex_docs (skill_rowid, alive, lens) VALUES (?, 1, ?)", (skill_rowid, lens))
-        return int(cur.lastrowid)
+        return rowid(cur)
 
     @staticmethod
     def retire(tx, skill_rowid: int) -> None:
@@ -52,7 +59,7 @@ class Postings:
 
     def live_docs(self) -> list[tuple[int, int, bytes]]:
         """(docid, skill rowid, field lengths) of every live document."""
-        return [tuple(r) for r in self.store.db.execute("SELECT docid, skill_rowid, lens FROM lex_docs WHERE alive = 1")]
+        return [tuple(r) for r in self._own().db.execute("SELECT docid, skill_rowid, lens FROM lex_docs WHERE alive = 1")]
 
     # --- main postings: one row per term ----------------------------------------------
     @staticmethod
@@ -61,7 +68,7 @@ class Postings:
 
     def main_row(self, term: str, tx=None) -> tuple[bytes, bytes] | None:
         """(docids, frequencies) of a term's main row, or None."""
-        db = tx if tx is not None else self.store.db
+        db = tx if tx is not None else self._own().db
         row = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
         return (row[0], row[1]) if row else None
 
@@ -81,7 +88,7 @@ class Postings:
         tx.executemany("INSERT INTO lex_delta (term, docid, tfs) VALUES (?, ?, ?)", rows)
 
     def delta_size(self, tx=None) -> int:
-        db = tx if tx is not None else self.store.db
+        db = tx if tx is not None else self._own().db
         return int(db.execute("SELECT COUNT(*) FROM lex_delta").fetchone()[0])
 
     @staticmethod
@@ -93,7 +100,7 @@ class Postings:
     def postings_of(self, term: str) -> tuple[tuple[bytes, bytes] | None, list[tuple[int, bytes]]]:
         """A term's main row (docids, frequencies) or None, and its delta postings
         (docid, frequencies): what a search weighs for the term."""
-        db = self.store.db
+        db = self._own().db
         row = db.execute("SELECT docids, tfs FROM lex_main WHERE term = ?", (term,)).fetchone()
         delta = [tuple(r) for r in db.execute("SELECT docid, tfs FROM lex_delta WHERE term = ?", (term,))]
         return ((row[0], row[1]) if row else None), delta

@@ -40,9 +40,20 @@ class Overlays:
     def __init__(self, store: Store | None):
         self.store = store      # None: only calls given a transaction of the caller's
 
+    def _own(self) -> Store:
+        """This instance's store (one made for a caller's transaction has none to use alone)."""
+        if self.store is None:
+            raise RuntimeError(f"{type(self).__name__} was made without a store: pass the caller's transaction")
+        return self.store
+
+    def refresh(self, skill_ids: list[str] | None = None) -> list[str]:
+        """Nothing to catch up with: a local library's overlays are written where they are read
+        (the team store's twin copies other servers' decisions into this server's index)."""
+        return []
+
     def get(self, skill_id: str, tx=None) -> dict[str, Any] | None:
         """The skill's overlay, or None (read inside the caller's transaction ``tx``, if given)."""
-        return _get(tx if tx is not None else self.store.db, skill_id)
+        return _get(tx if tx is not None else self._own().db, skill_id)
 
     def update(self, skill_id: str, changes: dict[str, Any], *, at: str) -> dict[str, Any]:
         """Set ``changes`` (``status``, ``reason``, ``expires_on``) on the skill's overlay,
@@ -51,7 +62,7 @@ class Overlays:
         unknown = set(changes) - {"status", "reason", "expires_on"}
         if unknown:
             raise ValueError(f"not an overlay field: {', '.join(sorted(unknown))}")
-        with refused_as_store_error(self.store), self.store.tx() as tx:
+        with refused_as_store_error(self._own()), self._own().tx() as tx:
             data = _get(tx, skill_id) or {"skill_id": skill_id, "status": None, "reason": None, "expires_on": None,
                                           "content_hash": None, "updated_at": ""}
             data.update(changes)
@@ -69,4 +80,4 @@ class Overlays:
     def apply_to_index(self, skill_id: str, tx=None) -> None:
         """Make the skill's index row reflect its overlay. Indexing calls it inside its own
         transaction (``tx``, from ``Store.tx()``) after every re-index of the skill."""
-        _apply(tx if tx is not None else self.store.db, skill_id)
+        _apply(tx if tx is not None else self._own().db, skill_id)

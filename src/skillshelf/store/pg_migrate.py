@@ -377,12 +377,12 @@ def open_target(url: str, *, write: bool) -> tuple[PgStore, list[str], list[str]
         return pg, list(pg.applied_now), []
     from .pg_migrations import MIGRATIONS
 
-    pg = _Unchecked(url, migrate=False)
+    unchecked = _Unchecked(url, migrate=False)
     try:
-        have = set(pg.applied_migrations())
+        have = set(unchecked.applied_migrations())
         if have - {name for name, _ in MIGRATIONS}:
-            pg._refuse_newer(have)
+            unchecked._refuse_newer(have)
     except BaseException:
-        pg.close()
+        unchecked.close()
         raise
-    return pg, [], [name for name, _ in MIGRATIONS if name not in have]
+    return unchecked, [], [name for name, _ in MIGRATIONS if name not in have]

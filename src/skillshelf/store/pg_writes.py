@@ -79,8 +79,8 @@ def refusal(url: str, exc: BaseException) -> StoreError | None:
             or state.startswith(_LOST_CLASSES):
         return lost(url, exc)
     if state.startswith("22"):    # a value PostgreSQL cannot hold (what it says names it)
-        reason = " ".join(str(exc).split())[:200]
-        return StoreError(f"the team store at {redact(url)} refused a value ({reason})",
+        said = " ".join(str(exc).split())[:200]
+        return StoreError(f"the team store at {redact(url)} refused a value ({said})",
                           fix="leave control characters and out-of-range numbers out of what is sent")
     hit = _REFUSALS.get(state) or _REFUSALS.get(state[:2])
     if hit is None:

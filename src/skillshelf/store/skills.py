@@ -19,6 +19,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from .sqlite import Store
+from .writes import rowid
 
 IN_CHUNK = 500   # values per IN (...) list: far below SQLite's limit on bound parameters
 
@@ -92,7 +93,7 @@ class SkillIndex:
         """A new row (``values``: column -> value); returns its rowid."""
         cols = ", ".join(values)
         cur = tx.execute(f"INSERT INTO skills ({cols}) VALUES ({_marks(len(values))})", tuple(values.values()))
-        return int(cur.lastrowid)
+        return rowid(cur)
 
     @staticmethod
     def update(tx, rowid: int, values: dict[str, Any]) -> None:

@@ -8,8 +8,8 @@ import datetime as _dt
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import StoreError

@@ -103,6 +103,6 @@ class Tokens:
                 return False
             self._noted[h] = t
             if len(self._noted) > 10_000:           # bounded: forget the oldest notes
-                for k in sorted(self._noted, key=self._noted.get)[:5_000]:
+                for k in sorted(self._noted, key=lambda k: self._noted[k])[:5_000]:
                     del self._noted[k]
             return True

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from .sqlite import Store
-from .writes import refused_as_store_error
+from .writes import refused_as_store_error, rowid
 
 
 def _marks(n: int) -> str:
@@ -37,7 +37,7 @@ class UsageLog:
                 " latency_ms) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (at, text, text_hash, mode, json.dumps(filters, sort_keys=True), client, int(bool(confident)),
                  int(bool(degraded)), int(n_hits), float(latency_ms)))
-            qid = int(cur.lastrowid)
+            qid = rowid(cur)
             tx.executemany("INSERT INTO recommendations (query_id, at, skill_id, name, rank, score)"
                            " VALUES (?,?,?,?,?,?)",
                            [(qid, at, sid, name, rank, float(score))
@@ -51,7 +51,7 @@ class UsageLog:
             cur = tx.execute("INSERT INTO outcomes (at, skill_id, name, worked, note, query_id, client)"
                              " VALUES (?,?,?,?,?,?,?)",
                              (at, skill_id, name, int(bool(worked)), note or "", query_id, client))
-        return int(cur.lastrowid)
+        return rowid(cur)
 
     def prune(self, before: str) -> int:
         """Delete usage rows (and judge log rows) older than ``before``; the rows deleted."""

@@ -31,3 +31,10 @@ def refused_as_store_error(store: Store) -> Iterator[None]:
         if err is None:
             raise
         raise err from exc
+
+
+def rowid(cur: sqlite3.Cursor) -> int:
+    """The rowid an INSERT just made (SQLite always sets it after a successful INSERT)."""
+    if cur.lastrowid is None:
+        raise RuntimeError("an INSERT returned no rowid")
+    return int(cur.lastrowid)

@@ -8,11 +8,13 @@ follows the database's change stream (``Mirror``). Writes go through the same ev
 as a local library, with three parts swapped in:
 
 - ``lock``: an advisory lock per skill name, across every server (``TeamLock``);
-- ``workspace``: the commit point, one transaction (``TeamWorkspace``);
-- ``history`` and ``drafts``: versions, changelogs and drafts in the database
+- ``shared_commit``: the commit point, one transaction (``TeamWorkspace``);
+- ``shared_history`` and ``drafts``: versions, changelogs and drafts in the database
   (``PgHistory``, ``PgDrafts``).
 
-A library in team mode is built with :meth:`Team.open` and closed with :meth:`Team.close`."""
+A library in team mode is built with :meth:`Team.open` and closed with :meth:`Team.close`.
+
+May use: ``evolution`` (the same write path), ``store`` and the core values."""
 
 from __future__ import annotations
 
@@ -23,9 +25,9 @@ from typing import Any
 
 from ..store.pg_workspace import PgWorkspace
 from .drafts import PgDrafts
-from .history import PgHistory
 from .mirror import Mirror
-from .workspace import TeamLock, TeamWorkspace
+from .shared_commit import TeamLock, TeamWorkspace
+from .shared_history import PgHistory
 
 __all__ = ["Mirror", "PgDrafts", "PgHistory", "Team", "TeamLock", "TeamWorkspace", "team_paths"]
 

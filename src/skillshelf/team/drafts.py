@@ -11,8 +11,8 @@ import sys
 
 from .. import skill as skillmod
 from ..errors import NotFoundError, SkillshelfError
-from ..guards import name_dir
-from ..review import Drafts
+from ..evolution.guards import name_dir
+from ..evolution.review import Drafts
 from ..store.pg_workspace import PgWorkspace
 from .mirror import Mirror
 

@@ -10,8 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
-from pydantic import BaseModel, Field
-from pydantic import ValidationError as ModelError
+from pydantic import BaseModel, Field, ValidationError as ModelError
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import ValidationError

@@ -12,8 +12,7 @@ from fastapi.staticfiles import StaticFiles
 
 from ..errors import SkillshelfError, StoreError
 from ..version import __version__
-from . import actions, api, pages, supply
-from . import team as team_routes
+from . import actions, api, pages, supply, team as team_routes
 from .auth import TeamAuth
 from .common import HERE, Pages, error_dict, status_of
 from .security import Guard

@@ -1,0 +1,9 @@
+"""The catalog: what is on disk and what the library knows of each skill, without search.
+
+Owns the skill roots and their discovery (``roots``: recursive scan, precedence between same-named
+skills), the records of one skill (``records``: lookups by id, path or name), a person's browsing
+(``browse``: listing with filters, pages, facets), a skill's files as resources (``resources``:
+``skill://`` URIs, listing page by page, bounded reads), the owner's decisions on read-only skills
+(``overlay``) and file-system events under the roots (``watcher``).
+
+May use: the core values and ``store``. Never the search pipeline or any part above it."""

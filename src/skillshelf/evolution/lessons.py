@@ -1,0 +1,93 @@
+"""A skill body's sections and its Lessons Learned: how a FIX's sections replace the old
+ones in place, and how lessons accumulate (old ones kept in order, each new one once, with
+the version that learned it)."""
+
+from __future__ import annotations
+
+import re
+
+from .. import skill as skillmod
+
+LESSONS = "Lessons Learned"
+_VERSION_MARK = re.compile(r"^\s*[-*]\s*(?:\*\*)?v(\d+)(?:\*\*)?\s*[:.)-]\s*", re.I)
+
+
+def lesson_lines(body: str) -> list[str]:
+    sec = skillmod.section(body, LESSONS)
+    if not sec:
+        return []
+    lines = sec.split("\n")[1:]
+    out: list[str] = []
+    for line in lines:
+        if line.strip().startswith(("-", "*")):
+            out.append(line.rstrip())
+        elif line.strip() and out:
+            out[-1] += " " + line.strip()
+    return out
+
+
+def _lesson_text(line: str) -> str:
+    return " ".join(_VERSION_MARK.sub("", line).lstrip("-* ").split()).lower()
+
+
+def merge_lessons(existing: list[str], new: list[str], lesson: str | None, version: int) -> list[str]:
+    """Old lessons kept in order, new ones appended once, one version marker each."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for line in existing + new:
+        key = _lesson_text(line)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(line if line.lstrip().startswith(("-", "*")) else f"- {line}")
+    if lesson and lesson.strip():
+        key = _lesson_text(lesson)
+        if key not in seen:
+            text = _VERSION_MARK.sub("", "- " + lesson.strip()).strip() if _VERSION_MARK.match("- " + lesson) else lesson.strip()
+            out.append(f"- v{version}: {text.lstrip('-* ')}")
+    return out
+
+
+def split_sections(body: str) -> tuple[str, list[tuple[str, str]]]:
+    """(preamble, [(heading title, full section text)]) at the first heading level used (## usually)."""
+    heads = skillmod.headings(body)
+    level = min((lvl for lvl, _ in heads if lvl > 1), default=None)
+    if level is None:
+        return body, []
+    lines = body.split("\n")
+    pre: list[str] = []
+    sections: list[tuple[str, list[str]]] = []
+    fence = False
+    for line in lines:
+        s = line.lstrip()
+        if s.startswith("```") or s.startswith("~~~"):
+            fence = not fence
+        h = None if fence else skillmod.heading(line)
+        if h and h[0] == level:
+            sections.append((h[1].strip(), [line]))
+        elif sections:
+            sections[-1][1].append(line)
+        else:
+            pre.append(line)
+    return "\n".join(pre).strip("\n"), [(t, "\n".join(ls).strip("\n")) for t, ls in sections]
+
+
+def compose_body(old: str, new: str | None, lessons: list[str]) -> str:
+    """The new body. Sections the caller resent replace the old ones in place; old sections
+    it did not resend are kept; new sections follow; the merged Lessons Learned come last."""
+    if new is None:
+        pre, secs = split_sections(old)
+    else:
+        old_pre, old_secs = split_sections(old)
+        new_pre, new_secs = split_sections(new)
+        if not new_secs:            # a body without sections replaces the preamble only
+            new_pre, new_secs = new, []
+        fresh = {t.lower(): text for t, text in new_secs}
+        secs = [(t, fresh.pop(t.lower(), text)) for t, text in old_secs]
+        secs += [(t, text) for t, text in new_secs if t.lower() in fresh]
+        pre = new_pre or old_pre
+    secs = [(t, text) for t, text in secs if t.lower() != LESSONS.lower()]
+    parts = [pre] if pre else []
+    parts += [text for _, text in secs]
+    if lessons:
+        parts.append(f"## {LESSONS}\n\n" + "\n".join(lessons))
+    return "\n\n".join(p for p in parts if p.strip())

@@ -1,0 +1,176 @@
+"""The review queue: changes agents proposed under the ``propose`` policy, kept apart from
+live skills until a person approves (the change is applied) or rejects them (the reason
+is logged).
+
+:class:`Drafts` is what the queue needs from wherever drafts are kept; :class:`FileDrafts`
+keeps one folder per draft in ``<home>/drafts/<name>/`` (``SKILL.md`` as it would be
+written, ``draft.json`` with the change asked for) and ``rejected.jsonl`` beside them. A
+shared team store keeps them in its database behind the same methods.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .. import skill as skillmod
+from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationError
+from ..files import MAX_SKILL_BYTES, append_line, locked, read_text_bounded, write_file
+from .changes import SaveResult
+from .guards import check_text, name_dir, now_iso
+
+MAX_REASON_CHARS = 1_000
+
+
+class Drafts:
+    """Where drafts are kept, one per skill name. ``record`` is what was asked (a dict with
+    ``args``, the change, and ``proposed_at``); ``text`` the SKILL.md it would write.
+    Writes that fail raise ``WriteError`` or ``StoreError`` and keep what was there."""
+
+    def lock(self, name: str) -> contextlib.AbstractContextManager:
+        """Held while a draft of ``name`` is read and then written or removed."""
+        raise NotImplementedError
+
+    def names(self) -> list[str]:
+        """The names drafts are kept under, sorted (a draft may still be unreadable)."""
+        raise NotImplementedError
+
+    def record(self, name: str) -> dict | None:
+        """The draft's record, or None when there is no readable draft of ``name``."""
+        raise NotImplementedError
+
+    def text(self, name: str) -> str:
+        raise NotImplementedError
+
+    def location(self, name: str) -> str:
+        """Where a person finds the draft's text."""
+        raise NotImplementedError
+
+    def put(self, name: str, text: str, record: dict) -> None:
+        raise NotImplementedError
+
+    def remove(self, name: str) -> None:
+        raise NotImplementedError
+
+    def log_rejection(self, record: dict) -> None:
+        raise NotImplementedError
+
+
+class FileDrafts(Drafts):
+    """``<home>/drafts/<name>/`` per draft (a plain spec name: see :func:`name_dir`)."""
+
+    def __init__(self, base: Path, home: Path):
+        self.base = Path(base)
+        self.home = Path(home)
+
+    def lock(self, name: str):
+        return locked(self.home, "draft:" + name)
+
+    def _folder(self, name: str) -> Path | None:
+        try:
+            return name_dir(self.base, name)
+        except ValidationError:
+            return None
+
+    def names(self) -> list[str]:
+        if not self.base.is_dir():
+            return []
+        return sorted(d.name for d in self.base.iterdir() if skillmod.NAME_RE.match(d.name) and d.is_dir())
+
+    def record(self, name: str) -> dict | None:
+        folder = self._folder(name)
+        if folder is None:
+            return None
+        try:
+            data = json.loads(read_text_bounded(folder / "draft.json", MAX_SKILL_BYTES * 2))
+        except (OSError, ValueError, SkillshelfError):
+            return None
+        return data if isinstance(data, dict) and isinstance(data.get("args"), dict) else None
+
+    def text(self, name: str) -> str:
+        return read_text_bounded(name_dir(self.base, name) / "SKILL.md", MAX_SKILL_BYTES)
+
+    def location(self, name: str) -> str:
+        return str(name_dir(self.base, name) / "SKILL.md")
+
+    def put(self, name: str, text: str, record: dict) -> None:
+        folder = name_dir(self.base, name)
+        write_file(folder / "SKILL.md", text)
+        write_file(folder / "draft.json", json.dumps(record, indent=2))
+
+    def remove(self, name: str) -> None:
+        folder = self._folder(name)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def log_rejection(self, record: dict) -> None:
+        append_line(self.base / "rejected.jsonl", json.dumps(record))
+
+
+class ReviewQueue:
+    """Drafts written under the ``propose`` policy. ``evolver`` plans a change (``plan``,
+    which checks it) and applies it (``apply``); ``drafts`` keeps them (files in
+    ``<home>/drafts/`` by default)."""
+
+    def __init__(self, evolver: Any, drafts: Drafts | None = None):
+        self.ev = evolver
+        self.drafts = drafts or FileDrafts(evolver.cfg.drafts, evolver.cfg.home)
+
+    def propose(self, args: dict[str, Any]) -> SaveResult:
+        plan = self.ev.plan(args)           # validates now: a bad draft is refused at once
+        with self.drafts.lock(plan.name):
+            if self.drafts.record(plan.name) is not None:
+                raise ConflictError(f"a draft for {plan.name!r} is already waiting for review",
+                                    fix=f"ask a person to run `skillshelf review approve {plan.name}` or reject it")
+            self.drafts.put(plan.name, plan.skill.render(), {"args": args, "proposed_at": now_iso()})
+        return SaveResult("draft", plan.action, plan.name, plan.skill.version, self.drafts.location(plan.name),
+                          None, message=f"draft saved for review: a person approves it with "
+                                        f"`skillshelf review approve {plan.name}`")
+
+    def list(self) -> list[dict]:
+        out = []
+        for name in self.drafts.names():
+            data = self.drafts.record(name)
+            if data is None:
+                continue
+            a = data["args"]
+            out.append({"name": name, "action": str(a.get("action", "")).upper(),
+                        "reason": a.get("reason", ""), "author": a.get("author", ""),
+                        "proposed_at": data.get("proposed_at"), "path": self.drafts.location(name)})
+        return out
+
+    def _load(self, name: str) -> dict:
+        data = self.drafts.record(name) if isinstance(name, str) else None
+        if data is None:
+            names = [d["name"] for d in self.list()]
+            raise NotFoundError(f"no draft named {str(name)[:80]!r}", suggestions=names[:3],
+                                fix=None if names else "there are no drafts waiting")
+        return data
+
+    def show(self, name: str) -> dict:
+        data = self._load(name)
+        return {"name": name, "args": data["args"], "proposed_at": data.get("proposed_at"),
+                "text": self.drafts.text(name)}
+
+    def approve(self, name: str, *, reviewer: str = "") -> SaveResult:
+        with self.drafts.lock(name):
+            data = self._load(name)
+            args = dict(data["args"])
+            if reviewer:
+                args["reason"] = (args.get("reason") or "") + f" (approved by {reviewer})"
+            res = self.ev.apply(args, trigger="approved")
+            self.drafts.remove(name)
+        return res
+
+    def reject(self, name: str, reason: str) -> dict:
+        reason = check_text(reason, "the reason", max_chars=MAX_REASON_CHARS).strip()
+        if not reason:
+            raise ValidationError("a reason is required to reject a draft", fix="pass --reason '...'")
+        with self.drafts.lock(name):
+            data = self._load(name)
+            self.drafts.log_rejection({"name": name, "reason": reason, "at": now_iso(), "args": data["args"]})
+            self.drafts.remove(name)
+        return {"name": name, "rejected": True, "reason": reason}

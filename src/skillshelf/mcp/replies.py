@@ -1,0 +1,259 @@
+"""What the MCP tools say: the text block of each result (what a model reads) and the
+one-line error for any failure. Formatting over what ``Library`` returned (the one exception,
+the supply chain's section: each skill's risk, the refusal of a hidden skill's resources and
+the listings without them, asked of ``Library.supply``), and nothing heavier than the
+standard library at import time (``serve`` starts before numpy loads)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..text import trim
+
+# Names of a skill's files shown by get_skill (the rest are counted; resources/list has all).
+FILES_SHOWN_CHARS = 3_000
+
+
+def message(exc: BaseException, doing: str = "") -> str:
+    """One line naming the problem and the fix, for any exception."""
+    import sqlite3
+
+    from ..errors import NotFoundError, SkillshelfError, cannot_write_error
+    from ..library import explain
+
+    if isinstance(exc, SkillshelfError):
+        msg, fix = exc.message, exc.fix
+        if not fix:   # the model needs a next step even where the library gave none
+            fix = ("use a name or id that search_skills returned" if isinstance(exc, NotFoundError)
+                   else "check the arguments against the tool's description")
+    elif isinstance(exc, (OSError, sqlite3.Error)) and (refused := cannot_write_error(exc, "the library folder")):
+        msg, fix = refused.message, refused.fix
+    elif isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        msg = f"{exc.strerror or type(exc).__name__}{where}"
+        fix = "check that file or folder (it may be missing, unreadable or on a full disk), then try again"
+    else:
+        msg = f"{type(exc).__name__}: {str(exc).split(' with text ', 1)[0]}"
+        if (known := explain(exc)) is not None:
+            fix = known.fix
+        elif isinstance(exc, sqlite3.Error):
+            fix = ("run `skillshelf doctor`; if it reports the database damaged, `skillshelf rebuild` re-indexes"
+                   " the files")
+        else:
+            fix = "try again; if it keeps failing, run `skillshelf doctor` and read the server's log (stderr)"
+    msg = " ".join(str(msg).split())[:500]
+    if doing:
+        msg = f"{doing}: {msg}"
+    return f"{msg.rstrip('.')}. Fix: {fix}" if fix else msg
+
+
+# --- team stores: who is asking -----------------------------------------------------------------
+
+MAKE_TOKEN = "skillshelf tokens add NAME --role reader|agent|curator|admin"
+OWN_TOKEN_FIX = ("set SKILLSHELF_TOKEN in this server's environment (the `env` of its entry in your client's MCP "
+                 f"configuration) to your own token, then restart it; an admin makes one with `{MAKE_TOKEN}`")
+# how a refusal names what was asked (``Library.authorize``'s ``what``), by action
+WHAT = {"search": "searching skills", "read": "reading a skill", "save_skill": "saving a skill",
+        "report_outcome": "reporting an outcome", "stats": "the usage statistics",
+        "reindex": "reindexing this server's folders", "resources": "reading the skill files as resources"}
+
+
+def not_a_token() -> Exception:
+    """The refusal of a SKILLSHELF_TOKEN the team store does not know."""
+    from ..errors import ConfigError
+
+    return ConfigError("SKILLSHELF_TOKEN is not a token of this team store (wrong, or revoked)", fix=OWN_TOKEN_FIX)
+
+
+def no_token() -> Exception:
+    """The refusal of a team store's request whose caller is not known."""
+    from ..errors import ForbiddenError
+
+    return ForbiddenError("this team library needs a token of your own", needed="reader",
+                          fix="send 'Authorization: Bearer <token>' over HTTP, or " + OWN_TOKEN_FIX)
+
+
+# --- search_skills ------------------------------------------------------------------------------
+
+def hit_line(i: int, h: dict[str, Any]) -> str:
+    """One hit of a search: rank, name, match, flags and description (and the judge's word)."""
+    extra = f" ×{h['copies']}" if h.get("copies", 1) > 1 else ""
+    flags = "".join(f" [{f}]" for f in ("expired",) if h.get(f))
+    # when the name would resolve to another same-named skill, say which one to get
+    get = f" (get_skill: {h['ref']})" if h.get("ref") and h["ref"] != h["name"] else ""
+    desc = trim(h["description"], 100) if get else h["description"]  # keep 5 hits under ~1.4k chars
+    j = h.get("judge") or {}
+    said = ""
+    if j:
+        said = f" (judge: fit {j.get('fit', '?')}" + (f" — {trim(str(j['why']), 120)}" if j.get("why") else "") + ")"
+    # the audit's risk of the skill (low|medium|high), in the text only where there is one: the
+    # structured content carries it on every hit ("none" included)
+    risk = f", risk {h['risk']}" if h.get("risk") not in (None, "none") else ""
+    # what outcomes of similar requests said (the ranker's own reasons stay in the structured
+    # content: they cost tokens and an agent cannot act on them)
+    learned = f" (outcomes: {h['learned']})" if h.get("learned") else ""
+    return f"{i}. {h['name']}{extra} [{h['match']}{risk}]{flags}{get} — {desc}{said}{learned}"
+
+
+def next_step(*, confident: bool, any_hits: bool, query_id: int | None, read_only: bool) -> str:
+    """The closing line of a search: the confidence, the query id, and what to do next. With
+    no confident match the model is told not to force a skill (as the using-skillshelf
+    skill teaches) rather than to read one."""
+    qid = (f"query_id={query_id}" if query_id is not None
+           else "query not logged (the library is read-only: outcomes cannot be recorded)" if read_only
+           else "query not logged (see degraded): report_outcome without query_id")
+    if confident:
+        return f"confident match; {qid}. Next: get_skill(name)" + ("." if read_only else ", then report_outcome.")
+    line = f"no confident match (possible gap); {qid}. "
+    if any_hits:
+        line += ("None of these fits confidently: do not force one; open a weak hit only if its description "
+                 "clearly covers your case" + ("" if read_only else " (then report_outcome)") + ". Otherwise ")
+    else:
+        line += "No skill fits: "
+    return line + ("do the task yourself." if read_only else
+                   "do the task yourself, then save what you learned with save_skill(action='ARCHIVE').")
+
+
+# --- get_skill ----------------------------------------------------------------------------------
+
+def page_of(body: str, offset: int, budget: int) -> tuple[str, int | None]:
+    """``body[offset:]`` up to ``budget`` characters and the offset the next page starts at
+    (None: this is the end). A page that does not reach the end is cut after a line where
+    one ends in its second half, else after a space, so no word is split between two pages
+    (only a single "word" longer than half the budget is)."""
+    end = offset + max(budget, 1)
+    if end >= len(body):
+        return body[offset:], None
+    floor = offset + max(budget, 1) // 2
+    cut = body.rfind("\n", floor, end)
+    if cut < 0:
+        cut = max(body.rfind(" ", floor, end), body.rfind("\t", floor, end))
+    if cut >= floor:
+        end = cut + 1
+    return body[offset:end], end
+
+
+def files_line(uri_of: Any, files: list[str], more: int) -> tuple[list[str], int, str]:
+    """(names shown, names left out, the text line) within ``FILES_SHOWN_CHARS``;
+    ``uri_of(file)`` is the resource URI of one of the skill's files."""
+    shown: list[str] = []
+    used = 0
+    for f in files:
+        if used + len(f) + 2 > FILES_SHOWN_CHARS:
+            break
+        shown.append(f)
+        used += len(f) + 2
+    left = len(files) - len(shown) + more
+    if not shown:
+        return shown, left, (f"files: {left} (list them with resources/list)" if left else "")
+    line = "files: " + ", ".join(shown) + (f", … ({left} more: resources/list)" if left else "")
+    return shown, left, line + f"  (read as resources: {uri_of(shown[0])})"
+
+
+def read_on(*, shown_to: int, total: int, ref: str, section: str, next_offset: int, heads: list[str]) -> str:
+    """The footer of a page of a long body: how much was shown and how to read on."""
+    out = (f"\n\n[shown {shown_to:,} of {total:,} characters; read on with "
+           f"get_skill(name={ref!r}{f', section={section!r}' if section else ''}, offset={next_offset})")
+    if heads:
+        out += ", or one section: " + ", ".join(trim(h, 60) for h in heads)
+    return out + "]"
+
+
+# --- skill_stats and the prompt -------------------------------------------------------------------
+
+def stats(st: Any) -> tuple[str, dict[str, Any]]:
+    """(the text, the structured result) of skill_stats for ``Library.stats()``."""
+    data = {"queries": st.queries, "reports": st.reports, "report_rate": round(st.report_rate, 3),
+            "most_used": [u.as_dict() for u in st.most_used[:10]],
+            "low_success": [u.as_dict() for u in st.low_success[:10]],
+            "gaps": [g.as_dict() for g in st.gaps[:10]],
+            "never_surfaced": len(st.never_surfaced),
+            "never_surfaced_sample": [x["name"] for x in st.never_surfaced[:10]]}
+    lines = [f"{st.queries} queries, {st.reports} reports (report rate {st.report_rate:.0%})",
+             "most used: " + (", ".join(f"{u.name} ({u.worked}/{u.reports})" for u in st.most_used[:5]) or "-"),
+             "low success: " + (", ".join(f"{u.name} ({u.worked}/{u.reports})" for u in st.low_success[:5]) or "-"),
+             "gaps: " + ("; ".join(f"{g.query} ×{g.count}" for g in st.gaps[:5]) or "-"),
+             f"never surfaced: {len(st.never_surfaced)} skills"]
+    return "\n".join(lines), data
+
+
+def use_skills(task: str) -> str:
+    """The use-skills prompt, with the task (one line) when one is given."""
+    task = " ".join(task.split())
+    t = f" The task: {task}" + ("" if task.endswith((".", "!", "?")) else ".") if task else ""
+    return ("Before you start, call search_skills with the task in your own words." + t +
+            " If a hit fits (match 'likely'), read it with get_skill and follow it. When done, call "
+            "report_outcome with worked=true or false and a one-line note on what happened, passing the "
+            "query_id. If nothing fits ('no confident match') and you solve it yourself, consider "
+            "save_skill(action='ARCHIVE') with what you learned; if a skill was wrong, save_skill("
+            "action='FIX', target_skill_name=..., lesson=...).")
+
+
+# --- the supply chain: what is asked of ``Library.supply`` (the audit, the pins) ----------------
+
+RISKS = ("none", "low", "medium", "high")
+
+
+def risks_of(lib: Any, items: Iterable[Any]) -> dict[str, str]:
+    """Skill id -> its audit risk (none|low|medium|high) for search hits or records: the
+    item's own ``risk`` where it carries one, else the library's audit (none when the skill
+    has not been audited)."""
+    got = {x.id: getattr(x, "risk", None) for x in items}
+    missing = [sid for sid, r in got.items() if r not in RISKS]
+    if missing:
+        got |= lib.supply.risks(missing)
+    return {sid: r if r in RISKS else "none" for sid, r in got.items()}
+
+
+def hidden_refusal(lib: Any, uri: str) -> str | None:
+    """The refusal of a ``skill://`` URI that names a file of a skill hidden from agents (held
+    since its collection was pinned, or blocked by ``trust.block``), None otherwise. Only a
+    URI under a hidden skill's folder is resolved (``skill_manifest`` names its skill: skills
+    can nest), so with nothing hidden this costs a dictionary read."""
+    hidden = lib.supply.hidden()
+    if not hidden:
+        return None
+    under = [sid for sid in hidden if uri.startswith(lib.skill_uri(sid, ""))]
+    if not under:
+        return None
+    try:
+        owner = lib.skill_manifest(uri)["uri"]
+    except Exception:  # noqa: BLE001 — the read itself then says what is wrong with the URI
+        return None
+    for sid in under:
+        if lib.skill_uri(sid) == owner:
+            return lib.supply.refusal(sid)
+    return None
+
+
+def unhidden(lib: Any, listing: tuple[list[dict[str, Any]], str | None]) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of resources/list or skills/list without the entries of skills hidden from agents
+    (an entry under a hidden skill's folder: a skill nested in it is left out too, which is
+    the side to err on); the cursor of the next page is unchanged, so a page may be short."""
+    page, nxt = listing
+    hidden = lib.supply.hidden()
+    if not hidden:
+        return page, nxt
+    prefixes = tuple(lib.skill_uri(sid, "") for sid in hidden)
+    return [e for e in page if not str(e.get("uri", "")).startswith(prefixes)], nxt
+
+
+# --- tool schemas -------------------------------------------------------------------------------
+
+def untitled(schema: Any) -> Any:
+    """A JSON schema without pydantic's generated ``title`` keys (they repeat the property
+    names and cost ~1 KB of every client's context in tools/list)."""
+    if isinstance(schema, dict):
+        out = {}
+        for k, v in schema.items():
+            if k == "title" and isinstance(v, str):
+                continue
+            if k == "properties" and isinstance(v, dict):
+                out[k] = {name: untitled(sub) for name, sub in v.items()}
+            else:
+                out[k] = untitled(v)
+        return out
+    if isinstance(schema, list):
+        return [untitled(x) for x in schema]
+    return schema

@@ -1,0 +1,12 @@
+"""Search: files into the index, and a request into a short list of hits.
+
+Owns the sync of files to the store by content hash (``sync``), the service that keeps the index
+and answers queries (``indexer``), the lexical index (``lexical``: BM25F over postings in SQLite)
+and the dense one (``vectors``), the in-memory state between queries (``state``), the query
+pipeline (``pipeline``: lexical ∥ dense → fuse → fitted ranker → diversify → confidence), the
+fusion and recency steps (``fusion``), the fitted ranker and its weights (``ranker``,
+``ranker.json``), whether a hit is likely (``confidence``), the hits themselves and which copy
+of a group each shows (``hits``, ``language``).
+
+May use: ``catalog``, ``usage`` (learning reorders what retrieval found), ``embeddings``,
+``store`` and the core values."""

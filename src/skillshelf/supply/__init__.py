@@ -1,0 +1,9 @@
+"""Skills from strangers are a supply chain: the audit, pins and held skills.
+
+Owns the audit's rule catalogue (``rules``) and patterns (``patterns``), where each rule looks in
+one file's bytes (``scan``), the audit of one file (``file_audit``: ``audit_bytes``, ``risk``),
+the audit of a skill's folder kept by content (``skill_audit``: ``Auditor``), pinned roots and the
+agent gate (``pins``: ``Pins``, ``Gate``) and the service the facade exposes (``chain``:
+``SupplyChain``).
+
+May use: ``catalog`` (roots), ``store`` and the core values."""

@@ -1,0 +1,364 @@
+"""Pinned collections: a root's skills as a person reviewed them, and the skills whose files
+have changed since, held back from agents until a person has seen what changed.
+
+Pinning a root (:meth:`Pins.pin_root`) records the sha256 of every file of every skill in it
+(the files ``auditing.walk_skill`` takes, each read bounded; a file over the cap is recorded by
+size and time, with a finding) and keeps each SKILL.md's text and the skill's audit findings.
+A pinned skill is **held** when its files differ from the pin (a file added, removed or
+changed), and so is a skill that appears in a pinned root after the pin: :meth:`Pins.refresh`
+finds them (a walk and a stat per file; a read only where size or time moved) and
+:meth:`Pins.held_ids` is the set a search leaves out. :meth:`Pins.diff` shows what changed:
+a unified diff of the SKILL.md, the other files added, removed or changed, and the audit
+findings that are new. :meth:`Pins.accept` pins a skill's content as it is now.
+
+:class:`Gate` puts pins and the audit together: what agents may not see (held skills and,
+with ``trust.block``, skills at or above a risk whose content the owner has not trusted), the
+message an agent gets instead, and the owner's review and allowance of one skill.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..catalog.roots import Found, Root, discover
+from ..errors import NotFoundError, ValidationError
+from ..files import MAX_SKILL_BYTES, FileRefused, read_bounded
+from ..store import Store, now
+from ..store.pins import PinnedContent
+from . import skill_audit as auditing
+from .file_audit import Finding, severity_at_least
+
+# a SKILL.md diff is made of at most this many lines a side (difflib is quadratic at worst)
+DIFF_MAX_LINES = 20_000
+
+
+@dataclass
+class PinDiff:
+    """What changed in a pinned skill since it was pinned."""
+
+    skill_id: str
+    reason: str                      # unchanged | changed | added (new in a pinned root) | removed
+    skill_md_diff: str = ""          # unified diff of the SKILL.md, pinned -> now
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    new_findings: list[Finding] = field(default_factory=list)
+    gone_findings: list[Finding] = field(default_factory=list)
+    pinned_at: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"skill_id": self.skill_id, "reason": self.reason, "skill_md_diff": self.skill_md_diff,
+                "added": self.added, "removed": self.removed, "changed": self.changed,
+                "new_findings": [f.as_dict() for f in self.new_findings],
+                "gone_findings": [f.as_dict() for f in self.gone_findings], "pinned_at": self.pinned_at}
+
+    def text(self) -> str:
+        """The diff as a person reads it in a terminal."""
+        head = {"changed": "changed since it was pinned", "added": "new in a pinned root (never reviewed)",
+                "removed": "removed since it was pinned", "unchanged": "unchanged since it was pinned"}[self.reason]
+        out = [f"{self.skill_id}: {head}" + (f" on {self.pinned_at}" if self.pinned_at else "")]
+        for label, names in (("added", self.added), ("removed", self.removed), ("changed", self.changed)):
+            if names:
+                out.append(f"  files {label}: " + ", ".join(names[:50]) + (f" … ({len(names)})" if len(names) > 50 else ""))
+        if self.new_findings:
+            out.append("  new audit findings:")
+            out += [f"    {f.severity:6} {f.rule}  {f.file}:{f.line}  {f.message}" for f in self.new_findings]
+        if self.skill_md_diff:
+            out += ["", self.skill_md_diff.rstrip("\n")]
+        return "\n".join(out)
+
+
+@dataclass
+class PinReport:
+    root: str
+    skills: int = 0
+    files: int = 0
+    findings: list[Finding] = field(default_factory=list)   # files not hashed, links outside …
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"root": self.root, "skills": self.skills, "files": self.files,
+                "findings": [f.as_dict() for f in self.findings], "notes": self.notes}
+
+
+def _root_of(skill_id: str) -> str:
+    return skill_id.partition(":")[0]
+
+
+def _read_skill_md(path: str | Path) -> bytes:
+    return read_bounded(path, MAX_SKILL_BYTES)
+
+
+def snapshot(skill_id: str, skill_md: str | Path) -> dict[str, Any]:
+    """A skill's content now, as a pin keeps it: ``skill_id``, ``content_key``, ``skill_md``
+    (text), ``findings`` (the audit's, as dicts) and ``files`` (``file``, ``sha256``, ``size``,
+    ``mtime_ns``)."""
+    data = _read_skill_md(skill_md)
+    findings, states = auditing.audit_folder(skill_md, skill_md_bytes=data)
+    files = [{k: s[k] for k in ("file", "sha256", "size", "mtime_ns")} for s in states]
+    key = auditing.content_key((s["file"], s["sha256"], s["size"], s["mtime_ns"]) for s in files)
+    return {"skill_id": skill_id, "content_key": key, "skill_md": data.decode("utf-8", "replace"),
+            "findings": [f.as_dict() for f in findings], "files": files}
+
+
+class Pins:
+    """Pins kept in ``pins`` (``store.pins.PinnedContent`` or another backend's class with the
+    same methods)."""
+
+    def __init__(self, pins: PinnedContent | Store, *, exclude: tuple[Path, ...] = ()):
+        self.pins = PinnedContent(pins) if isinstance(pins, Store) else pins
+        self.exclude = exclude          # folders never walked into (the library's home)
+
+    # --- pinning --------------------------------------------------------------------------
+    def pin_root(self, root: Root) -> PinReport:
+        """Pin every skill of ``root`` as it is now (replacing an earlier pin of it); its held
+        skills are released."""
+        found, notes = discover(root, self.exclude)
+        report = PinReport(root.label, notes=notes)
+        skills = []
+        for f in _unique(found):
+            try:
+                snap = snapshot(f.id, f.path)
+            except (OSError, FileRefused) as exc:
+                report.notes.append(f"not pinned: {f.file}: {getattr(exc, 'message', None) or exc}")
+                continue
+            skills.append(snap)
+            report.files += len(snap["files"])
+            report.findings += [Finding.from_dict(x) for x in snap["findings"]
+                                if x["rule"] in ("files.not-audited", "files.outside-link")]
+        report.skills = len(skills)
+        self.pins.pin_root(root.label, str(root.path), skills, at=now())
+        return report
+
+    def unpin_root(self, label: str) -> bool:
+        return self.pins.unpin_root(label)
+
+    def roots(self) -> list[dict[str, Any]]:
+        """The pinned roots: ``root``, ``path``, ``pinned_at``, ``skills``."""
+        return self.pins.roots()
+
+    def pinned_root(self, skill_id: str) -> str | None:
+        """The label of the pinned root a skill id belongs to, or None."""
+        label = _root_of(skill_id)
+        return label if label in self.pins.root_labels() else None
+
+    def accept(self, skill_id: str, skill_md: str | Path | None) -> PinDiff:
+        """Pin one skill's content as it is now (``skill_md`` None: its folder is gone, and the
+        pin is dropped). Returns what changed, as :meth:`diff` said it before."""
+        label = self.pinned_root(skill_id)
+        if label is None:
+            raise ValidationError(f"{skill_id} is not in a pinned root",
+                                  fix="pin its root first: `skillshelf pin LABEL`")
+        before = self.diff(skill_id, skill_md)
+        if skill_md is None or not os.path.exists(skill_md):
+            self.pins.drop_skill(skill_id)
+        else:
+            self.pins.pin_skill(label, snapshot(skill_id, skill_md), at=now())
+        return before
+
+    # --- what changed ----------------------------------------------------------------------
+    def compare(self, skill_id: str, skill_md: str | Path | None) -> tuple[str, list[str], list[str], list[str]]:
+        """(reason, added, removed, changed) of a skill against its pin: reason is ``unchanged``,
+        ``changed``, ``added`` (in a pinned root, not pinned) or ``removed`` (its folder is
+        gone); ``pinned`` None for a skill outside any pinned root is ``unchanged``. Files are
+        read only where their size or time moved; a same hash updates the pin's times."""
+        pinned = self.pins.files(skill_id)
+        if not pinned:   # every pin has its SKILL.md: not pinned
+            if skill_md is None or not os.path.exists(skill_md) or self.pinned_root(skill_id) is None:
+                return ("unchanged", [], [], [])
+            return ("added", [], [], [])
+        if skill_md is None or not os.path.exists(skill_md):
+            return ("removed", [], sorted(pinned), [])
+        walk = auditing.walk_skill(skill_md)
+        now_files = {s.file: s for s in walk.files}
+        added = sorted(set(now_files) - set(pinned))
+        removed = sorted(set(pinned) - set(now_files))
+        changed, touched = [], []
+        for name in sorted(set(now_files) & set(pinned)):
+            st, pin = now_files[name], pinned[name]
+            if st.size == pin["size"] and st.mtime_ns == pin["mtime_ns"]:
+                continue
+            if pin["sha256"] is None or st.outside:
+                changed.append(name)
+                continue
+            try:
+                sha = hashlib.sha256(auditing.read_file(st, Path(skill_md).name)).hexdigest()
+            except (OSError, FileRefused):
+                changed.append(name)
+                continue
+            if sha == pin["sha256"]:
+                touched.append((name, st.size, st.mtime_ns))
+            else:
+                changed.append(name)
+        if touched:
+            self.pins.touch_files(skill_id, touched)
+        reason = "changed" if (added or removed or changed) else "unchanged"
+        return (reason, added, removed, changed)
+
+    def refresh(self, found: Iterable[Found | tuple[str, str | Path]] | None = None) -> dict[str, list[str]]:
+        """Hold the skills of pinned roots whose files changed (or that are new), release the
+        ones back to their pinned content. ``found``: the skills on disk (``Found`` or (id,
+        SKILL.md path)), e.g. a sync's scan; None walks each pinned root. Returns the ids
+        ``held`` now and ``released``."""
+        roots = self.pins.roots()
+        if not roots:
+            return {"held": [], "released": []}
+        labels = {r["root"] for r in roots}
+        current: dict[str, str] = {}
+        if found is None:
+            for r in roots:
+                fs, _ = discover(Root(Path(r["path"]), "other", r["root"]), self.exclude)
+                current.update((f.id, f.file) for f in _unique(fs))
+        else:
+            for f in found:
+                sid, path = (f.id, f.file) if isinstance(f, Found) else (f[0], str(f[1]))
+                if _root_of(sid) in labels:
+                    current.setdefault(sid, path)
+        held_before = self.pins.held()
+        hold: dict[str, tuple[str, str]] = {}
+        for sid, path in current.items():
+            reason = self.compare(sid, path)[0]
+            if reason in ("changed", "added"):
+                hold[sid] = (_root_of(sid), reason)
+        released = [sid for sid in held_before if sid not in hold]
+        if hold.keys() != held_before.keys() or any(held_before[s]["reason"] != r for s, (_, r) in hold.items()):
+            self.pins.set_held(hold, released, at=now())
+        return {"held": sorted(set(hold) - set(held_before)), "released": sorted(released)}
+
+    def check(self, skill_id: str, skill_md: str | Path | None) -> str:
+        """Compare one skill with its pin now and hold or release it; returns the reason
+        (``unchanged`` for a skill outside any pinned root). Call it when one skill's files
+        are known to have changed (a watcher's event, a sync that re-indexed it)."""
+        reason = self.compare(skill_id, skill_md)[0] if self.pinned_root(skill_id) else "unchanged"
+        held = self.pins.held()
+        if reason in ("changed", "added"):
+            if held.get(skill_id, {}).get("reason") != reason:
+                self.pins.set_held({skill_id: (_root_of(skill_id), reason)}, [], at=now())
+        elif skill_id in held:
+            self.pins.set_held({}, [skill_id], at=now())
+        return reason
+
+    def held(self) -> dict[str, dict[str, str]]:
+        """Held skill id -> ``root``, ``reason`` (changed | added) and ``since``."""
+        return self.pins.held()
+
+    def held_ids(self) -> frozenset[str]:
+        return frozenset(self.pins.held())
+
+    def diff(self, skill_id: str, skill_md: str | Path | None) -> PinDiff:
+        """What changed in a skill since it was pinned: a unified diff of its SKILL.md, the other
+        files added, removed or changed, and the audit findings that are new (or gone)."""
+        pinned = self.pins.skill(skill_id)
+        if pinned is None and self.pinned_root(skill_id) is None:
+            raise NotFoundError(f"{skill_id} is not pinned", fix="pin its root: `skillshelf pin LABEL`")
+        reason, added, removed, changed = self.compare(skill_id, skill_md)
+        out = PinDiff(skill_id, reason, added=added, removed=removed, changed=changed,
+                      pinned_at=pinned["pinned_at"] if pinned else None)
+        old_text = pinned["skill_md"] if pinned else ""
+        old_findings = [Finding.from_dict(f) for f in pinned["findings"]] if pinned else []
+        if skill_md is not None and os.path.exists(skill_md):
+            now_snap = snapshot(skill_id, skill_md)
+            new_text = now_snap["skill_md"]
+            new_findings = [Finding.from_dict(f) for f in now_snap["findings"]]
+            if pinned is None:
+                out.added = [f["file"] for f in now_snap["files"]]
+        else:
+            new_text, new_findings = "", []
+        if old_text != new_text:
+            out.skill_md_diff = unified(old_text, new_text, f"pinned/{skill_id}/SKILL.md", f"now/{skill_id}/SKILL.md")
+        old_keys = {f.key() for f in old_findings}
+        new_keys = {f.key() for f in new_findings}
+        out.new_findings = [f for f in new_findings if f.key() not in old_keys]
+        out.gone_findings = [f for f in old_findings if f.key() not in new_keys]
+        return out
+
+
+def unified(a: str, b: str, a_name: str, b_name: str, context: int = 3) -> str:
+    """A unified diff of two texts (at most ``DIFF_MAX_LINES`` lines a side: beyond that, the
+    count of lines only each side has)."""
+    al, bl = a.splitlines(keepends=True), b.splitlines(keepends=True)
+    if len(al) > DIFF_MAX_LINES or len(bl) > DIFF_MAX_LINES:
+        sa, sb = set(al), set(bl)
+        return (f"--- {a_name}\n+++ {b_name}\n(too long to diff line by line: {sum(1 for x in al if x not in sb):,} "
+                f"lines removed, {sum(1 for x in bl if x not in sa):,} added)\n")
+    return "".join(difflib.unified_diff(al, bl, a_name, b_name, n=context))
+
+
+def _unique(found: list[Found]) -> list[Found]:
+    seen: set[str] = set()
+    out = []
+    for f in found:
+        if f.id not in seen:
+            seen.add(f.id)
+            out.append(f)
+    return out
+
+
+class Gate:
+    """What agents may see. ``block()`` is the ``trust.block`` setting now (``none``, ``high``
+    or ``medium``). A skill is hidden from agents when it is held (its pinned files changed) or
+    when its risk is at or above ``block`` and its current content is not trusted."""
+
+    def __init__(self, auditor: auditing.Auditor, pins: Pins, block: Callable[[], str]):
+        self.auditor, self.pins, self.block = auditor, pins, block
+        self._cache: tuple[tuple[str, str, str], dict[str, str]] | None = None
+
+    def hidden(self) -> dict[str, str]:
+        """Skill id -> why agents do not see it (read again only when an audit, a trust, a pin
+        or the setting changed)."""
+        level = self.block() or "none"
+        key = (self.auditor.generation(), self.pins.pins.generation(), level)
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        out: dict[str, str] = {}
+        for sid in self.auditor.blocked(level):
+            out[sid] = f"its audit found {level} risk or worse (trust.block = \"{level}\")"
+        for sid, h in self.pins.held().items():
+            why = ("it changed since its collection was pinned" if h["reason"] == "changed"
+                   else "it appeared in a pinned collection after the pin")
+            out[sid] = f"{why}; {out[sid]}" if sid in out else why
+        self._cache = (key, out)
+        return out
+
+    def hidden_ids(self) -> frozenset[str]:
+        return frozenset(self.hidden())
+
+    def refusal(self, skill_id: str, name: str) -> str | None:
+        """The message an agent gets instead of a hidden skill (None when it may see it)."""
+        why = self.hidden().get(skill_id)
+        if why is None:
+            return None
+        return (f"{name} is held back from agents: {why}. A person must review it first: "
+                f"`skillshelf trust {name}` shows what changed and allows it.")
+
+    def review(self, skill_id: str, skill_md: str | Path | None) -> dict[str, Any]:
+        """What the owner reads before allowing a skill: its audit now (re-audited) and, when it
+        is in a pinned root, the diff against the pin."""
+        out: dict[str, Any] = {"skill_id": skill_id, "hidden": self.hidden().get(skill_id), "diff": None}
+        if skill_md is not None and os.path.exists(skill_md):
+            a = self.auditor.audit_skill(skill_id, skill_md)
+            out.update(risk=a.risk, findings=[f.as_dict() for f in a.findings], trusted=a.trusted)
+        if self.pins.pinned_root(skill_id):
+            out["diff"] = self.pins.diff(skill_id, skill_md).as_dict()
+        return out
+
+    def allow(self, skill_id: str, skill_md: str | Path | None, *, note: str = "") -> dict[str, Any]:
+        """The owner allows the skill as it is now: its pin takes the current content and, if
+        its risk is not none, the audit's trust is given to this content."""
+        out: dict[str, Any] = {"skill_id": skill_id, "pinned": False, "trusted": False}
+        if self.pins.pinned_root(skill_id):
+            self.pins.accept(skill_id, skill_md)
+            out["pinned"] = True
+        if skill_md is not None and os.path.exists(skill_md):
+            a = self.auditor.audit_skill(skill_id, skill_md)
+            if severity_at_least(a.risk, "low"):
+                self.auditor.trust(skill_id, note=note)
+                out["trusted"] = True
+            out["risk"] = a.risk
+        return out

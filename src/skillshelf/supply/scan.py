@@ -1,0 +1,663 @@
+"""The audit of one file's bytes: where each rule looks, and how the context of a match (a
+code block, a quote, an HTML comment, a section about attacks, a warning) sets its severity.
+
+Works on the UTF-8 bytes and their ``bytes.lower()`` (same offsets, ASCII lower-cased), so a
+file is never decoded unless it holds characters outside ASCII that need a closer look.
+Offsets are byte offsets; lines are 1-based. See ``skillshelf.supply.file_audit`` for the rules and their
+severities.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from . import patterns as P
+from .rules import RANK, RULES, Finding, visible
+
+MAX_FINDINGS_PER_RULE = 5
+MAX_LINES_PER_RULE = 2_000
+# a logical line (joined continuation lines) longer than this is looked at in its first part
+MAX_LOGICAL_LINE = 8_000
+MAX_COMMENTS = 1_000
+MAX_BLOBS = 10
+MAX_HIDDEN_BYTES = 1_000_000
+EXCERPT_BYTES = 400
+# a line is looked at this far either side of a position: a line of a megabyte costs no more
+# per match than a short one
+WINDOW = 4_000
+MAX_MARKS = 20_000          # code fence marks and headings taken from one file
+MAX_HIDDEN_REGIONS = 1_000
+
+
+class Scan:
+    """The findings of one file. The Markdown structure (code blocks, headings, HTML comments)
+    is worked out once, the first time a rule needs it."""
+
+    def __init__(self, data: bytes, file: str, kind: str, security_topic: bool, *, depth: int = 0,
+                 hidden_why: str | None = None):
+        self.data, self.file, self.kind, self.depth = data, file, kind, depth
+        self.low = data.lower()
+        self.security_topic = security_topic
+        self.hidden_why = hidden_why      # the whole text is hidden (decoded, spelled invisibly)
+        self.findings: list[Finding] = []
+        self._counts: dict[str, int] = {}
+        self._more: dict[str, int] = {}
+        self._seen: set[tuple[str, int]] = set()
+        self._found_at: list[int] = []    # where each finding was made (offsets), kept or not
+        self._fences: list[tuple[int, int]] | None = None
+        self._headings: list[tuple[int, int, bytes]] | None = None
+        self._comments: list[tuple[int, int]] | None = None
+        self._padded: list[tuple[int, int]] = []
+        self._trigger_hits: dict[re.Pattern, list[int]] = {}
+        self._newlines: list[int] | None = None
+
+    # --- recording ---------------------------------------------------------------------------
+    def line_of(self, pos: int) -> int:
+        if self._newlines is None:
+            self._newlines = [m.start() for m in re.finditer(b"\n", self.data)]
+        return bisect.bisect_left(self._newlines, pos) + 1
+
+    def add(self, rule: str, severity: str, pos: int, message: str, *, excerpt: str | bytes | None = None,
+            line: int | None = None) -> None:
+        line = self.line_of(pos) if line is None else line
+        if (rule, line) in self._seen:
+            return
+        self._seen.add((rule, line))
+        self._found_at.append(pos)
+        if self._counts.get(rule, 0) >= MAX_FINDINGS_PER_RULE:
+            self._more[rule] = self._more.get(rule, 0) + 1
+            # a later finding of a higher severity replaces the lowest one kept
+            kept = [i for i, f in enumerate(self.findings) if f.rule == rule]
+            lowest = min(kept, key=lambda i: RANK[self.findings[i].severity])
+            if RANK[severity] <= RANK[self.findings[lowest].severity]:
+                return
+            del self.findings[lowest]
+        else:
+            self._counts[rule] = self._counts.get(rule, 0) + 1
+        if excerpt is None:
+            excerpt = self.excerpt_at(pos)
+        if isinstance(excerpt, bytes):
+            excerpt = excerpt.decode("utf-8", "replace")
+        self.findings.append(Finding(rule, severity, self.file, line, visible(excerpt), message))
+
+    def excerpt_at(self, pos: int) -> bytes:
+        s, e = self.line_bounds(pos)
+        if e - s > EXCERPT_BYTES // 2:     # centre a long line's excerpt on what was found
+            s = max(s, pos - 60)
+        return self.data[s:min(e, s + EXCERPT_BYTES)]
+
+    def finish(self) -> list[Finding]:
+        out = []
+        last = {f.rule: i for i, f in enumerate(self.findings)}
+        for i, f in enumerate(self.findings):
+            more = self._more.get(f.rule)
+            if more and last[f.rule] == i:
+                f = Finding(f.rule, f.severity, f.file, f.line, f.excerpt,
+                            f"{f.message} (and {more} more like it in this file)")
+            out.append(f)
+        return sorted(out, key=lambda f: (f.line, f.rule))
+
+    # --- lines -------------------------------------------------------------------------------
+    def line_bounds(self, pos: int) -> tuple[int, int]:
+        """The line around ``pos``; of a line longer than ``WINDOW`` either side, that window."""
+        lo = max(0, pos - WINDOW)
+        s = self.data.rfind(b"\n", lo, pos) + 1
+        if s == 0:
+            s = lo
+        hi = min(len(self.data), pos + WINDOW)
+        e = self.data.find(b"\n", pos, hi)
+        return s, (hi if e < 0 else e)
+
+    def logical_line(self, pos: int) -> tuple[int, int]:
+        """The command a position is part of: its line joined with the lines it continues and
+        that continue it (``\\`` at the end; in code also ``|`` or ``&&``), at most 20 each way."""
+        s, e = self.line_bounds(pos)
+        code = self.kind != "markdown" or self.fence_at(pos) is not None
+        ends = (b"\\", b"|", b"&&") if code else (b"\\",)
+        for _ in range(20):
+            if s == 0:
+                break
+            ps, pe = self.line_bounds(s - 1)
+            if self.low[ps:pe].rstrip().endswith(ends):
+                s = ps
+            else:
+                break
+        for _ in range(20):
+            if e >= len(self.data) or not self.low[s:e].rstrip().endswith(ends):
+                break
+            e = self.line_bounds(e + 1)[1]
+        return s, min(e, s + MAX_LOGICAL_LINE)
+
+    def candidates(self, triggers: list[re.Pattern], what: str) -> list[tuple[int, int]]:
+        """The logical lines (start, end) holding a trigger, in order, at most MAX_LINES_PER_RULE."""
+        hits: list[int] = []
+        for rx in triggers:
+            found = self._trigger_hits.get(rx)
+            if found is None:
+                found = self._trigger_hits[rx] = []
+                for m in rx.finditer(self.low):
+                    found.append(m.start())
+                    if len(found) > 4 * MAX_LINES_PER_RULE:
+                        break
+            hits.extend(found)
+        hits.sort()
+        out: list[tuple[int, int]] = []
+        last_end = -1
+        for h in hits:
+            if h <= last_end:
+                continue
+            s, e = self.logical_line(h)
+            out.append((s, e))
+            last_end = max(e, h)
+            if len(out) >= MAX_LINES_PER_RULE:
+                self.add("files.not-audited", "medium", h, f"more than {MAX_LINES_PER_RULE:,} lines to check for "
+                         f"{what}: the rest of the file was not checked for it")
+                break
+        return out
+
+    # --- Markdown structure --------------------------------------------------------------------
+    @property
+    def fences(self) -> list[tuple[int, int]]:
+        """Fenced code blocks as (start of the opening line, end of the closing fence). An
+        unclosed fence is not a code block (a Markdown reader shows it as text)."""
+        if self._fences is None:
+            self._fences = []
+            if self.kind == "markdown":
+                marks = []
+                for tick in (b"```", b"~~~"):
+                    i = self.data.find(tick)
+                    while i >= 0 and len(marks) < MAX_MARKS:
+                        ls = self.data.rfind(b"\n", 0, i) + 1
+                        if i - ls <= 3 and not self.data[ls:i].strip(b" "):
+                            j = i
+                            while j < len(self.data) and self.data[j] == tick[0]:
+                                j += 1
+                            marks.append((ls, tick[0], j - i, j))
+                            nl = self.data.find(b"\n", j)
+                            if nl < 0:
+                                break
+                            i = self.data.find(tick, nl)
+                        else:
+                            i = self.data.find(tick, i + 3)
+                marks.sort()
+                opened = None
+                for ls, ch, n, end in marks:
+                    if opened is None:
+                        opened = (ls, ch, n)
+                    elif ch == opened[1] and n >= opened[2]:
+                        self._fences.append((opened[0], end))
+                        opened = None
+        return self._fences
+
+    def fence_at(self, pos: int) -> tuple[int, int] | None:
+        f = self.fences
+        if not f:
+            return None
+        i = bisect.bisect_right(f, (pos, len(self.data) + 1)) - 1
+        if i >= 0 and f[i][0] <= pos < f[i][1]:
+            return f[i]
+        return None
+
+    @property
+    def headings(self) -> list[tuple[int, int, bytes]]:
+        if self._headings is None:
+            self._headings = []
+            if self.kind == "markdown":
+                i = 0 if self.data.startswith(b"#") else self.data.find(b"\n#")
+                while i >= 0 and len(self._headings) < MAX_MARKS:
+                    start = i if i == 0 and self.data.startswith(b"#") else i + 1
+                    j = start
+                    while j < len(self.data) and j - start < 7 and self.data[j] == 0x23:
+                        j += 1
+                    level = j - start
+                    if 1 <= level <= 6 and j < len(self.data) and self.data[j] in b" \t" \
+                            and self.fence_at(start) is None:
+                        e = self.data.find(b"\n", j)
+                        e = len(self.data) if e < 0 else min(e, j + 200)
+                        self._headings.append((start, level, self.low[j:e]))
+                    i = self.data.find(b"\n#", start + 1)
+        return self._headings
+
+    def section_is_about_attacks(self, pos: int) -> bool:
+        """True when a heading over ``pos`` (the nearest of each level above it) speaks of
+        attacks, anti-patterns, what not to do, or security."""
+        hs = self.headings
+        i = bisect.bisect_right(hs, (pos, 99, b"")) - 1
+        level, steps = 7, 0
+        while i >= 0 and level > 1 and steps < 200:
+            _, lvl, title = hs[i]
+            if lvl < level:
+                if P.ATTACK_HEADING.search(title):
+                    return True
+                level = lvl
+            i -= 1
+            steps += 1
+        return False
+
+    @property
+    def comments(self) -> list[tuple[int, int]]:
+        """HTML comments outside code blocks as (start, end); an unclosed one runs to the end
+        (a Markdown renderer hides the rest of the file)."""
+        if self._comments is None:
+            self._comments = []
+            if self.kind == "markdown":
+                i = self.data.find(b"<!--")
+                while i >= 0 and len(self._comments) < MAX_COMMENTS:
+                    fence = self.fence_at(i)
+                    if fence is not None:
+                        i = self.data.find(b"<!--", fence[1])
+                        continue
+                    j = self.data.find(b"-->", i + 4)
+                    end = len(self.data) if j < 0 else j + 3
+                    self._comments.append((i, end))
+                    i = self.data.find(b"<!--", end)
+        return self._comments
+
+    def hidden_at(self, pos: int) -> str | None:
+        """Why text at ``pos`` is hidden from a reader of the rendered file, or None."""
+        if self.hidden_why:
+            return self.hidden_why
+        for s, e in self.comments:
+            if s <= pos < e:
+                return "inside an HTML comment (hidden when rendered)"
+            if s > pos:
+                break
+        for s, e in self._padded:
+            if s <= pos < e:
+                return "past a run of padding spaces (off screen)"
+        return None
+
+    # --- context -----------------------------------------------------------------------------
+    def quoted(self, pos: int) -> bool:
+        """``pos`` is inside quotes or inline code on its line, or its line is a block quote or
+        a table row."""
+        s, _ = self.line_bounds(pos)
+        before = self.data[s:pos]
+        if before.lstrip().startswith((b">", b"|")):
+            return True
+        if before.count(b"`") % 2 or before.count(b'"') % 2:
+            return True
+        for o, c in (("“", "”"), ("«", "»"), ("‘", "’")):
+            if before.rfind(o.encode()) > before.rfind(c.encode()):
+                return True
+        return before.rstrip().endswith(b"'")
+
+    def near_negation(self, pos: int, s: int, e: int) -> bool:
+        """The command at ``pos`` (logical line ``s``..``e``) is shown as what not to do: its line,
+        the two lines before it, or the two lines before its code block say so."""
+        if P.NEGATION.search(self.low[s:e]):
+            return True
+        for start in (s, *(f[0] for f in [self.fence_at(pos)] if f is not None)):
+            a = start
+            for _ in range(2):
+                if a == 0:
+                    break
+                a = self.line_bounds(a - 1)[0]
+            if a < start and P.NEGATION.search(self.low[a:start]):
+                return True
+        return False
+
+    def grade_command(self, rule: str, pos: int, s: int, e: int) -> tuple[str, str]:
+        """(severity, a note for the message) of a risky command found at ``pos``."""
+        hidden = self.hidden_at(pos)
+        if hidden:
+            return "high", f" — {hidden}"
+        if self.kind == "markdown" and (self.near_negation(pos, s, e) or self.section_is_about_attacks(pos)):
+            return "low", " (shown as an example or a warning)"
+        return RULES[rule].severity, ""
+
+    def grade_phrase(self, rule: str, pos: int) -> tuple[str, str]:
+        """(severity, a note) of an override or conceal phrase at ``pos``."""
+        hidden = self.hidden_at(pos)
+        if hidden:
+            return "high", f" — {hidden}"
+        if self.kind == "markdown":
+            s, e = self.line_bounds(pos)
+            if self.fence_at(pos) is not None or self.quoted(pos):
+                return "low", " (quoted as an example)"
+            if self.section_is_about_attacks(pos) or P.TEACHING.search(self.low[s:e]) \
+                    or P.NEGATION.search(self.low[s:pos]):
+                return "low", " (in a passage about attacks or what not to do)"
+            if self.security_topic and self.low[s:pos].lstrip()[:1] in (b"-", b"*", b"+") + tuple(b"0123456789"):
+                return "low", " (listed by a skill about security)"
+            return RULES[rule].severity, ""
+        if self.security_topic:
+            return "low", " (in a skill about security)"
+        return "medium", " (text a script may show the agent)"
+
+    # --- the rules -----------------------------------------------------------------------------
+    def run(self) -> list[Finding]:
+        if self.depth == 0:
+            self.check_shape()
+        self.check_invisible()
+        self.check_commands()
+        self.check_override()
+        if self.kind == "markdown":
+            self.check_comments()
+        return self.finish()
+
+    def check_shape(self) -> None:
+        """Padding, very long lines and base64 blobs: one translation of the bytes shows
+        whether the file can hold any, before the exact patterns run."""
+        shape = self.data.translate(_SHAPE)
+        if self.kind == "markdown" and shape.find(b" " * 100) >= 0:
+            self.check_padding()
+        if len(self.data) >= P.LONG_LINE:
+            self.check_long_lines()
+        if shape.find(b"a" * 300) >= 0:
+            self.check_blobs()
+
+    def check_padding(self) -> None:
+        for m in P.PADDING.finditer(self.data):
+            s, e = self.line_bounds(m.start())
+            line = self.data[s:e].strip()
+            if line.startswith(b"|") or "│".encode() in line or "║".encode() in line \
+                    or self.fence_at(m.start()) is not None:
+                continue      # tables and box drawings align their columns with spaces
+            if len(self._padded) >= MAX_HIDDEN_REGIONS:
+                break
+            self._padded.append((m.end(), e))
+            self.add("hidden.padding", self._hidden_severity(m.end(), e), m.end(),
+                     f"{len(m.group()):,} spaces push text to column {m.end() - s:,}, past what an editor shows",
+                     excerpt=self.data[m.end():e])
+
+    def _hidden_severity(self, s: int, e: int) -> str:
+        """Hidden text that names a secret file, or a URL with something to do with it (send,
+        fetch, run, open…), is high; other hidden text medium."""
+        part = self.low[s:min(e, s + 20_000)]
+        if P.SECRET_PATH.search(part) or (P.URL.search(part) and P.ACTION.search(P.URL.sub(b" ", part))):
+            return "high"
+        return "medium"
+
+    def check_long_lines(self) -> None:
+        # a line of LONG_LINE bytes holds a whole window of LONG_LINE / 2 aligned bytes without a
+        # newline: only those windows are looked at
+        step = P.LONG_LINE // 2
+        last = -1
+        for k in range(0, len(self.data), step):
+            if k <= last or self.data.find(b"\n", k, k + step) >= 0 or k + step > len(self.data):
+                continue
+            s = self.data.rfind(b"\n", 0, k) + 1          # the whole line, once per long line
+            e = self.data.find(b"\n", k)
+            e = len(self.data) if e < 0 else e
+            last = e
+            if e - s >= P.LONG_LINE:
+                self.add("hidden.long-line", "low", s, f"a line of {e - s:,} bytes: editors and diffs show only "
+                         "its start")
+
+    def check_blobs(self) -> None:
+        n = 0
+        for m in P.BLOB.finditer(self.data):
+            head = self.low[max(0, m.start() - 40):m.start()]
+            if b"base64," in head or b"data:" in head:
+                continue          # a data: URI (an inline image)
+            blob = m.group()
+            sample = blob[:400]
+            if not (any(48 <= c <= 57 for c in sample) and any(65 <= c <= 90 for c in sample)
+                    and any(97 <= c <= 122 for c in sample)):
+                continue          # a long path or words glued by slashes: not base64
+            n += 1
+            if n > MAX_BLOBS:
+                break
+            decoded = P.decode_b64(blob)
+            inner: list[Finding] = []
+            if decoded is not None and self.depth == 0:
+                inner = self.audit_hidden(decoded, m.start(), "decoded from a base64 blob")
+            if inner:
+                self.add("encoded.blob", "high", m.start(), f"a base64 blob of {len(blob):,} characters that decodes "
+                         f"to text an agent would act on: {inner[0].message}", excerpt=blob[:80])
+            else:
+                self.add("encoded.blob", "low", m.start(), f"a base64 blob of {len(blob):,} characters"
+                         + (" that decodes to text" if decoded is not None else ""), excerpt=blob[:80])
+
+    def check_invisible(self) -> None:
+        if self.data.translate(None, P.NOT_CONTROL_BYTES):
+            for k, m in enumerate(P.CONTROL.finditer(self.data)):
+                if k >= 50:
+                    break
+                c = m.group()[0]
+                what = "a terminal escape sequence" if c == 0x1B else f"a control character (U+{c:04X})"
+                self.add("hidden.control", "medium", m.start(), f"{what}: it can hide or rewrite text when printed")
+        if self.data.isascii():
+            return
+        text = self.data.decode("utf-8", "replace")
+        m = P.INVISIBLE.search(text)
+        if m is None:
+            return
+        newlines = [m.start() for m in re.finditer("\n", text)]
+        pos, n = m.start(), 0
+        while n < 5000:
+            m = P.INVISIBLE.search(text, pos)
+            if m is None:
+                break
+            n += 1
+            pos = self._invisible_at(text, m.start(), bisect.bisect_left(newlines, m.start()) + 1)
+
+    def _invisible_at(self, text: str, i: int, line: int) -> int:
+        """Report the invisible character at ``text[i]`` (line ``line``) and the run it starts;
+        returns where to look next."""
+        c = ord(text[i])
+        j = i + 1
+        ls = text.rfind("\n", max(0, i - WINDOW), i) + 1 or max(0, i - WINDOW)
+        le = text.find("\n", i, i + WINDOW)
+        le = min(len(text), i + WINDOW) if le < 0 else le
+        excerpt = text[max(ls, i - 60):min(le, i + 200)]
+
+        def report(rule: str, severity: str, message: str) -> None:
+            self.add(rule, severity, -1, message, excerpt=excerpt, line=line)
+
+        if 0xE0000 <= c <= 0xE007F:
+            while j < len(text) and 0xE0000 <= ord(text[j]) <= 0xE007F:
+                j += 1
+            spelled = "".join(chr(ord(ch) - 0xE0000) for ch in text[i:j] if 0x20 <= ord(ch) - 0xE0000 < 0x7F)
+            report("hidden.invisible", "high", f"{j - i} invisible tag characters spell out: {visible(spelled, 120)!r}")
+            if spelled.strip() and self.depth == 0:
+                self.audit_hidden(spelled.encode(), -1, "spelled in invisible tag characters", line=line)
+        elif 0xE0100 <= c <= 0xE01EF:
+            while j < len(text) and 0xE0100 <= ord(text[j]) <= 0xE01EF:
+                j += 1
+            if j - i >= 4:
+                report("hidden.invisible", "high", f"{j - i} variation selectors in a row: data hidden in invisible "
+                       "characters")
+        elif 0x202A <= c <= 0x202E or 0x2066 <= c <= 0x2069 or c == 0x061C:
+            if not (P.RTL.search(text, ls, le) and self.kind != "script"):
+                # right-to-left text uses embeddings to lay out mixed-direction words; an
+                # override or an isolate outside such text reorders what is shown
+                sev = "high" if self.kind != "markdown" or c in (0x202D, 0x202E) or 0x2066 <= c <= 0x2069 else "medium"
+                report("hidden.bidi", sev, f"a bidirectional control character (U+{c:04X}): the text shown is not "
+                       "in the order it is read")
+        elif 0x80 <= c <= 0x9F:
+            report("hidden.control", "medium", f"a control character (U+{c:04X}): it can hide or rewrite text when "
+                   "printed")
+        elif (c == 0xFEFF and i == 0) or c in (0x200E, 0x200F):
+            pass      # a byte-order mark; left/right-to-left marks lay out mixed-direction text
+        else:
+            while j < len(text) and ord(text[j]) in _ZERO_WIDTH:
+                j += 1
+            if j - i >= 8:
+                report("hidden.invisible", "high", f"{j - i} zero-width characters in a row: data can be encoded "
+                       "in them")
+            elif not P.joins_visibly(text, i, j):
+                report("hidden.invisible", "medium", f"{j - i} zero-width character{'s' if j - i > 1 else ''} "
+                       f"(U+{c:04X}) inside the text")
+        return j
+
+    def check_commands(self) -> None:
+        for s, e in self.candidates(P.TRIG_COMMANDS, "commands that run code"):
+            self._fetch_line(s, e) or self._decode_line(s, e)
+        for s, e in self.candidates(P.TRIG_SECRETS, "secrets sent out"):
+            self._exfil_line(s, e)
+        for s, e in self.candidates(P.TRIG_DESTRUCTIVE, "destructive commands"):
+            self._destructive_line(s, e)
+        for s, e in self.candidates(P.TRIG_REMOTE, "remote access"):
+            line = self.low[s:e].replace(b"\\\n", b"  ")
+            for rx, what in P.REMOTE_ACCESS:
+                m = rx.search(line)
+                if m is not None:
+                    self._report("exec.remote-access", s + m.start(), s, e, what)
+                    break
+        for s, e in self.candidates(P.TRIG_UNGUARDED, "agents run without permission checks"):
+            m = P.UNGUARDED.search(self.low[s:e])
+            if m is not None:
+                flag = m.group().decode("utf-8", "replace")
+                self._report("tools.unrestricted-shell", s + m.start(), s, e,
+                             f"runs an agent with its permission checks off ({flag}): any command runs unasked")
+
+    def _stages(self, s: int, e: int) -> list[tuple[int, bytes]]:
+        """The pipeline stages of a logical line, as (offset, lower-cased bytes); ``||`` is not
+        a pipe, and a continuation backslash is a space."""
+        line = self.low[s:e].replace(b"\\\n", b"  ").replace(b"||", b"\0\0")
+        out, off = [], s
+        for part in line.split(b"|"):
+            out.append((off, part.replace(b"\0\0", b"||")))
+            off += len(part) + 1
+        return out
+
+    def _report(self, rule: str, at: int, s: int, e: int, message: str) -> bool:
+        sev, note = self.grade_command(rule, at, s, e)
+        self.add(rule, sev, at, message + note)
+        return True
+
+    def _fetch_line(self, s: int, e: int) -> bool:
+        line = self.low[s:e].replace(b"\\\n", b"  ")
+        stages = self._stages(s, e)
+        for k, (off, st) in enumerate(stages[:-1]):
+            m = P.FETCH.search(st)
+            if m is None:
+                continue
+            r = P.RUNNER.match(stages[k + 1][1])
+            if r is not None:
+                runner = (r.group("sh") or r.group("interp") or b"a shell").strip().decode()
+                return self._report_fetch(off + m.start(), s, e, P.url_in(st), f"pipes {{url}} into {runner}")
+        m = P.RUN_SUBST.search(line) or P.PS_RUN.search(line) or P.CODE_RUN_FETCH.search(line)
+        if m is not None:
+            return self._report_fetch(s + m.start(), s, e, P.url_in(line[m.start():]), "runs what it downloads from {url}")
+        parts = P.COMMAND_SEP.split(line)
+        off = 0
+        for k, part in enumerate(parts[:-1]):
+            if P.FETCH.search(part) and P.DOWNLOAD_OPT.search(part) \
+                    and any(P.RUN_FILE.match(p) for p in parts[k + 1:k + 4]):
+                return self._report_fetch(s + line.find(part), s, e, P.url_in(part), "downloads {url} and runs the file")
+        return False
+
+    def _report_fetch(self, at: int, s: int, e: int, url: str, message: str) -> bool:
+        sev, note = self.grade_command("exec.fetch-and-run", at, s, e)
+        if sev == "high" and not self.hidden_at(at) and P.known_installer(url):
+            sev, note = "medium", " (the documented installer of a well-known tool, over HTTPS)"
+        self.add("exec.fetch-and-run", sev, at, message.format(url=url) + note)
+        return True
+
+    def _decode_line(self, s: int, e: int) -> bool:
+        line = self.low[s:e].replace(b"\\\n", b"  ")
+        stages = self._stages(s, e)
+        for k, (off, st) in enumerate(stages[:-1]):
+            m = P.DECODE.search(st)
+            if m is not None and P.RUNNER.match(stages[k + 1][1]):
+                return self._report("exec.decode-and-run", off + m.start(), s, e,
+                                    "decodes an encoded payload and pipes it into a shell or an interpreter")
+        m = P.CODE_RUN_DECODE.search(line)
+        if m is not None:
+            return self._report("exec.decode-and-run", s + m.start(), s, e, "runs code decoded from an encoded string")
+        m = P.PS_ENCODED.search(line)
+        if m is not None:
+            return self._report("exec.decode-and-run", s + m.start(), s, e, "runs an encoded PowerShell command")
+        m = P.SUBST_DECODE_RUN.search(line)
+        if m is not None and P.DECODE.search(line, m.end()):
+            return self._report("exec.decode-and-run", s + m.start(), s, e, "runs the output of a decoded payload")
+        if (b"iex" in line or b"invoke-expression" in line) and b"frombase64string" in line:
+            return self._report("exec.decode-and-run", s + line.find(b"frombase64string"), s, e,
+                                "runs a command decoded from base64 (PowerShell)")
+        return False
+
+    def _exfil_line(self, s: int, e: int) -> None:
+        stages = self._stages(s, e)
+        for k, (off, st) in enumerate(stages):
+            src = P.secret_in(st)
+            if src is None:
+                continue
+            spos, what = src
+            for _, later in stages[k + 1:k + 6]:      # piped into a later stage that sends
+                sink = P.SINK.search(later)
+                if sink is not None:
+                    self._report("exfil.secrets", off + spos, s, e, f"sends {what} out ({P.sink_name(sink)})")
+                    return
+            for sink in P.SINK.finditer(st, 0, spos):   # an argument of a command that sends
+                between = st[sink.end():spos]
+                name = sink.group("cmd") or b""
+                if P.IDENTITY.search(between):
+                    continue
+                if name in P.SENDS_ANY_ARG or P.UPLOAD_MARK.search(between) or st.startswith((b"$(", b"`"), spos):
+                    self._report("exfil.secrets", off + spos, s, e, f"sends {what} out ({P.sink_name(sink)})")
+                    return
+
+    def _destructive_line(self, s: int, e: int) -> None:
+        line = self.low[s:e].replace(b"\\\n", b"  ")
+        for rx, what in P.DESTRUCTIVE:
+            m = rx.search(line)
+            if m is not None:
+                target = (m.groupdict().get("t") or b"").decode("utf-8", "replace")
+                self._report("destructive.command", s + m.start(), s, e, what.format(t=target))
+                return
+
+    def check_override(self) -> None:
+        for rule, rx, triggers in (("override.instructions", P.OVERRIDE, P.TRIG_OVERRIDE),
+                                   ("override.conceal", P.CONCEAL, P.TRIG_CONCEAL)):
+            examined = 0
+            for s, e in self.candidates(triggers, "instructions to the agent"):
+                for m in rx.finditer(self.low[s:e]):
+                    examined += 1
+                    if examined > MAX_LINES_PER_RULE:
+                        break
+                    if (rule, self.line_of(s + m.start())) in self._seen:
+                        continue
+                    phrase = m.group()
+                    if rule == "override.instructions" and not P.OVERRIDE_POINTER.search(phrase) \
+                            and not phrase.rstrip().endswith((b"above", b"before")) \
+                            and phrase.startswith((b"ignore", b"disregard", b"forget", b"override", b"bypass", b"skip")):
+                        continue
+                    at = s + m.start()
+                    if rule == "override.instructions" and P.DEFENSIVE_OBJECT.match(self.low, s + m.end()) \
+                            and not self.hidden_at(at):
+                        self.add(rule, "low", at, f"{RULES[rule].title}: {self._shown(at, phrase)!r} (instructions "
+                                 "found in files or tool output: a safeguard against injection)")
+                        continue
+                    if rule == "override.conceal" and phrase.startswith(b"without") \
+                            and P.NEGATION.search(self.low[max(s, at - 80):at]):
+                        continue  # "never push without telling the user": a safeguard, not concealment
+                    sev, note = self.grade_phrase(rule, at)
+                    self.add(rule, sev, at, f"{RULES[rule].title}: {self._shown(at, phrase)!r}{note}")
+
+    def _shown(self, at: int, phrase: bytes) -> str:
+        return visible(self.data[at:at + len(phrase)].decode("utf-8", "replace"), 80)
+
+    def check_comments(self) -> None:
+        for s, e in self.comments:
+            if any(s <= p < e for p in self._found_at):
+                continue          # what is hidden there is reported (high) by its own rule
+            ls, _ = self.line_bounds(s)
+            if self.data[ls:s].count(b"`") % 2:
+                continue          # `<!-- … -->` in inline code is shown, not hidden
+            body = P.URL.sub(b" ", self.low[s + 4:min(e, s + 4 + 20_000)])
+            if len(body.split(None, 5)) >= 5 and len(P.INSTRUCTION_LIKE.findall(body, 0, 4000)) >= 2:
+                self.add("hidden.html-comment", self._hidden_severity(s + 4, min(e, s + 4 + 20_000)), s,
+                         "an HTML comment that reads like instructions: the agent sees it, a reader of the rendered "
+                         "skill does not", excerpt=self.data[s:min(e, s + 300)])
+
+    def audit_hidden(self, data: bytes, pos: int, why: str, line: int | None = None) -> list[Finding]:
+        """Audit text a reader cannot see (spelled in invisible characters, decoded from a
+        blob); anything found there is high, reported at ``pos`` (or ``line``)."""
+        inner = Scan(data[:MAX_HIDDEN_BYTES], self.file, "script" if self.kind == "script" else "text",
+                     self.security_topic, depth=self.depth + 1, hidden_why=why)
+        inner.check_commands()
+        inner.check_override()
+        line = line if line is not None else self.line_of(pos)
+        found = inner.finish()
+        for f in found:
+            self.add(f.rule, "high", pos, f.message, excerpt=f"{why}: {f.excerpt}", line=line)
+        return found
+
+
+_SHAPE = bytes(0x61 if (0x30 <= i <= 0x39 or 0x41 <= i <= 0x5A or 0x61 <= i <= 0x7A or i in (0x2B, 0x2F))
+               else 0x20 if i in (0x20, 0x09) else 0x2E for i in range(256))
+_ZERO_WIDTH = {0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x180E, 0x00AD, 0x2061, 0x2062, 0x2063, 0x2064}

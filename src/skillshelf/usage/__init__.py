@@ -1,0 +1,7 @@
+"""Usage: what agents asked and reported, and what the library learns from it.
+
+Owns the append-only usage log and the curation statistics (``log``: ``Usage``, gaps, never
+surfaced, low success) and learning from outcomes (``learning``: bounded, decaying, per-client
+capped reordering of what retrieval found).
+
+May use: ``store`` and the core values only (search reads learning, never the other way)."""
