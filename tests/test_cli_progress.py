@@ -105,3 +105,65 @@ def test_sync_into_a_pipe_says_its_phases(tmp_path: Path):
     assert p.stdout.startswith("added 12 ")
     p = sk("--root", str(root), "sync", home=home, embedder="fake")
     assert p.returncode == 0 and p.stderr == "" and p.stdout.startswith("added 0 ")
+
+
+def _sync_on_a_terminal(tmp_path: Path, columns: int, skills: int) -> tuple[int, list[str]]:
+    """The console script's ``sync`` with stderr on a pseudo-terminal ``columns`` wide (the live
+    display), the bundled model embedding: its exit code and the lines the display drew."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    from test_cli_entry import SCRIPT
+
+    root = tmp_path / "coll"
+    words = ["cache", "queue", "token", "schema", "deploy", "index", "parser", "render", "upload", "retry"]
+    for i in range(skills):
+        w = " ".join(words[(i + k) % len(words)] for k in range(4))
+        write_skill(root, f"skill-{i:03d}", description=f"How to {w} for case {i}",
+                    body=f"# Steps\n\n{w} and then {w} again, in {i} steps.\n" * 20)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
+    env |= {"COLUMNS": str(columns), "TERM": "xterm", "SKILLSHELF_EMBEDDER": "minilm"}
+    proc = subprocess.Popen([str(SCRIPT), "--home", str(tmp_path / "home"), "--root", str(root), "sync"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    raw = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:            # the other end closed
+            break
+        if not chunk:
+            break
+        raw += chunk
+    os.close(master)
+    proc.stdout.read()
+    code = proc.wait(timeout=300)
+    screen = io.StringIO(raw.decode("utf-8", "replace"))
+    return code, _frames(screen)
+
+
+def test_sync_on_an_80_column_terminal_shows_the_embedding_rate_and_time_left_and_whole_counts(tmp_path):
+    """The real console script on an 80-column terminal, the bundled model: while the model
+    embeds (beside the reading, then finishing) the line shows texts/s, and the time left once
+    the count is final; every count is whole (not "16/5,3…") and no line is wider than the
+    terminal (files/s never wraps onto a line of its own)."""
+    code, frames = _sync_on_a_terminal(tmp_path, 80, 300)
+    assert code == 0, frames
+    assert "Traceback" not in "\n".join(frames)
+    live = [f for f in frames if not f.startswith(("note:", "added "))]
+    assert not [f for f in live if "…" in f], [f for f in live if "…" in f]
+    assert not [f for f in live if len(f) > 80], [f for f in live if len(f) > 80]
+    # a rate is never alone on a line
+    assert not [f for f in live if re.fullmatch(r"\s*(files|texts)/s.*", f)], live
+    embedding = [f for f in live if f.startswith("embedding")]
+    assert embedding, frames
+    texts = r"\d[\d,]*/600 +[\d,]+ texts/s"
+    assert any(re.search(texts, f) for f in embedding), embedding
+    finishing = [f for f in embedding if f.startswith("embedding (finishing)")]
+    assert any(re.search(texts + r" +\d+:\d\d ~\d+:\d\d left", f) for f in finishing), finishing

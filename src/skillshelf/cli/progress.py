@@ -12,11 +12,19 @@ import threading
 import time
 from typing import Any
 
-from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
+from rich.table import Column
 from rich.text import Text
 
 # a log, a pipe or CI gets a line per phase, and one more at most this often while it lasts
 PLAIN_EVERY = 10.0
+
+# The live line's columns, each of a fixed width and never wrapped: the phase ("embedding (beside
+# reading)"), the count ("10,610/10,610"), the rate ("12,345 files/s"), the time taken ("1:26") and
+# the time left ("~12:34 left"). The bar takes what the terminal has left, up to BAR_MAX; below
+# BAR_MIN cells (an 80-column terminal) there is no bar: the count says as much.
+WIDTHS = {"phase": 26, "count": 13, "rate": 14, "elapsed": 5, "left": 11}
+BAR_MIN, BAR_MAX = 8, 40
 
 
 class SyncProgress:
@@ -63,13 +71,33 @@ class SyncProgress:
 
 # --- on a terminal ------------------------------------------------------------------------------
 
+def _fixed(width: int, justify: str = "left") -> Column:
+    return Column(width=width, no_wrap=True, overflow="crop", justify=justify)  # type: ignore[arg-type]
+
+
+def bar_width(width: int) -> int:
+    """The bar's width on a terminal ``width`` columns wide (0: no bar): what the other
+    columns and the spaces between them leave, one column spare."""
+    left = width - sum(WIDTHS.values()) - len(WIDTHS) - 1
+    return min(left, BAR_MAX) if left >= BAR_MIN else 0
+
+
 class _Live:
     def __init__(self, console: Any, embedding: bool):
-        self.prog = Progress(TextColumn("{task.description:<28}"), BarColumn(), _CountColumn(), _RateColumn(),
-                             TimeElapsedColumn(), _LeftColumn(), console=console, transient=True)
+        w = WIDTHS
+        bar = bar_width(console.width)
+        columns: list[ProgressColumn] = [TextColumn("{task.description}", table_column=_fixed(w["phase"]))]
+        if bar:
+            columns.append(BarColumn(bar_width=bar))
+        columns += [_CountColumn(table_column=_fixed(w["count"], "right")),
+                    _RateColumn(table_column=_fixed(w["rate"], "right")),
+                    _ElapsedColumn(table_column=_fixed(w["elapsed"], "right")),
+                    _LeftColumn(table_column=_fixed(w["left"]))]
+        self.prog = Progress(*columns, console=console, transient=True)
         self.scan = self.prog.add_task("finding skill files", total=None)
         self.read = self.prog.add_task("reading · lexical index", total=None, visible=False, unit="files")
         self.embed = self.prog.add_task("embedding", total=None, visible=False, unit="texts", final=False)
+        self.since = (time.monotonic(), -1)     # when the texts' phase had its first count, and that count
 
     def start(self) -> None:
         self.prog.start()
@@ -93,14 +121,25 @@ class _Live:
 
     def embedding(self, total: int, *, restart: bool, beside: bool = False) -> None:
         p = self.prog
+        self.since = (time.monotonic(), -1)
         if restart:
-            p.reset(self.embed, total=total, completed=0, visible=True, description="embedding", final=True)
+            # (rich's reset replaces a task's fields: each is given again)
+            p.reset(self.embed, total=total, completed=0, visible=True, description="embedding", unit="texts",
+                    final=True, rate=None)
         else:
             desc = "embedding (beside reading)" if beside else p.tasks[self.embed].description
-            p.reset(self.embed, total=total, completed=0, visible=True, description=desc)
+            p.reset(self.embed, total=total, completed=0, visible=True, description=desc, unit="texts",
+                    final=p.tasks[self.embed].fields.get("final", False), rate=None)
 
     def texts(self, done: int, total: int, *, final: bool) -> None:
-        self.prog.update(self.embed, completed=done, total=total, final=final)
+        # rich forgets a task's speed whenever its total changes, and the texts' total grows
+        # while files are read: the rate is also counted here, from the phase's first count
+        now = time.monotonic()
+        t0, d0 = self.since
+        if d0 < 0:
+            self.since = t0, d0 = now, done
+        rate = (done - d0) / (now - t0) if done > d0 and now - t0 >= 0.5 else None
+        self.prog.update(self.embed, completed=done, total=total, final=final, rate=rate)
 
 
 class _CountColumn(ProgressColumn):
@@ -118,9 +157,18 @@ class _RateColumn(ProgressColumn):
 
     def render(self, task: Any) -> Text:
         unit = task.fields.get("unit")
-        if not unit or task.total is None or not task.speed:
+        speed = task.speed or task.fields.get("rate")
+        if not unit or task.total is None or not speed:
             return Text("")
-        return Text(f"{task.speed:,.0f} {unit}/s")
+        return Text(f"{speed:,.0f} {unit}/s")
+
+
+class _ElapsedColumn(ProgressColumn):
+    """The time the phase has taken ("1:26")."""
+
+    def render(self, task: Any) -> Text:
+        elapsed = task.finished_time if task.finished else task.elapsed
+        return Text(_clock(elapsed or 0.0), style="progress.elapsed")
 
 
 class _LeftColumn(ProgressColumn):
@@ -128,9 +176,12 @@ class _LeftColumn(ProgressColumn):
     grow while files are still being read)."""
 
     def render(self, task: Any) -> Text:
-        if task.total is None or task.finished or task.time_remaining is None or task.fields.get("final") is False:
+        if task.total is None or task.finished or task.fields.get("final") is False:
             return Text("")
-        return Text(f"~{_clock(task.time_remaining)} left")
+        left = task.time_remaining
+        if left is None and task.fields.get("rate"):
+            left = (task.total - task.completed) / task.fields["rate"]
+        return Text(f"~{_clock(left)} left") if left is not None else Text("")
 
 
 def _clock(seconds: float) -> str:

@@ -194,7 +194,7 @@ class Indexer:
                 self._changes()       # what the watcher saw so far is covered by this scan
             # A local model embeds the changed skills while the lexical index is being built.
             emb = self.embedder.unloaded() if embed else None
-            pre = indexmod.Prefetch(self.store, emb, cfg.search.body_vector_tokens) \
+            pre = indexmod.Prefetch(self.store, emb, cfg.search.body_vector_tokens, embed_progress) \
                 if emb is not None and emb.local else None
             self._prefetch = pre      # close() cancels it, even while it is being waited for
             try:
@@ -518,7 +518,8 @@ class Indexer:
             p.update(phase="indexing", done=done, total=total)
 
         def embedding(done: int, total: int) -> None:
-            p.update(phase="embedding", done=done, total=total)
+            if p["phase"] != "indexing" or p["done"] >= p["total"]:   # the files' count first while they are read
+                p.update(phase="embedding", done=done, total=total)
 
         p.update(phase="scanning", done=0, total=0)
         try:

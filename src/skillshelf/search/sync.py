@@ -620,18 +620,22 @@ class Prefetch:
     instead of embedding those texts again. A failure here is left to ``embed_pending``,
     which then embeds (and reports) as usual. A sync that stops (Ctrl-C, an error) calls
     ``finish`` while its exception is on its way: the thread stops after the texts in hand
-    and the vectors made so far are stored and linked (``keep``), not thrown away."""
+    and the vectors made so far are stored and linked (``keep``), not thrown away.
+    ``progress`` sees (texts done, texts queued) from the thread as it goes: the total grows
+    while files are read and is final once they all are (a text already cached counts as done)."""
 
     BATCH = 128
     STEP = 16    # texts per model call: a cancelled prefetch stops after at most this many
 
-    def __init__(self, store: Store, embedder, body_tokens: int):
+    def __init__(self, store: Store, embedder, body_tokens: int, progress: Progress | None = None):
         import queue
         import threading
 
         self.store, self.embedder, self.body_tokens = store, embedder, body_tokens
+        self.progress = progress
         self.ready: dict[str, np.ndarray] = {}
         self.kept = 0
+        self.done = 0     # texts embedded or found cached (``progress``)
         self._seen: set[str] = set()
         self._queue: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
@@ -669,12 +673,23 @@ class Prefetch:
                 getattr(self.embedder, "load", lambda: None)()   # (its model id may settle at load)
                 cached = VectorStore(self.store).cached(self.embedder.model_id, [h for h, _, _ in jobs])
                 jobs = [j for j in jobs if j[0] not in cached]
+                self._report(len(cached))
                 for i in range(0, len(jobs), self.STEP):
                     if self._cancel.is_set():
                         break
                     self.ready.update(embed_jobs(self.embedder, jobs[i:i + self.STEP]))
+                    self._report(len(jobs[i:i + self.STEP]))
             except BaseException as exc:  # left to embed_pending, which embeds and reports as usual
                 self._error = exc
+
+    def _report(self, more: int) -> None:
+        self.done += more
+        if self.progress is None or not more:
+            return
+        try:
+            self.progress(self.done, len(self._seen))
+        except Exception:   # a display that fails (or a caller stopping) is not the model's failure
+            self.progress = None
 
     def finish(self, *, cancel: bool | None = None) -> dict[str, np.ndarray]:
         """The vectors made, for ``embed_pending``. With ``cancel`` (by default: when called
