@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import unicodedata
 
 # A small English stop list: these words carry no routing signal and would make every
 # OR-query touch every document.
@@ -87,3 +88,29 @@ def trim(text: str, limit: int) -> str:
     if space > limit * 0.6:
         cut = cut[:space]
     return cut.rstrip(" ,.;:") + "…"
+
+
+# What a reader does not see: format characters (Cf: zero-width spaces and joiners, bidi
+# controls, tag characters, the soft hyphen, a BOM), controls but tab and newline (a lone
+# carriage return rewrites the line on a terminal), line and paragraph separators,
+# private-use, surrogate and unassigned code points, variation selectors (but U+FE0F, the
+# emoji one) and the Hangul fillers that draw as blank letters.
+_MAYBE_HIDDEN = re.compile(r"\r(?!\n)|[^\t\n\r\x20-\x7e]")
+_HIDDEN_CATEGORIES = frozenset(("Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp"))
+_BLANK_LETTERS = frozenset((0x115F, 0x1160, 0x3164, 0xFFA0))
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown(c: str) -> str:
+    o = ord(c)
+    if unicodedata.category(c) in _HIDDEN_CATEGORIES or 0xFE00 <= o <= 0xFE0E or 0xE0100 <= o <= 0xE01EF \
+            or o in _BLANK_LETTERS:
+        return f"<U+{o:04X}>"
+    return c
+
+
+def visible(text: str) -> str:
+    """``text`` with every character a reader would not see written as ``<U+200B>``: zero-width,
+    bidi, tag and other format characters, controls, separators. Ordinary text, tabs and line
+    breaks (``\\n``, ``\\r\\n``) are unchanged. For what a person reviews: diffs, drafts, ``show``."""
+    return _MAYBE_HIDDEN.sub(lambda m: _shown(m.group()), text or "")

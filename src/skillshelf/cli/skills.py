@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from ..errors import ValidationError
+from ..text import visible
 from .common import _bad_option, _choice, _clean, _in_range, _json, _lib, _styled, _table, err, out
 from .install import ClientName, Scope
 
@@ -102,7 +103,8 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
         out.print(f"learned  worked for {learned['worked']} request{'s' * (learned['worked'] != 1)}, failed for "
                   f"{learned['failed']} ({learned['clients']} client{'s' * (learned['clients'] != 1)}); similar "
                   "requests rank it accordingly (`skillshelf usage forget` undoes it)")
-    out.print(f"\n{rec.description}\n")
+    # a person reads what an agent would: every invisible character is shown (`<U+200B>`)
+    out.print(f"\n{visible(rec.description)}\n")
     for f in rec.findings:
         out.print(f"  {f['severity']:7} {f['rule']}: {f['message']}")
     if audit is not None:
@@ -111,7 +113,7 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
     if files:
         out.print("files    " + ", ".join(files))
     out.print("")
-    out.print(body)
+    out.print(visible(body))
 
 
 def _print_audit(name: str, audit: dict, hidden: Optional[str]) -> None:

@@ -11,6 +11,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import NotFoundError
+from ..text import visible
 from .common import _choice, _clean, _json, _lib, _styled, _usage_error, _write, err, out
 
 commands = typer.Typer()
@@ -21,7 +22,7 @@ EXCERPT_MAX = 160
 
 def _excerpt(text: Any) -> str:
     """One line of a finding's excerpt, control characters visible, cut to a readable width."""
-    s = _clean(text).replace("\n", "⏎").replace("\t", " ").strip()
+    s = _clean(visible(str(text or ""))).replace("\n", "⏎").replace("\t", " ").strip()
     return s if len(s) <= EXCERPT_MAX else s[:EXCERPT_MAX - 1] + "…"
 
 
@@ -101,14 +102,15 @@ def _print_diff(d: dict[str, Any]) -> None:
     for label in ("added", "removed", "changed"):
         names = d.get(label) or []
         if names:
-            out.print(f"  files {label}: " + ", ".join(names[:50]) + (f" … ({len(names)})" if len(names) > 50 else ""))
+            out.print(f"  files {label}: " + ", ".join(visible(n) for n in names[:50])
+                      + (f" … ({len(names)})" if len(names) > 50 else ""))
     if d.get("new_findings"):
         out.print("  new audit findings since the pin:")
         for f in d["new_findings"]:
             print_finding(f, indent="    ", why=False)
-    if d.get("skill_md_diff"):
+    if d.get("skill_md_diff"):      # what got it held may be invisible: shown as <U+200B>
         out.print("")
-        _write(d["skill_md_diff"].rstrip("\n") + "\n")
+        _write(visible(d["skill_md_diff"]).rstrip("\n") + "\n")
 
 
 @commands.command()

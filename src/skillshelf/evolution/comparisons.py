@@ -12,6 +12,7 @@ from typing import Any
 from .. import skill as skillmod
 from ..errors import NotFoundError, SkillshelfError, ValidationError
 from ..files import MAX_SKILL_BYTES, FileRefused, read_bounded, read_text_bounded
+from ..text import visible
 
 DIFF_CONTEXT = 3
 
@@ -33,7 +34,7 @@ class Comparisons:
         rec = self.get(name_or_id)
         a, b = self.version_text(rec.id, v1), self.version_text(rec.id, v2)
         return {"name": rec.name, "id": rec.id, "v1": int(v1), "v2": int(v2), "rows": side_by_side(a, b, context),
-                "unified": self._diff(rec.id, v1, v2)}
+                "unified": visible(self._diff(rec.id, v1, v2))}
 
     def draft_review(self, name: str, *, context: int = DIFF_CONTEXT) -> dict[str, Any]:
         """A draft with what it would change: the text it would write beside the current
@@ -142,8 +143,9 @@ class Comparisons:
 def side_by_side(a: str, b: str, context: int = DIFF_CONTEXT) -> list[dict[str, Any]]:
     """Rows for a two-column diff of ``a`` (left) and ``b`` (right): ``kind`` is equal,
     change, delete, insert, or skip (``count`` unchanged lines not shown). Line numbers are
-    1-based; a side without a line has None."""
-    al, bl = a.splitlines(), b.splitlines()
+    1-based; a side without a line has None. Every invisible character is shown as
+    ``<U+200B>`` (``text.visible``): a line changed only by them must not look unchanged."""
+    al, bl = visible(a).splitlines(), visible(b).splitlines()     # only \n and \r\n are left to split at
     rows: list[dict[str, Any]] = []
     sm = difflib.SequenceMatcher(None, al, bl, autojunk=False)
     groups = list(sm.get_grouped_opcodes(context)) if al != bl else []

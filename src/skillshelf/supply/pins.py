@@ -281,13 +281,18 @@ class Pins:
 
 def unified(a: str, b: str, a_name: str, b_name: str, context: int = 3) -> str:
     """A unified diff of two texts (at most ``DIFF_MAX_LINES`` lines a side: beyond that, the
-    count of lines only each side has)."""
+    count of lines only each side has), for a person to read: every invisible character is
+    shown as ``<U+200B>`` (``text.visible``), so a line changed only by them does not look
+    unchanged."""
+    from ..text import visible
+
     al, bl = a.splitlines(keepends=True), b.splitlines(keepends=True)
     if len(al) > DIFF_MAX_LINES or len(bl) > DIFF_MAX_LINES:
         sa, sb = set(al), set(bl)
-        return (f"--- {a_name}\n+++ {b_name}\n(too long to diff line by line: {sum(1 for x in al if x not in sb):,} "
-                f"lines removed, {sum(1 for x in bl if x not in sa):,} added)\n")
-    return "".join(difflib.unified_diff(al, bl, a_name, b_name, n=context))
+        return visible(f"--- {a_name}\n+++ {b_name}\n(too long to diff line by line: "
+                       f"{sum(1 for x in al if x not in sb):,} lines removed, {sum(1 for x in bl if x not in sa):,} "
+                       "added)\n")
+    return visible("".join(difflib.unified_diff(al, bl, a_name, b_name, n=context)))
 
 
 def _unique(found: list[Found]) -> list[Found]:

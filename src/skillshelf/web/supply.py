@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import NotFoundError, SkillshelfError
+from ..text import visible as shown_all
 from .auth import need
 from .common import error_dict, lib_of, page, redirect
 from .security import require_csrf
@@ -111,7 +112,9 @@ def _held(lib: Any) -> list[dict[str, Any]]:
         d["new_findings"] = [dict(f, shown=visible(f.get("excerpt")),
                                   where=f"{f.get('file') or 'SKILL.md'}" + (f":{f['line']}" if f.get("line") else ""))
                              for f in d.get("new_findings") or []]
-        tail = d.get("skill_md_diff") or ""
+        for label in ("added", "removed", "changed"):
+            d[label] = [shown_all(str(n)) for n in d.get(label) or []]
+        tail = shown_all(d.get("skill_md_diff") or "")    # what got it held may be invisible: <U+200B>
         out.append({"id": sid, "name": name, "held": h, "diff": d, "rows": rows_of_unified(tail),
                     "note": None if HUNK.search(tail) or not tail else tail.splitlines()[-1]})
     return out
