@@ -90,6 +90,11 @@ TRUST_BLOCKS = ("none", "high", "medium")
 
 
 @dataclass(frozen=True)
+class SourcesConfig:
+    github_base: str = _f("https://github.com", "where `sources add owner/repo` points (a GitHub Enterprise URL works)")
+
+
+@dataclass(frozen=True)
 class JudgeConfig:
     backend: str = _f("none", "optional model judge of the shortlist: none | ollama | openai | local (off by default:"
                               " search results are then exactly the plain pipeline's)")
@@ -135,6 +140,7 @@ class Config:
     search: SearchConfig = _f(SearchConfig(), "search knobs")
     judge: JudgeConfig = _f(JudgeConfig(), "the optional model judge (rerank, soft filter)")
     trust: TrustConfig = _f(TrustConfig(), "what agents see of skills whose audit found a risk")
+    sources: SourcesConfig = _f(SourcesConfig(), "collections fetched from git or archives (`skillshelf sources`)")
     # Not settings: where each setting came from (``ORIGINS``; "search.x" for nested ones),
     # and, per root path, where that root came from. A root given for one command ("flag")
     # must exist; a saved one ("file", "environment") that has gone is skipped with a warning.
@@ -364,6 +370,7 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
     search_values: dict[str, Any] = {}
     judge_values: dict[str, Any] = {}
     trust_values: dict[str, Any] = {}
+    sources_values: dict[str, Any] = {}
     cfg_file = base.config_path
     if cfg_file.exists():
         try:
@@ -398,6 +405,13 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
                                           fix="the trust section has one setting: block = \"none\" | \"high\" | \"medium\"")
                     trust_values[tk] = str(tv)
                     origins[f"trust.{tk}"] = "file"
+            elif key == "sources" and isinstance(value, dict):
+                for sk, sv in value.items():
+                    if sk.replace("-", "_") != "github_base":
+                        raise ConfigError(f"{cfg_file}: unknown setting sources.{sk}",
+                                          fix="the sources section has one setting: github_base = \"https://...\"")
+                    sources_values["github_base"] = str(sv)
+                    origins["sources.github_base"] = "file"
             elif key in names and key != "home":
                 values[key] = _coerce(key, getattr(base, key), value)
                 origins[key] = "file"
@@ -438,6 +452,8 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
         origins["trust.block"] = "environment"
     if trust_values and origins.get("trust") != "flag":
         values["trust"] = dataclasses.replace(TrustConfig(), **trust_values)
+    if sources_values and origins.get("sources") != "flag":
+        values["sources"] = SourcesConfig(**sources_values)
     cfg = dataclasses.replace(base, **values, origins=origins, root_origins=root_origins)
     if cfg.trust.block not in TRUST_BLOCKS:
         raise ConfigError(f"unknown trust.block {cfg.trust.block!r}{_where(cfg, 'trust.block')}",

@@ -15,7 +15,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import SkillshelfError
-from . import curate, install, io, onboarding, servers, skills, team, trust, usage
+from . import curate, install, io, onboarding, servers, skills, sources, team, trust, usage
 from .common import (
     _cannot_write,
     _clean,
@@ -40,7 +40,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 ORDER = ("init", "sync", "list", "show", "search", "validate", "doctor", "rebuild", "config", "version", "demo",
          "report-outcome", "stats", "report", "prune-usage", "serve", "history", "diff", "rollback", "extend-ttl",
          "deprecate", "restore", "delete", "dashboard", "install", "uninstall", "export", "import", "pick",
-         "migrate-store", "audit", "trust", "pin", "unpin")
+         "migrate-store", "audit", "trust", "pin", "unpin", "add", "lock")
 
 
 def _name(info: Any) -> str:
@@ -48,10 +48,11 @@ def _name(info: Any) -> str:
 
 
 app.registered_commands.extend(sorted(
-    (info for group in (onboarding, skills, curate, usage, io, install, servers, team, trust)
+    (info for group in (onboarding, skills, curate, usage, io, install, servers, team, trust, sources)
      for info in group.commands.registered_commands),
     key=lambda info: ORDER.index(_name(info))))
 app.add_typer(roots_app, name="roots")
+app.add_typer(sources.sources_app, name="sources")
 app.add_typer(curate.review_app, name="review")
 app.add_typer(usage.usage_app, name="usage")
 app.add_typer(team.tokens_app, name="tokens")

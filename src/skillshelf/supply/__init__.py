@@ -4,6 +4,8 @@ Owns the audit's rule catalogue (``rules``) and patterns (``patterns``), where e
 one file's bytes (``scan``), the audit of one file (``file_audit``: ``audit_bytes``, ``risk``),
 the audit of a skill's folder kept by content (``skill_audit``: ``Auditor``), pinned roots and the
 agent gate (``pins``: ``Pins``, ``Gate``) and the service the facade exposes (``chain``:
-``SupplyChain``).
+``SupplyChain``), and collections fetched from git or archives: fetching (``fetch``), the lock
+file (``lock``), a person's edits merged with upstream (``upstream_merge``) and the service the
+facade exposes as ``Library.sources`` (``sources``: ``Sources``).
 
 May use: ``catalog`` (roots), ``store`` and the core values."""

@@ -1,0 +1,216 @@
+"""``sources``: collections fetched from git or archives (``add``, ``list``, ``update``, ``remove``,
+``restore``), ``add`` as a command of its own, and ``lock --check``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ..errors import ValidationError
+from .common import _clean, _cli_words, _json, _lib, _usage_error, err, out
+
+commands = typer.Typer()
+sources_app = typer.Typer(help="Collections fetched from git or archives, locked in skillshelf.lock.",
+                          no_args_is_help=True)
+
+_SOURCE_HELP = ("a git URL (https://, ssh://, git@host:owner/repo, file://), GitHub shorthand "
+                "owner/repo[/subdir][@ref], a folder, or a .zip / .tar.gz file or URL")
+
+
+def _ask(question: str, yes: bool, refused: str) -> None:
+    """Ask; without a terminal a question cannot be answered: say --yes."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        err.print(f"error: {refused}: there is no terminal to confirm on — read the above, then pass --yes")
+        raise typer.Exit(1)
+    if not typer.confirm(_clean(question)):
+        err.print(refused)
+        raise typer.Exit(1)
+
+
+def _findings_line(findings: list[dict[str, Any]]) -> str:
+    by = {s: sum(1 for f in findings if f.get("severity") == s) for s in ("high", "medium")}
+    return ", ".join(f"{n} {s}" for s, n in by.items() if n) or "nothing medium or high"
+
+
+def _add(ctx: typer.Context, source: str, name: Optional[str], ref: Optional[str], path: Optional[str], pin: bool,
+         json_out: bool) -> None:
+    lib = _lib()
+    try:       # a malformed SOURCE, --name, --ref or --path is a usage error (exit 2)
+        lib.sources.spec(source, label=name, ref=ref or "", path=path or "")
+    except ValidationError as exc:
+        raise _usage_error(ctx, _cli_words(str(exc))) from None
+    res = lib.sources.add(source, label=name, ref=ref or "", path=path or "", pin=pin)
+    if json_out:
+        _json(res)
+        return
+    at = res["commit"][:12] if res["kind"] == "git" else "sha256 " + res["commit"][:12]
+    out.print(f"added {res['label']}: {res['skills']} skill{'s' * (res['skills'] != 1)} from {_clean(res['url'])}"
+              + (f" ({_clean(res['path'])})" if res["path"] else "") + f" at {at}"
+              + (" — pinned: a skill that changes is held until `skillshelf trust NAME`" if res["pinned"] else ""))
+    out.print(f"audit: {_findings_line(res['findings'])}"
+              + (f" — see `skillshelf audit --root {res['root']}`" if res["findings"] else ""))
+    for note in res["notes"][:10]:
+        out.print(f"note: {_clean(note)}")
+    out.print(f"locked in {lib.sources.lock_path}")
+
+
+@sources_app.command("add")
+def sources_add(ctx: typer.Context, source: str = typer.Argument(..., metavar="SOURCE", help=_SOURCE_HELP),
+                name: Optional[str] = typer.Option(None, "--name", metavar="LABEL",
+                                                   help="the source's label (default: from the repository's name)"),
+                ref: Optional[str] = typer.Option(None, "--ref", metavar="REF",
+                                                  help="a branch, tag or commit (default: the default branch)"),
+                path: Optional[str] = typer.Option(None, "--path", metavar="SUBDIR",
+                                                   help="the folder inside the source that holds the skills"),
+                pin: bool = typer.Option(False, "--pin", help="pin it: a skill that changes upstream is held from "
+                                                              "agents until `skillshelf trust NAME`"),
+                json_out: bool = typer.Option(False, "--json")) -> None:
+    """Fetch a collection into the home at an exact commit, lock it, index and audit it."""
+    _add(ctx, source, name, ref, path, pin, json_out)
+
+
+@commands.command("add")
+def add(ctx: typer.Context, source: str = typer.Argument(..., metavar="SOURCE", help=_SOURCE_HELP),
+        name: Optional[str] = typer.Option(None, "--name", metavar="LABEL", help="the source's label"),
+        ref: Optional[str] = typer.Option(None, "--ref", metavar="REF", help="a branch, tag or commit"),
+        path: Optional[str] = typer.Option(None, "--path", metavar="SUBDIR", help="the folder that holds the skills"),
+        pin: bool = typer.Option(False, "--pin", help="hold skills that change upstream until trusted"),
+        json_out: bool = typer.Option(False, "--json")) -> None:
+    """Add a collection from git or an archive (`skillshelf sources add`)."""
+    _add(ctx, source, name, ref, path, pin, json_out)
+
+
+@sources_app.command("list")
+def sources_list(json_out: bool = typer.Option(False, "--json")) -> None:
+    """Each source: label, where from, ref asked, commit locked, skills, pinned, behind upstream, last update."""
+    rows = _lib().sources.list()
+    if json_out:
+        _json(rows)
+        return
+    if not rows:
+        out.print("no sources; add one with `skillshelf sources add SOURCE`")
+        return
+    for r in rows:
+        behind = "" if r["behind"] is None else f"   {r['behind']} commit{'s' * (r['behind'] != 1)} behind upstream"
+        out.print(f"{r['label']}  {_clean(r['url'])}" + (f"  ({_clean(r['path'])})" if r["path"] else ""))
+        held = f"   {r['held']} held" if r["held"] else ""
+        out.print(f"    ref {r['ref'] or ('(default branch)' if r['kind'] == 'git' else '-')}   {r['kind']} {r['commit'][:12]}   {r['skills']} skills"
+                  f"{'   pinned' if r['pinned'] else ''}{held}{behind}   updated {r['updated'] or '-'}")
+
+
+def _print_plan(p: dict[str, Any]) -> None:
+    frm, to = p["from"][:12], p["to"][:12]
+    head = f"{p['label']}: {frm} → {to}" if frm != to else f"{p['label']}: at {to}"
+    drift = (f"; {len(p['drift'])} file(s) on disk differ from the lock and are put back "
+             f"(e.g. {_clean(p['drift'][0]['file'])})") if p["drift"] else ""
+    if not p["changes"]:
+        out.print(head + (drift or " — up to date"))
+        return
+    out.print(head + drift)
+    for c in p["changes"]:
+        line = f"  {c['change']:8} {_clean(c['path'])}"
+        if c["change"] == "changed":
+            line += f"  ({', '.join(_clean(f) for f in c['files'][:5])}{' …' if len(c['files']) > 5 else ''})"
+        if c["findings"]:
+            line += f"  audit: {_findings_line(c['findings'])}"
+        out.print(line)
+        for f in c["findings"][:3]:
+            out.print(f"      {f.get('severity')}  {f.get('rule')}  {_clean(f.get('file'))}:{f.get('line') or '-'}  "
+                      f"{_clean(f.get('message'))}")
+        if c["edit"]:
+            what = {"merged": f"your copy {c['copy']}: upstream's change merged into it",
+                    "conflict": f"your copy {c['copy']}: CONFLICT — it is left as it is and goes to the review queue",
+                    "review": f"your copy {c['copy']}: the merge goes to the review queue (pinned source)",
+                    "kept": f"your copy {c['copy']}: kept"}[c["edit"]]
+            out.print(f"      {what}" + (f" ({_clean(c['note'])})" if c["note"] else ""))
+    for note in p["notes"][:10]:
+        out.print(f"  note: {_clean(note)}")
+
+
+@sources_app.command("update")
+def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[LABEL]...",
+                                                                help="the sources to update (default: all)"),
+                   dry_run: bool = typer.Option(False, "--dry-run", help="say what would change; change nothing"),
+                   yes: bool = typer.Option(False, "--yes", help="apply without asking"),
+                   to: Optional[str] = typer.Option(None, "--to", metavar="REF",
+                                                    help="move to this ref or commit (also how an update is undone)"),
+                   json_out: bool = typer.Option(False, "--json")) -> None:
+    """Fetch; per skill say added / removed / changed with the audit of the new text; apply and move
+    the lock. Your edits of a source's skills are merged; a conflict goes to the review queue."""
+    lib = _lib()
+    results = []
+    with lib.sources.planning(labels or (), to=to) as plans:
+        for plan in plans:
+            d = plan.as_dict()
+            if not json_out:
+                _print_plan(d)
+            if dry_run or not plan.moved:
+                results.append(d)
+                continue
+            if not json_out:
+                _ask(f"apply the update of {plan.label}?", yes, f"{plan.label} not updated")
+            elif not yes:
+                err.print("error: --json applies only with --yes (or --dry-run)")
+                raise typer.Exit(2)
+            d = lib.sources.apply(plan).as_dict()
+            results.append(d)
+            if not json_out:
+                conflicts = [c for c in d["changes"] if c["edit"] == "conflict"]
+                out.print(f"{plan.label}: updated to {d['to'][:12]}; lock moved"
+                          + (f"; {len(d['held'])} skill(s) held until `skillshelf trust NAME`" if d["held"] else ""))
+                for c in conflicts:
+                    out.print(f"  conflict: {c['copy']} kept as you left it; upstream's text waits in the review "
+                              f"queue (`skillshelf review show {c['copy']}`)")
+    if json_out:
+        _json(results)
+
+
+@sources_app.command("remove")
+def sources_remove(label: str = typer.Argument(..., metavar="LABEL"),
+                   yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
+    """Forget a source: its folder, its root and its lock entry (your workspace copies stay)."""
+    lib = _lib()
+    e = lib.sources.entry(label)
+    _ask(f"remove {label} ({len(e.skills)} skills from {e.url})?", yes, f"{label} not removed")
+    lib.sources.remove(label)
+    out.print(f"removed {label}")
+
+
+@sources_app.command("restore")
+def sources_restore(lockfile: Path = typer.Argument(..., metavar="LOCKFILE", help="a skillshelf.lock"),
+                    json_out: bool = typer.Option(False, "--json")) -> None:
+    """Fetch every source of a lock file at its locked commit and verify every file's digest (exit 1
+    naming the file on a mismatch; nothing is written then)."""
+    res = _lib().sources.restore(lockfile)
+    if json_out:
+        _json(res)
+        return
+    for s in res["sources"]:
+        out.print(f"restored {s['label']}: {s['skills']} skills at {s['commit'][:12]}")
+    out.print(f"{res['files_verified']} files verified against {_clean(str(lockfile))}")
+
+
+@commands.command("lock")
+def lock(check: bool = typer.Option(False, "--check", help="compare the sources' files with skillshelf.lock"),
+         json_out: bool = typer.Option(False, "--json")) -> None:
+    """`lock --check`: every file of every source that differs from skillshelf.lock (exit 1 if any)."""
+    lib = _lib()
+    if not check:
+        out.print(str(lib.sources.lock_path))
+        return
+    drift = [d.as_dict() for d in lib.sources.check()]
+    if json_out:
+        _json({"ok": not drift, "drifted": drift})
+    else:
+        for d in drift:
+            out.print(f"{d['problem']:8} {d['source']}/{_clean(d['file'])}")
+        n = len(lib.sources.entries())
+        out.print(f"{len(drift)} file(s) differ from the lock" if drift else
+                  f"every file of {n} source{'s' * (n != 1)} matches the lock")
+    if drift:
+        raise typer.Exit(1)

@@ -1,0 +1,385 @@
+"""Fetching a collection from where it lives: a git repository (through the system ``git``), an
+archive (a ``.zip`` or ``.tar.gz``, a file or a URL) or a local folder.
+
+Nothing a fetched repository holds is ever run. Every ``git`` call is hardened: no hooks
+(``core.hooksPath=/dev/null``), no templates, no file-system monitor, no submodules, no LFS smudge
+(``GIT_LFS_SKIP_SMUDGE=1``), and ``GIT_TERMINAL_PROMPT=0`` so a private repository without
+credentials fails at once instead of waiting for a password. The user's own credential helpers and
+SSH configuration are used as git uses them. A repository is kept bare in a cache; the tree of
+the commit asked for is exported with ``git archive`` and written file by file: plain files and
+folders, and links only when they stay inside the exported folder.
+
+:func:`parse` reads what a person typed (a URL, ``git@host:owner/repo``, GitHub shorthand
+``owner/repo[/subdir][@ref]``, a folder, an archive) into a :class:`Spec`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, NotFoundError, SkillshelfError, ValidationError
+
+# what one export may write (a repository, not a skill: pictures and scripts are allowed)
+MAX_EXPORT_FILES = 500_000
+MAX_EXPORT_BYTES = 4_000_000_000
+MAX_DOWNLOAD_BYTES = 300_000_000
+GIT_TIMEOUT = 900          # seconds one git command may take (a clone of a large repository)
+ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
+_SCP = re.compile(r"^(?P<user>[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9.-]+):(?P<path>[^/\\].*)$")
+_SHORT = re.compile(r"^(?P<owner>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<repo>[A-Za-z0-9._-]+)"
+                    r"(?P<sub>(?:/[^@\s]+)*)(?:@(?P<ref>[^\s@]+))?$")
+_HEX = re.compile(r"^[0-9a-f]{7,64}$")
+
+INSTALL_GIT = ("install git (Debian/Ubuntu: `sudo apt-get install git`; macOS: `xcode-select --install`; "
+               "Windows: https://git-scm.com/download/win), or add an archive (.zip / .tar.gz) instead")
+
+
+class SourceError(SkillshelfError):
+    """A source that cannot be fetched (unreachable, no such ref, no skills); nothing was written."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What to fetch. ``kind``: git | archive | folder; ``url``: what git or the download is given
+    (a folder or file: its absolute path); ``subdir``: the folder inside it that holds the skills
+    ("" for the top); ``ref``: the ref asked ("" for the default branch); ``label``: a name for it."""
+
+    kind: str
+    url: str
+    subdir: str = ""
+    ref: str = ""
+    label: str = ""
+
+
+def _label_from(text: str) -> str:
+    name = text.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    for suf in (".git", *ARCHIVE_SUFFIXES):
+        if name.lower().endswith(suf):
+            name = name[: -len(suf)]
+    name = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-.")
+    return name[:64] or "source"
+
+
+def clean_subdir(subdir: str) -> str:
+    """A ``--path`` as a relative POSIX path inside the source, or ValidationError."""
+    s = (subdir or "").strip().replace("\\", "/").strip("/")
+    parts = [p for p in s.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts) or s.startswith("/") or any(ord(c) < 32 for c in s):
+        raise ValidationError(f"--path {subdir!r} must be a folder inside the source",
+                              fix="pass a relative path such as skills/ or plugins/x/skills")
+    return "/".join(parts)
+
+
+def parse(text: str, *, github_base: str = "https://github.com", ref: str = "", subdir: str = "") -> Spec:
+    """What a person typed as SOURCE, with ``--ref`` and ``--path`` (which win over a ref or
+    subfolder written in the shorthand)."""
+    raw = (text or "").strip()
+    if not raw:
+        raise ValidationError("SOURCE is empty", fix="pass a git URL, owner/repo, a folder or an archive")
+    low = raw.lower()
+    is_archive = low.split("?", 1)[0].endswith(ARCHIVE_SUFFIXES)
+    if low.startswith(("http://", "https://")) and is_archive:
+        return Spec("archive", raw, clean_subdir(subdir), ref, _label_from(raw.split("?", 1)[0]))
+    if low.startswith(("https://", "http://", "ssh://", "git://", "file://")):
+        if low.startswith("file://") and is_archive:
+            return Spec("archive", raw[len("file://"):], clean_subdir(subdir), ref, _label_from(raw))
+        return Spec("git", raw, clean_subdir(subdir), ref, _label_from(raw))
+    p = Path(raw).expanduser()
+    if p.exists() or raw.startswith((".", "/", "~")):
+        if not p.exists():
+            raise NotFoundError(f"{p} does not exist", fix="pass an existing folder, .zip or .tar.gz")
+        p = p.resolve()
+        if p.is_dir():
+            kind = "git" if (p / ".git").exists() else "folder"
+            return Spec(kind, str(p), clean_subdir(subdir), ref, _label_from(p.name))
+        if is_archive:
+            return Spec("archive", str(p), clean_subdir(subdir), ref, _label_from(p.name))
+        raise ValidationError(f"{p} is neither a folder nor a .zip / .tar.gz archive",
+                              fix="pass a folder, a .zip, a .tar.gz or a git URL")
+    m = _SCP.match(raw)
+    if m and "/" in m.group("path") and not raw.startswith("/"):
+        return Spec("git", raw, clean_subdir(subdir), ref, _label_from(m.group("path")))
+    m = _SHORT.match(raw)
+    if m:
+        base = (github_base or "https://github.com").rstrip("/")
+        url = f"{base}/{m.group('owner')}/{m.group('repo')}"
+        sub = subdir or (m.group("sub") or "")
+        return Spec("git", url, clean_subdir(sub), ref or (m.group("ref") or ""), _label_from(m.group("repo")))
+    raise ValidationError(f"cannot tell what {raw!r} is",
+                          fix="pass a git URL (https://, ssh://, git@host:owner/repo, file://), owner/repo, "
+                              "a folder, or a .zip / .tar.gz file or URL")
+
+
+# --- git ------------------------------------------------------------------------------------
+
+HARDENING = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "init.templateDir=",
+             "-c", "submodule.recurse=false", "-c", "fetch.recurseSubmodules=false", "-c", "core.symlinks=true",
+             "-c", "protocol.ext.allow=never")
+
+
+def git_env() -> dict[str, str]:
+    """The environment every git call runs in: the user's, minus anything pointing git at another
+    repository, plus no prompts and no LFS smudge."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE",
+                        "GIT_CEILING_DIRECTORIES", "GIT_ALTERNATE_OBJECT_DIRECTORIES")}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_LFS_SKIP_SMUDGE="1", GCM_INTERACTIVE="never", LC_ALL="C")
+    if "GIT_SSH_COMMAND" not in env and "GIT_SSH" not in env:
+        env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"   # no host-key or passphrase prompt either
+    return env
+
+
+def git_path() -> str:
+    exe = shutil.which("git")
+    if exe is None:
+        raise ConfigError("git is not installed (or not on PATH): it is needed to fetch git sources",
+                          fix=INSTALL_GIT)
+    return exe
+
+
+def _last_line(text: str) -> str:
+    """The line of git's stderr that says what went wrong (its first fatal or error line)."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip() and not ln.startswith("hint:")]
+    first = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), lines[-1] if lines else "")
+    return first.removeprefix("fatal: ").removeprefix("error: ")[:300]
+
+
+def git(git_dir: Path, *args: str, check: bool = True, stdout: Any = subprocess.PIPE) -> subprocess.CompletedProcess:
+    """Run one hardened git command on the bare repository ``git_dir``."""
+    cmd = [git_path(), *HARDENING, f"--git-dir={git_dir}", *args]
+    try:
+        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.PIPE,
+                             env=git_env(), timeout=GIT_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        raise SourceError(f"git {args[0]} took longer than {GIT_TIMEOUT} s", fix="check the network and try again") \
+            from None
+    if check and res.returncode != 0:
+        raise SourceError(f"git {args[0]} failed: {_last_line(res.stderr.decode('utf-8', 'replace'))}",
+                          fix="check the URL, your network and your access to the repository")
+    return res
+
+
+def _out(res: subprocess.CompletedProcess) -> str:
+    return res.stdout.decode("utf-8", "replace").strip()
+
+
+def init_cache(git_dir: Path, url: str) -> None:
+    """A new bare repository whose origin is ``url`` (nothing fetched yet)."""
+    git_path()
+    git_dir.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [git_path(), *HARDENING, "init", "-q", "--bare", "--template=", str(git_dir)]
+    res = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, env=git_env(), check=False)
+    if res.returncode != 0:
+        raise SourceError(f"git init failed: {_last_line(res.stderr.decode('utf-8', 'replace'))}",
+                          fix=f"check that {git_dir.parent} is writable")
+    git(git_dir, "config", "remote.origin.url", url)
+    git(git_dir, "config", "gc.auto", "0")
+
+
+def fetch(git_dir: Path, url: str) -> None:
+    """Fetch every branch, every tag and the remote's HEAD into the cache (``url``: the origin)."""
+    res = git(git_dir, "fetch", "--quiet", "--force", "--prune", "--no-recurse-submodules", "--no-write-fetch-head",
+              url, "+HEAD:refs/remotes/origin/HEAD", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*",
+              check=False)
+    if res.returncode != 0:
+        why = _last_line(res.stderr.decode("utf-8", "replace"))
+        raise SourceError(f"cannot fetch {url}: {why}",
+                          fix="check the URL and your network; a private repository needs your git credentials "
+                              "or SSH key (prompts are off)")
+
+
+def resolve(git_dir: Path, url: str, ref: str) -> str:
+    """The commit ``ref`` names (a branch, a tag, a commit or its prefix; "" = the default
+    branch), fetching a commit by its full id when no branch or tag holds it."""
+    candidates = ["refs/remotes/origin/HEAD"] if not ref else \
+        [f"refs/remotes/origin/{ref}", f"refs/tags/{ref}", ref]
+    for cand in candidates:
+        if cand.startswith("-"):
+            continue
+        res = git(git_dir, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{cand}^{{commit}}", check=False)
+        if res.returncode == 0 and _out(res):
+            return _out(res)
+    if ref and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", ref):
+        got = git(git_dir, "fetch", "--quiet", "--no-recurse-submodules", "--no-write-fetch-head", url, ref,
+                  check=False)
+        if got.returncode == 0:
+            return resolve(git_dir, url, ref)
+    raise SourceError(f"no ref {ref!r} in {url}" if ref else f"{url} has no default branch",
+                      fix="pass --ref with a branch, a tag or a commit that exists there")
+
+
+def is_tree(git_dir: Path, commit: str, subdir: str) -> bool:
+    res = git(git_dir, "cat-file", "-t", f"{commit}:{subdir}" if subdir else f"{commit}^{{tree}}", check=False)
+    return res.returncode == 0 and _out(res) == "tree"
+
+
+def ahead(git_dir: Path, old: str, new: str) -> int | None:
+    """How many commits ``new`` has that ``old`` has not (None when unknown)."""
+    res = git(git_dir, "rev-list", "--count", f"{old}..{new}", check=False)
+    try:
+        return int(_out(res)) if res.returncode == 0 else None
+    except ValueError:
+        return None
+
+
+def export(git_dir: Path, commit: str, subdir: str, dest: Path) -> list[str]:
+    """Write the tree of ``commit`` (at ``subdir``) into the new folder ``dest``; notes on what
+    was left out (links leading out, submodules)."""
+    tree = f"{commit}:{subdir}" if subdir else commit
+    cmd = [git_path(), *HARDENING, f"--git-dir={git_dir}", "archive", "--format=tar", tree]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=git_env())
+    try:
+        assert proc.stdout is not None
+        notes = write_tar(proc.stdout, dest)
+        proc.stdout.close()
+        rc = proc.wait(timeout=GIT_TIMEOUT)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    if rc != 0:
+        raise SourceError(f"git archive failed: {_last_line(proc.stderr.read().decode('utf-8', 'replace'))}")
+    proc.stderr.close()
+    return notes
+
+
+def _inside(rel: str, target: str) -> bool:
+    """Whether a link at ``rel`` pointing to ``target`` stays inside the exported folder."""
+    if target.startswith("/") or "\\" in target:
+        return False
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
+    return not (joined == ".." or joined.startswith("../"))
+
+
+def write_tar(stream: Any, dest: Path) -> list[str]:
+    """A tar stream (``git archive``'s) written into ``dest``: member names checked, caps kept."""
+    notes: list[str] = []
+    dest.mkdir(parents=True)
+    count = total = 0
+    with tarfile.open(fileobj=stream, mode="r|") as tf:
+        for m in tf:
+            name = m.name
+            parts = [p for p in name.split("/") if p not in ("", ".")]
+            if not parts or m.type == tarfile.XGLTYPE or m.type == tarfile.XHDTYPE:
+                continue
+            if ".." in parts or name.startswith("/") or "\\" in name or any(ord(c) < 32 for c in name):
+                raise SourceError(f"the repository holds a path that cannot be written safely: {name[:200]!r}")
+            rel = "/".join(parts)
+            count += 1
+            if count > MAX_EXPORT_FILES:
+                raise SourceError(f"the source holds more than {MAX_EXPORT_FILES:,} files",
+                                  fix="pass --path with the folder that holds the skills")
+            target = dest.joinpath(*parts)
+            if m.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif m.issym():
+                if _inside(rel, m.linkname):
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    os.symlink(m.linkname, target)
+                else:
+                    notes.append(f"left out {rel}: a link that leads out of the source ({m.linkname[:120]})")
+            elif m.isreg():
+                total += m.size
+                if total > MAX_EXPORT_BYTES:
+                    raise SourceError(f"the source is over {MAX_EXPORT_BYTES:,} bytes",
+                                      fix="pass --path with the folder that holds the skills")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                src = tf.extractfile(m)
+                with open(target, "xb") as f:
+                    if src is not None:
+                        shutil.copyfileobj(src, f, 1 << 20)
+                if m.mode & 0o111:
+                    os.chmod(target, 0o755)
+            else:
+                notes.append(f"left out {rel}: not a plain file (a submodule or a special file)")
+    return notes
+
+
+# --- archives and folders ----------------------------------------------------------------------
+
+def download(url: str, dest: Path, *, limit: int = MAX_DOWNLOAD_BYTES) -> None:
+    """An archive URL downloaded to ``dest`` (bounded; a failure is one SourceError)."""
+    import httpx
+
+    try:
+        with httpx.stream("GET", url, follow_redirects=True, timeout=60.0) as r:
+            if r.status_code != 200:
+                raise SourceError(f"cannot download {url}: HTTP {r.status_code}", fix="check the URL")
+            n = 0
+            with open(dest, "xb") as f:
+                for chunk in r.iter_bytes(1 << 20):
+                    n += len(chunk)
+                    if n > limit:
+                        raise SourceError(f"{url} is over {limit:,} bytes", fix="use a smaller archive")
+                    f.write(chunk)
+    except httpx.HTTPError as exc:
+        raise SourceError(f"cannot download {url}: {exc}", fix="check the URL and your network") from None
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_files(files: dict[str, bytes], executable: set[str], dest: Path, subdir: str) -> int:
+    """Files read by the archive reader (checked names) written into the new folder ``dest``:
+    a single top folder that holds no SKILL.md of its own is stepped into (as GitHub's archives
+    wrap a repository), then ``subdir``. Returns how many were written."""
+    names = list(files)
+    tops = {n.split("/", 1)[0] for n in names}
+    strip = ""
+    if len(tops) == 1 and all("/" in n for n in names):
+        top = next(iter(tops))
+        if f"{top}/SKILL.md" not in files or subdir:
+            strip = top + "/"
+    prefix = strip + (subdir + "/" if subdir else "")
+    dest.mkdir(parents=True)
+    n = 0
+    for name in sorted(names):
+        if not name.startswith(prefix):
+            continue
+        rel = name[len(prefix):]
+        target = dest.joinpath(*rel.split("/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "xb") as f:
+            f.write(files[name])
+        if name in executable:
+            os.chmod(target, 0o755)
+        n += 1
+    return n
+
+
+def content_digest(files: dict[str, bytes]) -> str:
+    """One sha256 for a folder's files (paths and bytes, in path order)."""
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(name.encode("utf-8", "surrogatepass") + b"\0" + hashlib.sha256(files[name]).digest())
+    return h.hexdigest()
+
+
+def read_archive(spec: Spec, tmp: Path, unpack: Callable[[Path], Any]) -> tuple[Any, str]:
+    """(what the reader read, the sha256 of the archive file or of the folder's content)."""
+    if spec.kind == "folder":
+        src = unpack(Path(spec.url))
+        return src, content_digest(src.files)
+    path = Path(spec.url)
+    if spec.url.lower().startswith(("http://", "https://")):
+        name = "archive" + next((s for s in ARCHIVE_SUFFIXES if spec.url.lower().split("?", 1)[0].endswith(s)), "")
+        path = tmp / name
+        download(spec.url, path)
+    elif not path.is_file():
+        raise NotFoundError(f"{path} does not exist", fix="pass an existing .zip or .tar.gz")
+    return unpack(path), sha256_file(path)

@@ -1,0 +1,231 @@
+"""``skillshelf.lock``: what each source was fetched at and every file it brought.
+
+Per source: its label, what was asked (``source``, ``ref``, ``path``), the URL fetched, the exact
+commit (or the archive's sha256); per skill its folder; per file ``sha256:<hex>`` and size -- the
+files and digests the Skills Extension's ``skills/list`` serves for that skill (its SKILL.md, then
+the other files a reader may open: no hidden files, no nested skills, no dependency or VCS
+folders, none over ``files.MAX_RESOURCE_BYTES``), so a host can check what it loads.
+
+The file is TOML written in a fixed order (sources by label, skills by path, files by path, one
+file a line), so a change to a collection is a readable diff. :func:`check` compares the files on
+disk with it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..catalog.roots import SKIP_DIRS, Root, discover
+from ..errors import ValidationError
+from ..files import MAX_RESOURCE_BYTES, FileRefused, read_bounded, write_file
+
+LOCK_NAME = "skillshelf.lock"
+LOCK_VERSION = 1
+MAX_LOCK_BYTES = 512_000_000
+WALK_CAP = 5000         # files per skill, as the skill's file list
+
+
+@dataclass
+class FileEntry:
+    path: str
+    digest: str          # sha256:<hex>
+    size: int
+
+
+@dataclass
+class SkillEntry:
+    path: str                                    # the skill folder, relative to the source ('.' at its top)
+    files: list[FileEntry] = field(default_factory=list)
+
+    def digests(self) -> dict[str, tuple[str, int]]:
+        return {f.path: (f.digest, f.size) for f in self.files}
+
+
+@dataclass
+class SourceEntry:
+    label: str
+    source: str                                  # what was typed
+    kind: str                                    # git | archive | folder
+    url: str
+    ref: str = ""                                # the ref asked ("" = the default branch)
+    path: str = ""                               # the folder inside the source that holds the skills
+    commit: str = ""                             # git: the commit; archive / folder: sha256 of the content
+    pinned: bool = False
+    updated: str = ""
+    skills: list[SkillEntry] = field(default_factory=list)
+
+    def by_path(self) -> dict[str, SkillEntry]:
+        return {s.path: s for s in self.skills}
+
+    @property
+    def short(self) -> str:
+        return self.commit[:12]
+
+    def summary(self) -> dict[str, Any]:
+        return {"label": self.label, "source": self.source, "kind": self.kind, "url": self.url, "ref": self.ref,
+                "path": self.path, "commit": self.commit, "pinned": self.pinned, "updated": self.updated,
+                "skills": len(self.skills)}
+
+
+def _q(s: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's; DEL is escaped too)."""
+    return json.dumps(s, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def render(sources: list[SourceEntry]) -> str:
+    out = ["# skillshelf.lock: the sources of this library, each at an exact commit (or archive sha256),",
+           "# and the sha256 and size of every file of every skill they brought. Written by skillshelf;",
+           "# `skillshelf lock --check` compares the files on disk with it, `skillshelf sources restore` rebuilds them.",
+           f"lock-version = {LOCK_VERSION}", ""]
+    for s in sorted(sources, key=lambda s: s.label):
+        out += ["[[source]]", f"label = {_q(s.label)}", f"source = {_q(s.source)}", f"kind = {_q(s.kind)}",
+                f"url = {_q(s.url)}", f"ref = {_q(s.ref)}", f"path = {_q(s.path)}", f"commit = {_q(s.commit)}",
+                f"pinned = {'true' if s.pinned else 'false'}", f"updated = {_q(s.updated)}", ""]
+        for sk in sorted(s.skills, key=lambda k: k.path):
+            out += ["[[source.skill]]", f"path = {_q(sk.path)}", "files = ["]
+            out += [f"  {{ path = {_q(f.path)}, digest = {_q(f.digest)}, size = {f.size} }},"
+                    for f in sorted(sk.files, key=lambda f: (f.path != "SKILL.md", f.path))]
+            out += ["]", ""]
+    return "\n".join(out)
+
+
+def parse(text: str, where: str = LOCK_NAME) -> list[SourceEntry]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValidationError(f"{where} is not valid TOML: {exc}", fix="restore it from version control") from None
+    if data.get("lock-version") != LOCK_VERSION:
+        raise ValidationError(f"{where}: unknown lock-version {data.get('lock-version')!r}",
+                              fix=f"this skillshelf reads lock-version {LOCK_VERSION}")
+    out = []
+    try:
+        for s in data.get("source", []):
+            skills = [SkillEntry(str(k["path"]), [FileEntry(str(f["path"]), str(f["digest"]), int(f["size"]))
+                                                  for f in k.get("files", [])]) for k in s.get("skill", [])]
+            out.append(SourceEntry(label=str(s["label"]), source=str(s.get("source", "")), kind=str(s["kind"]),
+                                   url=str(s["url"]), ref=str(s.get("ref", "")), path=str(s.get("path", "")),
+                                   commit=str(s["commit"]), pinned=bool(s.get("pinned", False)),
+                                   updated=str(s.get("updated", "")), skills=skills))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValidationError(f"{where}: a source entry is incomplete ({exc})",
+                              fix="restore it from version control") from None
+    labels = [s.label for s in out]
+    if len(set(labels)) != len(labels):
+        raise ValidationError(f"{where} names a source twice", fix="keep one entry per label")
+    return out
+
+
+def read(path: Path) -> list[SourceEntry]:
+    """The lock at ``path`` ([] when there is none)."""
+    if not path.exists():
+        return []
+    try:
+        raw = read_bounded(path, MAX_LOCK_BYTES)
+    except FileRefused as exc:
+        raise ValidationError(f"{path}: {exc.message}", fix="restore it from version control") from None
+    return parse(raw.decode("utf-8", "replace"), str(path))
+
+
+def write(path: Path, sources: list[SourceEntry]) -> None:
+    """Write the lock atomically (a failure leaves the previous file)."""
+    write_file(path, render(sources))
+
+
+# --- what is on disk -----------------------------------------------------------------------------
+
+def _digest(p: Path) -> tuple[str, int] | None:
+    try:
+        data = read_bounded(p, MAX_RESOURCE_BYTES)
+    except (OSError, FileRefused):
+        return None
+    return "sha256:" + hashlib.sha256(data).hexdigest(), len(data)
+
+
+def skill_files(folder: Path, skill_md: str = "SKILL.md") -> list[str]:
+    """The files of a skill as ``skills/list`` serves them: its SKILL.md, then the other regular
+    files inside the folder (links only to files inside it), by path; hidden files, nested skills
+    and dependency or VCS folders left out, and files over ``MAX_RESOURCE_BYTES``."""
+    out = [skill_md]
+    try:
+        base_r = folder.resolve()
+    except OSError:
+        return out
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(folder)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS
+                             and not (here / d / "SKILL.md").exists())
+        for f in sorted(filenames):
+            if f.startswith(".") or (rel_dir == Path(".") and f == skill_md):
+                continue
+            seen += 1
+            if seen > WALK_CAP:
+                return out
+            p = here / f
+            try:
+                st = os.stat(p)
+                if os.path.islink(p) and base_r not in Path(os.path.realpath(p)).parents:
+                    continue
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_RESOURCE_BYTES:
+                out.append((rel_dir / f).as_posix())
+    return [out[0], *sorted(out[1:])]
+
+
+def scan(folder: Path, label: str) -> tuple[list[SkillEntry], list[str]]:
+    """Every skill under the source folder with its files' digests; notes on what was left out."""
+    found, notes = discover(Root(folder, "other", label))
+    skills = []
+    for f in found:
+        entry = SkillEntry(f.rel)
+        for name in skill_files(f.folder, f.path.name):
+            d = _digest(f.folder / name)
+            if d is not None:
+                entry.files.append(FileEntry(name, *d))
+        skills.append(entry)
+    return skills, notes
+
+
+@dataclass
+class Drift:
+    label: str
+    file: str            # path relative to the source folder
+    problem: str         # changed | missing | added
+
+    def as_dict(self) -> dict[str, str]:
+        return {"source": self.label, "file": self.file, "problem": self.problem}
+
+
+def _rel(skill: str, file: str) -> str:
+    return file if skill == "." else f"{skill}/{file}"
+
+
+def check(entry: SourceEntry, folder: Path) -> list[Drift]:
+    """Every file of the source folder that differs from the lock: changed, missing or added
+    (a skill or a file the lock does not name)."""
+    if not folder.is_dir():
+        return [Drift(entry.label, ".", "missing")]
+    now, _ = scan(folder, entry.label)
+    have = {s.path: s for s in now}
+    out: list[Drift] = []
+    for sk in entry.skills:
+        cur = have.pop(sk.path, None)
+        cur_files = cur.digests() if cur is not None else {}
+        for f in sk.files:
+            got = cur_files.pop(f.path, None)
+            if got is None:
+                out.append(Drift(entry.label, _rel(sk.path, f.path), "missing"))
+            elif got != (f.digest, f.size):
+                out.append(Drift(entry.label, _rel(sk.path, f.path), "changed"))
+        out += [Drift(entry.label, _rel(sk.path, name), "added") for name in sorted(cur_files)]
+    for path, sk in sorted(have.items()):
+        out += [Drift(entry.label, _rel(path, f.path), "added") for f in sk.files]
+    return out

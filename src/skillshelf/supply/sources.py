@@ -1,0 +1,593 @@
+"""Sources: collections the library fetched itself, from git or an archive, at an exact commit.
+
+A source lives in ``<home>/sources/LABEL/`` (the files of the commit, no ``.git``) and is a
+read-only root of the library; its bare git repository is kept in ``<home>/sources/.git-cache/``.
+``skillshelf.lock`` in the home records each source's commit and every file's digest (``lock``).
+
+Every change is made in a temporary folder under ``<home>/sources/.tmp/`` and renamed into place,
+the lock written last: a failure or Ctrl-C leaves the previous folder, the previous lock and no
+half-written source. An update merges a person's edits (the workspace copy a FIX made of a source
+skill, ``metadata.origin``) three-way with upstream (``upstream_merge``): a clean merge is a new
+version of the copy, a conflict a draft in the review queue with both sides and the base; the base
+(the upstream text the edit was made from) is kept in ``<home>/sources/.bases/``. A pinned source's
+changed skills are held until trusted, as any pinned root's; merges into copies of its skills
+wait in the review queue too, for the same person to look.
+
+``Sources`` is the service the facade exposes as ``Library.sources``."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import config as configmod, skill as skillmod
+from ..catalog.roots import make_roots
+from ..checks import Check
+from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationError
+from ..files import MAX_SKILL_BYTES, FileRefused, locked, read_text_bounded, write_file
+from . import fetch as fetchmod, lock as lockmod
+from .fetch import SourceError, Spec
+from .skill_audit import audit_folder
+from .upstream_merge import merge
+
+LABEL_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+RESERVED = {"workspace", "project", "user"}
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
+
+
+@dataclass
+class SkillChange:
+    path: str                     # the skill folder relative to the source
+    change: str                   # added | removed | changed
+    files: list[str] = field(default_factory=list)        # the files that differ
+    findings: list[dict] = field(default_factory=list)    # the audit of the new text (medium and high)
+    edit: str | None = None       # a person's copy: merged | conflict | kept (already has it) | review (pinned)
+    copy: str | None = None       # the workspace copy's name
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "change": self.change, "files": self.files, "findings": self.findings,
+                "edit": self.edit, "copy": self.copy, "note": self.note}
+
+
+@dataclass
+class UpdatePlan:
+    """What an update of one source would do (``Sources.plan``); ``apply`` it or let it go."""
+
+    label: str
+    old: lockmod.SourceEntry
+    new: lockmod.SourceEntry
+    tree: Path | None                      # the fetched files, in a temporary folder
+    changes: list[SkillChange] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    drift: list[lockmod.Drift] = field(default_factory=list)   # files on disk that differ from the lock
+    applied: bool = False
+    held: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def moved(self) -> bool:
+        return self.old.commit != self.new.commit or bool(self.changes) or bool(self.drift)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "from": self.old.commit, "to": self.new.commit, "ref": self.new.ref,
+                "changes": [c.as_dict() for c in self.changes], "notes": self.notes, "applied": self.applied,
+                "drift": [d.as_dict() for d in self.drift],
+                "held": self.held, "seconds": self.seconds}
+
+
+class Sources:
+    """Given ``config`` (() -> the library's Config), ``roots`` (the facade's list of roots: a
+    source added or removed is put in it in place, so every service sees it at once), ``sync``
+    (index the roots now), ``supply`` (the ``SupplyChain``: pins, held skills, the audit),
+    ``records`` (the skills of a root label), ``evolver`` and ``review`` (() -> evolution's
+    ``Evolver`` and ``ReviewQueue``) and ``unpack`` (the safe archive and folder reader)."""
+
+    def __init__(self, config: Callable[[], Any], *, roots: Callable[[], list], sync: Callable[[], Any],
+                 supply: Any, records: Callable[[str | None], list], evolver: Callable[[], Any],
+                 review: Callable[[], Any], unpack: Callable[[Path], Any]):
+        self._config, self._roots, self._sync, self.supply = config, roots, sync, supply
+        self._records, self._evolver, self._review, self._unpack = records, evolver, review, unpack
+
+    # --- where things are ---------------------------------------------------------------
+    @property
+    def home(self) -> Path:
+        return Path(self._config().home)
+
+    @property
+    def base(self) -> Path:
+        return self.home / "sources"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.home / lockmod.LOCK_NAME
+
+    def folder(self, label: str) -> Path:
+        return self.base / label
+
+    def _cache(self, label: str) -> Path:
+        return self.base / ".git-cache" / f"{label}.git"
+
+    def _bases(self, label: str) -> Path:
+        return self.base / ".bases" / label
+
+    def _state_path(self) -> Path:
+        return self.base / ".state.json"
+
+    def entries(self) -> list[lockmod.SourceEntry]:
+        return lockmod.read(self.lock_path)
+
+    def entry(self, label: str) -> lockmod.SourceEntry:
+        for e in self.entries():
+            if e.label == label:
+                return e
+        known = [e.label for e in self.entries()]
+        raise NotFoundError(f"no source {label!r} in this library", suggestions=known[:3] or None,
+                            fix=None if known else "add one with `skillshelf sources add SOURCE`")
+
+    @contextlib.contextmanager
+    def _tmp(self, label: str) -> Iterator[Path]:
+        (self.base / ".tmp").mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.base / ".tmp"))
+        try:
+            yield tmp
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _reroot(self) -> None:
+        """Put the saved roots (sources included) in the facade's list of roots, in place."""
+        cfg = self._config()
+        cur = self._roots()
+        flag = [p for p in cfg.roots if cfg.root_origins.get(str(p), "flag") != "file"]
+        paths = [p for p in [*configmod.saved_roots(cfg.home), *flag] if Path(p).is_dir()]
+        cur[:] = make_roots(cfg.workspace, paths, include_clients=cfg.client_roots)
+
+    def _root_label(self, label: str) -> str | None:
+        folder = self.folder(label).resolve()
+        return next((r.label for r in self._roots() if r.path == folder), None)
+
+    @staticmethod
+    def _label_ok(label: str) -> None:
+        if not LABEL_RE.match(label) or label in RESERVED:
+            raise ValidationError(f"{label!r} cannot be a source's label",
+                                  fix="pass --name with 1-64 characters of a-z, 0-9, '.', '_' and '-' "
+                                      "(not workspace, project or user)")
+
+    def _check_label(self, label: str, entries: list[lockmod.SourceEntry]) -> None:
+        self._label_ok(label)
+        used = {e.label for e in entries} | {r.label for r in self._roots()}
+        if label in used or self.folder(label).exists():
+            raise ConflictError(f"the label {label!r} is already used in this library",
+                                fix="pass --name with another label (see `skillshelf sources list`)")
+
+    # --- fetching ------------------------------------------------------------------------
+    def _fetch(self, spec: Spec, label: str, tmp: Path, *, commit: str | None = None,
+               cache: Path | None = None) -> tuple[Path, str, list[str]]:
+        """Fetch ``spec`` into ``tmp/tree``; (the tree, the commit or content sha256, notes).
+        ``cache``: the bare repository to fetch into (a new one in ``tmp/cache.git`` if absent)."""
+        tree = tmp / "tree"
+        if spec.kind == "git":
+            git_dir = cache if cache is not None and cache.is_dir() else tmp / "cache.git"
+            if not git_dir.is_dir():
+                fetchmod.init_cache(git_dir, spec.url)
+            fetchmod.fetch(git_dir, spec.url)
+            got = fetchmod.resolve(git_dir, spec.url, commit or spec.ref)
+            if commit and not got.startswith(commit):
+                raise SourceError(f"{spec.url} has no commit {commit}", fix="check the lock file")
+            if not fetchmod.is_tree(git_dir, got, spec.subdir):
+                raise SourceError(f"--path {spec.subdir} does not exist in {spec.url} at {got[:12]}",
+                                  fix="pass --path with a folder of the repository, or leave it out")
+            notes = fetchmod.export(git_dir, got, spec.subdir, tree)
+            return tree, got, notes
+        src, digest = fetchmod.read_archive(spec, tmp, self._unpack)
+        if commit and digest != commit:
+            raise SourceError(f"{spec.url} has changed: its sha256 is {digest}, the lock says {commit}",
+                              fix="the archive at that address is not the one locked; add it again to take it")
+        if spec.subdir and not any(n.startswith(spec.subdir + "/") or f"/{spec.subdir}/" in n for n in src.files):
+            raise SourceError(f"--path {spec.subdir} does not exist in {spec.url}", fix="pass a folder of the archive")
+        if fetchmod.write_files(src.files, src.executable, tree, spec.subdir) == 0:
+            raise SourceError(f"--path {spec.subdir} holds no files in {spec.url}", fix="pass a folder of the archive")
+        return tree, digest, list(src.notes)
+
+    @staticmethod
+    def _where(spec: Spec) -> str:
+        return spec.url + (f" (--path {spec.subdir})" if spec.subdir else "")
+
+    # --- add ------------------------------------------------------------------------------
+    def spec(self, source: str, *, label: str | None = None, ref: str = "", path: str = "") -> Spec:
+        """What ``add`` would fetch, and under which label: ``ValidationError`` when an argument is
+        malformed (SOURCE, ``--name``, ``--ref``, ``--path``), before anything is fetched."""
+        gh = self._config().sources.github_base
+        spec = fetchmod.parse(source, github_base=gh, ref=ref, subdir=path)
+        if spec.kind != "git" and spec.ref:
+            raise ValidationError("--ref applies to git sources only", fix="leave out --ref for an archive or folder")
+        spec = Spec(spec.kind, spec.url, spec.subdir, spec.ref, label or spec.label)
+        self._label_ok(spec.label)
+        return spec
+
+    def add(self, source: str, *, label: str | None = None, ref: str = "", path: str = "",
+            pin: bool = False) -> dict[str, Any]:
+        """Fetch a source into ``sources/LABEL``, lock it, make it a read-only root, index and audit it."""
+        spec = self.spec(source, label=label, ref=ref, path=path)
+        label = spec.label
+        timing: dict[str, float] = {}
+        with locked(self.home, "sources"):
+            entries = self.entries()
+            self._check_label(label, entries)
+            t0 = time.perf_counter()
+            with self._tmp(label) as tmp:
+                tree, commit, notes = self._fetch(spec, label, tmp)
+                skills, more = lockmod.scan(tree, label)
+                if not skills:
+                    raise SourceError(f"no SKILL.md in {self._where(spec)}",
+                                      fix="pass --path with the folder that holds the skill folders")
+                entry = lockmod.SourceEntry(label=label, source=source, kind=spec.kind, url=spec.url,
+                                            ref=spec.ref, path=spec.subdir, commit=commit, pinned=pin,
+                                            updated=_now(), skills=skills)
+                timing["fetch"] = time.perf_counter() - t0
+                self._install([(entry, tree, tmp / "cache.git")], entries)
+        t0 = time.perf_counter()
+        self._reroot()
+        report = self._sync()
+        timing["index"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        root = self._root_label(label) or label
+        if pin:
+            self.supply.pin(root)
+        findings = self.supply.audit(root=root, min_severity="medium")
+        timing["audit"] = time.perf_counter() - t0
+        return {**entry.summary(), "root": root, "notes": notes + more, "findings": findings,
+                "indexed": getattr(report, "added", None), "seconds": timing}
+
+    def _install(self, items: list[tuple[lockmod.SourceEntry, Path, Path]],
+                 entries: list[lockmod.SourceEntry]) -> None:
+        """Rename fetched trees (and their git caches) into place, save the roots, write the lock;
+        on any failure (Ctrl-C included) undo what was done, in reverse."""
+        done: list[Callable[[], None]] = []
+        home = self.home
+        try:
+            for entry, tree, cache in items:
+                dest = self.folder(entry.label)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(tree, dest)
+                done.append(lambda d=dest: shutil.rmtree(d, ignore_errors=True))
+                if cache.is_dir():
+                    target = self._cache(entry.label)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.rmtree(target, ignore_errors=True)
+                    os.rename(cache, target)
+                    done.append(lambda t=target: shutil.rmtree(t, ignore_errors=True))
+                configmod.add_root(home, dest)
+                done.append(lambda d=dest: configmod.remove_root(home, d))
+            lockmod.write(self.lock_path, [*entries, *(e for e, _, _ in items)])
+        except BaseException:
+            for undo in reversed(done):
+                with contextlib.suppress(Exception):
+                    undo()
+            raise
+
+    # --- list, remove ---------------------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        try:
+            data = json.loads(read_text_bounded(self._state_path(), 4_000_000))
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError, FileRefused):
+            return {}
+
+    def _set_state(self, label: str, **values: Any) -> None:
+        data = self._state()
+        data.setdefault(label, {}).update(values)
+        with contextlib.suppress(SkillshelfError):
+            write_file(self._state_path(), json.dumps(data, indent=2, sort_keys=True))
+
+    def list(self) -> list[dict[str, Any]]:
+        """Each source: label, source, ref asked, commit locked, skills, pinned, behind upstream
+        (when an update or a dry run last looked), last update, skills held."""
+        held = self.supply.held()
+        state = self._state()
+        out = []
+        for e in self.entries():
+            root = self._root_label(e.label) or e.label
+            st = state.get(e.label, {})
+            behind = None       # known once an update (or a dry run) has fetched upstream's head
+            if e.kind == "git" and st.get("upstream") and self._cache(e.label).is_dir():
+                behind = fetchmod.ahead(self._cache(e.label), e.commit, st["upstream"])
+            out.append({**e.summary(), "root": root, "behind": behind, "checked": st.get("checked"),
+                        "held": sum(1 for sid in held if sid.startswith(root + ":"))})
+        return out
+
+    def remove(self, label: str) -> dict[str, Any]:
+        """Forget a source: its root, its folder, its git cache, its kept bases and its lock entry
+        (a person's workspace copies of its skills stay)."""
+        with locked(self.home, "sources"):
+            entries = self.entries()
+            entry = next((e for e in entries if e.label == label), None)
+            if entry is None:
+                self.entry(label)          # raises, naming the labels
+                raise AssertionError
+            root = self._root_label(label)
+            if root is not None and any(p["root"] == root for p in self.supply.pinned_roots()):
+                self.supply.unpin(root)
+            with contextlib.suppress(SkillshelfError):
+                configmod.remove_root(self.home, self.folder(label))
+            lockmod.write(self.lock_path, [e for e in entries if e.label != label])
+            for p in (self.folder(label), self._cache(label), self._bases(label)):
+                shutil.rmtree(p, ignore_errors=True)
+        self._reroot()
+        self._sync()
+        return {**entry.summary(), "removed": True}
+
+    # --- update ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def planning(self, labels: list[str] | tuple[str, ...] = (), *, to: str | None = None) -> Iterator[list[UpdatePlan]]:
+        """Fetch each source (all when ``labels`` is empty) and say what an update would do; the
+        plans hold the fetched files until the ``with`` ends. ``apply`` each one inside it."""
+        entries = self.entries()
+        if not entries:
+            raise NotFoundError("this library has no sources", fix="add one with `skillshelf sources add SOURCE`")
+        chosen = [self.entry(lb) for lb in labels] if labels else entries
+        if to and len(chosen) != 1:
+            raise ValidationError("--to moves one source", fix="name the source: `skillshelf sources update LABEL --to REF`")
+        with contextlib.ExitStack() as stack:
+            plans = [self._plan(e, stack.enter_context(self._tmp(e.label)), to) for e in chosen]
+            yield plans
+
+    def _plan(self, old: lockmod.SourceEntry, tmp: Path, to: str | None) -> UpdatePlan:
+        t0 = time.perf_counter()
+        spec = Spec(old.kind, old.url, old.path, to if to is not None else old.ref, old.label)
+        cache = self._cache(old.label)
+        if spec.kind == "git" and not cache.is_dir():   # a restored or older home: a new cache
+            fetchmod.init_cache(cache, spec.url)
+        tree, commit, notes = self._fetch(spec, old.label, tmp, cache=cache)
+        skills, more = lockmod.scan(tree, old.label)
+        new = lockmod.SourceEntry(label=old.label, source=old.source, kind=old.kind, url=old.url,
+                                  ref=spec.ref, path=old.path, commit=commit, pinned=old.pinned,
+                                  updated=_now(), skills=skills)
+        plan = UpdatePlan(old.label, old, new, tree, notes=notes + more,
+                          drift=lockmod.check(old, self.folder(old.label)))
+        plan.seconds["fetch"] = time.perf_counter() - t0
+        if spec.kind == "git":
+            head = fetchmod.resolve(cache, spec.url, old.ref)
+            self._set_state(old.label, upstream=head, checked=_now())
+        t0 = time.perf_counter()
+        before, after = old.by_path(), new.by_path()
+        for path in sorted(set(before) | set(after)):
+            a, b = before.get(path), after.get(path)
+            if a is None:
+                plan.changes.append(SkillChange(path, "added", [f.path for f in b.files]))
+            elif b is None:
+                plan.changes.append(SkillChange(path, "removed", [f.path for f in a.files]))
+            else:
+                da, db = a.digests(), b.digests()
+                diff = sorted(f for f in set(da) | set(db) if da.get(f) != db.get(f))
+                if diff:
+                    plan.changes.append(SkillChange(path, "changed", diff))
+        for c in plan.changes:
+            if c.change != "removed":
+                md = tree.joinpath(*([] if c.path == "." else c.path.split("/"))) / "SKILL.md"
+                with contextlib.suppress(OSError):
+                    c.findings = [f.as_dict() for f in audit_folder(md)[0] if f.severity in ("medium", "high")]
+        plan.seconds["audit"] = time.perf_counter() - t0
+        self._plan_edits(plan)
+        return plan
+
+    def _copies(self, label: str) -> dict[str, Any]:
+        """The workspace copies of this source's skills: origin id -> record."""
+        root = self._root_label(label) or label
+        out = {}
+        for rec in self._records("workspace"):
+            origin = (rec.metadata or {}).get("origin") or ""
+            if origin.startswith(root + ":"):
+                out[origin.split(":", 1)[1]] = rec
+        return out
+
+    def _base_text(self, label: str, path: str) -> str | None:
+        """The upstream text a person's copy was made from: kept, or the source's file as locked."""
+        for p in (self._bases(label) / path / "SKILL.md", self.folder(label) / path / "SKILL.md"):
+            try:
+                return read_text_bounded(p, MAX_SKILL_BYTES)
+            except (OSError, FileRefused):
+                continue
+        return None
+
+    def _plan_edits(self, plan: UpdatePlan) -> None:
+        copies = self._copies(plan.label)
+        for c in plan.changes:
+            rec = copies.get(c.path)
+            if rec is None or c.change != "changed" or "SKILL.md" not in c.files:
+                if rec is not None and c.change == "removed":
+                    c.copy, c.edit, c.note = rec.name, "kept", "removed upstream; your copy stays in the workspace"
+                continue
+            c.copy = rec.name
+            base = self._base_text(plan.label, c.path)
+            try:
+                ours = read_text_bounded(rec.path, MAX_SKILL_BYTES)
+                theirs = read_text_bounded(plan.tree.joinpath(*c.path.split("/")) / "SKILL.md", MAX_SKILL_BYTES)
+            except (OSError, FileRefused) as exc:
+                c.edit, c.note = "conflict", f"cannot read a side: {exc}"
+                continue
+            m = merge(base if base is not None else ours, ours, theirs)
+            c._merge = (base, ours, theirs, m)          # type: ignore[attr-defined]
+            if not m.clean:
+                c.edit, c.note = "conflict", m.why
+            elif m.same:
+                c.edit, c.note = "kept", "your copy already has upstream's change"
+            else:
+                c.edit = "review" if plan.old.pinned else "merged"
+
+    def apply(self, plan: UpdatePlan) -> UpdatePlan:
+        """Put the fetched files in place, move the lock, index; then merge the edited copies."""
+        if not plan.moved:
+            return plan
+        with locked(self.home, "sources"):
+            entries = self.entries()
+            cur = next((e for e in entries if e.label == plan.label), None)
+            if cur is None or cur.commit != plan.old.commit:
+                raise ConflictError(f"the source {plan.label} changed while this update was planned",
+                                    fix="run `skillshelf sources update` again")
+            # the bases of the edited copies are kept before anything moves
+            for c in plan.changes:
+                if getattr(c, "_merge", None) is not None and c._merge[0] is not None:   # type: ignore[attr-defined]
+                    self._keep_base(plan.label, c.path, c._merge[0])                     # type: ignore[attr-defined]
+            dest, tree = self.folder(plan.label), plan.tree
+            assert tree is not None
+            aside = tree.parent / "previous"
+            had = dest.exists()
+            if had:
+                os.rename(dest, aside)
+            try:
+                os.rename(tree, dest)
+                try:
+                    lockmod.write(self.lock_path, [plan.new if e.label == plan.label else e for e in entries])
+                except BaseException:
+                    os.rename(dest, tree)
+                    raise
+            except BaseException:
+                if had:
+                    os.rename(aside, dest)
+                raise
+            plan.tree = None
+        t0 = time.perf_counter()
+        self._sync()
+        plan.seconds["index"] = time.perf_counter() - t0
+        plan.applied = True
+        t0 = time.perf_counter()
+        self._merge_edits(plan)
+        plan.seconds["merge"] = time.perf_counter() - t0
+        root = self._root_label(plan.label) or plan.label
+        plan.held = sorted(sid for sid in self.supply.held() if sid.startswith(root + ":"))
+        return plan
+
+    def _keep_base(self, label: str, path: str, text: str) -> None:
+        write_file(self._bases(label).joinpath(*([] if path == "." else path.split("/"))) / "SKILL.md", text)
+
+    def _merge_edits(self, plan: UpdatePlan) -> None:
+        short = plan.new.commit[:7]
+        for c in plan.changes:
+            m4 = getattr(c, "_merge", None)
+            if m4 is None:
+                continue
+            base, ours, theirs, m = m4
+            if c.edit == "kept":
+                self._keep_base(plan.label, c.path, theirs)
+                continue
+            args: dict[str, Any] = {"action": "FIX", "target_skill_name": f"workspace:{c.copy}",
+                                    "replace_body": True}
+            if c.edit == "merged":
+                args.update(body=m.body, description=m.description, reason=f"merged upstream {short}")
+                try:
+                    self._evolver().apply(args, trigger="upstream")
+                    self._keep_base(plan.label, c.path, theirs)
+                except SkillshelfError as exc:
+                    c.edit, c.note = "conflict", f"the merge could not be saved ({exc}); your copy is unchanged"
+                continue
+            # a conflict (or a pinned source's merge): a draft a person approves or rejects
+            taken = m if m.clean else None
+            t = skillmod.parse(theirs).skill
+            args.update(body=taken.body if taken else (t.body if t else ""),
+                        description=taken.description if taken else (t.description if t else ""),
+                        reason=(f"merged upstream {short} into your copy (the source is pinned: approve to apply)"
+                                if taken else f"upstream {short} conflicts with your edit: approve to take "
+                                              "upstream's text (your edit stays in the history), reject to keep yours"),
+                        upstream={"source": plan.label, "commit": plan.new.commit, "skill": c.path,
+                                  "base": base, "yours": ours, "upstream": theirs, "merged": m.marked or None})
+            try:
+                self._review().propose(args)
+                c.note = (c.note + "; " if c.note else "") + f"in the review queue: `skillshelf review show {c.copy}`"
+                if taken:
+                    self._keep_base(plan.label, c.path, theirs)
+            except SkillshelfError as exc:
+                c.note = (c.note + "; " if c.note else "") + f"not queued ({exc}); your copy is unchanged"
+
+    # --- restore --------------------------------------------------------------------------
+    def restore(self, lockfile: str | Path) -> dict[str, Any]:
+        """Fetch every source of a lock file at its locked commit, verify every file's digest and
+        size, and only then put them in place (exit 1 naming the file on a mismatch)."""
+        path = Path(lockfile).expanduser()
+        try:
+            text = read_text_bounded(path, lockmod.MAX_LOCK_BYTES)
+        except FileRefused as exc:
+            raise ValidationError(f"{path}: {exc.message}", fix="pass a skillshelf.lock") from None
+        except OSError as exc:
+            raise NotFoundError(f"cannot read {path}: {exc.strerror or exc}", fix="pass a skillshelf.lock") from None
+        wanted = lockmod.parse(text, str(path))
+        if not wanted:
+            raise ValidationError(f"{path} names no source", fix="pass the skillshelf.lock of a library with sources")
+        with locked(self.home, "sources"), contextlib.ExitStack() as stack:
+            entries = self.entries()
+            for e in wanted:
+                self._check_label(e.label, entries)
+            items = []
+            for e in wanted:
+                tmp = stack.enter_context(self._tmp(e.label))
+                spec = Spec(e.kind, e.url, e.path, e.ref, e.label)
+                tree, _, _ = self._fetch(spec, e.label, tmp, commit=e.commit)
+                bad = lockmod.check(e, tree)
+                if bad:
+                    first = bad[0]
+                    raise SourceError(f"{e.label}: {first.file} does not match the lock ({first.problem})"
+                                      + (f", and {len(bad) - 1} more" if len(bad) > 1 else ""),
+                                      fix="the source is not what was locked; nothing was written")
+                items.append((e, tree, tmp / "cache.git"))
+            self._install(items, entries)
+        self._reroot()
+        self._sync()
+        for e in wanted:
+            if e.pinned:
+                self.supply.pin(self._root_label(e.label) or e.label)
+        files = sum(len(s.files) for e in wanted for s in e.skills)
+        return {"sources": [e.summary() for e in wanted], "files_verified": files}
+
+    # --- checks ---------------------------------------------------------------------------
+    def check(self) -> list[lockmod.Drift]:
+        """Every file of every source that differs from the lock."""
+        out: list[lockmod.Drift] = []
+        for e in self.entries():
+            out += lockmod.check(e, self.folder(e.label))
+        return out
+
+    def checks(self) -> list[Check]:
+        """For ``doctor``: sources whose folder drifted from the lock."""
+        try:
+            entries = self.entries()
+        except SkillshelfError as exc:
+            return [Check("sources", "fail", str(exc))]
+        if not entries:
+            return []
+        bad = {}
+        for e in entries:
+            d = lockmod.check(e, self.folder(e.label))
+            if d:
+                bad[e.label] = d
+        if not bad:
+            return [Check("sources", "ok", f"{len(entries)} source(s) match {lockmod.LOCK_NAME}")]
+        detail = "; ".join(f"{lb}: {len(d)} file(s) differ from the lock (e.g. {d[0].file}, {d[0].problem})"
+                           for lb, d in bad.items())
+        return [Check("sources", "warn", detail + " — see `skillshelf lock --check`; "
+                                                  "`skillshelf sources update --to COMMIT` puts them back")]
+
+    def of(self, rec: Any) -> dict[str, Any] | None:
+        """The source a skill came from (its label, URL and commit), for ``show``; for a
+        workspace copy of a source's skill, the source of the original."""
+        sid = rec.id
+        origin = (rec.metadata or {}).get("origin") if rec.kind == "workspace" else None
+        ref = origin or sid
+        root = ref.split(":", 1)[0]
+        for e in self.entries():
+            if (self._root_label(e.label) or e.label) == root:
+                return {"label": e.label, "url": e.url, "commit": e.commit, "ref": e.ref,
+                        "path": ref.split(":", 1)[1], "copy_of": origin}
+        return None

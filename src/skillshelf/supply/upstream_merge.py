@@ -1,0 +1,56 @@
+"""A person's edit of a source's skill, merged with upstream's new text, three-way.
+
+The base is the upstream text the edit was made from. The body is merged line by line with
+``merge3`` (the Bazaar / Breezy merge, maintained on PyPI); the description is taken from the
+side that changed it (a conflict when both changed it differently). The rest of the frontmatter
+is the edited copy's own (its version, origin and lineage). A conflict never produces a text to
+write: :class:`Merged` then carries the whole file with conflict markers for a person to read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import merge3
+
+from .. import skill as skillmod
+
+
+@dataclass
+class Merged:
+    clean: bool
+    description: str = ""
+    body: str = ""
+    marked: str = ""          # the whole files merged with conflict markers (for the review queue)
+    same: bool = False        # the edited copy already holds upstream's change (nothing to write)
+    why: str = ""             # what conflicts
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+def _marked(base: str, ours: str, theirs: str) -> str:
+    m = merge3.Merge3(_lines(base), _lines(ours), _lines(theirs))
+    return "".join(m.merge_lines(name_a="your copy", name_b="upstream", name_base="base", base_marker="|||||||"))
+
+
+def merge(base: str, ours: str, theirs: str) -> Merged:
+    """Merge upstream's move from ``base`` to ``theirs`` into the edited ``ours`` (SKILL.md texts)."""
+    b, o, t = (skillmod.parse(x).skill for x in (base, ours, theirs))
+    if b is None or o is None or t is None:
+        return Merged(False, marked=_marked(base, ours, theirs), why="a side is not a readable SKILL.md")
+    conflicts = []
+    if o.description == b.description:
+        desc = t.description
+    elif t.description in (b.description, o.description):
+        desc = o.description
+    else:
+        desc, conflicts = o.description, ["the description"]
+    m = merge3.Merge3(_lines(b.body), _lines(o.body), _lines(t.body))
+    regions = [r[0] for r in m.merge_regions()]
+    if "conflict" in regions:
+        conflicts.append(f"{regions.count('conflict')} part(s) of the body")
+    if conflicts:
+        return Merged(False, marked=_marked(base, ours, theirs), why=" and ".join(conflicts) + " changed on both sides")
+    body = "".join(m.merge_lines())
+    return Merged(True, desc, body, same=(desc == o.description and body == o.body))
