@@ -114,6 +114,7 @@ def test_accepting_a_held_skill_is_a_curators_action(client):
 
     from skillshelf import Library
     from skillshelf.errors import ForbiddenError
+    from skillshelf.library import Caller
 
     def api_routes(routes):
         for route in routes:
@@ -126,10 +127,13 @@ def test_accepting_a_held_skill_is_a_curators_action(client):
     actions = [d.call.skillshelf_action for d in act.dependant.dependencies if hasattr(d.call, "skillshelf_action")]
     assert actions == ["trust"]
     held = routes[("/held", ("GET",))]
+    # the held page shows the unreviewed text of held skills: a person who may trust them reads it
     assert [d.call.skillshelf_action for d in held.dependant.dependencies
-            if hasattr(d.call, "skillshelf_action")] == ["read"]
+            if hasattr(d.call, "skillshelf_action")] == ["held"]
+    for role in ("reader", "agent"):
+        with pytest.raises(ForbiddenError):
+            Library.authorize(Caller("t", role), "held")
 
-    from skillshelf.library import Caller
     with pytest.raises(ForbiddenError):
         Library.authorize(Caller("bot", "agent"), "approve")
     Library.authorize(Caller("ann", "curator"), "approve")

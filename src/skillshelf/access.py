@@ -28,12 +28,34 @@ class Caller:
     name: str
     role: str
 
+@dataclass(frozen=True)
+class Reader:
+    """Who a skill's text is for. An agent's reader is refused skills held back from agents (held
+    since their collection was pinned, or blocked by ``trust.block``); a person's sees them,
+    marked. The MCP server always reads for agents; the CLI for its owner; the dashboard for the
+    request's caller (``reader_for``)."""
+
+    agent: bool
+
+
+AGENT = Reader(agent=True)
+PERSON = Reader(agent=False)
+
+
+def reader_for(caller: Caller | None) -> Reader:
+    """The reader a person's adapter (the dashboard) reads for: the owner of a local library
+    (``None``) and a curator's or admin's token see held skills with their diff; a reader's or an
+    agent's token gets what agents get."""
+    return PERSON if caller is None or allows(caller.role, "curator") else AGENT
+
+
 # what each action needs, by the name adapters give it (MCP tools, dashboard actions)
 NEEDS: dict[str, str] = {
     "search": "reader", "read": "reader", "list": "reader", "resources": "reader", "stats": "reader",
     "report_outcome": "agent", "save_skill": "agent",
     "approve": "curator", "reject": "curator", "edit": "curator", "deprecate": "curator", "restore": "curator",
     "extend_ttl": "curator", "rollback": "curator", "delete": "curator", "reindex": "curator", "trust": "curator",
+    "held": "curator",      # held skills' diffs show their unreviewed text: a person who may trust them reads them
     "tokens": "admin",
 }
 

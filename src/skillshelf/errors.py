@@ -75,6 +75,12 @@ class ForbiddenError(SkillshelfError):
         super().__init__(message, fix=fix)
 
 
+class HeldError(SkillshelfError):
+    """A skill held back from agents (changed since its collection was pinned, or blocked by
+    ``trust.block``) was asked for by an agent, or named as the input of a save. The message says
+    why; the fix names ``skillshelf trust NAME``."""
+
+
 class ConflictError(SkillshelfError):
     """The target exists already, or changed under us."""
 

@@ -4,24 +4,22 @@ methods and only format what they return."""
 from __future__ import annotations
 
 import builtins
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import skill as skillmod
-from .access import ROLES, Caller, authorize
+from .access import AGENT, PERSON, ROLES, Caller, Reader, authorize, reader_for
 from .catalog import overlay as overlaymod
 from .catalog.browse import PAGE_MAX, SORTS, Catalog
 from .catalog.records import FileList, Listing, Records, SkillRecord  # noqa: F401  (re-exported: the facade's values)
 from .catalog.resources import SkillResources, skill_uri
 from .catalog.roots import Root, current_repo as detect_current_repo, make_roots
 from .checks import Check, Clash, DoctorReport
-from .config import Config, load as load_config
-from .errors import ConfigError, EmbedderError, ValidationError, write_failure
+from .config import Config, ensure_home, load as load_config
+from .errors import ConfigError, ValidationError
 from .evolution.comparisons import DIFF_CONTEXT, Comparisons
 from .evolution.lessons import lesson_lines
 from .judge.rerank import Judge
-from .onboarding.unpack import read_source
 from .search import sync as indexmod
 from .search.indexer import RESCAN, Indexer, LazyEmbedder
 from .search.pipeline import Searcher, SearchResult
@@ -31,11 +29,11 @@ from .store.catalog import CatalogReads
 from .store.pins import PinnedContent
 from .store.records import SkillRows
 from .store.skill_refs import SkillRefs
-from .store.sqlite import move_aside, put_back
+from .store.sqlite import rebuilt_aside
 from .supply.chain import SupplyChain
+from .supply.gate import ReadGate
 from .supply.pins import Pins
 from .supply.skill_audit import Auditor
-from .supply.sources import Sources
 from .usage import log as usagemod
 from .usage.learning import Learner, Learning
 from .usage.log import Usage
@@ -55,6 +53,7 @@ class Library:
 
     SKILL_TYPES = skillmod.SKILL_TYPES   # the skill types the spec's metadata names
     ROLES = ROLES          # the roles of a team store's tokens, least to most
+    AGENT, PERSON, reader_for = AGENT, PERSON, staticmethod(reader_for)   # who a read is for (``access.Reader``)
     Interrupted = indexmod.Interrupted   # Ctrl-C during a sync, after committing the work done
     SORTS = SORTS          # the orders ``browse`` accepts
     PAGE_MAX = PAGE_MAX    # the largest page ``browse`` returns
@@ -72,13 +71,7 @@ class Library:
         gone = {m.path for m in self.missing_roots}
         self.roots: builtins.list[Root] = make_roots(self.config.workspace, [p for p in self.config.roots if p not in gone],
                                             include_clients=self.config.client_roots)
-        try:
-            self.config.workspace.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            from .errors import ConfigError
-
-            raise ConfigError(f"cannot create the library's home {self.config.home}: {exc.strerror or exc}",
-                              fix="pass --home (or SKILLSHELF_HOME) with a folder you can write to") from None
+        ensure_home(self.config)
         self.store = Store(self.config.db_path)
         shared = self._shared = open_shared(self.config, self.store)
         self._overlays = shared.overlays
@@ -112,10 +105,7 @@ class Library:
                                   Pins(PinnedContent(self.store), exclude=(self.config.home,)),
                                   resolve=self.get, records=lambda root: self.list(root=root),
                                   roots=lambda: self.roots, block=lambda: self.config.trust.block)
-        # collections fetched from git or archives, and skillshelf.lock (``Library.sources``)
-        self.sources = Sources(lambda: self.config, roots=lambda: self.roots, sync=self.sync, supply=self.supply,
-                               records=lambda root: self.list(root=root), evolver=lambda: self.evolver,
-                               review=lambda: self.review, unpack=read_source)
+        self.gate = ReadGate(self.supply.gate, self.supply.pins)   # every read of a skill's text asks it
         # each sync audits what it indexes in its own transactions, then checks pinned collections
         self.indexer = Indexer(self.store, self.searcher, self.model, config=lambda: self.config,
                                roots=lambda: self.roots, auditor=self.supply.auditor,
@@ -156,15 +146,11 @@ class Library:
     @classmethod
     def init(cls, home: str | Path | None = None, *, samples: bool = True, **kw: Any) -> "Library":
         """Create the home, database and (once) the three sample skills."""
+        from .onboarding.clients import copy_samples
+
         lib = cls(home, **kw)
         if samples:
-            for name in SAMPLES:
-                dest = lib.config.workspace / name / "SKILL.md"
-                if dest.exists():
-                    continue
-                src = resources.files("skillshelf") / "samples" / name / "SKILL.md"
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+            copy_samples(lib.config.workspace, SAMPLES)
             if lib._team is not None:    # the samples join the team store (once: adopt skips known ones)
                 lib._team.adopt(list(SAMPLES), author="skillshelf init")
         return lib
@@ -175,20 +161,17 @@ class Library:
         new one: the files are the truth. Returns the library and where the old file went.
         Usage history lives in the database: it stays in the moved-aside file."""
         cfg = kw.pop("config", None) or load_config(home, **{k: v for k, v in kw.items() if k in ("roots",)})
-        moved = move_aside(cfg.db_path)
-        lib = None
-        try:
+
+        def build() -> Library:
             lib = cls(config=cfg, **{k: v for k, v in kw.items() if k not in ("roots",)})
-            lib.sync()
-        except BaseException:
-            # The new index could not be built (a full disk, a write refused): the old file
-            # goes back where it was, so a library that could still be read still can.
-            if lib is not None:
+            try:
+                lib.sync()
+            except BaseException:
                 lib.close()
-            if moved is not None:
-                put_back(moved, cfg.db_path)
-            raise
-        return lib, moved
+                raise
+            return lib
+        # a new index that cannot be built (a full disk, a write refused) puts the old file back
+        return rebuilt_aside(cfg.db_path, build)
 
     # --- indexing (``indexing.Indexer``: sync, watch, background indexing) ------------
     def _embedder_state(self):
@@ -276,32 +259,43 @@ class Library:
     def _rows_by_name(self, name: str) -> list:
         return self._records.rows_by_name(name)
 
-    def get(self, name_or_id: str) -> SkillRecord:
-        """The skill with this id, or the one that wins for this name (see ``sources``)."""
-        return self._records.get(name_or_id)
+    def get(self, name_or_id: str, *, reader: Reader | None = None) -> SkillRecord:
+        """The skill with this id, or the one that wins for this name (see ``catalog.roots``).
+        With a ``reader``, its body is the reader's only if the read gate allows (``supply.gate``)."""
+        rec = self._records.get(name_or_id)
+        return rec if reader is None else self.gate.check(reader, rec)
 
-    def read(self, name_or_id: str, section: str | None = None) -> tuple[SkillRecord, str]:
+    # Every read of a skill's text asks the read gate (``supply.gate``) about the record it resolved to; the
+    # reader defaults to an agent's, so a path that forgets to say who reads refuses held skills.
+    def read(self, name_or_id: str, section: str | None = None, *, reader: Reader = AGENT) -> tuple[SkillRecord, str]:
         """The skill and its body, or only the named section of the body."""
-        return self._records.read(name_or_id, section)
+        rec, body = self._records.read(name_or_id, section)
+        return self.gate.check(reader, rec), body
 
-    def read_file(self, name_or_id: str, path: str, *, listed: int = 200) -> tuple[SkillRecord, str]:
+    def read_file(self, name_or_id: str, path: str, *, listed: int = 200,
+                  reader: Reader = AGENT) -> tuple[SkillRecord, str]:
         """(the skill, the text of one of the other files it lists): contained, bounded, UTF-8."""
-        return self._records.read_file(name_or_id, path, listed=listed)
+        rec, text = self._records.read_file(name_or_id, path, listed=listed)
+        return self.gate.check(reader, rec), self.gate.check_text(reader, rec, path, text)
 
     # --- skill files as resources (MCP's Skills Extension) -------------------------------
-    def resource_page(self, cursor: str | None = None, size: int = 50) -> tuple[builtins.list[dict], str | None]:
+    def resource_page(self, cursor: str | None = None, size: int = 50, *,
+                      reader: Reader = AGENT) -> tuple[builtins.list[dict], str | None]:
         """One page of resources (each skill's SKILL.md, then its other files) and the next cursor."""
-        return self._resources.resource_page(cursor, size)
+        return self._resources.resource_page(cursor, size, hidden=self.gate.hidden_for(reader))
 
-    def skill_manifests(self, cursor: str | None = None, size: int = 50) -> tuple[builtins.list[dict], str | None]:
-        return self._resources.skill_manifests(cursor, size)
+    def skill_manifests(self, cursor: str | None = None, size: int = 50, *,
+                        reader: Reader = AGENT) -> tuple[builtins.list[dict], str | None]:
+        return self._resources.skill_manifests(cursor, size, hidden=self.gate.hidden_for(reader),
+                                               keep=lambda rec: self.gate.refusal(reader, rec) is None)
 
-    def skill_manifest(self, uri: str) -> dict[str, Any]:
-        return self._resources.skill_manifest(uri)
+    def skill_manifest(self, uri: str, *, reader: Reader = AGENT) -> dict[str, Any]:
+        return self._resources.manifest(self.gate.check(reader, self._resources.resolve(uri)[0]))
 
-    def read_resource(self, uri: str) -> tuple[bytes, str]:
+    def read_resource(self, uri: str, *, reader: Reader = AGENT) -> tuple[bytes, str]:
         """The bytes of the file a ``skill://`` URI names and its MIME type (contained, bounded)."""
-        return self._resources.read_resource(uri)
+        rec, file, data, mime = self._resources.read(uri)
+        return self.gate.check_file(reader, self.gate.check(reader, rec), file, data), mime
 
     skill_uri = staticmethod(skill_uri)
 
@@ -346,8 +340,7 @@ class Library:
         from .onboarding.doctor import report, store_check
 
         self._maybe_sync()
-        extra = [store_check(self.store_status(), self._team.status() if self._team is not None else None),
-                 *self.sources.checks()]
+        extra = [store_check(self.store_status(), self._team.status() if self._team is not None else None)]
         return report(config=self.config, store=self.store, roots_=self.roots, missing_roots=self.missing_roots,
                       indexed_ids=self._records.rows.ids, invalid_files=self.invalid_files, clashes=self.clashes,
                       embedder_status=self.embedder_status, judge_check=self.judge_check,
@@ -356,30 +349,10 @@ class Library:
     # --- usage ----------------------------------------------------------------------
     def report_outcome(self, skill: str, worked: bool, *, note: str = "", query_id: int | str | None = None,
                        client: str | None = None) -> dict[str, Any]:
-        """Record whether a skill worked (append-only)."""
-        if not isinstance(worked, bool):
-            raise ValidationError("worked must be true or false", fix="pass worked=true or worked=false")
-        if note and len(note) > 4000:
-            raise ValidationError("note is over 4000 characters", fix="shorten the note")
+        """Record whether a skill worked (append-only); learning keeps it for later requests."""
         rec = self.get(skill)
-        qid = self._usage.logged_query_id(query_id)
-        oid = self._usage.log_outcome(skill_id=rec.id, name=rec.name, worked=worked, note=note,
-                                   query_id=qid, client=client or self.client)
-        # Kept for ranking (learning.py) when it names the request it answers: later requests
-        # that mean the same thing see it. Learning is a derived copy; a failure to write it
-        # leaves the logged outcome in place.
-        try:
-            learned = self._learning.learn_outcome(oid, rec.id, rec.name, worked, qid, client or self.client)
-        except EmbedderError:
-            learned = False         # the model failed to place the request: logged, not learned
-        except Exception as exc:
-            if write_failure(exc) is None:
-                raise
-            learned = False
-        u = self._usage.skill_usage(rec.id, rec.name)
-        return {"outcome_id": oid, "skill": rec.name, "id": rec.id, "worked": worked,
-                "reports": u.reports, "success_rate": None if u.success_rate is None else round(u.success_rate, 3),
-                "learned": learned}
+        return self._usage.report(rec.id, rec.name, worked, note=note, query_id=query_id, client=client or self.client,
+                                  learn=self._learning.learn_outcome)
 
     def stats(self, *, since: str | None = None) -> usagemod.Stats:
         return self._usage.stats(since=since, min_uses=self.config.low_success_min_uses,
@@ -429,7 +402,8 @@ class Library:
         from .evolution.evolve import Ports
 
         return Ports(get=self.get, sync=self.sync, rows_by_name=self._rows_by_name, embedder=self.model.state,
-                     searcher=self.searcher, config=self.config, overlays=self._overlays)
+                     searcher=self.searcher, config=self.config, overlays=self._overlays, copies=self._records.copies,
+                     may_use=lambda ids, action: self.gate.check_inputs([self.get(i) for i in ids], action))
 
     @property
     def review(self):    # the review queue of drafts (``propose`` policy)
@@ -524,11 +498,12 @@ class Library:
     def lineage(self, name_or_id: str) -> dict[str, Any]:
         return self._catalog.lineage(name_or_id)
 
-    def version_text(self, name_or_id: str, version: int) -> str:
-        return self._compare.version_text(name_or_id, version)
+    def version_text(self, name_or_id: str, version: int, *, reader: Reader = AGENT) -> str:
+        return self._compare.version_text(self.get(name_or_id, reader=reader).id, version)
 
-    def compare(self, name_or_id: str, v1: int, v2: int, *, context: int = DIFF_CONTEXT) -> dict[str, Any]:
-        return self._compare.compare(name_or_id, v1, v2, context=context)
+    def compare(self, name_or_id: str, v1: int, v2: int, *, context: int = DIFF_CONTEXT,
+                reader: Reader = AGENT) -> dict[str, Any]:
+        return self._compare.compare(self.get(name_or_id, reader=reader).id, v1, v2, context=context)
 
     def draft_review(self, name: str, *, context: int = DIFF_CONTEXT) -> dict[str, Any]:
         return self._compare.draft_review(name, context=context)
@@ -540,8 +515,9 @@ class Library:
     def check_save(self, action: str, **args: Any) -> dict[str, Any]:
         return self._compare.check_save(action, **args)
 
-    def skill_text(self, name_or_id: str) -> str:
-        return self._compare.skill_text(name_or_id)
+    def skill_text(self, name_or_id: str, *, reader: Reader = AGENT) -> str:
+        rec = self.get(name_or_id, reader=reader)
+        return self.gate.check_text(reader, rec, Path(rec.path).name, self._compare.skill_text(rec.id))
 
     # --- onboarding: export, import, pick (archive.py and pick.py, imported when called) ----
     def export_skills(self, names: builtins.list[str] | tuple[str, ...] = (), *, all_skills: bool = False,
@@ -650,11 +626,8 @@ class Library:
         left as it is); one ``clients.CopyResult`` per skill."""
         from .onboarding.clients import copy_skill_folders
 
-        payload = []
-        for sid in ids:
-            rec, sf = self.skill_folder(sid)
-            payload.append((rec.name, sf.files, sf.executable))
-        return copy_skill_folders(dest, payload)
+        return copy_skill_folders(dest, [(rec.name, sf.files, sf.executable)
+                                         for rec, sf in (self.skill_folder(sid) for sid in ids)])
 
     lesson_lines = staticmethod(lesson_lines)   # the lessons a body's Lessons Learned section holds
 

@@ -57,6 +57,7 @@ class SkillRecord:
     lineage: list[str] = field(default_factory=list)
     # the owner's decisions on a skill of a read-only root (deprecated, expiry): see overlay.py
     overlay: dict | None = None
+    content_hash: str | None = None      # sha256 of the SKILL.md bytes the index holds (``body`` is theirs)
 
     @property
     def expired(self) -> bool:
@@ -148,7 +149,8 @@ def _record(row) -> SkillRecord:
         description=row["description"], body=row["body"], skill_type=row["skill_type"],
         tags=[t for t in (row["tags"] or "").split(",") if t], repo=row["repo"], version=row["version"],
         display_name=row["display_name"] or row["name"], metadata=meta, findings=json.loads(row["findings"] or "[]"),
-        active=bool(row["active"]), expires_on=row["expires_on"], lineage=lineage)
+        active=bool(row["active"]), expires_on=row["expires_on"], lineage=lineage,
+        content_hash=row.get("content_hash") if hasattr(row, "get") else None)
 
 
 class Records:
@@ -166,6 +168,11 @@ class Records:
     def rows_by_name(self, name: str) -> list[dict[str, Any]]:
         """The rows holding this name (or, when none does, its name key), in lookup precedence."""
         rows = self.rows.by_name(name) or self.rows.by_name_key(name_key(name))
+        return sorted(rows, key=lambda r: precedence_key(r["kind"], r["rel"], r["id"], self._canonical))
+
+    def copies(self, name: str) -> list[dict[str, Any]]:
+        """Every copy of a name: the rows of its name key (the copies a search shows as one hit)."""
+        rows = self.rows.by_name_key(name_key(name))
         return sorted(rows, key=lambda r: precedence_key(r["kind"], r["rel"], r["id"], self._canonical))
 
     def _with_overlay(self, row: dict[str, Any]) -> SkillRecord:

@@ -111,7 +111,13 @@ class SkillResources:
             self._catalog = (gen, recs)
         return recs
 
-    def resource_page(self, cursor: str | None = None, size: int = PAGE) -> tuple[list[dict[str, Any]], str | None]:
+    def listed(self, hidden: frozenset[str] = frozenset()) -> list[Any]:
+        """``catalog()`` without the skills whose ids are in ``hidden`` (held back from the reader)."""
+        recs = self.catalog()
+        return [r for r in recs if r.id not in hidden] if hidden else recs
+
+    def resource_page(self, cursor: str | None = None, size: int = PAGE, *,
+                      hidden: frozenset[str] = frozenset()) -> tuple[list[dict[str, Any]], str | None]:
         """One page of resources -- each skill's SKILL.md, then its other files -- and the
         cursor of the next page (None: the last). An entry is ``uri``, ``name``,
         ``mime_type`` and, for a SKILL.md, ``description``. The cursor is
@@ -123,7 +129,7 @@ class SkillResources:
             if not (dot and a.isdigit() and b.isdigit() and len(cursor) <= 19):
                 raise _bad_cursor(cursor)
             s, f = int(a), int(b)
-        recs = self.catalog()
+        recs = self.listed(hidden)
         out: list[dict[str, Any]] = []
         while s < len(recs):
             rec = recs[s]
@@ -159,11 +165,13 @@ class SkillResources:
             fm["metadata"] = rec.metadata
         return {"uri": skill_uri(rec.id), "frontmatter": fm, "resources": resources}
 
-    def skill_manifests(self, cursor: str | None = None, size: int = PAGE) -> tuple[list[dict[str, Any]], str | None]:
-        """One page of manifests (``manifest``) in name order, and the next page's cursor."""
+    def skill_manifests(self, cursor: str | None = None, size: int = PAGE, *, hidden: frozenset[str] = frozenset(),
+                        keep: Callable[[Any], bool] | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of manifests (``manifest``) in name order, and the next page's cursor. ``keep``:
+        whether a skill of the page may be listed now (one that may not leaves the page short)."""
         start = _index_cursor(cursor)
-        recs = self.catalog()
-        page = [self.manifest(r) for r in recs[start:start + size]]
+        recs = self.listed(hidden)
+        page = [self.manifest(r) for r in recs[start:start + size] if keep is None or keep(r)]
         return page, (str(start + size) if start + size < len(recs) else None)
 
     def skill_manifest(self, uri: str) -> dict[str, Any]:
@@ -175,6 +183,12 @@ class SkillResources:
         """(the skill, the file's path) for ``skill://<root>/<path>/<file>``: exactly what
         ``SkillRecord.files`` would list (plus SKILL.md), nothing outside the skill folder.
         Size and file kind are checked by the read (``read_resource``)."""
+        rec, _, target = self.resolve_file(uri)
+        return rec, target
+
+    def resolve_file(self, uri: str) -> tuple[Any, str, Path]:
+        """(the skill, the file relative to its folder as the skill lists it, its path): the
+        canonical identity of what a URI names, however it was spelled (decoded, then resolved)."""
         parts = _uri_parts(uri)
         for cut in range(len(parts) - 1, 0, -1):
             rec = self._by_id(f"{parts[0]}:{'/'.join(parts[1:cut]) or '.'}")
@@ -183,7 +197,7 @@ class SkillResources:
             inner = parts[cut:]
             file = "/".join(inner)
             if file == Path(rec.path).name:
-                return rec, Path(rec.path)
+                return rec, file, Path(rec.path)
             if any(p.startswith(".") or p in SKIP_DIRS for p in inner):
                 raise NotFoundError(f"no file {file!r} in skill {rec.name} (hidden and dependency folders are "
                                     "not served)", fix="read the files get_skill or resources/list names")
@@ -195,11 +209,16 @@ class SkillResources:
             if not target.exists():
                 raise NotFoundError(f"no file {file!r} in skill {rec.name}",
                                     fix="read the files get_skill or resources/list names")
-            return rec, target
+            return rec, file, target
         raise NotFoundError(f"no skill at {uri[:200]}", fix="use a URI that resources/list or get_skill returned")
 
+    def read(self, uri: str) -> tuple[Any, str, bytes, str]:
+        """(the skill, the file relative to its folder, its bytes, its MIME type) of the file a
+        URI names, resolved from the decoded URI. ``files.FileRefused`` for a special file or one
+        over ``files.MAX_RESOURCE_BYTES`` (never read whole)."""
+        rec, file, target = self.resolve_file(uri)
+        return rec, file, files.read_bounded(target, files.MAX_RESOURCE_BYTES), mime(target.name)
+
     def read_resource(self, uri: str) -> tuple[bytes, str]:
-        """The bytes of the file a URI names and its MIME type. ``files.FileRefused`` for a
-        special file or one over ``files.MAX_RESOURCE_BYTES`` (never read whole)."""
-        _, target = self.resolve(uri)
-        return files.read_bounded(target, files.MAX_RESOURCE_BYTES), mime(target.name)
+        """The bytes of the file a URI names and its MIME type (``read``)."""
+        return self.read(uri)[2:]

@@ -71,7 +71,7 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
          json_out: bool = typer.Option(False, "--json")) -> None:
     """Show one skill: metadata, findings and body."""
     lib = _lib()
-    rec, body = lib.read(name, section)
+    rec, body = lib.read(name, section, reader=lib.PERSON)   # the owner at the CLI: held skills shown, marked
     audit = lib.supply.audit_of(rec.id)
     hidden = lib.supply.hidden().get(rec.id)
     if json_out:
@@ -80,14 +80,10 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
         d["files"] = rec.files()
         d["audit"] = audit
         d["hidden"] = hidden
-        d["source"] = lib.sources.of(rec)
         _json(d)
         return
     out.print(_styled((rec.display_name, "bold"), f"  ({rec.id})"))
     out.print(f"path     {rec.path}")
-    if src := lib.sources.of(rec):     # fetched by `skillshelf sources add`: where from, at which commit
-        out.print(f"source   {src['label']} at {src['commit'][:12]} ({src['url']})"
-                  + (f", your copy of {src['copy_of']}" if src["copy_of"] else ""))
     out.print(f"type     {rec.skill_type or '-'}   version {rec.version}   tags {', '.join(rec.tags) or '-'}")
     if rec.lineage:
         out.print(f"lineage  {' → '.join(rec.lineage)}")

@@ -1,8 +1,11 @@
 """The values a change to a skill is made of: the plan (what will be written, checked and
-composed before anything is), the metadata it stamps, and the result a caller gets."""
+composed before anything is), the metadata it stamps, the result a caller gets, and what
+evolution needs of the library (``Ports``)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -79,3 +82,40 @@ def same_content(a: skillmod.Skill, b: skillmod.Skill) -> bool:
     skip = ("version", "last-modified", "author")
     return a.replace(metadata={k: v for k, v in a.metadata.items() if k not in skip}) == \
         b.replace(metadata={k: v for k, v in b.metadata.items() if k not in skip})
+
+
+MAX_MERGE_SOURCES = 10     # a merge names a few skills; thousands would hold every writer while refused
+
+
+def merge_sources(a: dict[str, Any]) -> list[str]:
+    """A MERGE's source references, checked for count (2 to ``MAX_MERGE_SOURCES``)."""
+    srcs = a.get("source_skill_names") or []
+    if isinstance(srcs, str):
+        srcs = [s.strip() for s in re.split(r"[,\n]", srcs[:100_000]) if s.strip()]
+    if not isinstance(srcs, list) or not all(isinstance(s, str) for s in srcs):
+        raise ValidationError("source_skill_names must be names", fix="pass e.g. 'skill-a, skill-b'")
+    if len(srcs) < 2:
+        raise ValidationError("MERGE needs at least two source_skill_names", fix="pass e.g. 'skill-a, skill-b'")
+    if len(srcs) > MAX_MERGE_SOURCES:
+        raise ValidationError(f"MERGE names {len(srcs):,} sources; at most {MAX_MERGE_SOURCES} can be merged at once",
+                              fix="merge a few skills at a time")
+    return srcs
+
+
+@dataclass(frozen=True)
+class Ports:
+    """What evolution needs of the library: ``get`` (a name, id or path to its record), ``sync``,
+    ``rows_by_name`` (in precedence), ``embedder`` (() -> (model or None, reason)), ``searcher``
+    (near-duplicate checks), ``config``, ``overlays`` (decisions on read-only roots' skills),
+    ``may_use`` ((ids, action) -> None: refuses a change whose inputs may not be read, e.g. a
+    skill held back from agents; the read gate's ``check_inputs``)."""
+
+    get: Callable[[str], Any]
+    sync: Callable[..., Any]
+    rows_by_name: Callable[[str], list]
+    embedder: Callable[[], tuple]
+    searcher: Any
+    config: Any
+    overlays: Any
+    may_use: Callable[[list[str], str], None] | None = None
+    copies: Callable[[str], list] | None = None    # a name to every copy's row (same name key), in precedence

@@ -18,8 +18,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +32,7 @@ from ..files import (
     read_text_bounded,
     write_file,
 )
-from .changes import Plan, SaveResult, build_metadata, same_content
+from .changes import Plan, Ports, SaveResult, build_metadata, merge_sources, same_content
 from .commit import FileWorkspace, Workspace, after_write
 from .guards import (
     MAX_LESSON_CHARS,
@@ -73,21 +71,6 @@ def _lock_names(keys: set[str]) -> list[str]:
 INACTIVE = ("inactive", "deprecated", "merged")   # statuses that keep a skill out of search
 EDITED_ON_DISK = "edited on disk"      # the author of a change found on disk
 FOUND_ON_DISK = "found on disk"        # ... of the first version kept of a skill written outside skillshelf
-
-
-@dataclass(frozen=True)
-class Ports:
-    """What evolution needs of the library: ``get`` (a name, id or path to its record), ``sync``,
-    ``rows_by_name`` (in precedence), ``embedder`` (() -> (model or None, reason)), ``searcher``
-    (near-duplicate checks), ``config``, ``overlays`` (decisions on read-only roots' skills)."""
-
-    get: Callable[[str], Any]
-    sync: Callable[..., Any]
-    rows_by_name: Callable[[str], list]
-    embedder: Callable[[], tuple]
-    searcher: Any
-    config: Any
-    overlays: Any
 
 
 class Evolver:
@@ -150,6 +133,10 @@ class Evolver:
         check_text(a.get("reason"), "the reason", max_chars=MAX_REASON_CHARS)
         max_b = self.cfg.max_body_bytes
         plan = self._plan(action, a, tags, common, lesson, max_b, source)
+        if self.ports.may_use is not None and plan.sources:
+            # a FIX's target, a DERIVE's parent, a MERGE's sources: their text is copied into
+            # what is written, so one held back from agents would be laundered into a readable skill
+            self.ports.may_use(plan.sources, action)
         # lessons accumulate: the body that results is held to the same limit as a sent one
         size = len(plan.skill.body.encode("utf-8"))
         if size > max_b:
@@ -182,6 +169,10 @@ class Evolver:
             target = self._require(a.get("target_skill_name") or a.get("name"), "target_skill_name")
             current_text = self._read(target.path)
             cur = skillmod.parse_strict(current_text, folder_name=Path(target.path).parent.name, path=target.path)
+            if str(cur.metadata.get("status") or "").lower() == "merged":
+                into = cur.metadata.get("merged-into") or "another skill"
+                raise ConflictError(f"{target.name} was merged into {into}: a FIX of it would land where no one reads it",
+                                    fix=f"FIX {into} instead (or restore {target.name} first)")
             name = check_new_name(cur.name if skillmod.NAME_RE.match(cur.name) else target.name)
             version = self._next_version(name, cur.version)
             new_body = check_body(a["body"], max_b) if a.get("body") else None
@@ -231,11 +222,7 @@ class Evolver:
             return Plan(action, name, sk, None, [parent.id], [], None)
 
         # MERGE
-        srcs = a.get("source_skill_names") or []
-        if isinstance(srcs, str):
-            srcs = [s.strip() for s in re.split(r"[,\n]", srcs) if s.strip()]
-        if len(srcs) < 2:
-            raise ValidationError("MERGE needs at least two source_skill_names", fix="pass e.g. 'skill-a, skill-b'")
+        srcs = merge_sources(a)
         recs = [self.ports.get(s) for s in srcs]
         if len({r.id for r in recs}) < len(recs):
             raise ValidationError("MERGE sources repeat a skill", fix="name each source once")
@@ -332,6 +319,9 @@ class Evolver:
         """Plan and write one change. The locks are taken on the skills the change resolves
         to before the plan is made (and the plan is made again if a reference moved while
         they were taken), so two writers of one skill never plan from the same version."""
+        if str(args.get("action") or "").strip().upper() == "MERGE":
+            for ref in merge_sources(args):     # bounded, and each exists, before any lock is taken
+                self.ports.get(ref)
         for _ in range(5):
             keys = self._refs(args)
             with self._lock(*keys):

@@ -206,39 +206,6 @@ def risks_of(lib: Any, items: Iterable[Any]) -> dict[str, str]:
     return {sid: r if r in RISKS else "none" for sid, r in got.items()}
 
 
-def hidden_refusal(lib: Any, uri: str) -> str | None:
-    """The refusal of a ``skill://`` URI that names a file of a skill hidden from agents (held
-    since its collection was pinned, or blocked by ``trust.block``), None otherwise. Only a
-    URI under a hidden skill's folder is resolved (``skill_manifest`` names its skill: skills
-    can nest), so with nothing hidden this costs a dictionary read."""
-    hidden = lib.supply.hidden()
-    if not hidden:
-        return None
-    under = [sid for sid in hidden if uri.startswith(lib.skill_uri(sid, ""))]
-    if not under:
-        return None
-    try:
-        owner = lib.skill_manifest(uri)["uri"]
-    except Exception:  # noqa: BLE001 — the read itself then says what is wrong with the URI
-        return None
-    for sid in under:
-        if lib.skill_uri(sid) == owner:
-            return lib.supply.refusal(sid)
-    return None
-
-
-def unhidden(lib: Any, listing: tuple[list[dict[str, Any]], str | None]) -> tuple[list[dict[str, Any]], str | None]:
-    """A page of resources/list or skills/list without the entries of skills hidden from agents
-    (an entry under a hidden skill's folder: a skill nested in it is left out too, which is
-    the side to err on); the cursor of the next page is unchanged, so a page may be short."""
-    page, nxt = listing
-    hidden = lib.supply.hidden()
-    if not hidden:
-        return page, nxt
-    prefixes = tuple(lib.skill_uri(sid, "") for sid in hidden)
-    return [e for e in page if not str(e.get("uri", "")).startswith(prefixes)], nxt
-
-
 # --- tool schemas -------------------------------------------------------------------------------
 
 def untitled(schema: Any) -> Any:

@@ -301,20 +301,18 @@ def _resource_call(handle: LibraryHandle, uri: str, fn: Callable[[Any], Any]) ->
     one line with the fix: a request that can never be served (a bad URI or cursor, a file
     that is missing, special or over the cap) is invalid params (-32602); the library
     failing (it could not be opened, a read failed) is an internal error (-32603)."""
-    from ..errors import ForbiddenError, NotFoundError, SkillshelfError, ValidationError
+    from ..errors import ForbiddenError, HeldError, NotFoundError, SkillshelfError, ValidationError
 
     data = {"uri": uri} if uri else None
     try:
         with handle.call():
             handle.allow("resources")
-            if uri and (refused := mcp_text.hidden_refusal(handle.get(), uri)) is not None:
-                raise MCPError(INVALID_REQUEST, refused, data=data)
-            return fn(handle.resources())
+            return fn(handle.resources())     # the library reads for an agent: held skills refused
     except MCPError:
         raise
     except (ValidationError, NotFoundError) as exc:
         raise MCPError(INVALID_PARAMS, _message(exc), data=data) from None
-    except ForbiddenError as exc:   # a team store's caller without the role (or no caller)
+    except (ForbiddenError, HeldError) as exc:   # a caller without the role; a skill held from agents
         raise MCPError(INVALID_REQUEST, _message(exc), data=data) from None
     except ToolError as exc:  # the library could not be opened, or the server is closing
         raise MCPError(INTERNAL_ERROR, str(exc), data=data) from None
@@ -370,8 +368,7 @@ class SkillsExtension(Extension):
                 MethodBinding("skills/get", _GetParams, self._get, frozenset({"2026-07-28"})))
 
     def _list_sync(self, cursor: str | None) -> dict[str, Any]:
-        page, nxt = _resource_call(self.handle, "", lambda r: mcp_text.unhidden(r, r.skill_manifests(cursor,
-                                                                                                   self.page_size)))
+        page, nxt = _resource_call(self.handle, "", lambda r: r.skill_manifests(cursor, self.page_size))
         return {"skills": page} | ({"nextCursor": nxt} if nxt is not None else {})
 
     async def _list(self, ctx: Any, params: _ListParams) -> dict[str, Any]:
@@ -452,8 +449,7 @@ class SkillshelfServer(MCPServer):
     def resources_page(self, cursor: str | None = None) -> tuple[list[Resource], str | None]:
         """One page of resources (each skill's SKILL.md, then its files) and the cursor of
         the next (``Library.resource_page``)."""
-        page, nxt = _resource_call(self.handle, "", lambda r: mcp_text.unhidden(r, r.resource_page(cursor,
-                                                                                                 RESOURCES_PAGE)))
+        page, nxt = _resource_call(self.handle, "", lambda r: r.resource_page(cursor, RESOURCES_PAGE))
         return [Resource(**entry) for entry in page], nxt
 
     async def list_resources(self) -> list[Resource]:
@@ -544,9 +540,7 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
 
         handle.allow(ACTIONS["get_skill"])
         lib = handle.get()
-        rec, body = lib.read(name, section or None)
-        if (refused := lib.supply.refusal(rec.id)) is not None:  # held, or blocked by trust.block
-            raise ToolError(refused)
+        rec, body = lib.read(name, section or None)      # for an agent: held skills are refused
         if offset < 0 or (offset and offset >= len(body)):
             raise ValidationError(f"offset {offset} is outside {rec.name}'s {'section' if section else 'body'} "
                                   f"({len(body):,} characters)",

@@ -452,6 +452,20 @@ def teaching_skill_source() -> Path:
     return Path(str(resources.files("skillshelf") / "skills" / TEACHING_SKILL))
 
 
+def copy_samples(workspace: Path, names: tuple[str, ...]) -> None:
+    """Copy the sample skills that ship with skillshelf into a new library's workspace (a sample
+    already there is left as it is)."""
+    from importlib import resources
+
+    for name in names:
+        dest = workspace / name / "SKILL.md"
+        if dest.exists():
+            continue
+        src = resources.files("skillshelf") / "samples" / name / "SKILL.md"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+
+
 def teaching_skill_text() -> str:
     return (teaching_skill_source() / "SKILL.md").read_text(encoding="utf-8")
 

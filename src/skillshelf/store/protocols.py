@@ -1,4 +1,4 @@
-"""What the services may call on the shared state, as ``typing.Protocol``\ s.
+"""What the services may call on the shared state, as ``typing.Protocol`` classes.
 
 Each protocol names the methods a service uses; the SQLite class and its PostgreSQL twin both
 satisfy it (``tests/test_store.py`` runs one contract suite over both, and the type checker in

@@ -8,12 +8,15 @@ import datetime as _dt
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import StoreError
 from .migrations import MIGRATIONS
+
+T = TypeVar("T")
 
 
 def now() -> str:
@@ -278,3 +281,16 @@ def put_back(moved: Path, db_path: Path) -> None:
             new.unlink()
         if old.exists():
             os.replace(old, new)
+
+
+def rebuilt_aside(db_path: Path, build: Callable[[], T]) -> tuple[T, Path | None]:
+    """Move the database aside (``move_aside``) and ``build()`` a new one: (what it built, where
+    the old file went). When the build fails the old file goes back where it was, so a library
+    that could still be read still can."""
+    moved = move_aside(db_path)
+    try:
+        return build(), moved
+    except BaseException:
+        if moved is not None:
+            put_back(moved, db_path)
+        raise

@@ -365,6 +365,33 @@ class Usage:
         """Those of ``skill_ids`` whose latest outcome was 'worked' (exempt from the recency penalty)."""
         return self.log.worked_latest(skill_ids)
 
+    def report(self, skill_id: str, name: str, worked: bool, *, note: str = "", query_id: int | str | None = None,
+               client: str | None = None, learn: Callable[..., bool]) -> dict[str, Any]:
+        """Record whether a skill worked (append-only) and hand the outcome to learning
+        (``learn(outcome_id, skill_id, name, worked, query_id, client)``): what
+        ``Library.report_outcome`` answers."""
+        if not isinstance(worked, bool):
+            raise ValidationError("worked must be true or false", fix="pass worked=true or worked=false")
+        if note and len(note) > 4000:
+            raise ValidationError("note is over 4000 characters", fix="shorten the note")
+        qid = self.logged_query_id(query_id)
+        oid = self.log_outcome(skill_id=skill_id, name=name, worked=worked, note=note, query_id=qid, client=client)
+        # Kept for ranking (learning.py) when it names the request it answers: later requests
+        # that mean the same thing see it. Learning is a derived copy; a failure to write it
+        # leaves the logged outcome in place.
+        try:
+            learned = learn(oid, skill_id, name, worked, qid, client)
+        except EmbedderError:
+            learned = False         # the model failed to place the request: logged, not learned
+        except Exception as exc:
+            if write_failure(exc) is None:
+                raise
+            learned = False
+        u = self.skill_usage(skill_id, name)
+        return {"outcome_id": oid, "skill": name, "id": skill_id, "worked": worked,
+                "reports": u.reports, "success_rate": None if u.success_rate is None else round(u.success_rate, 3),
+                "learned": learned}
+
     def skill_usage(self, skill_id: str, name: str) -> SkillUsage:
         """One skill's usage: times shown, outcomes reported, their notes."""
         u = SkillUsage(skill_id, name)

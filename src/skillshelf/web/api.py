@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import ValidationError
 from .auth import author_of, can, need
+from .common import reader_of
 from .security import require_csrf
 
 router = APIRouter(prefix="/api", tags=["api"], dependencies=[Depends(require_csrf)])
@@ -134,13 +135,13 @@ def search(request: Request, q: str, limit: int = Query(10, ge=1, le=100), mode:
            include_expired: bool = False):
     return lib_of(request).search(q, limit=limit, mode=mode, skill_type=type, tags=tags,
                                   include_inactive=include_inactive, include_expired=include_expired,
-                                  log=False).as_dict()
+                                  log=False, for_agents=reader_of(request).agent).as_dict()
 
 
 @router.get("/skill/{skill:path}", dependencies=[need("read")], summary="One skill: metadata, body, files, copies, lineage")
 def skill(request: Request, skill: str):
     lib = lib_of(request)
-    rec = lib.get(skill)
+    rec = lib.get(skill, reader=reader_of(request))
     d = rec.as_dict()
     files = rec.files()
     d.update(writable=rec.writable, files=list(files), files_more=files.more, copies=lib.copies(rec.id),
@@ -150,9 +151,9 @@ def skill(request: Request, skill: str):
 
 @router.get("/text/{skill:path}", dependencies=[need("read")], summary="The SKILL.md text, current or of a kept version")
 def text(request: Request, skill: str, version: int | None = Query(None, ge=1)):
-    lib = lib_of(request)
-    rec = lib.get(skill)
-    body = lib.version_text(rec.id, version) if version else lib.skill_text(rec.id)
+    lib, reader = lib_of(request), reader_of(request)
+    rec = lib.get(skill, reader=reader)
+    body = lib.version_text(rec.id, version, reader=reader) if version else lib.skill_text(rec.id, reader=reader)
     return {"id": rec.id, "name": rec.name, "version": version or rec.version, "text": body}
 
 
@@ -163,7 +164,7 @@ def history(request: Request, skill: str):
 
 @router.get("/diff/{skill:path}", dependencies=[need("read")], summary="Two versions side by side (rows) and as a unified diff")
 def diff(request: Request, skill: str, v1: int = Query(..., ge=1), v2: int = Query(..., ge=1)):
-    return lib_of(request).compare(skill, v1, v2)
+    return lib_of(request).compare(skill, v1, v2, reader=reader_of(request))
 
 
 @router.get("/usage/{skill:path}", dependencies=[need("stats")], summary="Searches that surfaced it, outcomes with notes, success by week")

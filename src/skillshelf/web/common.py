@@ -18,6 +18,7 @@ from ..errors import (
     ConfigError,
     ConflictError,
     ForbiddenError,
+    HeldError,
     NotFoundError,
     PolicyError,
     SkillFormatError,
@@ -33,7 +34,7 @@ from .security import CSRF_FIELD
 HERE = Path(__file__).parent
 FLASH_COOKIE = "skillshelf_flash"
 STATUS = {NotFoundError: 404, ValidationError: 400, SkillFormatError: 400, ConflictError: 409, PolicyError: 403,
-          ForbiddenError: 403, ConfigError: 400, WriteError: 507, StoreError: 503}
+          ForbiddenError: 403, HeldError: 403, ConfigError: 400, WriteError: 507, StoreError: 503}
 
 
 def status_of(exc: SkillshelfError) -> int:
@@ -173,6 +174,12 @@ def _read_flash(request: Request) -> dict | None:
 
 def lib_of(request: Request) -> Any:
     return request.app.state.lib
+
+
+def reader_of(request: Request) -> Any:
+    """Who this request reads for (``Library.reader_for``: the owner and curators see held skills
+    with their diff; a reader's or agent's token gets what agents get)."""
+    return lib_of(request).reader_for(caller_of(request))
 
 
 def page(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:

@@ -16,7 +16,7 @@ from ..library import Library
 from ..text import STOPWORDS
 from . import render, supply
 from .auth import can, need
-from .common import error_dict, lib_of, page, to_int
+from .common import error_dict, lib_of, page, reader_of, to_int
 from .security import require_csrf
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_csrf)])
@@ -126,8 +126,8 @@ def skills(request: Request):
 
 @router.get("/skill/{skill_id:path}", response_class=HTMLResponse, dependencies=[need("read")])
 def skill(request: Request, skill_id: str):
-    lib = lib_of(request)
-    rec = lib.get(skill_id)
+    lib, reader = lib_of(request), reader_of(request)
+    rec = lib.get(skill_id, reader=reader)
     tab = request.query_params.get("tab") or "doc"
     ctx: dict[str, Any] = dict(rec=rec, tab=tab, files=rec.files(), copies=lib.copies(rec.id),
                                lineage=lib.lineage(rec.id), usage=lib.skill_usage(rec.id, limit=100))
@@ -136,7 +136,7 @@ def skill(request: Request, skill_id: str):
     if tab == "doc":
         ctx["html"] = render.markdown(rec.body, rec.id)
     elif tab == "source":
-        ctx["source"] = lib.skill_text(rec.id)
+        ctx["source"] = lib.skill_text(rec.id, reader=reader)
     elif tab == "history" and ctx["history"]:
         versions = ctx["history"]["versions"]
         a = to_int(request.query_params.get("a"), 0)
@@ -145,7 +145,7 @@ def skill(request: Request, skill_id: str):
             a, b = versions[-2], versions[-1]
         if a and b:
             try:
-                ctx["compare"] = lib.compare(rec.id, a, b)
+                ctx["compare"] = lib.compare(rec.id, a, b, reader=reader)
             except SkillshelfError as exc:
                 ctx["compare_error"] = error_dict(exc)
         ctx["a"], ctx["b"] = a, b
@@ -156,7 +156,7 @@ def skill(request: Request, skill_id: str):
 def skill_file(request: Request, skill_id: str):
     lib = lib_of(request)
     path = request.query_params.get("path") or ""
-    rec, text = lib.read_file(skill_id, path, listed=FILE_LIST_MAX)
+    rec, text = lib.read_file(skill_id, path, listed=FILE_LIST_MAX, reader=reader_of(request))
     html = render.markdown(text, rec.id) if path.lower().endswith((".md", ".markdown")) else render.code(text, path)
     return page(request, "file.html", rec=rec, file_path=path, html=html)
 

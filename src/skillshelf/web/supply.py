@@ -120,7 +120,7 @@ def _held(lib: Any) -> list[dict[str, Any]]:
     return out
 
 
-@router.get("/held", response_class=HTMLResponse, dependencies=[need("read")])
+@router.get("/held", response_class=HTMLResponse, dependencies=[need("held")])
 def held(request: Request):
     lib = lib_of(request)
     items = _held(lib)
