@@ -20,6 +20,7 @@ from .errors import ConfigError, ValidationError
 from .evolution.comparisons import DIFF_CONTEXT, Comparisons
 from .evolution.lessons import lesson_lines
 from .judge.rerank import Judge
+from .onboarding.unpack import read_source
 from .search import sync as indexmod
 from .search.indexer import RESCAN, Indexer, LazyEmbedder
 from .search.pipeline import Searcher, SearchResult
@@ -34,6 +35,7 @@ from .supply.chain import SupplyChain
 from .supply.gate import ReadGate
 from .supply.pins import Pins
 from .supply.skill_audit import Auditor
+from .supply.sources import Sources
 from .usage import log as usagemod
 from .usage.learning import Learner, Learning
 from .usage.log import Usage
@@ -106,6 +108,10 @@ class Library:
                                   resolve=self.get, records=lambda root: self.list(root=root),
                                   roots=lambda: self.roots, block=lambda: self.config.trust.block)
         self.gate = ReadGate(self.supply.gate, self.supply.pins)   # every read of a skill's text asks it
+        # collections fetched from git or archives, and skillshelf.lock (``Library.sources``)
+        self.sources = Sources(lambda: self.config, roots=lambda: self.roots, sync=self.sync, supply=self.supply,
+                               records=lambda root: self.list(root=root), evolver=lambda: self.evolver,
+                               review=lambda: self.review, unpack=read_source)
         # each sync audits what it indexes in its own transactions, then checks pinned collections
         self.indexer = Indexer(self.store, self.searcher, self.model, config=lambda: self.config,
                                roots=lambda: self.roots, auditor=self.supply.auditor,
@@ -340,7 +346,8 @@ class Library:
         from .onboarding.doctor import report, store_check
 
         self._maybe_sync()
-        extra = [store_check(self.store_status(), self._team.status() if self._team is not None else None)]
+        extra = [store_check(self.store_status(), self._team.status() if self._team is not None else None),
+                 *self.sources.checks()]
         return report(config=self.config, store=self.store, roots_=self.roots, missing_roots=self.missing_roots,
                       indexed_ids=self._records.rows.ids, invalid_files=self.invalid_files, clashes=self.clashes,
                       embedder_status=self.embedder_status, judge_check=self.judge_check,

@@ -80,10 +80,14 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
         d["files"] = rec.files()
         d["audit"] = audit
         d["hidden"] = hidden
+        d["source"] = lib.sources.of(rec)
         _json(d)
         return
     out.print(_styled((rec.display_name, "bold"), f"  ({rec.id})"))
     out.print(f"path     {rec.path}")
+    if src := lib.sources.of(rec):     # fetched by `skillshelf sources add`: where from, at which commit
+        out.print(f"source   {src['label']} at {src['commit'][:12]} ({src['url']})"
+                  + (f", your copy of {src['copy_of']}" if src["copy_of"] else ""))
     out.print(f"type     {rec.skill_type or '-'}   version {rec.version}   tags {', '.join(rec.tags) or '-'}")
     if rec.lineage:
         out.print(f"lineage  {' → '.join(rec.lineage)}")
