@@ -143,24 +143,16 @@ def test_both_stores_satisfy_the_protocols(tmp_path):
     parameters (the type checker in CI checks the facade's use of them)."""
     import inspect
 
-    from skillshelf.store import (
-        catalog,
-        judge,
-        learning,
-        overlay,
-        pg_judge,
-        pg_learning,
-        pg_overlay,
-        pg_usage,
-        protocols,
-        usage,
-    )
+    from skillshelf.store import (catalog, judge, learning, overlay, pg_judge, pg_learning, pg_overlay, pg_pins,
+                                  pg_usage, pins, protocols, usage)
 
     pairs = {protocols.UsageLogStore: (usage.UsageLog, pg_usage.PgUsageLog),
              protocols.UsageReadStore: (catalog.UsageReads, pg_usage.PgUsageReads),
              protocols.LearningStore: (learning.LearningMemory, pg_learning.PgLearningMemory),
              protocols.JudgeLogStore: (judge.JudgeLog, pg_judge.PgJudgeLog),
-             protocols.OverlayStore: (overlay.Overlays, pg_overlay.PgOverlays)}
+             protocols.OverlayStore: (overlay.Overlays, pg_overlay.PgOverlays),
+             protocols.PinStore: (pins.PinnedContent, pg_pins.PgPinnedContent),
+             protocols.TrustStore: (pg_pins.PgTrusts,)}
     for proto, classes in pairs.items():
         names = [n for n, v in vars(proto).items() if callable(v) and not n.startswith("_")]
         assert names, proto

@@ -103,8 +103,9 @@ class Library:
         self.searcher.learner = Learner(self.store, memory=shared.learning)
         # what a skill asks an agent to do (the audit), collections pinned by their owner, and
         # what is held back from agents until a person has looked (``Library.supply``)
-        self.supply = SupplyChain(Auditor(Audits(self.store)),
-                                  Pins(PinnedContent(self.store), exclude=(self.config.home,)),
+        self.supply = SupplyChain(Auditor(Audits(self.store, trusts=shared.trusts)),
+                                  Pins(shared.pins or PinnedContent(self.store), exclude=(self.config.home,),
+                                       locate=lambda label: next((r.path for r in self.roots if r.label == label), None)),
                                   resolve=self.get, records=lambda root: self.list(root=root),
                                   roots=lambda: self.roots, block=lambda: self.config.trust.block)
         self.gate = ReadGate(self.supply.gate, self.supply.pins)   # every read of a skill's text asks it

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .protocols import JudgeLogStore, LearningStore, OverlayStore, UsageLogStore, UsageReadStore
+from .protocols import JudgeLogStore, LearningStore, OverlayStore, PinStore, TrustStore, UsageLogStore, UsageReadStore
 from .sqlite import Store, damaged, damaged_error, now
 
 if TYPE_CHECKING:       # the team store's classes import psycopg: only for the type checker
@@ -34,6 +34,8 @@ class Shared:
     learning: LearningStore         # store.learning.LearningMemory | store.pg_learning.PgLearningMemory
     judge: JudgeLogStore            # store.judge.JudgeLog | store.pg_judge.PgJudgeLog
     overlays: OverlayStore          # store.overlay.Overlays | store.pg_overlay.PgOverlays
+    pins: PinStore | None = None    # store.pins.PinnedContent | store.pg_pins.PgPinnedContent
+    trusts: TrustStore | None = None  # the team's trust decisions (store.pg_pins.PgTrusts); None: in Audits
     team: PgStore | None = None     # the team store, or None for a local library
     tokens: Tokens | None = None    # the team store's tokens, or None
 
@@ -64,10 +66,12 @@ def open_shared(config: Any, local: Store) -> Shared:
             overlays = PgOverlays(pg, local)
             if not local.read_only:
                 overlays.refresh()      # this server's copy, before its first sync applies it
+            from .pg_pins import PgPinnedContent, PgTrusts
             from .tokens import Tokens
 
             return Shared(usage=PgUsageLog(pg), usage_reads=PgUsageReads(pg), learning=PgLearningMemory(pg),
-                          judge=PgJudgeLog(pg), overlays=overlays, team=pg, tokens=Tokens(pg))
+                          judge=PgJudgeLog(pg), overlays=overlays, pins=PgPinnedContent(pg), trusts=PgTrusts(pg),
+                          team=pg, tokens=Tokens(pg))
         except BaseException:
             pg.close()
             raise
@@ -76,10 +80,11 @@ def open_shared(config: Any, local: Store) -> Shared:
     from .judge import JudgeLog
     from .learning import LearningMemory
     from .overlay import Overlays
+    from .pins import PinnedContent
     from .usage import UsageLog
 
     return Shared(usage=UsageLog(local), usage_reads=UsageReads(local), learning=LearningMemory(local),
-                  judge=JudgeLog(local), overlays=Overlays(local))
+                  judge=JudgeLog(local), overlays=Overlays(local), pins=PinnedContent(local))
 
 
 def status(local: Store, team: Any = None) -> dict[str, Any]:

@@ -39,8 +39,11 @@ class Audits:
     """The audit rows of a store. Methods that write take the caller's transaction ``tx``
     (from ``Store.tx()``) or open their own."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, *, trusts: Any = None):
         self.store = store
+        # the owner's trust of a team lives in the team store (``pg_pins.PgTrusts``); audits
+        # stay with each server's index, which audits its own files
+        self._trusts = trusts
 
     @contextmanager
     def _tx(self, tx=None):
@@ -139,11 +142,14 @@ class Audits:
 
     def generation(self) -> str:
         """Changes whenever an audit or a trust does."""
-        return self.store.get_meta("audit_generation", "0") or "0"
+        mine = self.store.get_meta("audit_generation", "0") or "0"
+        return mine if self._trusts is None else f"{mine}.{self._trusts.generation()}"
 
     # --- trust ---------------------------------------------------------------------------
     def trust(self, skill_id: str, *, content_key: str, risk: str, note: str, at: str, tx=None) -> dict[str, Any]:
         """The owner allows this content of the skill (replacing an earlier trust)."""
+        if self._trusts is not None:
+            return self._trusts.trust(skill_id, content_key=content_key, risk=risk, note=note, at=at)
         data = dict(zip(TRUST_FIELDS, (skill_id, content_key, risk, note, at)))
         with self._tx(tx) as t:
             t.execute("INSERT OR REPLACE INTO audit_trust VALUES (?, ?, ?, ?, ?)",
@@ -152,16 +158,22 @@ class Audits:
         return data
 
     def untrust(self, skill_id: str, tx=None) -> bool:
+        if self._trusts is not None:
+            return self._trusts.untrust(skill_id)
         with self._tx(tx) as t:
             n = t.execute("DELETE FROM audit_trust WHERE skill_id = ?", (skill_id,)).rowcount
             _bump(t)
         return bool(n)
 
     def trusted(self, skill_id: str) -> dict[str, Any] | None:
+        if self._trusts is not None:
+            return self._trusts.trusted(skill_id)
         row = self.store.db.execute(f"SELECT {', '.join(TRUST_FIELDS)} FROM audit_trust WHERE skill_id = ?",
                                     (skill_id,)).fetchone()
         return dict(zip(TRUST_FIELDS, row)) if row else None
 
     def trusts(self) -> dict[str, str]:
         """Skill id -> the content key the owner allowed."""
+        if self._trusts is not None:
+            return self._trusts.trusts()
         return dict(self.store.db.execute("SELECT skill_id, content_key FROM audit_trust").fetchall())

@@ -208,9 +208,52 @@ def m004_append_only(conn: Any) -> None:
                      " FOR EACH ROW EXECUTE FUNCTION skillshelf_append_only()")
 
 
+def m005_pins(conn: Any) -> None:
+    """Pins, held skills and the owner's trust belong to the team (``store.pg_pins``): every
+    server holds what one holds, and one ``trust`` releases it everywhere."""
+    conn.execute("""
+    CREATE TABLE audit_trust (
+        skill_id TEXT PRIMARY KEY,
+        content_key TEXT NOT NULL,
+        risk TEXT NOT NULL,               -- the risk the owner accepted
+        note TEXT NOT NULL DEFAULT '',
+        trusted_at TEXT NOT NULL
+    );
+    CREATE TABLE pinned_roots (
+        root TEXT PRIMARY KEY,            -- the root's label (the same on every server)
+        path TEXT NOT NULL,               -- where the pinning server had it
+        pinned_at TEXT NOT NULL
+    );
+    CREATE TABLE pinned_skills (
+        skill_id TEXT PRIMARY KEY,
+        root TEXT NOT NULL,
+        content_key TEXT NOT NULL,
+        skill_md TEXT NOT NULL,
+        findings TEXT NOT NULL DEFAULT '[]',
+        pinned_at TEXT NOT NULL
+    );
+    CREATE INDEX pinned_skills_root ON pinned_skills(root);
+    CREATE TABLE pinned_files (
+        skill_id TEXT NOT NULL,
+        file TEXT NOT NULL,
+        sha256 TEXT,
+        size BIGINT NOT NULL,
+        mtime_ns BIGINT NOT NULL,
+        PRIMARY KEY (skill_id, file)
+    );
+    CREATE TABLE pin_held (
+        skill_id TEXT PRIMARY KEY,
+        root TEXT NOT NULL,
+        reason TEXT NOT NULL,             -- changed | added
+        since TEXT NOT NULL
+    );
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("001_team", m001_team),
     ("002_shared_reads", m002_shared_reads),
     ("003_workspace", m003_workspace),
     ("004_append_only", m004_append_only),
+    ("005_pins", m005_pins),
 ]

@@ -7,6 +7,7 @@ protocol can call nothing else of the storage it was given."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 
@@ -129,4 +130,67 @@ class OverlayStore(Protocol):
         ...
 
     def refresh(self, skill_ids: list[str] | None = None) -> list[str]:
+        ...
+
+
+class PinStore(Protocol):
+    """Pinned roots, their skills' content and the held skills (``pins.PinnedContent``, its
+    ``pg_pins`` twin)."""
+
+    def pin_root(self, root: str, path: str, skills: list[dict[str, Any]], *, at: str) -> None:
+        ...
+
+    def unpin_root(self, root: str) -> bool:
+        ...
+
+    def roots(self) -> list[dict[str, Any]]:
+        ...
+
+    def root_labels(self) -> set[str]:
+        ...
+
+    def pin_skill(self, root: str, skill: dict[str, Any], *, at: str) -> None:
+        ...
+
+    def drop_skill(self, skill_id: str) -> None:
+        ...
+
+    def skill(self, skill_id: str) -> dict[str, Any] | None:
+        ...
+
+    def files(self, skill_id: str) -> dict[str, dict[str, Any]]:
+        ...
+
+    def skill_ids(self, root: str | None = None) -> dict[str, str]:
+        ...
+
+    def touch_files(self, skill_id: str, states: Iterable[tuple[str, int, int]]) -> None:
+        ...
+
+    def set_held(self, held: dict[str, tuple[str, str]], released: Iterable[str], *, at: str) -> None:
+        ...
+
+    def held(self) -> dict[str, dict[str, str]]:
+        ...
+
+    def generation(self) -> str:
+        ...
+
+
+class TrustStore(Protocol):
+    """The owner's trust in a skill's content, for a team (``pg_pins.PgTrusts``)."""
+
+    def trust(self, skill_id: str, *, content_key: str, risk: str, note: str, at: str) -> dict[str, Any]:
+        ...
+
+    def untrust(self, skill_id: str) -> bool:
+        ...
+
+    def trusted(self, skill_id: str) -> dict[str, Any] | None:
+        ...
+
+    def trusts(self) -> dict[str, str]:
+        ...
+
+    def generation(self) -> str:
         ...

@@ -31,6 +31,7 @@ from ..errors import NotFoundError, ValidationError
 from ..files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from ..store import Store, now
 from ..store.pins import PinnedContent
+from ..store.protocols import PinStore
 from . import skill_audit as auditing
 from .file_audit import Finding, severity_at_least
 
@@ -111,9 +112,13 @@ class Pins:
     """Pins kept in ``pins`` (``store.pins.PinnedContent`` or another backend's class with the
     same methods)."""
 
-    def __init__(self, pins: PinnedContent | Store, *, exclude: tuple[Path, ...] = ()):
-        self.pins = PinnedContent(pins) if isinstance(pins, Store) else pins
+    def __init__(self, pins: PinStore | Store, *, exclude: tuple[Path, ...] = (),
+                 locate: Callable[[str], Path | None] | None = None):
+        self.pins: PinStore = PinnedContent(pins) if isinstance(pins, Store) else pins
         self.exclude = exclude          # folders never walked into (the library's home)
+        # where a pinned root is on this server (a team's pins name roots by label; each
+        # server may keep the collection elsewhere), else where the pinning server had it
+        self._locate = locate or (lambda label: None)
 
     # --- pinning --------------------------------------------------------------------------
     def pin_root(self, root: Root) -> PinReport:
@@ -213,7 +218,7 @@ class Pins:
         current: dict[str, str] = {}
         if found is None:
             for r in roots:
-                fs, _ = discover(Root(Path(r["path"]), "other", r["root"]), self.exclude)
+                fs, _ = discover(Root(Path(self._locate(r["root"]) or r["path"]), "other", r["root"]), self.exclude)
                 current.update((f.id, f.file) for f in _unique(fs))
         else:
             for f in found:
