@@ -463,6 +463,48 @@ def test_cli_install_dry_run_then_install_then_uninstall(tmp_path):
     assert not (proj / ".claude" / "skills" / "using-skillshelf").exists()
 
 
+def test_cli_install_print_gives_an_entry_that_starts_the_server_outside_the_venv(tmp_path):
+    """`install --print CLIENT`: the entry as the client's file holds it, with this installation's
+    absolute path, on stdout alone; where it goes (and Claude Code's own command) on stderr;
+    nothing written. The printed command starts the server with a PATH that lacks the venv,
+    where a bare `skillshelf` is not found."""
+    home, proj = tmp_path / "home", tmp_path / "proj"
+    home.mkdir()
+    proj.mkdir()
+    p = sk("--home", str(tmp_path / "lib"), "install", "--print", "claude-code", "--write-policy", "read-only",
+           home=home, cwd=proj)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    entry = json.loads(p.stdout)["mcpServers"]["skillshelf"]
+    assert entry["type"] == "stdio" and entry["args"] == ["serve"]
+    assert os.path.isabs(entry["command"]) and Path(entry["command"]).is_file()
+    assert entry["env"] == {"SKILLSHELF_HOME": str((tmp_path / "lib").absolute()),
+                            "SKILLSHELF_WRITE_POLICY": "read-only"}
+    assert str(home / ".claude.json") in p.stderr
+    assert (f"claude mcp add --scope user skillshelf -e SKILLSHELF_HOME={(tmp_path / 'lib').absolute()} "
+            f"-e SKILLSHELF_WRITE_POLICY=read-only -- {entry['command']} serve") in p.stderr
+    assert sorted(x.name for x in home.iterdir()) == [] and sorted(x.name for x in proj.iterdir()) == []
+
+    # the command a client runs, from an environment without the venv on PATH
+    bare = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+    assert shutil.which("skillshelf", path=bare["PATH"]) is None
+    run = subprocess.run([entry["command"], *entry["args"], "--help"], capture_output=True, text=True, env=bare,
+                         timeout=60)
+    assert run.returncode == 0 and "--http" in run.stdout, run.stderr
+
+    # every client in its own format
+    p = sk("install", "--print", "codex", home=home, cwd=proj)
+    assert p.returncode == 0, p.stderr
+    assert tomllib.loads(p.stdout)["mcp_servers"]["skillshelf"]["command"] == entry["command"]
+    assert "claude mcp add" not in p.stderr
+    p = sk("install", "--print", "goose", home=home, cwd=proj)
+    assert yaml.safe_load(p.stdout)["extensions"]["skillshelf"]["cmd"] == entry["command"]
+    p = sk("install", "--print", "vscode", "--json", home=home, cwd=proj)
+    got = json.loads(p.stdout)
+    assert json.loads(got["snippet"])["servers"]["skillshelf"]["command"] == entry["command"]
+    assert got["command"] is None and got["config"].endswith("mcp.json")
+    assert sorted(x.name for x in home.iterdir()) == []
+
+
 def test_cli_install_errors_are_one_line(tmp_path):
     home, proj = tmp_path / "home", tmp_path / "proj"
     (home / ".cursor").mkdir(parents=True)

@@ -300,7 +300,7 @@ def test_api_actions_match_the_cli(client, lib):
     r = client.post("/api/extend-ttl", json={"skill": "rotate-keys", "days": 30}, headers=h).json()
     assert "now expires on" in r["message"]
     r = client.post("/api/deprecate", json={"skill": "rotate-keys", "reason": "replaced"}, headers=h).json()
-    assert r["message"] == "rotate-keys is inactive: replaced"
+    assert r["message"] == "rotate-keys is deprecated: replaced"
     r = client.post("/api/rollback", json={"skill": "rotate-keys", "version": 1}, headers=h).json()
     assert r["action"] == "ROLLBACK" and lib.get("rotate-keys").active
     r = client.post("/api/deprecate", json={"skill": "cors-fix", "reason": "ours is better"}, headers=h).json()
@@ -339,7 +339,7 @@ def test_page_actions_redirect_with_a_message(client, lib):
     assert "saved deploy-previews as version 3" in page and 'class="flash ok"' in page and "FIX " not in page
     assert 'class="flash' not in client.get("/").text                  # shown once
     r = client.post("/act/deprecate", data=form(client, skill=sid, reason="superseded"), headers={"Origin": BASE})
-    assert r.status_code == 200 and "deploy-previews is inactive: superseded" in r.text
+    assert r.status_code == 200 and "deploy-previews is deprecated: superseded" in r.text
     r = client.post("/act/extend-ttl", data=form(client, skill=sid, days="abc"), headers={"Origin": BASE})
     assert 'class="flash error"' in r.text and "not a number of days" in r.text
     assert 'value="abc"' in r.text                                      # the form comes back as typed

@@ -137,7 +137,7 @@ def test_a_person_curates_the_library(server, page, shots):
     pg.fill("details[open] input[name=reason]", "folded into the CI handbook")
     pg.click("details[open] button:has-text('Deprecate')")
     pg.wait_for_selector(".flash")
-    assert "is inactive: folded into the CI handbook" in flash(pg)
+    assert "is deprecated: folded into the CI handbook" in flash(pg)
     assert pg.locator(".skillhead .badge.warn", has_text="deprecated").count() == 1
     shot("deprecated")
 

@@ -43,7 +43,7 @@ def rollback(name: str = typer.Argument(..., help="skill name or id"),
 
 
 @commands.command("extend-ttl", cls=_counts("the number of days"))
-def extend_ttl(name: str = typer.Argument(..., help="skill name or id"),
+def extend_ttl(name: str = typer.Argument(..., help="skill id, or name (every copy that expires)"),
                days: int = typer.Argument(..., callback=_positive("the number of days"), metavar="DAYS")) -> None:
     """Push a skill's expiry date DAYS further."""
     res = _lib().extend_ttl(name, days)
@@ -51,14 +51,16 @@ def extend_ttl(name: str = typer.Argument(..., help="skill name or id"),
 
 
 @commands.command()
-def deprecate(name: str, reason: str = typer.Option(..., help="why it should no longer be used")) -> None:
-    """Mark a skill inactive (kept on disk, hidden from search)."""
+def deprecate(name: str = typer.Argument(..., help="skill id (that one), or name (every copy of it)"),
+              reason: str = typer.Option(..., help="why it should no longer be used")) -> None:
+    """Mark a skill inactive (kept on disk, hidden from search). By name every copy of it, by
+    id that one."""
     res = _lib().deprecate(name, reason)
     out.print(res["message"])
 
 
 @commands.command()
-def restore(name: str = typer.Argument(..., help="skill name or id"),
+def restore(name: str = typer.Argument(..., help="skill id, or name (every deprecated copy)"),
             reason: str = typer.Option("", help="why it is back (kept in its changelog)")) -> None:
     """Undo a deprecation: the skill is active again and found by search (a skill of a
     read-only root: the deprecation kept in the library is cleared; its file is untouched)."""
@@ -67,10 +69,11 @@ def restore(name: str = typer.Argument(..., help="skill name or id"),
 
 
 @commands.command()
-def delete(name: str, yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
+def delete(name: str = typer.Argument(..., help="skill id, or a name only one skill has"),
+           yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
     """Delete a workspace skill: its folder, its history and its index rows."""
     lib = _lib()
-    rec = lib.get(name)
+    rec = lib.evolver.lifecycle.one(name, "delete")     # a name with several copies is refused
     if not yes and not typer.confirm(_clean(f"Delete {rec.name} ({rec.path}) and its history?")):
         err.print("nothing deleted")
         raise typer.Exit(1)

@@ -73,6 +73,24 @@ def _show_skill_change(sk: Any, dry_run: bool) -> None:
         out.print(f"  note: {sk.hint}")
 
 
+def _print_entry(ch: Any, json_out: bool) -> None:
+    """``install --print``: the entry on stdout, alone (it can be piped or pasted); where it
+    goes, and for Claude Code its own command, on stderr."""
+    cmd = ch.command_line()
+    if json_out:
+        _json({"client": ch.client.name, "scope": ch.scope, "config": str(ch.path), "key": ch.client.key,
+               "entry": ch.shown_entry(), "snippet": ch.snippet(), "command": cmd})
+        return
+    _write(ch.snippet())
+    err.print(f"{ch.client.title} ({ch.scope} scope): put it under {ch.client.key} in {ch.path}, "
+              f"or let `skillshelf install {ch.client.name}` merge it there (a backup first)")
+    if cmd:
+        err.print(f"or run: {cmd}")
+    if ch.private:
+        err.print("the entry holds your token, shown as <hidden>: put yours in its place, or let `install` "
+                  "write it (the file is then readable by you only)")
+
+
 @commands.command()
 def install(
     ctx: typer.Context,
@@ -82,6 +100,9 @@ def install(
     project: Optional[Path] = typer.Option(None, "--project", metavar="DIR",
                                            help="the project folder for --scope project (default: this folder)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the changes as a diff and write nothing"),
+    print_entry: bool = typer.Option(False, "--print", help="print our entry as it would be written (this "
+                                                           "installation's absolute path), to paste into the "
+                                                           "client's file by hand; write nothing"),
     no_skill: bool = typer.Option(False, "--no-skill", help="do not install the teaching skill using-skillshelf"),
     write_policy: Optional[str] = typer.Option(None, "--write-policy", metavar="POLICY",
                                                help="read-only | propose | open, set for this client's server "
@@ -103,7 +124,10 @@ def install(
     if not cfg.store and getattr(source, "name", "") == "ENVIRONMENT":
         token = None    # a team user's SKILLSHELF_TOKEN in this shell: not for a local library's client
     done = Library.install_client(client.value, scope.value, config=cfg, project=project, write_policy=write_policy,
-                                  skill=not no_skill, dry_run=dry_run, token=token)
+                                  skill=not (no_skill or print_entry), dry_run=dry_run or print_entry, token=token)
+    if print_entry:
+        _print_entry(done.config, json_out)
+        return
     if json_out:
         _json(done.as_dict())
         return

@@ -13,6 +13,7 @@ from .. import skill as skillmod
 from ..errors import NotFoundError, SkillshelfError, ValidationError
 from ..files import MAX_SKILL_BYTES, FileRefused, read_bounded, read_text_bounded
 from ..text import visible
+from .frontmatter import planned_text
 
 DIFF_CONTEXT = 3
 
@@ -116,7 +117,7 @@ class Comparisons:
         except SkillshelfError as exc:
             return {"ok": False, "error": exc.message, "fix": exc.fix, "findings": [], "text": None,
                     "name": None, "version": None}
-        text = plan.skill.render()
+        text = planned_text(plan.action, plan.previous_text, plan.skill)
         res = self.validate_text(text, folder_name=plan.name)
         keep = plan.action == "FIX"
         extra = [f.as_dict() for f in skillmod.validate_for_write(plan.skill, plan.skill.name, keep_unknown_keys=keep)]

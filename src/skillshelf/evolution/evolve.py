@@ -24,30 +24,14 @@ from typing import Any
 from .. import skill as skillmod
 from ..catalog import overlay as overlaymod
 from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationError
-from ..files import (
-    MAX_SKILL_BYTES,
-    FileRefused,
-    contained,
-    locked,
-    read_text_bounded,
-    write_file,
-)
+from ..files import MAX_SKILL_BYTES, FileRefused, contained, locked, read_text_bounded, write_file
 from .changes import Plan, Ports, SaveResult, build_metadata, merge_sources, same_content
 from .commit import FileWorkspace, Workspace, after_write
-from .guards import (
-    MAX_LESSON_CHARS,
-    MAX_REASON_CHARS,
-    RESERVED,
-    check_body,
-    check_description,
-    check_new_name,
-    check_text,
-    name_dir,
-    now_iso,
-    parse_tags,
-    today,
-)
+from .guards import (MAX_LESSON_CHARS, MAX_REASON_CHARS, RESERVED, check_body, check_description, check_new_name,
+    check_text, name_dir, now_iso, parse_tags, today)
+from .frontmatter import LINEAGE_KEYS, planned_text, rewrite
 from .history import ChangelogEntry, FileHistory, History
+from .lifecycle import INACTIVE, Lifecycle
 from .lessons import LESSONS, compose_body, lesson_lines, merge_lessons, split_sections
 from .review import Drafts, FileDrafts, ReviewQueue
 
@@ -68,7 +52,6 @@ def _lock_names(keys: set[str]) -> list[str]:
     return sorted(k[len("skill:"):] for k in keys if k.startswith("skill:"))
 
 
-INACTIVE = ("inactive", "deprecated", "merged")   # statuses that keep a skill out of search
 EDITED_ON_DISK = "edited on disk"      # the author of a change found on disk
 FOUND_ON_DISK = "found on disk"        # ... of the first version kept of a skill written outside skillshelf
 
@@ -89,6 +72,7 @@ class Evolver:
         self._lock = lock or (lambda *keys: locked(self.cfg.home, *keys))
         self.ws = workspace or FileWorkspace(lambda: self.cfg.workspace, self.history)
         self._overlays = overlays
+        self.lifecycle = Lifecycle(self)
 
     @property
     def overlays(self) -> Any:
@@ -188,7 +172,8 @@ class Evolver:
                     and not any(changes.values()):
                 raise ValidationError("FIX needs something to change",
                                       fix="pass a body, a lesson, a description or metadata")
-            meta = build_metadata(cur.metadata, tags=tags, version=version, **common)
+            # who changed it goes in the changelog: the file's author stays as written
+            meta = build_metadata(cur.metadata, tags=tags, version=version, **{**common, "author": None})
             origin = None
             if target.kind != "workspace":
                 origin = target.id
@@ -267,15 +252,16 @@ class Evolver:
         write_file(path, text)
 
     def _commit_skill(self, sk: skillmod.Skill, *, keep_keys: bool = False, keep: list[tuple[int, str]] = (),
-                      entry: ChangelogEntry | None = None) -> tuple[Path, list[str]]:
+                      entry: ChangelogEntry | None = None, over: str | None = None) -> tuple[Path, list[str]]:
         """Check ``sk`` and commit it as its version (with the versions of ``keep`` the
-        history lacks and the changelog ``entry``). Returns its path and notes on what failed
-        after the commit point."""
+        history lacks and the changelog ``entry``), written over the text ``over`` when given
+        (only the keys that differ change: ``frontmatter.rewrite``). Returns its path and notes
+        on what failed after the commit point."""
         problems = skillmod.validate_for_write(sk, sk.name, keep_unknown_keys=keep_keys)
         if problems:
             raise ValidationError(f"the result would not be a valid skill: {problems[0].message}",
                                   fix="fix the arguments and try again")
-        return self.ws.write(sk.name, sk.render(), sk.version, keep=list(keep), entry=entry)
+        return self.ws.write(sk.name, rewrite(over, sk), sk.version, keep=list(keep), entry=entry)
 
     @staticmethod
     def _ref_texts(args: dict[str, Any]) -> list[str]:
@@ -348,7 +334,8 @@ class Evolver:
         entry = ChangelogEntry(at=now_iso(), action=plan.action, name=plan.name, from_version=plan.from_version,
                                to_version=plan.skill.version, trigger=trigger, reason=str(args.get("reason") or ""),
                                sources=plan.sources, author=str(args.get("author") or ""))
-        path, notes = self._commit_skill(plan.skill, keep_keys=plan.action == "FIX", keep=keep, entry=entry)
+        path, notes = self._commit_skill(plan.skill, keep_keys=plan.action == "FIX", keep=keep, entry=entry,
+                                         over=plan.previous_text if plan.action == "FIX" else None)
         notes = [self._kept_note(name, v, named=True) for name, v in sorted(kept.items())] + notes
         for rec in plan.deactivate:
             try:
@@ -411,7 +398,7 @@ class Evolver:
         meta["version"] = str(version)
         meta["last-modified"] = today()
         sk = cur.replace(metadata=meta)
-        self._commit_skill(sk, keep_keys=True, keep=keep,
+        self._commit_skill(sk, keep_keys=True, keep=keep, over=text,
                            entry=ChangelogEntry(now_iso(), action, name, cur.version, version, trigger, reason))
         return version
 
@@ -462,7 +449,7 @@ class Evolver:
             version, new_text = self._next_version(name, 0), text
         else:
             version = self._next_version(name, claimed or 0)
-            new_text = cur.with_metadata(version=str(version), last_modified=self._mtime_date(path)).render()
+            new_text = rewrite(text, cur.with_metadata(version=str(version), last_modified=self._mtime_date(path)))
         entry = ChangelogEntry(now_iso(), "EDIT", name, base, version, "person", "changed on disk, outside skillshelf",
                                [rec.id], EDITED_ON_DISK)
         if new_text != text and path.resolve() == self._skill_path(name).resolve():
@@ -599,21 +586,26 @@ class Evolver:
                                       fix="FIX it to make a workspace copy with versions")
             sname = check_new_name(rec.name)
             captured = self._capture(rec)       # an edit on disk is a version before it is replaced
-            old = skillmod.parse_strict(self.history.read_version(sname, int(version)), folder_name=sname)
+            old_text = self.history.read_version(sname, int(version))
+            old = skillmod.parse_strict(old_text, folder_name=sname)
             cur_text = self._read(rec.path)
+            came_from: dict[str, str] = {}
             try:
-                cur_version = skillmod.parse_strict(cur_text, folder_name=Path(rec.path).parent.name,
-                                                    path=rec.path).version
+                cur = skillmod.parse_strict(cur_text, folder_name=Path(rec.path).parent.name, path=rec.path)
+                cur_version = cur.version
+                # where it came from stays (a fork's v1 is its original's text, without ``origin``)
+                came_from = {k: v for k, v in cur.metadata.items() if k in LINEAGE_KEYS and k not in old.metadata}
             except SkillshelfError:             # a file that no longer parses was kept as the latest
                 cur_version = captured or self.history.versions(sname)[-1]
             keep = []
             if cur_version not in self.history.versions(sname):    # numbered by hand, same text as the latest
                 keep.append((cur_version, cur_text))
             new_version = self._next_version(sname, cur_version)
-            sk = old.with_metadata(version=str(new_version), last_modified=today())
+            sk = old.replace(metadata={**old.metadata, **came_from}).with_metadata(version=str(new_version),
+                                                                                   last_modified=today())
             entry = ChangelogEntry(now_iso(), "ROLLBACK", sname, cur_version, new_version, "person",
                                    f"rolled back to v{version}", [rec.id], author)
-            path, after = self._commit_skill(sk, keep_keys=True, keep=keep, entry=entry)
+            path, after = self._commit_skill(sk, keep_keys=True, keep=keep, entry=entry, over=old_text)
             notes = [self._kept_note(sname, captured)] if captured else []
             notes += after
             notes += self._after_write(lambda: self.ports.sync(embed=True))
@@ -621,89 +613,15 @@ class Evolver:
         return SaveResult("saved", "ROLLBACK", sname, new_version, str(path), entry.as_dict(),
                           message=msg + (" (" + "; ".join(notes) + ")" if notes else ""))
 
-    # lifecycle ---------------------------------------------------------------------------------
+    # lifecycle (``lifecycle.Lifecycle``: by id one skill, by name every copy) ------------------
     def extend_ttl(self, name: str, days: int) -> dict:
-        """Push the expiry DAYS further: from the current expiry, or from today when there is
-        none or it has passed. What is printed is what is stored."""
-        if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= skillmod.MAX_TTL_DAYS:
-            raise ValidationError(f"days must be a number from 1 to {skillmod.MAX_TTL_DAYS:,}",
-                                  fix="e.g. skillshelf extend-ttl NAME 90")
-        rec = self._get(name)
-        today_d = _dt.date.today()
-        current = skillmod.parse_date(rec.expires_on)
-        new_exp = max(current or today_d, today_d) + _dt.timedelta(days=days)
-        if rec.kind != "workspace":
-            ov = overlaymod.set_state(self.overlays, rec.id, expires_on=new_exp.isoformat())
-            return {"name": rec.name, "id": rec.id, "expires_on": ov.expires_on,
-                    "message": f"{rec.name} now expires on {ov.expires_on} (kept in the library; "
-                               f"the read-only file in {rec.root} is untouched)"}
-        # a FIX sets last-modified to today, from which ttl-days counts
-        ttl = (new_exp - today_d).days
-        res = self.apply({"action": "FIX", "target_skill_name": rec.id, "ttl_days": ttl,
-                          "reason": f"TTL extended by {days} days (expires {new_exp.isoformat()})"},
-                         trigger="person")
-        return {"name": res.name, "id": rec.id, "expires_on": new_exp.isoformat(), "version": res.version,
-                "message": f"{res.name} now expires on {new_exp.isoformat()} (v{res.version})"}
+        return self.lifecycle.extend_ttl(name, days)
 
     def deprecate(self, name: str, reason: str) -> dict:
-        reason = check_text(reason, "the reason", max_chars=MAX_REASON_CHARS).strip()
-        if not reason:
-            raise ValidationError("a reason is required to deprecate a skill", fix="pass --reason '...'")
-        rec = self._get(name)
-        if rec.kind != "workspace":
-            self._set_status(rec, "inactive", {}, trigger="person", reason=reason)
-            return {"name": rec.name, "id": rec.id, "status": "deprecated", "reason": reason,
-                    "message": f"{rec.name} is deprecated (kept in the library; the read-only file in "
-                               f"{rec.root} is untouched)"}
-        with self._locked_record(rec.id) as rec:
-            self._set_status(rec, "inactive", {}, trigger="person", reason=reason)
-        self._after_write(lambda: self.ports.sync(embed=False))
-        return {"name": rec.name, "id": rec.id, "status": "inactive", "reason": reason,
-                "message": f"{rec.name} is inactive: {reason}"}
+        return self.lifecycle.deprecate(name, reason)
 
     def restore(self, name: str, *, reason: str = "") -> dict:
-        """Undo a deprecation (or a merge's retirement): the skill is active again. A
-        workspace skill gets a new version without its status; for a skill of a read-only
-        root the deprecation kept in the library is cleared (its file is never changed)."""
-        reason = check_text(reason, "the reason", max_chars=MAX_REASON_CHARS).strip()
-        rec = self._get(name)
-        if rec.kind != "workspace":
-            ov = getattr(rec, "overlay", None) or {}
-            if ov.get("status") != "deprecated":
-                if (rec.metadata.get("status") or "active").lower() in INACTIVE:
-                    raise ValidationError(f"{rec.name} is marked inactive by its own file in the read-only root "
-                                          f"{rec.root}, not by a deprecation kept here",
-                                          fix=f"FIX it to make a workspace copy you can change "
-                                              f"(`skillshelf fix {rec.id} ...`), or change it in {rec.root}")
-                raise ValidationError(f"{rec.name} is not deprecated: there is nothing to restore",
-                                      fix="deprecated skills show as inactive in `skillshelf list --all`")
-            overlaymod.set_state(self.overlays, rec.id, status=None, reason=None)
-            return {"name": rec.name, "id": rec.id, "status": "active", "reason": reason,
-                    "message": f"{rec.name} is active again (the deprecation kept in the library is cleared; "
-                               f"the read-only file in {rec.root} is untouched)"}
-        with self._locked_record(rec.id) as rec:
-            self._capture(rec)
-            cur = skillmod.parse_strict(self._read(rec.path), folder_name=Path(rec.path).parent.name,
-                                        path=rec.path)
-            if (cur.metadata.get("status") or "active").lower() not in INACTIVE:
-                raise ValidationError(f"{rec.name} is not deprecated: there is nothing to restore",
-                                      fix="deprecated skills show as inactive in `skillshelf list --all`")
-            version = self._write_metadata(rec, {"status": None, "status-reason": None, "merged-into": None},
-                                           action="RESTORE", trigger="person", reason=reason or "restored")
-        self._after_write(lambda: self.ports.sync(embed=False))
-        return {"name": rec.name, "id": rec.id, "status": "active", "reason": reason, "version": version,
-                "message": f"{rec.name} is active again (v{version})"}
+        return self.lifecycle.restore(name, reason=reason)
 
     def delete(self, name: str) -> dict:
-        rec = self._get(name)
-        if rec.kind != "workspace":
-            raise ValidationError(f"{rec.name} lives in the read-only root {rec.root}",
-                                  fix=f"delete it there by hand, or hide it with `skillshelf deprecate {rec.id} "
-                                      "--reason ...` (kept in the library, the file is untouched)")
-        with self._locked_record(rec.id) as rec:
-            # never the workspace itself, never outside it
-            folder = contained(self.cfg.workspace, Path(rec.path).parent)
-            forget = bool(skillmod.NAME_RE.match(rec.name)) and not self.ports.rows_by_name(rec.name)[1:]
-            self.ws.delete(rec.name, folder, forget=forget)
-        self._after_write(lambda: self.ports.sync(embed=False))
-        return {"name": rec.name, "deleted": str(folder)}
+        return self.lifecycle.delete(name)

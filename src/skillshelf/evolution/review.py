@@ -20,6 +20,7 @@ from .. import skill as skillmod
 from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationError
 from ..files import MAX_SKILL_BYTES, append_line, locked, read_text_bounded, write_file
 from .changes import SaveResult
+from .frontmatter import planned_text
 from .guards import check_text, name_dir, now_iso
 
 MAX_REASON_CHARS = 1_000
@@ -125,7 +126,8 @@ class ReviewQueue:
             if self.drafts.record(plan.name) is not None:
                 raise ConflictError(f"a draft for {plan.name!r} is already waiting for review",
                                     fix=f"ask a person to run `skillshelf review approve {plan.name}` or reject it")
-            self.drafts.put(plan.name, plan.skill.render(), {"args": args, "proposed_at": now_iso()})
+            text = planned_text(plan.action, plan.previous_text, plan.skill)   # as a FIX would write it
+            self.drafts.put(plan.name, text, {"args": args, "proposed_at": now_iso()})
         return SaveResult("draft", plan.action, plan.name, plan.skill.version, self.drafts.location(plan.name),
                           None, message=f"draft saved for review: a person approves it with "
                                         f"`skillshelf review approve {plan.name}`")

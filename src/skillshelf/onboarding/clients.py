@@ -299,6 +299,26 @@ class ConfigChange:
         """The entry as it may be printed (secrets hidden)."""
         return _hidden_entry(self.entry)
 
+    def snippet(self) -> str:
+        """Our entry as a piece of the client's own file (its table of servers with ours alone),
+        secrets hidden: what ``install --print`` shows, to paste by hand."""
+        entry = _hidden_entry(self.entry) or {}
+        c = self.client
+        text, _ = configtext.render(c.fmt, c.key, SERVER_NAME, self.path, "", {c.key: {SERVER_NAME: entry}}, entry)
+        return text
+
+    def command_line(self) -> str | None:
+        """Claude Code's own command that adds the same entry (``claude mcp add``); None for
+        the other clients, which are configured by their file only."""
+        import shlex
+
+        entry = _hidden_entry(self.entry)
+        if self.client.name != "claude-code" or entry is None:
+            return None
+        env = [f"-e {shlex.quote(f'{k}={v}')}" for k, v in (entry.get("env") or {}).items()]
+        run = [str(entry.get("command")), *map(str, entry.get("args") or [])]
+        return " ".join(["claude mcp add --scope", self.scope, SERVER_NAME, *env, "--", *map(shlex.quote, run)])
+
     def diff(self) -> str:
         if not self.changed:
             return ""

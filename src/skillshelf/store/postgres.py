@@ -40,7 +40,7 @@ def _psycopg():
         import psycopg_pool
     except ImportError:  # pragma: no cover - they are dependencies; a broken install says so
         raise StoreError("the PostgreSQL driver is not installed (a postgresql:// store needs it)",
-                         fix="pip install 'skillshelf[team]'") from None
+                         fix="pip install 'skillshelf[team]' (from a clone: pip install -e '.[team]')") from None
     return psycopg, psycopg_pool
 
 
