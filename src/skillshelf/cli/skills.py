@@ -108,7 +108,7 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
                   f"{learned['failed']} ({learned['clients']} client{'s' * (learned['clients'] != 1)}); similar "
                   "requests rank it accordingly (`skillshelf usage forget` undoes it)")
     # a person reads what an agent would: every invisible character is shown (`<U+200B>`)
-    out.print(f"\n{visible(rec.description)}\n")
+    out.print(f"\n{visible(_clean(rec.description))}\n")
     for f in rec.findings:
         out.print(f"  {f['severity']:7} {f['rule']}: {f['message']}")
     if audit is not None:
@@ -117,7 +117,7 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
     if files:
         out.print("files    " + ", ".join(files))
     out.print("")
-    out.print(visible(body))
+    out.print(visible(_clean(body)))      # controls as ␛ (as everywhere), the other invisibles as <U+200B>
 
 
 def _print_audit(name: str, audit: dict, hidden: Optional[str]) -> None:

@@ -22,7 +22,7 @@ EXCERPT_MAX = 160
 
 def _excerpt(text: Any) -> str:
     """One line of a finding's excerpt, control characters visible, cut to a readable width."""
-    s = _clean(visible(str(text or ""))).replace("\n", "⏎").replace("\t", " ").strip()
+    s = visible(_clean(text)).replace("\n", "⏎").replace("\t", " ").strip()
     return s if len(s) <= EXCERPT_MAX else s[:EXCERPT_MAX - 1] + "…"
 
 
@@ -110,7 +110,7 @@ def _print_diff(d: dict[str, Any]) -> None:
             print_finding(f, indent="    ", why=False)
     if d.get("skill_md_diff"):      # what got it held may be invisible: shown as <U+200B>
         out.print("")
-        _write(visible(d["skill_md_diff"]).rstrip("\n") + "\n")
+        _write(visible(_clean(d["skill_md_diff"])).rstrip("\n") + "\n")
 
 
 @commands.command()
