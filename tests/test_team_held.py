@@ -129,3 +129,25 @@ def test_the_dashboard_gives_readers_and_agents_what_agents_get(two):
         r = c.get(p, headers={"Authorization": f"Bearer {tokens['curator']}"})
         assert r.status_code == 200, (p, r.status_code, r.text[:300])
     assert SECRET in c.get(paths[0], headers={"Authorization": f"Bearer {tokens['curator']}"}).json()["text"]
+
+
+def test_managing_tokens_opens_no_library(tmp_path, pg_url):
+    """`--store URL tokens add|list|revoke` talk to the team store alone: no home is made, no team
+    skill is copied into one (they used to open a whole library, mirror and all)."""
+    import subprocess
+    import sys
+
+    a, _ = _server(tmp_path, "a", pg_url)
+    a.save("ARCHIVE", name="team-only", description="A skill that lives in the team store",
+           body="## Steps\n\nDo it.\n", by="person")
+    a.close()
+    home = tmp_path / "elsewhere"
+    exe = [sys.executable, "-m", "skillshelf.entry", "--home", str(home), "--store", pg_url, "tokens"]
+    add = subprocess.run([*exe, "add", "bob", "--role", "reader"], capture_output=True, text=True, timeout=120)
+    assert add.returncode == 0, add.stderr
+    assert len(add.stdout.strip().splitlines()[-1]) >= 40            # the token, alone on the last line
+    listed = subprocess.run([*exe, "list", "--json"], capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0 and '"bob"' in listed.stdout, listed.stderr
+    gone = subprocess.run([*exe, "revoke", "bob"], capture_output=True, text=True, timeout=120)
+    assert gone.returncode == 0, gone.stderr
+    assert not home.exists(), sorted(str(p) for p in home.rglob("*"))[:10]

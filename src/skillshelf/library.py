@@ -659,6 +659,14 @@ class Library:
                               fix="pass --store postgresql://... (or set SKILLSHELF_STORE) to manage a team's tokens")
         return self._shared.tokens
 
+    @staticmethod
+    def store_tokens(url: str):
+        """A context manager: the tokens of the team store at ``url``, without opening a library
+        (``tokens add|list|revoke`` create no home and copy nothing)."""
+        from .store.tokens import opened
+
+        return opened(url)
+
     def add_token(self, name: str, role: str) -> str:
         """A new token for a person or agent, with its role; returned once, stored hashed."""
         return self._tokens().add(name, role)

@@ -22,8 +22,9 @@ tokens_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                               "(reader, agent, curator, admin)")
 
 
-def _team_library():
-    """The library on the configured team store (tokens live there, not in a home)."""
+def _team_tokens():
+    """The tokens of the configured team store (they live there, not in a home): no library is
+    opened, so no home is made and no skill is copied."""
     from ..library import Library
 
     cfg = _config()
@@ -31,7 +32,7 @@ def _team_library():
         raise ConfigError("tokens belong to a team store; this library is local",
                           fix="pass --store postgresql://USER:PASSWORD@HOST/DB before the command (or set "
                               "SKILLSHELF_STORE) to manage a team's tokens")
-    return Library(config=cfg)
+    return Library.store_tokens(cfg.store)
 
 
 # --- tokens ----------------------------------------------------------------------------------
@@ -42,8 +43,8 @@ def tokens_add(name: str = typer.Argument(..., help="who the token is for: a per
                                         help="reader | agent | curator | admin")) -> None:
     """Make a token for NAME with a role. It is printed once, alone on the last line: the team
     store keeps only its hash."""
-    with _team_library() as lib:
-        token = lib.add_token(name, role)
+    with _team_tokens() as tokens:
+        token = tokens.add(name, role)
     out.print(f"made a {role} token for {name}; it is shown only now (the team store keeps its hash), "
               "so store it where its user keeps secrets:")
     _write(token + "\n")
@@ -52,8 +53,8 @@ def tokens_add(name: str = typer.Argument(..., help="who the token is for: a per
 @tokens_app.command("list")
 def tokens_list(json_out: bool = typer.Option(False, "--json", help="as JSON")) -> None:
     """The tokens: names, roles, when each was made and last used (never a token)."""
-    with _team_library() as lib:
-        rows = lib.list_tokens()
+    with _team_tokens() as tokens:
+        rows = tokens.list()
     if json_out:
         _json(rows)
         return
@@ -70,8 +71,8 @@ def tokens_list(json_out: bool = typer.Option(False, "--json", help="as JSON")) 
 @tokens_app.command("revoke")
 def tokens_revoke(name: str = typer.Argument(..., help="the name the token was made for")) -> None:
     """Revoke NAME's token: every server refuses it from the next request on."""
-    with _team_library() as lib:
-        lib.revoke_token(name)
+    with _team_tokens() as tokens:
+        tokens.revoke(name)
     out.print(f"revoked the token of {name}: requests with it are refused from now on")
 
 

@@ -12,8 +12,10 @@ import datetime as _dt
 import hashlib
 import re
 import secrets
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from ..access import ROLES, check_role
@@ -106,3 +108,16 @@ class Tokens:
                 for k in sorted(self._noted, key=lambda k: self._noted[k])[:5_000]:
                     del self._noted[k]
             return True
+
+
+@contextlib.contextmanager
+def opened(url: str) -> Iterator[Tokens]:
+    """The tokens of the team store at ``url`` on a connection of their own: managing tokens
+    opens no library (no home is created, no skill is copied out of the store)."""
+    from .postgres import PgStore
+
+    pg = PgStore(url, max_size=1)
+    try:
+        yield Tokens(pg)
+    finally:
+        pg.close()
