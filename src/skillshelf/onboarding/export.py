@@ -85,10 +85,26 @@ def safe_folder_name(part: str) -> bool:
 
 
 def _slug(text: str, keep: int = 48) -> str:
+    """``text`` as lower-case words joined by '-', at most ``keep`` characters. A longer one
+    is cut in the middle, between words, and marked ``--``: it keeps the words it starts with
+    (the collection) and, with more room, those it ends with (the skill's own folders)."""
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    if len(slug) > keep:
-        slug = slug[-keep:].lstrip("-")
-    return slug
+    if len(slug) <= keep:
+        return slug
+    words = slug.split("-")
+    head = ""
+    for w in words:
+        if len(head) + len(w) + bool(head) > (keep - 2) * 2 // 5:
+            break
+        head += "-" * bool(head) + w
+    head = head or words[0][:(keep - 2) * 2 // 5]
+    tail = ""
+    for w in reversed(words):
+        if len(tail) + len(w) + bool(tail) > keep - 2 - len(head):
+            break
+        tail = w + "-" * bool(tail) + tail
+    tail = tail or words[-1][-(keep - 2 - len(head)):]
+    return f"{head}--{tail}"
 
 
 def folder_for(key: str, folder_name: str, skill_name: str, used: set[str]) -> str:
