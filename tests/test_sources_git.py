@@ -372,14 +372,19 @@ def test_hooks_never_run_and_links_out_of_the_source_are_not_written(tmp_path, u
     hook = f"#!/bin/sh\ntouch {marker}\n"
     os.symlink("/etc/passwd", upstream.work / "skills/beta/passwd")
     os.symlink("../alpha/SKILL.md", upstream.work / "skills/beta/alpha-link.md")
-    (upstream.work / ".gitmodules").write_text('[submodule "x"]\n\tpath = x\n\turl = ../x.git\n')
+    (upstream.work / ".gitmodules").write_text('[submodule "x"]\n\tpath = skills/beta/vendored\n\turl = ../x.git\n')
     upstream.commit("links")
+    sha = git(upstream.work, "rev-parse", "HEAD")
+    git(upstream.work, "update-index", "--add", "--cacheinfo", f"160000,{sha},skills/beta/vendored")
+    git(upstream.work, "commit", "-q", "-m", "a submodule")
     upstream.push()
     home = tmp_path / "home"
     r = sk(home, "sources", "add", upstream.url, "--name", "team")
     assert r.returncode == 0, r.stderr
     assert not (home / "sources/team/skills/beta/passwd").exists()
     assert "leads out of the source" in r.stdout
+    assert "skills/beta/vendored: a submodule" in r.stdout
+    assert not any((home / "sources/team/skills/beta/vendored").iterdir())
     assert (home / "sources/team/skills/beta/alpha-link.md").read_text() == ALPHA   # inside: kept
     cache = home / "sources/.git-cache/team.git"
     assert not (cache / "hooks").exists() or not any((cache / "hooks").iterdir())
@@ -516,3 +521,24 @@ def test_remove_forgets_the_source_but_keeps_your_copies(tmp_path, upstream):
     assert lock_of(home).get("source", []) == []
     ids = [s["id"] for s in json.loads(sk(home, "list", "--json").stdout)]
     assert ids == ["workspace:alpha"]
+
+
+def test_the_lock_holds_the_digests_skills_list_serves(tmp_path, upstream):
+    """Per skill, the lock's files and sha256 are those of the Skills Extension's manifest."""
+    upstream.write("skills/beta/.hidden", "not served\n")
+    upstream.write("skills/beta/node_modules/x.js", "not served\n")
+    upstream.write("skills/beta/refs/guide.md", "served\n")
+    upstream.commit("files")
+    upstream.push()
+    lib = Library(home=tmp_path / "home", embedder=FakeEmbedder())
+    try:
+        lib.sources.add(upstream.url, label="team")
+        (src,) = lock_of(tmp_path / "home")["source"]
+        for skill in src["skill"]:
+            rec = lib.get(f"team:{skill['path']}")
+            served = {r["uri"].rsplit(skill["path"] + "/", 1)[1]: (r["digest"], r["size"])
+                      for r in lib.skill_manifest(lib.skill_uri(rec.id))["resources"]}
+            assert served == {f["path"]: (f["digest"], f["size"]) for f in skill["files"]}
+        assert {f["path"] for s in src["skill"] for f in s["files"]} >= {"refs/guide.md", "scripts/deploy.sh"}
+    finally:
+        lib.close()

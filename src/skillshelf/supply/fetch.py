@@ -250,6 +250,12 @@ def export(git_dir: Path, commit: str, subdir: str, dest: Path) -> list[str]:
     if rc != 0:
         raise SourceError(f"git archive failed: {_last_line(proc.stderr.read().decode('utf-8', 'replace'))}")
     proc.stderr.close()
+    # git archive leaves submodules out silently: say which (they are not fetched)
+    listed = git(git_dir, "ls-tree", "-r", "-z", tree, check=False)
+    for item in listed.stdout.split(b"\0"):
+        if item.startswith(b"160000 "):
+            path = item.split(b"\t", 1)[-1].decode("utf-8", "replace")
+            notes.append(f"left out {path}: a submodule (submodules are not fetched)")
     return notes
 
 

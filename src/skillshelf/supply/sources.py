@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -230,14 +231,15 @@ class Sources:
             t0 = time.perf_counter()
             with self._tmp(label) as tmp:
                 tree, commit, notes = self._fetch(spec, label, tmp)
+                timing["fetch"] = time.perf_counter() - t0
                 skills, more = lockmod.scan(tree, label)
+                timing["lock"] = time.perf_counter() - t0 - timing["fetch"]
                 if not skills:
                     raise SourceError(f"no SKILL.md in {self._where(spec)}",
                                       fix="pass --path with the folder that holds the skill folders")
                 entry = lockmod.SourceEntry(label=label, source=source, kind=spec.kind, url=spec.url,
                                             ref=spec.ref, path=spec.subdir, commit=commit, pinned=pin,
                                             updated=_now(), skills=skills)
-                timing["fetch"] = time.perf_counter() - t0
                 self._install([(entry, tree, tmp / "cache.git")], entries)
         t0 = time.perf_counter()
         self._reroot()
@@ -352,13 +354,15 @@ class Sources:
         if spec.kind == "git" and not cache.is_dir():   # a restored or older home: a new cache
             fetchmod.init_cache(cache, spec.url)
         tree, commit, notes = self._fetch(spec, old.label, tmp, cache=cache)
+        t1 = time.perf_counter()
         skills, more = lockmod.scan(tree, old.label)
+        t2 = time.perf_counter()
         new = lockmod.SourceEntry(label=old.label, source=old.source, kind=old.kind, url=old.url,
                                   ref=spec.ref, path=old.path, commit=commit, pinned=old.pinned,
                                   updated=_now(), skills=skills)
         plan = UpdatePlan(old.label, old, new, tree, notes=notes + more,
                           drift=lockmod.check(old, self.folder(old.label)))
-        plan.seconds["fetch"] = time.perf_counter() - t0
+        plan.seconds["fetch"], plan.seconds["lock"] = t1 - t0, t2 - t1
         if spec.kind == "git":
             head = fetchmod.resolve(cache, spec.url, old.ref)
             self._set_state(old.label, upstream=head, checked=_now())
@@ -460,9 +464,22 @@ class Sources:
                     os.rename(aside, dest)
                 raise
             plan.tree = None
+            # the previous files are deleted beside the indexing (on a disk with online discard,
+            # deleting thousands of files takes longer than indexing the changed skills)
+            trash = self.base / ".trash" / aside.parent.name
+            if had:
+                trash.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(aside, trash)
+        sweeper = threading.Thread(target=shutil.rmtree, args=(trash,), kwargs={"ignore_errors": True},
+                                   name="skillshelf-sources-trash", daemon=True)
+        sweeper.start()
         t0 = time.perf_counter()
-        self._sync()
-        plan.seconds["index"] = time.perf_counter() - t0
+        try:
+            self._sync()
+        finally:
+            plan.seconds["index"] = time.perf_counter() - t0
+            sweeper.join()
+            plan.seconds["cleanup"] = time.perf_counter() - t0 - plan.seconds["index"]
         plan.applied = True
         t0 = time.perf_counter()
         self._merge_edits(plan)
