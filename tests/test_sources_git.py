@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from skillshelf import Library
+from skillshelf.errors import ValidationError
 from skillshelf.embeddings.fake import FakeEmbedder
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -218,6 +219,8 @@ def test_a_conflicting_upstream_change_leaves_the_copy_and_goes_to_review(tmp_pa
     assert "<<<<<<<" in up["merged"]
     r = sk(home, "review", "list")
     assert "alpha" in r.stdout
+    r = sk(home, "review", "show", "alpha")
+    assert "<<<<<<< your copy" in r.stdout and "by hand" in r.stdout and "rotate-all" in r.stdout
 
     # the base is kept: a later upstream change elsewhere still conflicts on the same line, not silently
     upstream.write("skills/alpha/SKILL.md", upstream.read("skills/alpha/SKILL.md") + "\nMore notes.\n")
@@ -431,6 +434,9 @@ def test_fetch_parses_what_people_type():
     assert parse("ssh://git@host/org/coll.git").label == "coll"
     assert parse("https://example.com/a/b.tar.gz").kind == "archive"
     assert parse("https://example.com/a/b").kind == "git"
+    for bad in ("ext::sh -c 'curl x/y | sh'", "-u/x", "--upload-pack=touch/x"):
+        with pytest.raises(ValidationError):
+            parse(bad)
 
 
 # --- archives ------------------------------------------------------------------------------------
@@ -542,3 +548,26 @@ def test_the_lock_holds_the_digests_skills_list_serves(tmp_path, upstream):
         assert {f["path"] for s in src["skill"] for f in s["files"]} >= {"refs/guide.md", "scripts/deploy.sh"}
     finally:
         lib.close()
+
+
+def test_an_edit_whose_base_is_unknown_is_never_merged_by_guessing(tmp_path, upstream):
+    """An archive source whose folder was changed by hand: the text the edit was made from is not
+    known, so upstream's change goes to the review queue and the copy is left as it is."""
+    archive = tmp_path / "coll.zip"
+    subprocess.run(["git", "-C", str(upstream.work), "archive", "--format=zip", "-o", str(archive), "HEAD"],
+                   check=True)
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", str(archive), "--name", "coll").returncode == 0
+    edit_as_person(home, "alpha", "Step one: list the widgets.", "Step one: list every widget.")
+    mine = (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8")
+    (home / "sources/coll/skills/alpha/SKILL.md").write_text(ALPHA.replace("Step three", "Step 3"))
+    upstream.write("skills/alpha/SKILL.md", ALPHA.replace("Keep the old key for a day.", "Keep it a week."))
+    upstream.commit("upstream")
+    archive.unlink()
+    subprocess.run(["git", "-C", str(upstream.work), "archive", "--format=zip", "-o", str(archive), "HEAD"],
+                   check=True)
+    r = sk(home, "sources", "update", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "CONFLICT" in r.stdout and "not known" in r.stdout
+    assert (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8") == mine
+    assert "Keep it a week." in json.loads((home / "drafts/alpha/draft.json").read_text())["args"]["body"]

@@ -104,6 +104,11 @@ def review_show(name: str) -> None:
     d = _lib().review.show(name)
     out.print(f"draft {d['name']} ({str(d['args'].get('action', '')).upper()}, proposed {d['proposed_at']})\n")
     out.print(d["text"])
+    up = d["args"].get("upstream")
+    if isinstance(up, dict) and up.get("merged"):      # `sources update`: upstream's change conflicts with your copy
+        out.print(f"\nupstream {str(up.get('commit', ''))[:7]} of {up.get('source')} against your copy "
+                  "(the base between ||||||| and =======):\n")
+        out.print(up["merged"])
 
 
 @review_app.command("approve")

@@ -34,7 +34,7 @@ MAX_EXPORT_BYTES = 4_000_000_000
 MAX_DOWNLOAD_BYTES = 300_000_000
 GIT_TIMEOUT = 900          # seconds one git command may take (a clone of a large repository)
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
-_SCP = re.compile(r"^(?P<user>[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9.-]+):(?P<path>[^/\\].*)$")
+_SCP = re.compile(r"^(?P<user>[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*):(?P<path>[^/\\:].*)$")
 _SHORT = re.compile(r"^(?P<owner>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<repo>[A-Za-z0-9._-]+)"
                     r"(?P<sub>(?:/[^@\s]+)*)(?:@(?P<ref>[^\s@]+))?$")
 _HEX = re.compile(r"^[0-9a-f]{7,64}$")
@@ -188,8 +188,8 @@ def init_cache(git_dir: Path, url: str) -> None:
 def fetch(git_dir: Path, url: str) -> None:
     """Fetch every branch, every tag and the remote's HEAD into the cache (``url``: the origin)."""
     res = git(git_dir, "fetch", "--quiet", "--force", "--prune", "--no-recurse-submodules", "--no-write-fetch-head",
-              url, "+HEAD:refs/remotes/origin/HEAD", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*",
-              check=False)
+              "--end-of-options", url, "+HEAD:refs/remotes/origin/HEAD", "+refs/heads/*:refs/remotes/origin/*",
+              "+refs/tags/*:refs/tags/*", check=False)
     if res.returncode != 0:
         why = _last_line(res.stderr.decode("utf-8", "replace"))
         raise SourceError(f"cannot fetch {url}: {why}",
@@ -209,8 +209,8 @@ def resolve(git_dir: Path, url: str, ref: str) -> str:
         if res.returncode == 0 and _out(res):
             return _out(res)
     if ref and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", ref):
-        got = git(git_dir, "fetch", "--quiet", "--no-recurse-submodules", "--no-write-fetch-head", url, ref,
-                  check=False)
+        got = git(git_dir, "fetch", "--quiet", "--no-recurse-submodules", "--no-write-fetch-head", "--end-of-options",
+                  url, ref, check=False)
         if got.returncode == 0:
             return resolve(git_dir, url, ref)
     raise SourceError(f"no ref {ref!r} in {url}" if ref else f"{url} has no default branch",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import hashlib
 import json
 import os
 import re
@@ -39,7 +40,7 @@ from ..files import MAX_SKILL_BYTES, FileRefused, locked, read_text_bounded, wri
 from . import fetch as fetchmod, lock as lockmod
 from .fetch import SourceError, Spec
 from .skill_audit import audit_folder
-from .upstream_merge import merge
+from .upstream_merge import Merged, merge
 
 LABEL_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 RESERVED = {"workspace", "project", "user"}
@@ -58,6 +59,8 @@ class SkillChange:
     edit: str | None = None       # a person's copy: merged | conflict | kept (already has it) | review (pinned)
     copy: str | None = None       # the workspace copy's name
     note: str = ""
+    # (base, your copy, upstream's new text, the merge) of a copy's SKILL.md
+    sides: tuple[str, str, str, Any] | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "change": self.change, "files": self.files, "findings": self.findings,
@@ -398,14 +401,26 @@ class Sources:
                 out[origin.split(":", 1)[1]] = rec
         return out
 
-    def _base_text(self, label: str, path: str) -> str | None:
-        """The upstream text a person's copy was made from: kept, or the source's file as locked."""
-        for p in (self._bases(label) / path / "SKILL.md", self.folder(label) / path / "SKILL.md"):
-            try:
-                return read_text_bounded(p, MAX_SKILL_BYTES)
-            except (OSError, FileRefused):
-                continue
-        return None
+    def _base_text(self, entry: lockmod.SourceEntry, path: str) -> str | None:
+        """The upstream text a person's copy was made from: the one kept at the last merge, else the
+        source's SKILL.md at the locked commit (from the git cache; for an archive, the folder's file
+        when it still has the locked digest). None when it cannot be known."""
+        rel = [] if path == "." else path.split("/")
+        with contextlib.suppress(OSError, FileRefused):
+            return read_text_bounded(self._bases(entry.label).joinpath(*rel) / "SKILL.md", MAX_SKILL_BYTES)
+        if entry.kind == "git" and self._cache(entry.label).is_dir():
+            where = "/".join(p for p in (entry.path, path, "SKILL.md") if p and p != ".")
+            res = fetchmod.git(self._cache(entry.label), "show", f"{entry.commit}:{where}", check=False)
+            if res.returncode == 0 and len(res.stdout) <= MAX_SKILL_BYTES:
+                return res.stdout.decode("utf-8", "replace")
+        locked_digest = entry.by_path().get(path)
+        want = locked_digest.digests().get("SKILL.md") if locked_digest else None
+        try:
+            data = read_text_bounded(self.folder(entry.label).joinpath(*rel) / "SKILL.md", MAX_SKILL_BYTES)
+        except (OSError, FileRefused):
+            return None
+        raw = data.encode("utf-8")
+        return data if want and want == ("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw)) else None
 
     def _plan_edits(self, plan: UpdatePlan) -> None:
         copies = self._copies(plan.label)
@@ -416,15 +431,19 @@ class Sources:
                     c.copy, c.edit, c.note = rec.name, "kept", "removed upstream; your copy stays in the workspace"
                 continue
             c.copy = rec.name
-            base = self._base_text(plan.label, c.path)
+            base = self._base_text(plan.old, c.path)
             try:
                 ours = read_text_bounded(rec.path, MAX_SKILL_BYTES)
                 theirs = read_text_bounded(plan.tree.joinpath(*c.path.split("/")) / "SKILL.md", MAX_SKILL_BYTES)
             except (OSError, FileRefused) as exc:
                 c.edit, c.note = "conflict", f"cannot read a side: {exc}"
                 continue
-            m = merge(base if base is not None else ours, ours, theirs)
-            c._merge = (base, ours, theirs, m)          # type: ignore[attr-defined]
+            if base is None:   # never guessed: a wrong base would drop your edit or upstream's change
+                c.edit, c.note = "conflict", "the upstream text your edit was made from is not known"
+                c.sides = ("", ours, theirs, Merged(False, why=c.note))
+                continue
+            m = merge(base, ours, theirs)
+            c.sides = (base, ours, theirs, m)
             if not m.clean:
                 c.edit, c.note = "conflict", m.why
             elif m.same:
@@ -444,8 +463,8 @@ class Sources:
                                     fix="run `skillshelf sources update` again")
             # the bases of the edited copies are kept before anything moves
             for c in plan.changes:
-                if getattr(c, "_merge", None) is not None and c._merge[0] is not None:   # type: ignore[attr-defined]
-                    self._keep_base(plan.label, c.path, c._merge[0])                     # type: ignore[attr-defined]
+                if c.sides is not None and c.sides[0]:
+                    self._keep_base(plan.label, c.path, c.sides[0])
             dest, tree = self.folder(plan.label), plan.tree
             assert tree is not None
             aside = tree.parent / "previous"
@@ -494,10 +513,9 @@ class Sources:
     def _merge_edits(self, plan: UpdatePlan) -> None:
         short = plan.new.commit[:7]
         for c in plan.changes:
-            m4 = getattr(c, "_merge", None)
-            if m4 is None:
+            if c.sides is None:
                 continue
-            base, ours, theirs, m = m4
+            base, ours, theirs, m = c.sides
             if c.edit == "kept":
                 self._keep_base(plan.label, c.path, theirs)
                 continue
