@@ -145,7 +145,9 @@ def test_the_skills_extension_and_listings_leave_held_and_blocked_skills_out(she
 
     errors, manifests, listed = anyio.run(main)
     for u, res in errors:
-        assert isinstance(res, MCPError) and res.code == -32600, (u, res)
+        # held: refused (-32600); a supporting file's URI is not a skill's (-32602, SEP-2640)
+        assert isinstance(res, MCPError) and res.code == (-32602 if u == script else -32600), (u, res)
+        assert SECRET not in res.message
     assert uris["bystander"] in manifests and uris["victim"] not in manifests and uris["blocked"] not in manifests
     assert uris["bystander"] in listed
     assert not [u for u in listed if "/victim/" in u or "/blocked/" in u], listed

@@ -220,7 +220,7 @@ def test_resources_prompt_and_skills_extension(home):
         return await ext._list(None, _ListParams())
     data = run(listing)
     entry = [s for s in data["skills"] if s["frontmatter"]["name"] == "cors-fix-nextjs-api"][0]
-    files = {r["uri"]: r["sha256"] for r in entry["resources"]}
+    files = {r["uri"]: r["digest"].removeprefix("sha256:") for r in entry["resources"]}
     skill_md = home / "skills" / "cors-fix-nextjs-api" / "SKILL.md"
     assert files["skill://workspace/cors-fix-nextjs-api/SKILL.md"] == hashlib.sha256(skill_md.read_bytes()).hexdigest()
 

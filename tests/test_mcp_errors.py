@@ -65,8 +65,12 @@ def test_unexpected_exceptions_become_one_line_errors(home, monkeypatch):
             assert t.startswith("invalid arguments for search_skills: query: Field required")
             t = _one_line_with_fix(await c.call_tool("get_skill", {"name": "x", "offset": "abc"}))
             assert "offset" in t and "pydantic" not in t
-            t = _one_line_with_fix(await c.call_tool("no_such_tool", {}))
-            assert "search_skills" in t
+            # an unknown tool is a protocol error (invalid params), naming the tools there are
+            from mcp import MCPError
+
+            with pytest.raises(MCPError) as err:
+                await c.call_tool("no_such_tool", {})
+            assert err.value.code == -32602 and "search_skills" in err.value.message and "Fix:" in err.value.message
     anyio.run(main)
 
 

@@ -12,7 +12,7 @@ from .access import AGENT, PERSON, ROLES, Caller, Reader, authorize, reader_for
 from .catalog import overlay as overlaymod
 from .catalog.browse import PAGE_MAX, SORTS, Catalog
 from .catalog.records import FileList, Listing, Records, SkillRecord  # noqa: F401  (re-exported: the facade's values)
-from .catalog.resources import SkillResources, skill_uri
+from .catalog.resources import GatedResources, SkillResources, skill_uri
 from .catalog.roots import Root, current_repo as detect_current_repo, make_roots
 from .checks import Check, Clash, DoctorReport
 from .config import Config, ensure_home, load as load_config
@@ -24,6 +24,7 @@ from .onboarding.unpack import read_source
 from .search import sync as indexmod
 from .search.indexer import RESCAN, Indexer, LazyEmbedder
 from .search.pipeline import Searcher, SearchResult
+from .search.trial import library_evals
 from .store import Store, explain, open_shared, status as _store_status  # noqa: F401  (explain: the facade's)
 from .store.audit import Audits
 from .store.catalog import CatalogReads
@@ -109,6 +110,7 @@ class Library:
                                   resolve=self.get, records=lambda root: self.list(root=root),
                                   roots=lambda: self.roots, block=lambda: self.config.trust.block)
         self.gate = ReadGate(self.supply.gate, self.supply.pins)   # every read of a skill's text asks it
+        self.resources = GatedResources(self._resources, self.gate, AGENT)   # skill files for MCP, through the gate
         # collections fetched from git or archives, and skillshelf.lock (``Library.sources``)
         self.sources = Sources(lambda: self.config, roots=lambda: self.roots, sync=self.sync, supply=self.supply,
                                records=lambda root: self.list(root=root), evolver=lambda: self.evolver,
@@ -116,7 +118,9 @@ class Library:
         # each sync audits what it indexes in its own transactions, then checks pinned collections
         self.indexer = Indexer(self.store, self.searcher, self.model, config=lambda: self.config,
                                roots=lambda: self.roots, auditor=self.supply.auditor,
-                               after_sync=self.supply.after_sync)
+                               after_sync=self.supply.after_sync, vectors=shared.vectors)
+        self.evals = library_evals(self.store, shared.team, lambda q, k: self.search(q, limit=k, log=False).hits,
+                                   self._records, lambda: self.config, self.model.state, self.supply.hidden_ids)
         # team mode: this server keeps a copy of the team workspace and follows the store's
         # changes (after the indexer: the follower may ask it to index at once)
         self._team = None
@@ -293,11 +297,10 @@ class Library:
 
     def skill_manifests(self, cursor: str | None = None, size: int = 50, *,
                         reader: Reader = AGENT) -> tuple[builtins.list[dict], str | None]:
-        return self._resources.skill_manifests(cursor, size, hidden=self.gate.hidden_for(reader),
-                                               keep=lambda rec: self.gate.refusal(reader, rec) is None)
+        return self.resources.manifests(cursor, size, reader=reader)
 
     def skill_manifest(self, uri: str, *, reader: Reader = AGENT) -> dict[str, Any]:
-        return self._resources.manifest(self.gate.check(reader, self._resources.resolve(uri)[0]))
+        return self.resources.manifest(uri, reader=reader)
 
     def read_resource(self, uri: str, *, reader: Reader = AGENT) -> tuple[bytes, str]:
         """The bytes of the file a ``skill://`` URI names and its MIME type (contained, bounded)."""
@@ -411,7 +414,8 @@ class Library:
 
         return Ports(get=self.get, sync=self.sync, rows_by_name=self._rows_by_name, embedder=self.model.state,
                      searcher=self.searcher, config=self.config, overlays=self._overlays, copies=self._records.copies,
-                     may_use=lambda ids, action: self.gate.check_inputs([self.get(i) for i in ids], action))
+                     may_use=lambda ids, action: self.gate.check_inputs([self.get(i) for i in ids], action),
+                     findability=self.evals.judge_change)
 
     @property
     def review(self):    # the review queue of drafts (``propose`` policy)

@@ -31,12 +31,14 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, CallToolResult, ListResourcesResult,
-    PaginatedRequestParams, RequestParams, Resource, ResourceTemplate, TextContent, ToolAnnotations)
+from mcp.types import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, CallToolResult, EmptyResult,
+    ListResourcesResult, PaginatedRequestParams, RequestParams, Resource, ResourceTemplate, SubscribeRequestParams,
+    SubscriptionsListenRequestParams, TextContent, ToolAnnotations, UnsubscribeRequestParams)
 from pydantic import BaseModel, Field, StrictStr
 
 from ..version import __version__
 from . import replies as mcp_text
+from .changes import Changes
 from .http import caller_in
 from .replies import message as _message
 
@@ -48,6 +50,14 @@ INSTRUCTIONS = (
     "(worked true/false, with a short note). Search returns metadata only: never guess a skill's content."
 )
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+MODERN = frozenset({"2026-07-28"})     # the stateless wire (``server/discover``, per-request ``_meta``)
+# 2025-11-25 answers an unknown resource with -32002 (Resource not found); 2026-07-28 with
+# -32602 (SEP-2164), as skills/get and resources/directory/read do on every wire
+RESOURCE_NOT_FOUND = -32002
+# The caching hints (SEP-2549) of skills/list and skills/get: the listing follows the files,
+# and a client subscribed to it hears of a change; per token on a team store, so private.
+SKILLS_TTL_MS = 60_000
+SKILLS_CACHE_SCOPE = "private"
 
 # One tool result stays under this many characters (DESIGN: Claude Code truncates past ~25k
 # tokens and smaller clients hold less); a longer body is read on with `offset` or by section.
@@ -132,6 +142,7 @@ class LibraryHandle:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._resources: Any = None
+        self.changes: Any = None        # the server's change notifications (``SkillshelfServer``)
 
     def start(self) -> None:
         with self._lock:
@@ -162,6 +173,10 @@ class LibraryHandle:
             print(f"skillshelf: background indexing did not start: {exc}", file=sys.stderr)
         self._lib = lib
         self._ready.set()
+
+    def current(self) -> Any:
+        """The library if it is open now, else None (opening, failed, or closing): never waits."""
+        return self._lib if self._ready.is_set() and not self._closing else None
 
     def get(self) -> Any:
         self.start()
@@ -255,6 +270,8 @@ class LibraryHandle:
                 self._idle.wait(left)
             idle = not self._calls
         lib, self._lib = self._lib, None
+        if self.changes is not None:
+            self.changes.close()
         closed = self._close_library(lib, max(0.1, deadline - time.monotonic())) if lib is not None else True
         return ready and idle and closed
 
@@ -296,11 +313,12 @@ def _result(text: str, data: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
-def _resource_call(handle: LibraryHandle, uri: str, fn: Callable[[Any], Any]) -> Any:
+def _resource_call(handle: LibraryHandle, uri: str, fn: Callable[[Any], Any], *, missing: int = INVALID_PARAMS) -> Any:
     """``fn(resources)`` for a request about resources, every failure a protocol error of
     one line with the fix: a request that can never be served (a bad URI or cursor, a file
-    that is missing, special or over the cap) is invalid params (-32602); the library
-    failing (it could not be opened, a read failed) is an internal error (-32603)."""
+    that is special or over the cap) is invalid params (-32602), one for something that is not
+    there ``missing`` (-32602, or -32002 for a resources/read on a 2025-11-25 session); the
+    library failing (it could not be opened, a read failed) is an internal error (-32603)."""
     from ..errors import ForbiddenError, HeldError, NotFoundError, SkillshelfError, ValidationError
 
     data = {"uri": uri} if uri else None
@@ -310,7 +328,9 @@ def _resource_call(handle: LibraryHandle, uri: str, fn: Callable[[Any], Any]) ->
             return fn(handle.resources())     # the library reads for an agent: held skills refused
     except MCPError:
         raise
-    except (ValidationError, NotFoundError) as exc:
+    except NotFoundError as exc:
+        raise MCPError(missing, _message(exc), data=data) from None
+    except ValidationError as exc:
         raise MCPError(INVALID_PARAMS, _message(exc), data=data) from None
     except (ForbiddenError, HeldError) as exc:   # a caller without the role; a skill held from agents
         raise MCPError(INVALID_REQUEST, _message(exc), data=data) from None
@@ -334,11 +354,29 @@ async def _as_caller(handle: LibraryHandle, context: Any, fn: Callable[..., Any]
         raise MCPError(INTERNAL_ERROR, str(exc)) from None
     except SkillshelfError as exc:  # no token, or one the store no longer knows; or the store failing
         raise MCPError(INTERNAL_ERROR if isinstance(exc, StoreError) else INVALID_REQUEST, _message(exc)) from None
-    token = CALLER.set(caller)
+    token, version = CALLER.set(caller), PROTOCOL.set(_version(context))
     try:
         return await anyio.to_thread.run_sync(fn, *args)
     finally:
+        PROTOCOL.reset(version)
         CALLER.reset(token)
+
+
+def _version(context: Any) -> str:
+    """The protocol version of the request ``context`` carries (a handler's or a tool's)."""
+    for ctx in (context, getattr(context, "_request_context", None)):
+        with contextlib.suppress(Exception):
+            got = getattr(ctx, "protocol_version", None)
+            if isinstance(got, str):
+                return got
+    return ""
+
+
+def _cached(result: dict[str, Any]) -> dict[str, Any]:
+    """A skills/list or skills/get result with the caching hints on the 2026-07-28 wire."""
+    if PROTOCOL.get() in MODERN:
+        result |= {"ttlMs": SKILLS_TTL_MS, "cacheScope": SKILLS_CACHE_SCOPE}
+    return result
 
 
 # --- the Skills Extension (SEP-2640 draft) ------------------------------------------------------
@@ -351,39 +389,74 @@ class _GetParams(RequestParams):
     uri: StrictStr
 
 
+class _DirParams(RequestParams):
+    uri: StrictStr
+    cursor: StrictStr | None = None
+
+
 class SkillsExtension(Extension):
-    """Lists each skill with its frontmatter and per-file sha256 digests."""
+    """The Skills Extension (SEP-2640): ``skills/list`` and ``skills/get`` (each skill's
+    frontmatter verbatim, every file's ``sha256:`` digest and size, the caching hints on
+    2026-07-28) and ``resources/directory/read`` (``directoryRead``), on every protocol version
+    (the extension is declared in ``initialize`` too). Everything goes through the facade's read
+    gate (``Library.resources``): a skill held from agents is not listed, got or listed into."""
 
     identifier = SKILLS_EXTENSION
     page_size = SKILLS_PAGE
 
-    def __init__(self, handle: LibraryHandle):
+    def __init__(self, handle: LibraryHandle, changes: Changes | None = None):
         self.handle = handle
+        self.changes = changes      # the server's change notifications (None: the extension alone)
 
     def settings(self) -> dict[str, Any]:
-        return {"listing": True}
+        return {"directoryRead": True}
 
     def methods(self):
-        return (MethodBinding("skills/list", _ListParams, self._list, frozenset({"2026-07-28"})),
-                MethodBinding("skills/get", _GetParams, self._get, frozenset({"2026-07-28"})))
+        return (MethodBinding("skills/list", _ListParams, self._list),
+                MethodBinding("skills/get", _GetParams, self._get),
+                MethodBinding("resources/directory/read", _DirParams, self._directory))
 
     def _list_sync(self, cursor: str | None) -> dict[str, Any]:
-        page, nxt = _resource_call(self.handle, "", lambda r: r.skill_manifests(cursor, self.page_size))
-        return {"skills": page} | ({"nextCursor": nxt} if nxt is not None else {})
+        page, nxt = _resource_call(self.handle, "", lambda lib: lib.resources.manifests(cursor, self.page_size))
+        return _cached({"skills": page} | ({"nextCursor": nxt} if nxt is not None else {}))
 
     async def _list(self, ctx: Any, params: _ListParams) -> dict[str, Any]:
         return await _as_caller(self.handle, ctx, self._list_sync, params.cursor)
 
     async def _get(self, ctx: Any, params: _GetParams) -> dict[str, Any]:
         def get() -> dict[str, Any]:
-            return {"skill": _resource_call(self.handle, params.uri, lambda r: r.skill_manifest(params.uri))}
+            return _cached({"skill": _resource_call(self.handle, params.uri,
+                                                    lambda lib: lib.resources.manifest(params.uri))})
 
         return await _as_caller(self.handle, ctx, get)
+
+    async def _directory(self, ctx: Any, params: _DirParams) -> dict[str, Any]:
+        def read() -> dict[str, Any]:
+            page, nxt = _resource_call(self.handle, params.uri,
+                                       lambda lib: lib.resources.directory(params.uri, params.cursor, RESOURCES_PAGE))
+            out = [Resource(**e).model_dump(by_alias=True, exclude_none=True, mode="json") for e in page]
+            return {"resources": out} | ({"nextCursor": nxt} if nxt is not None else {})
+
+        if self.changes is not None:
+            self.changes.seen(_session(ctx))
+        return await _as_caller(self.handle, ctx, read)
 
 
 CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("skillshelf_mcp_client", default="mcp")
 # who makes the request under way: a team store's ``Caller`` (token name and role), else None
 CALLER: contextvars.ContextVar[Any] = contextvars.ContextVar("skillshelf_mcp_caller", default=None)
+# the protocol version of the request under way (its error codes and caching hints follow it)
+PROTOCOL: contextvars.ContextVar[str] = contextvars.ContextVar("skillshelf_mcp_protocol", default="")
+
+
+def _session(ctx: Any) -> Any:
+    """The session of a legacy (2025-11-25) request, or None (2026-07-28 has none to notify)."""
+    if _version(ctx) in MODERN:
+        return None
+    for c in (ctx, getattr(ctx, "_request_context", None)):
+        if (session := getattr(c, "session", None)) is not None:
+            return session
+    return None
 
 
 def _client_name(context: Any) -> str:
@@ -400,12 +473,48 @@ class SkillshelfServer(MCPServer):
     """MCPServer whose resources are the library's files (listed live, page by page)."""
 
     def __init__(self, handle: LibraryHandle, **kw: Any):
+        from mcp.server.lowlevel import NotificationOptions
+        from mcp.server.subscriptions import InMemorySubscriptionBus
+
         self.handle = handle
-        super().__init__(extensions=[SkillsExtension(handle)], **kw)
+        bus = InMemorySubscriptionBus()
+        self.changes = handle.changes = Changes(handle, bus)
+        super().__init__(extensions=[SkillsExtension(handle, self.changes)], subscriptions=bus, **kw)
+        low = self._lowlevel_server
         # resources/list pages with a cursor: the low-level server's own handler API (the
         # high-level one returns a single page)
-        self._lowlevel_server.add_request_handler("resources/list", PaginatedRequestParams,
-                                                  self._list_resources_page)
+        low.add_request_handler("resources/list", PaginatedRequestParams, self._list_resources_page)
+        # Change notifications on both wires (``changes``). 2025-11-25: resources/subscribe and
+        # unsubscribe, and listChanged declared in initialize -- MCPServer registers neither and
+        # passes no NotificationOptions, so it declares ``subscribe: false, listChanged: false``
+        # and answers -32601 (upstream: let MCPServer take notification options and a subscribe
+        # handler, as the lowlevel Server does). 2026-07-28: the SDK's listen handler, told which
+        # URIs its stream watches.
+        low.add_request_handler("resources/subscribe", SubscribeRequestParams, self._subscribe)
+        low.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self._unsubscribe)
+        low.create_initialization_options = functools.partial(  # type: ignore[method-assign]
+            low.create_initialization_options, NotificationOptions(resources_changed=True))
+        listen = low._request_handlers.get("subscriptions/listen")
+        if listen is not None:
+            inner = listen.handler
+
+            async def listen_watching(ctx: Any, params: SubscriptionsListenRequestParams) -> Any:
+                with self.changes.listening(params.notifications.resource_subscriptions or ()):
+                    return await inner(ctx, params)
+
+            low.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, listen_watching)
+
+    async def _subscribe(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        session = _session(ctx)
+        if session is not None:
+            await anyio.to_thread.run_sync(self.changes.subscribe, session, str(params.uri))
+        return EmptyResult()
+
+    async def _unsubscribe(self, ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        session = _session(ctx)
+        if session is not None:
+            self.changes.unsubscribe(session, str(params.uri))
+        return EmptyResult()
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None):
         # Arguments that fail the input schema are refused by the SDK before the tool runs,
@@ -414,6 +523,13 @@ class SkillshelfServer(MCPServer):
 
         from ..errors import SkillshelfError
 
+        # An unknown tool is a protocol error (invalid params, -32602), as the spec classes it;
+        # the SDK answers it as a tool result with isError (upstream: raise MCPError(-32602)
+        # from ToolManager.call_tool for a name it does not have).
+        if self._tool_manager.get_tool(name) is None:
+            names = ", ".join(t.name for t in self._tool_manager.list_tools())
+            raise MCPError(INVALID_PARAMS, f"unknown tool {name[:80]!r}. Fix: call one of {names}",
+                           data={"name": name[:200]})
         try:
             caller = await self.handle.who(context)
         except SkillshelfError as exc:
@@ -431,13 +547,20 @@ class SkillshelfServer(MCPServer):
                                  for e in cause.errors()[:5])
                 raise ToolError(f"invalid arguments for {name}: {errs}. Fix: pass the parameters in the tool's "
                                 "input schema, with their types") from cause
-            if str(exc).startswith("Unknown tool"):
-                names = ", ".join(t.name for t in self._tool_manager.list_tools())
-                raise ToolError(f"{exc}. Fix: call one of {names}") from None
             raise
         finally:
             CALLER.reset(who)
             CLIENT.reset(token)
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        # An unknown prompt is invalid params (-32602). The SDK raises ValueError, which its
+        # dispatcher answers with code 0 (2025-11-25) or -32603 (2026-07-28) (upstream: raise
+        # MCPError(INVALID_PARAMS) from MCPServer.get_prompt for a name it does not have).
+        if self._prompt_manager.get_prompt(name) is None:
+            names = ", ".join(p.name for p in self._prompt_manager.list_prompts())
+            raise MCPError(INVALID_PARAMS, f"unknown prompt {name[:80]!r}. Fix: get one of {names}",
+                           data={"name": name[:200]})
+        return await super().get_prompt(name, arguments, context)
 
     async def list_tools(self):
         # Pydantic's generated titles ("Target Skill Name") repeat the property names and
@@ -457,6 +580,7 @@ class SkillshelfServer(MCPServer):
         return (await anyio.to_thread.run_sync(self.resources_page, None))[0]
 
     async def _list_resources_page(self, ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
+        self.changes.seen(_session(ctx))
         page, nxt = await _as_caller(self.handle, ctx, self.resources_page, params.cursor if params else None)
         return ListResourcesResult(resources=page, next_cursor=nxt)
 
@@ -466,7 +590,8 @@ class SkillshelfServer(MCPServer):
                                  mime_type="text/markdown")]
 
     def read_resource_sync(self, uri: str) -> list[ReadResourceContents]:
-        data, mime = _resource_call(self.handle, uri, lambda r: r.read_resource(uri))
+        missing = INVALID_PARAMS if PROTOCOL.get() in MODERN else RESOURCE_NOT_FOUND
+        data, mime = _resource_call(self.handle, uri, lambda r: r.read_resource(uri), missing=missing)
         try:
             content: str | bytes = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -474,6 +599,7 @@ class SkillshelfServer(MCPServer):
         return [ReadResourceContents(content=content, mime_type=mime)]
 
     async def read_resource(self, uri: Any, context: Any = None) -> Iterable[ReadResourceContents]:
+        self.changes.seen(_session(context))
         return await _as_caller(self.handle, context, self.read_resource_sync, str(uri))
 
     async def run_stdio_async(self) -> None:
