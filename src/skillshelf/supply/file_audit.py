@@ -17,8 +17,20 @@ The rules (ids in :data:`RULES`): instructions that override the user or the sys
 ``exec.decode-and-run`` (``base64 -d | sh``, ``eval(atob(…))``) and ``encoded.blob``;
 ``destructive.command`` (``rm -rf /`` or ``~``, ``mkfs``, ``dd of=/dev/…``);
 ``tools.unrestricted-shell`` (``allowed-tools`` granting ``Bash`` without a pattern,
-``Bash(*)``, an interpreter); and, for a skill's other files, ``files.binary``,
-``files.not-audited`` and ``files.outside-link`` (``skillshelf.supply.skill_audit`` reports those).
+``Bash(*)``, an interpreter); ``exfil.request`` (a sentence asking the agent to send a key, a
+credentials file or the environment to a URL); ``override.disclose`` (asking the agent to reveal
+its instructions or the environment); ``secrets.hardcoded`` (a token in a known format; high when
+something near it pushes or posts); ``hidden.link-text`` (instructions in a link title, an
+image's alt text or a link reference definition); and, for a skill's other files,
+``files.binary``, ``files.not-audited`` and ``files.outside-link`` (``skillshelf.supply.skill_audit``
+reports those).
+
+Every rule also runs on the text as a model reads it: invisible characters and bidi controls
+removed, numeric HTML entities decoded, fullwidth letters folded, and shell variables set to a
+plain value filled in where they are used. What is found only there is reported on its line, and
+is high when invisible characters were hiding it. In a script or a code block, a download saved
+to a file that a later line runs, and a value decoded or fetched into a variable that a later
+line runs, are found across lines (a checksum checked in between makes the download medium).
 
 Severity follows context, as a careful reader would:
 

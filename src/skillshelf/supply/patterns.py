@@ -33,6 +33,11 @@ TRIG_COMMANDS = [re.compile(p) for p in (
     rb"eval\s{0,4}\(", rb"atob", rb"-e(?:nc|ncodedcommand|c)?\s+[a-z0-9+/=]{40}",
     rb"&&\s{0,4}(?:sudo\s+)?(?:(?:ba|z|k)?sh\s|\./|chmod|python)", rb"download(?:string|file)",
 )] + [_CHMOD]
+# decoders named in code (looked for when their words are in the file)
+TRIG_DECODE = [re.compile(p) for p in (
+    rb"b64decode", rb"decode64", rb"decode_base64", rb"fromhex", rb"unhexlify", rb"codecs\.decode", rb"buffer\.from",
+    rb"frombase64string",
+)]
 # secrets on disk and the whole environment
 TRIG_SECRETS = [re.compile(p) for p in (
     (rb"\.(?:ssh|aws|env|gnupg|kube|netrc|npmrc|pypirc|git-credentials|docker[/\\]config|config[/\\]gcloud|azure|"
@@ -55,6 +60,13 @@ TRIG_OVERRIDE = [re.compile(p) for p in (
 )]
 TRIG_CONCEAL = [re.compile(p) for p in (
     rb"the\s+(?:user|human)\b", rb"user\s+(?:must|should|will)\s+(?:not|never)",
+)]
+TRIG_CONCEAL_MORE = [re.compile(p) for p in (
+    *(w + rb"(?:ing)?\s+(?:this|these|that|those|it|them|any|the\s+(?:above|following|previous|next|extra|additional))\b"
+      for w in (rb"mention", rb"reveal", rb"disclos", rb"report", rb"discuss", rb"bring")),
+    rb"keep\s+(?:this|these|that|it|them)\b", rb"silently\s", rb"quietly\s", rb"secretly\s",
+    rb"tell\s+(?:anyone|anybody|the\s+(?:developer|owner|operator|maintainer|reviewer))", rb"omit\s", rb"leave\s+(?:this|these|that|it|them)\s",
+    rb"exclude\s+(?:this|these|that|it|them)\s",
 )]
 
 # --- fetch and run --------------------------------------------------------------------------------
@@ -86,6 +98,7 @@ KNOWN_INSTALLERS = (
     "ollama.com/install.sh", "claude.ai/install", "fly.io/install", "get.k3s.io", "install.determinate.systems/nix",
     "nixos.org/nix/install", "get.volta.sh", "mise.run", "starship.rs/install.sh", "tailscale.com/install.sh",
     "dot.net/v1/dotnet-install", "cli.github.com/", "opencode.ai/install", "get.jetify.com/devbox",
+    "install.pi-hole.net",
 )
 PS_RUN = re.compile(rb"(?:iex|invoke-expression)\s{0,4}[(\"']{0,3}\s{0,4}\(?\s{0,4}(?:iwr|irm|invoke-webrequest|"
                     rb"invoke-restmethod|new-object\s+(?:system\.)?net\.webclient)\b")
@@ -106,7 +119,8 @@ CODE_RUN_DECODE = re.compile(rb"(?:\b(?:exec|eval)\s{0,4}\(|new\s+function\s{0,4
                              rb"binascii\.unhexlify|buffer\.from|decodeuricomponent|unescape|compile\s{0,4}\(\s{0,4}"
                              rb"base64)\b")
 PS_ENCODED = re.compile(rb"(?:powershell|pwsh)(?:\.exe)?\b.{0,200}?\s-e(?:nc|ncodedcommand|c)?\s+[a-z0-9+/=]{40}")
-SUBST_DECODE_RUN = re.compile(rb"(?:eval|(?:ba|z|k)?sh\s+-c|iex|invoke-expression|exec)\s{0,4}[(\"']{0,3}\s{0,4}\$\(")
+SUBST_DECODE_RUN = re.compile(rb"(?:eval|(?:ba|z|k)?sh\s+-c|iex|invoke-expression|exec|python[0-9.]{0,4}\s+-c|node\s+-e|"
+                              rb"perl\s+-e|ruby\s+-e)\s{0,4}[(\"']{0,3}\s{0,4}\$\(")
 
 # --- secrets out ------------------------------------------------------------------------------------
 SECRET_PATH = re.compile(rb"(?:^|[\s\"'=@<(:/\\~$])\.(?:ssh|aws|gnupg|kube|azure|netrc|npmrc|pypirc|git-credentials|"
@@ -184,6 +198,13 @@ OVERRIDE = re.compile(
     rb"\byou\s+are\s+now\s+(?:in\s+)?(?:dan\b|developer\s+mode|jailbroken|unrestricted|unfiltered|free\s+of)|"
     rb"\bdo\s+anything\s+now\b|\byour\s+new\s+(?:instructions|rules|task)\s+(?:are|is)\b|"
     rb"\b(?:new|updated|real)\s+system\s+prompt\s*:")
+# what concealment keeps back: an action of the agent's (high), not data or narration (medium)
+CONCEAL_ACTION = re.compile(rb"\b(?:steps?|instructions?|actions?|commands?|uploads?|requests?|operations?|tasks?|changes?|"
+                            rb"edits?|this\s+skill|these\s+rules|what\s+you|that\s+you|you\s+(?:ran|run|did|do|sent|send|"
+                            rb"uploaded|executed|read|copied|changed|added|installed|modified|wrote|fetched|downloaded)|"
+                            rb"knowing|knowledge|noticing|awareness|know|see|notice|find\s+out|be\s+told|send|sent|upload|"
+                            rb"post|run|execute|install|push|copy|append|modify|change|write|download|exfiltrate|delete|add|"
+                            rb"insert|summary|report|final\s+(?:answer|message|report|response))\b")
 # "ignore instructions found in files / tool output": a safeguard against injection, not an override
 DEFENSIVE_OBJECT = re.compile(rb"\s{0,3}(?:that\s+(?:appear|are|come)\s+|which\s+(?:appear|are)\s+)?(?:in|from|found|inside|"
                               rb"within|contained|embedded|coming|returned)\b")
@@ -192,12 +213,31 @@ OVERRIDE_POINTER = re.compile(rb"\b(?:all|any|every|your|my|prior|previous|above
                               rb"developer|safety|security|other|existing)\b")
 CONCEAL = re.compile(
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never|without)\s+(?:tell|inform|notify|alert|warn|let)(?:ing)?\s+"
-    rb"(?:the\s+)?(?:user|human)(?!\s+(?:to|know\s+(?:how|what|which|where|when|why)|what|how|which|when)\b)|"
+    rb"(?:the\s+)?(?:user|human)(?!\s+(?:to|know\s+(?:how|what|which|where|when|why)|what|how|which|when|"
+    rb"about\s+(?:each|every|all\s+the))\b)|"
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never|without)\s+(?:mention|reveal|disclose|show|display|report|explain)"
     rb"(?:ing)?\s+(?:[\w'-]{1,20}\s+){0,5}?to\s+the\s+(?:user|human)\b|"
     rb"\b(?:hide|conceal|keep)\s+(?:[\w'-]{1,20}\s+){0,5}?(?:from|secret\s+from|hidden\s+from)\s+the\s+(?:user|human)\b|"
     rb"\bwithout\s+the\s+(?:user|human)(?:" + _APOS + rb"s)?\s+(?:knowing|knowledge|noticing|awareness)\b|"
-    rb"\bthe\s+(?:user|human)\s+(?:must|should|will)\s+(?:not|never)\s+(?:know|see|notice|find\s+out|be\s+told)\b")
+    rb"\bthe\s+(?:user|human)\s+(?:must|should|will)\s+(?:not|never)\s+(?:know|see|notice|find\s+out|be\s+told)\b|"
+    # "do not mention this step", "never bring this up in your summary", "keep it out of the report"
+    rb"\b(?:do\s+not|don" + _APOS + rb"?t|never|without)\s+(?:mention|reveal|disclose|report|acknowledge|announce|"
+    rb"talk\s+about|discuss|refer\s+to|log|record)(?:ing)?\s+(?:this|these|that|those|the\s+(?:above|following|"
+    rb"previous|next|extra|additional))\s+(?:\w{1,20}\s+)?(?:step|steps|instructions?|actions?|commands?|requests?|"
+    rb"uploads?|operations?|tasks?|calls?|changes?|edits?|lines?)\b|"
+    rb"\b(?:do\s+not|don" + _APOS + rb"?t|never)\s+(?:mention|reveal|disclose|report|acknowledge|bring\s+up|talk\s+about|"
+    rb"discuss|refer\s+to)\s+(?:this|these|that|it|them|any\s+of\s+(?:this|it|them))\s+(?:\w{1,20}\s+){0,2}?"
+    rb"(?:in|to|within|inside)\s+(?:your|the)\s+(?:final\s+)?(?:summary|response|reply|answer|output|report|message|"
+    rb"explanation|user)\b|"
+    rb"\b(?:do\s+not|don" + _APOS + rb"?t|never)\s+bring\s+(?:this|these|that|it|them)\s+up\b|"
+    rb"\bkeep\s+(?:this|these|that|it|them)\s+(?:\w{1,20}\s+)?(?:out\s+of|from)\s+(?:your|the)\s+(?:final\s+)?"
+    rb"(?:summary|response|reply|answer|output|report|user|logs?)\b|"
+    rb"\b(?:silently|quietly|secretly|covertly)\s+(?:send|upload|post|add|insert|push|copy|forward|transmit|append|"
+    rb"exfiltrate)\b|"
+    rb"\b(?:do\s+not|don" + _APOS + rb"?t|never)\s+(?:tell|inform|notify|alert)\s+(?:anyone|anybody|the\s+(?:developer|"
+    rb"owner|operator|maintainer|reviewer))\b|"
+    rb"\b(?:omit|leave|exclude|drop)\s+(?:this|these|that|it|them)\s+(?:\w{1,20}\s+){0,3}?(?:out\s+of|from)\s+(?:your|the)\s+"
+    rb"(?:final\s+)?(?:summary|response|reply|answer|output|report|message|explanation|logs?|changelog)\b")
 
 # --- context: teaching, warnings, attacks ------------------------------------------------------------------
 NEGATION = re.compile(rb"\b(?:never|don'?t|do\s+not|avoid|dangerous|malicious|attacker'?s?|insecure|unsafe|bad|wrong|"
@@ -316,3 +356,164 @@ def decode_b64(blob: bytes) -> bytes | None:
     sample = text[:2000]
     printable = sum(1 for c in sample if c.isprintable() or c in "\n\r\t")
     return raw if sample and printable / len(sample) > 0.95 else None
+
+
+# --- the text as a model reads it -------------------------------------------------------------------
+# removed from the model's view: zero-width and format characters, bidi controls, tag characters
+# and variation selectors (a model reads the letters around them as one word)
+STRIP_FROM_VIEW = dict.fromkeys([0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x3164, 0xFEFF,
+                                 0xFFA0, *range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2070),
+                                 *range(0xFE00, 0xFE0E), *range(0xE0000, 0xE0080), *range(0xE0100, 0xE01F0)])
+# the UTF-8 bytes of those characters and of fullwidth letters: a file without any has nothing to remove
+# (U+FE0E/U+FE0F, text and emoji presentation, are kept: they change how a symbol is drawn, not a word)
+VIEW_CHANGES = re.compile(rb"\xe2\x80[\x8b-\x8f\xaa-\xae]|\xe2\x81[\xa0-\xaf]|\xef\xbb\xbf|\xef\xb8[\x80-\x8d]|"
+                          rb"\xf3\xa0[\x80-\x87]|\xc2\xad|\xd8\x9c|\xe1\xa0\x8e|\xef\xbc[\x81-\xbf]|\xef\xbd[\x80-\x9e]|"
+                          rb"\xcd\x8f|\xe1\x85[\x9f\xa0]|\xe1\x9e[\xb4\xb5]|\xe3\x85\xa4|\xef\xbe\xa0")
+ENTITY = re.compile(r"&#(?:[0-9]{1,7}|x[0-9a-fA-F]{1,6});")
+# a shell variable set to a plain value (NAME=value, export NAME="value"), and its uses
+SHELL_ASSIGN = re.compile(rb"^[ \t]{0,20}(?:export[ \t]{1,4}|local[ \t]{1,4}|readonly[ \t]{1,4})?"
+                          rb"(?P<n>[A-Za-z_][A-Za-z0-9_]{0,40})=(?P<v>\"[^\"\n$`]{0,300}\"|'[^'\n]{0,300}'|"
+                          rb"[^\s\"'`$;&|()<>]{1,300})(?=[ \t]*(?:$|[;#&]))", re.MULTILINE)
+SHELL_USE = re.compile(rb"\$\{(?P<b>[A-Za-z_][A-Za-z0-9_]{0,40})\}|\$(?P<p>[A-Za-z_][A-Za-z0-9_]{0,40})")
+
+# --- Markdown a reader never sees rendered -------------------------------------------------------------
+# an image's alt text (shown only when the image fails to load)
+IMG_ALT = re.compile(rb"!\[(?P<t>[^\[\]\n]{1,1000})\]\(")
+# a link's title (shown only on hover): [text](url "title"), (url 'title'), (url (title))
+LINK_TITLE = re.compile(rb"\]\([ \t]{0,3}<?[^\s()\[\]<>]{0,1000}>?[ \t]{1,10}(?:\"(?P<a>[^\"\n\]]{1,1000})\"|"
+                        rb"'(?P<b>[^'\n\]]{1,1000})'|\((?P<c>[^()\n\]]{1,1000})\))[ \t]{0,3}\)")
+# a link reference definition ([id]: url "title", and the [//]: # (comment) idiom) renders as nothing
+REF_DEF = re.compile(rb"^[ ]{0,3}\[[^\[\]\n]{1,200}\]:[ \t]{0,10}<?[^\s<>]{1,1000}>?[ \t]{1,10}"
+                     rb"(?P<t>[\"'(][^\n]{1,2000})$", re.MULTILINE)
+# an HTML tag's alt or title attribute (Markdown renders the tag; the attribute is not shown)
+HTML_ATTR = re.compile(rb"<(?:img|a|abbr|span|div|p|image|picture|source)\b[^>\n]{0,500}?\s(?:alt|title|aria-label)\s{0,3}="
+                       rb"\s{0,3}(?:\"(?P<t>[^\"\n]{1,1000})\"|'(?P<b>[^'\n]{1,1000})')", re.IGNORECASE)
+ADDRESSES_AGENT = re.compile(rb"\b(?:you|your)\b|^\s{0,3}(?:dear\s+|note\s+to\s+(?:the\s+)?)?(?:ai|assistant|agent|"
+                             rb"model|claude|llm|gpt|copilot|cursor|codex)s?\b[^.\n]{0,40}?[:,]")
+
+# --- a request, in words, to send secrets or files out ------------------------------------------------------
+SEND_VERB = (rb"(?:send|sends|sending|post|posting|upload|uploading|transmit|forward|exfiltrate|submit|beacon|leak|"
+             rb"mail|email|e-mail|pipe|attach|include|including|paste|push|sync|copy|deliver|report|ship|relay|"
+             rb"put|write)")
+SECRET_OBJECT = (rb"(?:(?:aws\s+|cloud\s+|git\s+|docker\s+|npm\s+)?credentials?(?:\s+files?)?|private\s+keys?|"
+                 rb"ssh\s+keys?|ssh\s+(?:folder|directory|dir)|~/\.ssh\S{0,60}|id_(?:rsa|dsa|ecdsa|ed25519)\S{0,20}|"
+                 rb"\.aws\S{0,40}|\.env\b|\.env\s+files?|env\s+files?|\.netrc|\.npmrc|\.pypirc|\.git-credentials|"
+                 rb"\.gnupg|\.kube\S{0,30}|kubeconfig|\.config/(?:gh|gcloud)\S{0,40}|\.docker/config\.json|"
+                 rb"\.password-store|api[\s_-]?keys?|access\s+(?:keys?|tokens?)|secret\s+keys?|"
+                 rb"(?:auth|session|bearer|github|gh|oauth|refresh)\s+tokens?|tokens|secrets|passwords?|"
+                 rb"(?:all\s+(?:of\s+)?(?:the\s+)?)?environment\s+variables|env\s+vars|(?:the\s+)?(?:whole\s+|entire\s+)?environment|"
+                 rb"cookies|keychain|wallet(?:\s+files?)?|seed\s+phrases?|shell\s+history|bash_history|"
+                 rb"(?:user's\s+|the\s+user's\s+|your\s+|the\s+)?home\s+(?:folder|directory|dir)|dotfiles|/etc/(?:passwd|shadow))")
+EXFIL_VERB_FIRST = re.compile(rb"\b" + SEND_VERB + rb"\s+(?:(?!(?:for|from|with|about|by|using|via|without|if|when|"
+                              rb"unless|instead|rather)\s)[^\s.!?;]{1,40}\s+){0,8}?" + SECRET_OBJECT)
+EXFIL_OBJECT_FIRST = re.compile(SECRET_OBJECT + rb"(?:\s+[^\s.!?;]{1,40}){0,14}?\s+(?:and\s+|then\s+)?" + SEND_VERB +
+                                rb"\s+(?:it|them|this|that|those|these|its\s+contents?|their\s+contents?|the\s+(?:file|files|"
+                                rb"contents?|archive|zip|tarball|output|result|values?|keys?|data|bundle|dump|summary|copy|list|"
+                                rb"text|body|report))\b")
+# where a sentence sends something: each pattern starts with a literal (fast to find); a bare
+# "server" or "endpoint" counts when the word before says whose (our server, a remote endpoint)
+DESTINATIONS = [re.compile(p) for p in (
+    rb"http[^\s\"'`()<>]{3,200}", rb"webhooks?\b", rb"@[\w-]{1,63}\.[a-z]{2,10}\b", rb"server\b", rb"endpoint\b",
+)]
+OWNED_PLACE = re.compile(rb"\b(?:remote|external|our|my|this|following|collection|telemetry|logging|attacker'?s?|"
+                         rb"private|own)\s+(?:\w{1,20}\s+)?$")
+SECRET_HINT = re.compile(rb"credential|key|token|secret|password|\.env|env\s|environment|cookie|keychain|wallet|seed|"
+                         rb"history|home|dotfile|/etc/|\.ssh|\.aws|id_|\.netrc|\.npmrc|\.pypirc|\.gnupg|\.kube|kubeconfig")
+# sending a key where it belongs: an API's own authentication
+AUTH_USE = re.compile(rb"\b(?:header|headers|authorization|bearer|authenticat\w{0,6}|x-api-key|query\s+param\w{0,5}|"
+                      rb"sign\s+in|log\s+in|login|oauth)\b")
+
+# --- asking the agent to reveal its instructions or the environment ------------------------------------------
+DISCLOSE = re.compile(
+    rb"\b(?:reveal|print|output|show|display|dump|list|echo|repeat|leak|disclose|share|return|paste|write\s+out|"
+    rb"tell\s+me|include|send|expose)\s+(?:[^\s.!?;]{1,30}\s+){0,4}?(?:(?:your|the)\s+(?:full\s+|entire\s+|whole\s+|"
+    rb"original\s+|hidden\s+)?system\s+prompt|your\s+(?:hidden\s+|original\s+|full\s+|initial\s+)?(?:instructions|prompt|"
+    rb"rules|configuration)|your\s+(?:full\s+|entire\s+|whole\s+)?context\s+window|"
+    rb"(?:all|every|each)\s+(?:of\s+)?(?:the\s+|your\s+)?(?:environment\s+variables?|env\s+var(?:iable)?s?)|"
+    rb"(?:the\s+)?(?:whole|entire|full)\s+environment|(?:all|every)\s+(?:of\s+)?(?:the\s+|your\s+)?"
+    rb"(?:api\s+keys|secrets|credentials|tokens|passwords))\b")
+TRIG_DISCLOSE = [re.compile(p) for p in (
+    rb"system\s+prompt", rb"your\s+(?:hidden\s+|original\s+|full\s+|initial\s+)?(?:instructions|prompt|rules|configuration)",
+    rb"environment", rb"env\s+var", rb"context\s+window", rb"all\s+(?:of\s+)?(?:the\s+|your\s+)?(?:api\s+keys|secrets|credentials|tokens|passwords)",
+    rb"every\s+(?:one\s+of\s+)?(?:the\s+|your\s+)?(?:api\s+keys|secrets|credentials|tokens|passwords)",
+)]
+
+# --- credentials in a known format (matched on the bytes as they are: case matters) -------------------------
+# (a lower-case hint that must be in the file, the pattern); each pattern starts with its literal
+_END = rb"(?![A-Za-z0-9_])"
+# (words of the text that must be there, or with ^ the start of a word of 16 or more, the pattern)
+TOKENS = [(h, re.compile(p)) for h, p in (
+    ((b"ghp", b"gho", b"ghu", b"ghs", b"ghr"), rb"gh[pousr]_[A-Za-z0-9]{36}" + _END),
+    ((b"github",), rb"github_pat_[A-Za-z0-9_]{70,90}" + _END),
+    ((b"^akia",), rb"AKIA[0-9A-Z]{16}" + _END), ((b"^asia",), rb"ASIA[0-9A-Z]{16}" + _END),
+    ((b"xoxb", b"xoxp", b"xoxa", b"xoxo", b"xoxs", b"xoxr"), rb"xox[abposr]-[0-9A-Za-z-]{20,120}" + _END),
+    ((b"sk",), rb"sk-(?:proj-|ant-(?:api|admin)[0-9]{2}-|or-v1-)?[A-Za-z0-9_-]{32,200}" + _END),
+    ((b"^aiza",), rb"AIza[0-9A-Za-z_-]{35}" + _END), ((b"live",), rb"[sr]k_live_[0-9A-Za-z]{20,120}" + _END),
+    ((b"glpat",), rb"glpat-[0-9A-Za-z_-]{20}" + _END), ((b"npm",), rb"npm_[A-Za-z0-9]{36}" + _END),
+    ((b"hf",), rb"hf_[A-Za-z0-9]{34}" + _END), ((b"^aa",), rb":AA[A-Za-z0-9_-]{33}" + _END),
+    ((b"slack",), rb"hooks\.slack\.com/services/T[0-9A-Z]{6,12}/B[0-9A-Z]{6,12}/[0-9A-Za-z]{20,40}"),
+    ((b"webhooks",), rb"/api/webhooks/\d{17,20}/[\w-]{60,80}"),
+    ((b"private",), rb"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?-----"),
+)]
+TOKEN_NAMES = ((":aa", "a Telegram bot token"), ("hooks.", "a Slack webhook URL with its secret"),
+               ("/api/webhooks/", "a Discord webhook URL with its secret"), ("-----", "a private key"),
+               ("gh", "a GitHub token"), ("github_pat_", "a GitHub token"), ("akia", "an AWS access key"),
+               ("asia", "an AWS access key"), ("xox", "a Slack token"), ("sk-ant-", "an Anthropic key"),
+               ("sk-", "an OpenAI-style API key"), ("aiza", "a Google API key"), ("sk_live_", "a Stripe key"),
+               ("rk_live_", "a Stripe key"), ("glpat-", "a GitLab token"), ("npm_", "an npm token"),
+               ("hf_", "a Hugging Face token"))
+PLACEHOLDER = re.compile(rb"example|xxxx|your|0000|1234|abcd|test|dummy|fake|sample|placeholder|redacted|here|"
+                         rb"insert|replace|secret|token|demo|(?P<r>[a-z0-9])(?P=r){4}")
+# what a credential is used for: pushing, posting, uploading
+PUSH = re.compile(rb"\bgit\s+(?:push|remote|clone)\b|\bcurl\b|\bwget\b|requests\.(?:post|put|patch)|\bfetch\(|\baxios|"
+                  rb"\baws\s+s3\s+(?:cp|sync|mv)\b|\bgsutil\s+(?:cp|rsync)|\brclone\b|\bscp\b|\brsync\b|\bupload|"
+                  rb"webhook|chat\.postmessage|files\.upload|api\.telegram|sendmessage|\bdocker\s+(?:push|login)|"
+                  rb"\bnpm\s+publish|\btwine\s+upload|\bgh\s+(?:api|repo|release|gist)|\bssh\s|\bsftp\b|\bpush\b|"
+                  rb"authorization:|x-api-key|invoke-restmethod|invoke-webrequest|urlopen|httpx\.")
+PRIVATE_KEY_BODY = re.compile(rb"[A-Za-z0-9+/=\r\n]{200,}")
+
+# --- across lines: a download saved to a file then run, a decoded or fetched value then run ---------------------
+_Q = rb"[\"']?"
+_TARGET = rb"(?P<t>[\"']?[\w${}~./:%@+-]{1,200}[\"']?)"
+DOWNLOAD_TO = [re.compile(p) for p in (
+    rb"(?:^|\s)(?:-[a-z]{0,6}o|--output|--output-document|--remote-name|-outfile|-destination)(?:\s+|=)" + _TARGET,
+    rb"(?<![0-9&<>|])>\s{0,3}" + _TARGET,
+    rb"urlretrieve\(\s{0,4}[^,\n]{1,300},\s{0,4}" + _TARGET,
+    rb"(?:-O\b|--remote-name\b)",
+)]
+REMOTE_NAME = re.compile(rb"(?:^|\s)(?:-o|--remote-name)(?:\s|$)")
+CHECKSUM = re.compile(rb"sha(?:1|224|256|384|512)sum|shasum|md5sum|b2sum|gpg\s+(?:--verify|-v)|cosign\s+verify|minisign|"
+                      rb"signify|get-filehash|hashlib\.|checksum|--hash|openssl\s+dgst|slsa-verifier|gh\s+attestation")
+# (the name the value is kept in, read on the same line): NAME=$(… decode or fetch …), name = b64decode(…)
+ASSIGN_LINE = re.compile(rb"^\s{0,40}(?:export\s+|local\s+|const\s+|let\s+|var\s+|my\s+\$|\$)?(?P<n>[a-z_][a-z0-9_]{0,40})"
+                         rb"\s{0,3}(?::\s{0,3}[\w\[\]., ]{1,40})?=(?!=)\s{0,3}(?P<rhs>[^\n]{1,2000})")
+DECODED_VALUE = re.compile(rb"base64\s+(?:-\w{0,5}d\b|--decode\b)|b64decode|b32decode|b85decode|a85decode|decode64|"
+                           rb"decode_base64|codecs\.decode|zlib\.decompress|marshal\.loads|bytes\.fromhex|unhexlify|"
+                           rb"frombase64string|\batob\s{0,3}\(|buffer\.from\([^)\n]{0,2000},\s{0,3}['\"](?:base64|hex)|"
+                           rb"xxd\s+-\w{0,5}r|\brot13\b|\bchr\(")
+FETCHED_VALUE = re.compile(rb"\$\(\s{0,4}(?:curl|wget)\b|`\s{0,4}(?:curl|wget)\b|requests\.get\(|httpx\.get\(|urlopen\(|"
+                           rb"\bfetch\(|axios\.get\(|downloadstring\(|invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b|"
+                           rb"net::http|open-uri|file_get_contents\(\s{0,3}['\"]https?:")
+WORD = re.compile(rb"[a-z_][a-z0-9_]{0,40}")
+# where a value (the name read by WORD from what follows) is run
+RUN_VALUE = re.compile(rb"(?:^|[\s;&|(])(?:eval|exec|iex|invoke-expression)\s{0,3}[(\"']{0,2}\s{0,3}\$?\{?(?P<v>[a-z_][a-z0-9_]{0,40})|"
+                       rb"(?:^|[\s;&|(])(?:ba|z|k|da)?sh\s+-c\s+[\"']?\$\{?(?P<w>[a-z_][a-z0-9_]{0,40})|"
+                       rb"\$\{?(?P<x>[a-z_][a-z0-9_]{0,40})\}?[\"']?\s{0,3}\|\s{0,3}(?:sudo\s+)?(?:ba|z|k|da)?sh\b|"
+                       rb"(?:\bexec|\beval|os\.system|os\.popen|subprocess\.[a-z_]{1,20}|\bcompile|new\s+function|\bfunction|"
+                       rb"execsync|child_process\.[a-z]{1,12}|\bspawn(?:sync)?|\bsystem|\bpopen|pty\.spawn)\s{0,3}\(\s{0,3}"
+                       rb"(?:\[\s{0,3}['\"](?:ba|z)?sh['\"]\s{0,3},\s{0,3}['\"]-c['\"]\s{0,3},\s{0,3})?(?P<y>[a-z_][a-z0-9_]{0,40})\b")
+# where a file (the target, read after the match) is run
+RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.|python[0-9.]{0,4}|node|perl|ruby|php|pwsh|"
+                      rb"powershell|exec|nohup|start-process)\s+(?:-{1,2}[\w-]{1,20}\s+){0,3}|"
+                      rb"\[\s{0,3}['\"](?:ba|z)?sh['\"]\s{0,3},\s{0,3}|(?:os\.system|os\.startfile|subprocess\.[a-z_]{1,20}|"
+                      rb"os\.exec\w{1,4})\(\s{0,3}\[?\s{0,3}|^\s{0,20}(?:sudo\s+)?|&&\s{0,3}|;\s{0,3}|(?:^|[\s;(])&\s{1,3}|"
+                      rb"(?:^|[\s;(])(?:invoke-item|ii|start)\s+")
+
+# decoders a direct run of decoded text uses, beyond CODE_RUN_DECODE's
+CODE_RUN_DECODE_MORE = re.compile(rb"(?:os\.system|os\.popen|subprocess\.[a-z_]{1,20}|execsync|child_process\.[a-z]{1,12}|"
+                                  rb"\bspawn(?:sync)?|\bsystem|\beval|\bexec|instance_eval|pty\.spawn)\s{0,4}\(\s{0,4}"
+                                  rb"(?:\[\s{0,3}['\"](?:ba|z)?sh['\"]\s{0,3},\s{0,3}['\"]-c['\"]\s{0,3},\s{0,3})?(?:f?['\"]?\s{0,3})?"
+                                  rb"(?:base64\.(?:b64decode|b32decode|b85decode|a85decode|urlsafe_b64decode|standard_b64decode|"
+                                  rb"decode64|decodebytes)|decode_base64|codecs\.decode|zlib\.decompress|bytes\.fromhex|"
+                                  rb"binascii\.(?:unhexlify|a2b_base64)|buffer\.from|atob|\[system\.convert\]::frombase64string|"
+                                  rb"['\"]{2}\.join\(\s{0,3}(?:map\(\s{0,3})?chr)")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # Part of every stored audit: a change to the rules re-audits what was audited before.
-RULES_VERSION = "2"   # a change to any rule: stored audits are done again
+RULES_VERSION = "3"   # a change to any rule: stored audits are done again
 SEVERITIES = ("none", "low", "medium", "high")
 RANK = {s: i for i, s in enumerate(SEVERITIES)}
 EXCERPT_CHARS = 160
@@ -28,15 +28,21 @@ RULES: dict[str, Rule] = {r.id: r for r in (
     Rule("override.instructions", "high", "tells the agent to disregard its instructions",
          "An agent that follows 'ignore previous instructions' stops following the user and the system: "
          "whatever the skill says next runs with the user's authority."),
-    Rule("override.conceal", "medium", "tells the agent to keep something from the user",
+    Rule("override.conceal", "high", "tells the agent to keep something from the user",
          "The user is the one check on what an agent does; a skill that asks the agent not to tell them "
          "removes it."),
+    Rule("override.disclose", "medium", "asks the agent to reveal its instructions or the environment",
+         "A system prompt, the environment variables and the keys an agent holds are the user's; a skill that asks "
+         "the agent to print or share them is collecting what it should never see."),
     Rule("hidden.html-comment", "medium", "instructions inside an HTML comment",
          "An HTML comment is invisible when the skill is rendered (on GitHub, in the dashboard) but the agent "
          "reads it: instructions there reach the agent and not the person who reviewed the skill."),
     Rule("hidden.invisible", "medium", "invisible characters",
          "Zero-width, tag and variation-selector characters show as nothing, yet can spell out text or data "
          "that the agent reads and a reviewer does not see."),
+    Rule("hidden.link-text", "medium", "instructions in a link title or an image's alt text",
+         "A link's title shows only on hover and an image's alt text only when the image fails to load; a link "
+         "reference definition shows nothing. The agent reads all of it, a reader of the rendered skill does not."),
     Rule("hidden.bidi", "high", "bidirectional control characters",
          "Bidi overrides and isolates reorder how text is displayed ('Trojan Source'): the command a reviewer "
          "sees is not the one that runs."),
@@ -58,6 +64,13 @@ RULES: dict[str, Rule] = {r.id: r for r in (
     Rule("exfil.secrets", "high", "sends secrets or files out",
          "SSH and cloud keys, .env files and the environment hold credentials: sending them to a URL or a "
          "remote host gives them away."),
+    Rule("exfil.request", "high", "asks the agent to send secrets or files out",
+         "A sentence that tells the agent to read a credentials file, a key or the environment and send it to a "
+         "URL is the same theft as a command that does it: the agent writes the command."),
+    Rule("secrets.hardcoded", "medium", "a credential in a known format",
+         "A token in a known format (GitHub, AWS, Slack, OpenAI-style, a private key) written into a skill is "
+         "someone's live credential; used to push or post, it sends the user's data to an account the skill's "
+         "author controls."),
     Rule("exec.remote-access", "high", "opens the machine to a remote host",
          "A reverse shell (bash -i >& /dev/tcp/…, nc -e) hands a shell on this machine to whoever listens at "
          "the other end; a key appended to ~/.ssh/authorized_keys lets its owner log in at any time."),

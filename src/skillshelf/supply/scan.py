@@ -10,6 +10,8 @@ severities.
 from __future__ import annotations
 
 import bisect
+import html
+import itertools
 import re
 
 from . import patterns as P
@@ -49,8 +51,30 @@ class Scan:
         self._headings: list[tuple[int, int, bytes]] | None = None
         self._comments: list[tuple[int, int]] | None = None
         self._padded: list[tuple[int, int]] = []
+        self._linktext: list[tuple[int, int, str]] | None = None
         self._trigger_hits: dict[re.Pattern, list[int]] = {}
         self._newlines: list[int] | None = None
+        self._has: dict[bytes, bool] = {}
+        self._shape: bytes | None = None
+        self._words: frozenset[bytes] | None = None
+
+    def has(self, *words: bytes) -> bool:
+        """Whether any of ``words`` is in the lower-cased text (each looked for once per file)."""
+        for w in words:
+            v = self._has.get(w)
+            if v is None:
+                v = self._has[w] = w in self.low
+            if v:
+                return True
+        return False
+
+    @property
+    def words(self) -> frozenset[bytes]:
+        """The words of the lower-cased text (runs of a-z and 0-9): one pass tells which of the
+        rules' key words are there, instead of one pass for each."""
+        if self._words is None:
+            self._words = frozenset(self.low.translate(_WORD_BYTES).split())
+        return self._words
 
     # --- recording ---------------------------------------------------------------------------
     def line_of(self, pos: int) -> int:
@@ -59,7 +83,7 @@ class Scan:
         return bisect.bisect_left(self._newlines, pos) + 1
 
     def add(self, rule: str, severity: str, pos: int, message: str, *, excerpt: str | bytes | None = None,
-            line: int | None = None) -> None:
+            line: int | None = None, shown_as: str | None = None) -> None:
         line = self.line_of(pos) if line is None else line
         if (rule, line) in self._seen:
             return
@@ -79,7 +103,8 @@ class Scan:
             excerpt = self.excerpt_at(pos)
         if isinstance(excerpt, bytes):
             excerpt = excerpt.decode("utf-8", "replace")
-        self.findings.append(Finding(rule, severity, self.file, line, visible(excerpt), message))
+        self.findings.append(Finding(rule, severity, self.file, line, visible(excerpt) if shown_as is None else shown_as,
+                                     message))
 
     def excerpt_at(self, pos: int) -> bytes:
         s, e = self.line_bounds(pos)
@@ -164,7 +189,7 @@ class Scan:
         if self._fences is None:
             self._fences = []
             if self.kind == "markdown":
-                marks = []
+                marks: list[tuple[int, int, int, int]] = []
                 for tick in (b"```", b"~~~"):
                     i = self.data.find(tick)
                     while i >= 0 and len(marks) < MAX_MARKS:
@@ -266,7 +291,37 @@ class Scan:
         for s, e in self._padded:
             if s <= pos < e:
                 return "past a run of padding spaces (off screen)"
+        lt = self.linktext
+        i = bisect.bisect_right(lt, (pos, len(self.data) + 1, "")) - 1
+        if i >= 0 and lt[i][0] <= pos < lt[i][1]:
+            return f"in {lt[i][2]} (not shown when rendered)"
         return None
+
+    @property
+    def linktext(self) -> list[tuple[int, int, str]]:
+        """Markdown text a reader never sees rendered, outside code: image alt text, link titles
+        and link reference definitions, as (start, end, what)."""
+        if self._linktext is None:
+            self._linktext = []
+            if self.kind == "markdown" and (b"](" in self.data or b"]:" in self.data or b"<" in self.data):
+                for rx, what in ((P.IMG_ALT, "an image's alt text"), (P.LINK_TITLE, "a link's title"),
+                                 (P.REF_DEF, "a link reference definition"), (P.HTML_ATTR, "an HTML attribute")):
+                    if rx is P.HTML_ATTR and not self.has(b"<img", b"<a ", b"<abbr", b"<span", b"<div", b"<p ", b"<pic",
+                                                          b"<source", b"<image"):
+                        continue
+                    if rx is P.REF_DEF and b"]:" not in self.data:
+                        continue
+                    for m in rx.finditer(self.data):
+                        if len(self._linktext) >= MAX_HIDDEN_REGIONS:
+                            break
+                        g = next(k for k in ("t", "a", "b", "c", "u") if m.groupdict().get(k) is not None)
+                        s, e = m.start(g), m.end(g)
+                        ls, _ = self.line_bounds(s)
+                        if self.fence_at(s) is not None or self.data[ls:m.start()].count(b"`") % 2:
+                            continue      # shown as code, not rendered as a link
+                        self._linktext.append((s, e, what))
+                self._linktext.sort()
+        return self._linktext
 
     # --- context -----------------------------------------------------------------------------
     def quoted(self, pos: int) -> bool:
@@ -316,7 +371,7 @@ class Scan:
             s, e = self.line_bounds(pos)
             if self.fence_at(pos) is not None or self.quoted(pos):
                 return "low", " (quoted as an example)"
-            if self.section_is_about_attacks(pos) or P.TEACHING.search(self.low[s:e]) \
+            if self.section_is_about_attacks(pos) or P.TEACHING.search(P.URL.sub(b" ", self.low[s:e])) \
                     or P.NEGATION.search(self.low[s:pos]):
                 return "low", " (in a passage about attacks or what not to do)"
             if self.security_topic and self.low[s:pos].lstrip()[:1] in (b"-", b"*", b"+") + tuple(b"0123456789"):
@@ -332,15 +387,28 @@ class Scan:
             self.check_shape()
         self.check_invisible()
         self.check_commands()
+        self.check_flows()
         self.check_override()
+        self.check_requests()
+        self.check_tokens()
         if self.kind == "markdown":
             self.check_comments()
+            self.check_link_text()
+        if self.depth == 0 and not self.hidden_why:
+            self.check_view()
         return self.finish()
+
+    @property
+    def shape(self) -> bytes:
+        """The text with letters, digits, + and / as ``a``, spaces and tabs as `` ``, the rest ``.``."""
+        if self._shape is None:
+            self._shape = self.data.translate(_SHAPE)
+        return self._shape
 
     def check_shape(self) -> None:
         """Padding, very long lines and base64 blobs: one translation of the bytes shows
         whether the file can hold any, before the exact patterns run."""
-        shape = self.data.translate(_SHAPE)
+        shape = self.shape
         if self.kind == "markdown" and shape.find(b" " * 100) >= 0:
             self.check_padding()
         if len(self.data) >= P.LONG_LINE:
@@ -422,69 +490,102 @@ class Scan:
         if self.data.isascii():
             return
         text = self.data.decode("utf-8", "replace")
-        m = P.INVISIBLE.search(text)
-        if m is None:
+        t = P.INVISIBLE.search(text)
+        if t is None:
             return
-        newlines = [m.start() for m in re.finditer("\n", text)]
-        pos, n = m.start(), 0
+        newlines = [nl.start() for nl in re.finditer("\n", text)]
+        found: dict[tuple[int, str], _Invisible] = {}
+        pos, n = t.start(), 0
         while n < 5000:
-            m = P.INVISIBLE.search(text, pos)
-            if m is None:
+            t = P.INVISIBLE.search(text, pos)
+            if t is None:
                 break
             n += 1
-            pos = self._invisible_at(text, m.start(), bisect.bisect_left(newlines, m.start()) + 1)
+            pos = self._invisible_at(text, t.start(), bisect.bisect_left(newlines, t.start()) + 1, found)
+        for (line, rule), inv in found.items():
+            self._report_invisible(text, line, rule, inv)
 
-    def _invisible_at(self, text: str, i: int, line: int) -> int:
-        """Report the invisible character at ``text[i]`` (line ``line``) and the run it starts;
-        returns where to look next."""
+    def _invisible_at(self, text: str, i: int, line: int, found: dict[tuple[int, str], _Invisible]) -> int:
+        """Count the invisible character at ``text[i]`` (line ``line``) and the run it starts into
+        what is found on its line; returns where to look next."""
         c = ord(text[i])
         j = i + 1
-        ls = text.rfind("\n", max(0, i - WINDOW), i) + 1 or max(0, i - WINDOW)
-        le = text.find("\n", i, i + WINDOW)
-        le = min(len(text), i + WINDOW) if le < 0 else le
-        excerpt = text[max(ls, i - 60):min(le, i + 200)]
 
-        def report(rule: str, severity: str, message: str) -> None:
-            self.add(rule, severity, -1, message, excerpt=excerpt, line=line)
+        def note(rule: str, severity: str, kind: str, n: int, extra: str = "") -> None:
+            inv = found.setdefault((line, rule), _Invisible(i))
+            if RANK[severity] > RANK[inv.severity]:
+                inv.severity = severity
+            inv.counts[kind] = inv.counts.get(kind, 0) + n
+            inv.longest[kind] = max(inv.longest.get(kind, 0), n)
+            inv.first.setdefault(kind, c)
+            if extra:
+                inv.spelled.append(extra)
 
         if 0xE0000 <= c <= 0xE007F:
             while j < len(text) and 0xE0000 <= ord(text[j]) <= 0xE007F:
                 j += 1
             spelled = "".join(chr(ord(ch) - 0xE0000) for ch in text[i:j] if 0x20 <= ord(ch) - 0xE0000 < 0x7F)
-            report("hidden.invisible", "high", f"{j - i} invisible tag characters spell out: {visible(spelled, 120)!r}")
-            if spelled.strip() and self.depth == 0:
-                self.audit_hidden(spelled.encode(), -1, "spelled in invisible tag characters", line=line)
-        elif 0xE0100 <= c <= 0xE01EF:
-            while j < len(text) and 0xE0100 <= ord(text[j]) <= 0xE01EF:
+            note("hidden.invisible", "high", "tag", j - i, spelled)
+        elif 0xE0100 <= c <= 0xE01EF or 0xFE00 <= c <= 0xFE0E:
+            while j < len(text) and (0xE0100 <= ord(text[j]) <= 0xE01EF or 0xFE00 <= ord(text[j]) <= 0xFE0E):
                 j += 1
             if j - i >= 4:
-                report("hidden.invisible", "high", f"{j - i} variation selectors in a row: data hidden in invisible "
-                       "characters")
+                note("hidden.invisible", "high", "variation", j - i)
         elif 0x202A <= c <= 0x202E or 0x2066 <= c <= 0x2069 or c == 0x061C:
+            ls = text.rfind("\n", max(0, i - WINDOW), i) + 1 or max(0, i - WINDOW)
+            le = text.find("\n", i, i + WINDOW)
+            le = min(len(text), i + WINDOW) if le < 0 else le
             if not (P.RTL.search(text, ls, le) and self.kind != "script"):
                 # right-to-left text uses embeddings to lay out mixed-direction words; an
                 # override or an isolate outside such text reorders what is shown
                 sev = "high" if self.kind != "markdown" or c in (0x202D, 0x202E) or 0x2066 <= c <= 0x2069 else "medium"
-                report("hidden.bidi", sev, f"a bidirectional control character (U+{c:04X}): the text shown is not "
-                       "in the order it is read")
+                note("hidden.bidi", sev, "bidi", 1)
         elif 0x80 <= c <= 0x9F:
-            report("hidden.control", "medium", f"a control character (U+{c:04X}): it can hide or rewrite text when "
-                   "printed")
+            note("hidden.control", "medium", "control", 1)
         elif (c == 0xFEFF and i == 0) or c in (0x200E, 0x200F):
             pass      # a byte-order mark; left/right-to-left marks lay out mixed-direction text
         else:
             while j < len(text) and ord(text[j]) in _ZERO_WIDTH:
                 j += 1
             if j - i >= 8:
-                report("hidden.invisible", "high", f"{j - i} zero-width characters in a row: data can be encoded "
-                       "in them")
+                note("hidden.invisible", "high", "zero-width", j - i)
             elif not P.joins_visibly(text, i, j):
-                report("hidden.invisible", "medium", f"{j - i} zero-width character{'s' if j - i > 1 else ''} "
-                       f"(U+{c:04X}) inside the text")
+                note("hidden.invisible", "medium", "zero-width", j - i)
         return j
 
+    def _report_invisible(self, text: str, line: int, rule: str, inv: _Invisible) -> None:
+        """One finding per line and rule, counting every invisible character of the line."""
+        total = sum(inv.counts.values())
+        parts = []
+        for kind, n in inv.counts.items():
+            code = f"U+{inv.first[kind]:04X}"
+            if kind == "tag":
+                parts.append(f"{n} invisible tag characters spell out: {visible(''.join(inv.spelled), 120)!r}")
+            elif kind == "variation":
+                parts.append(f"{n} variation selectors: data hidden in invisible characters")
+            elif kind == "zero-width":
+                parts.append(f"{n} zero-width character{'s' if n > 1 else ''} ({code})"
+                             + (f", {inv.longest[kind]} in a row: data can be encoded in them" if inv.longest[kind] >= 8 else
+                                " inside the text"))
+            elif kind == "bidi":
+                parts.append(f"{n} bidirectional control character{'s' if n > 1 else ''} ({code}): the text shown "
+                             "is not in the order it is read")
+            else:
+                parts.append(f"{n} control character{'s' if n > 1 else ''} ({code}): it can hide or rewrite text when "
+                             "printed")
+        message = "; ".join(parts) if len(parts) == 1 else f"{total} invisible characters on the line: " + "; ".join(parts)
+        ls = text.rfind("\n", max(0, inv.at - WINDOW), inv.at) + 1 or max(0, inv.at - WINDOW)
+        le = text.find("\n", inv.at, inv.at + WINDOW)
+        le = min(len(text), inv.at + WINDOW) if le < 0 else le
+        excerpt = text[max(ls, inv.at - 60):le]
+        self.add(rule, inv.severity, -1, message, line=line, shown_as=shown(excerpt))
+        spelled = "".join(inv.spelled)
+        if spelled.strip() and self.depth == 0:
+            self.audit_hidden(spelled.encode(), -1, "spelled in invisible tag characters", line=line)
+
     def check_commands(self) -> None:
-        for s, e in self.candidates(P.TRIG_COMMANDS, "commands that run code"):
+        triggers = P.TRIG_COMMANDS + (P.TRIG_DECODE if self.words & _DECODE_WORDS else [])
+        for s, e in self.candidates(triggers, "commands that run code"):
             self._fetch_line(s, e) or self._decode_line(s, e)
         for s, e in self.candidates(P.TRIG_SECRETS, "secrets sent out"):
             self._exfil_line(s, e)
@@ -556,7 +657,7 @@ class Scan:
             if m is not None and P.RUNNER.match(stages[k + 1][1]):
                 return self._report("exec.decode-and-run", off + m.start(), s, e,
                                     "decodes an encoded payload and pipes it into a shell or an interpreter")
-        m = P.CODE_RUN_DECODE.search(line)
+        m = P.CODE_RUN_DECODE.search(line) or P.CODE_RUN_DECODE_MORE.search(line)
         if m is not None:
             return self._report("exec.decode-and-run", s + m.start(), s, e, "runs code decoded from an encoded string")
         m = P.PS_ENCODED.search(line)
@@ -600,9 +701,256 @@ class Scan:
                 self._report("destructive.command", s + m.start(), s, e, what.format(t=target))
                 return
 
+    def check_flows(self) -> None:
+        """Across the lines of a script or a code block: a download saved to a file that is then
+        run, and a value decoded or fetched into a variable that is then run."""
+        if not self.words & _FLOW_WORDS:
+            return
+        regions = self.fences if self.kind == "markdown" else [(0, len(self.data))]
+        if not regions:
+            return
+        hints = {h for w, h in _FLOW_HINTS.items() if w in self.words}
+        budget = MAX_LINES_PER_RULE
+        for rs, re_ in regions[:MAX_MARKS]:
+            if budget <= 0:
+                break
+            first = min((i for i in (self.low.find(h, rs, re_) for h in hints) if i >= 0), default=-1)
+            if first < 0:
+                continue          # nothing fetched or decoded in this block
+            budget -= self._flow(self.low.rfind(b"\n", rs, first) + 1 or rs, re_, budget)
+
+    def _flow(self, rs: int, re_: int, budget: int) -> int:
+        downloads: dict[bytes, list] = {}     # target -> [offset, url, verified]
+        values: dict[bytes, tuple[str, int]] = {}   # name -> ('decode' | 'fetch', offset)
+        pos, n = rs, 0
+        while pos < re_ and n < budget:
+            end = self.low.find(b"\n", pos, re_)
+            end = re_ if end < 0 else end
+            n += 1
+            line = _BRACED.sub(rb"$\1", self.low[pos:min(end, pos + MAX_LOGICAL_LINE)])
+            self._flow_line(pos, line, downloads, values)
+            pos = end + 1
+        return n
+
+    def _flow_line(self, at: int, line: bytes, downloads: dict[bytes, list], values: dict[bytes, tuple[str, int]]) -> None:
+        # a file run that an earlier line downloaded
+        for target, (dpos, url, verified) in list(downloads.items()):
+            k = line.find(target)
+            while 0 <= k:
+                after = line[k + len(target):k + len(target) + 1]
+                if after in (b"", b" ", b"\t", b";", b"&", b"|", b")", b"]", b"'", b'"', b",") \
+                        and _RUN_PATH_END.search(line, 0, k):
+                    url_note = url if url != "a download" else "a file"
+                    if verified:
+                        self.add("exec.fetch-and-run", "medium", dpos, f"downloads {url_note} and runs it later "
+                                 f"(line {self.line_of(at)}); its checksum or signature is checked first")
+                    else:
+                        self._report_fetch(dpos, *self.line_bounds(dpos), url,
+                                           "downloads {url} to a file and runs it " + f"(line {self.line_of(at)})")
+                    del downloads[target]
+                    break
+                k = line.find(target, k + 1)
+        # a download to a file
+        if P.FETCH.search(line) or b"urlretrieve" in line:
+            for rx in P.DOWNLOAD_TO:
+                m = rx.search(line)
+                if m is None:
+                    continue
+                if m.groupdict().get("t"):
+                    target = m.group("t").strip(b"\"'")
+                    if b"://" in target:      # curl -O URL (lower-cased like -o): saved under its last part
+                        target = target.rstrip(b"/").rsplit(b"/", 1)[-1].split(b"?")[0]
+                else:
+                    u = P.URL.search(line)
+                    target = u.group().rstrip(b"/\"'").rsplit(b"/", 1)[-1] if u else b""
+                if len(target) >= 2 and target not in (b"/dev/null", b"-", b"/dev/stdout", b"/dev/stderr"):
+                    downloads[target] = [at, P.url_in(line), False]
+                    if len(downloads) > 50:
+                        downloads.pop(next(iter(downloads)))
+                break
+        elif downloads and P.CHECKSUM.search(line):
+            for target, d in downloads.items():
+                base = target.rsplit(b"/", 1)[-1]
+                if base in line or target in line or b"-c" in line or b"--check" in line:
+                    d[2] = True
+        # a value decoded or fetched, passed on, or run
+        a = P.ASSIGN_LINE.match(line)
+        if a is not None:
+            name, rhs = a.group("n"), a.group("rhs")
+            src = ("decode" if P.DECODED_VALUE.search(rhs) else "fetch" if P.FETCHED_VALUE.search(rhs) else None)
+            if src is None:
+                for w in P.WORD.findall(rhs, 0, 2000):
+                    if w in values and w != name:
+                        src = values[w][0]
+                        break
+            if src is not None and len(values) < 200:
+                values[name] = (src, at)
+            elif name in values and src is None:
+                del values[name]
+        if values:
+            for m in P.RUN_VALUE.finditer(line):
+                name = next(g for g in m.groups() if g is not None)
+                if name in values:
+                    src, vpos = values[name]
+                    if src == "decode":
+                        self._report("exec.decode-and-run", at + m.start(), at, at + len(line),
+                                     f"runs a value decoded from an encoded string (line {self.line_of(vpos)})")
+                    else:
+                        self._report_fetch(at + m.start(), at, at + len(line), P.url_in(self.low[vpos:vpos + 2000]),
+                                           "runs what it downloads from {url} " + f"(line {self.line_of(vpos)})")
+                    break
+
+    def check_requests(self) -> None:
+        """A request in words to send secrets or files to a URL, and to reveal the agent's
+        instructions or the environment."""
+        seen: set[int] = set()
+        places: list[re.Match] = []
+        for rx, keys in zip(P.DESTINATIONS, _DESTINATION_WORDS):
+            if self.words.isdisjoint(keys) and not (keys == (b"@",) and self.has(b"@")):
+                continue
+            for m in rx.finditer(self.low):
+                if len(places) >= MAX_LINES_PER_RULE:
+                    break
+                i = m.start()
+                if rx.pattern.startswith((b"server", b"endpoint", b"collector")) \
+                        and not P.OWNED_PLACE.search(self.low, max(0, i - 40), i):
+                    continue
+                if rx.pattern.startswith(b"@") and not (i and self.low[i - 1:i].isalnum()):
+                    continue
+                places.append(m)
+        places.sort(key=lambda m: m.start())
+        last = -1
+        for m in places:
+            if m.start() < last:
+                continue          # in the sentence looked at already
+            a, b = self._sentence(m.start(), m.end())
+            last = b
+            if a in seen:
+                continue
+            seen.add(a)
+            sent = self.low[a:b]
+            if not any(h in sent for h in _SECRET_HINTS):
+                continue
+            hit = P.EXFIL_VERB_FIRST.search(sent) or P.EXFIL_OBJECT_FIRST.search(sent)
+            if hit is None or P.AUTH_USE.search(sent):
+                continue
+            at = a + hit.start()
+            sev, note = self.grade_phrase("exfil.request", at)
+            if self.kind != "markdown" and not self.hidden_at(at):
+                sev = "medium"
+            self.add("exfil.request", sev, at, f"{RULES['exfil.request'].title}: "
+                     f"{visible(self.data[at:a + hit.end()].decode('utf-8', 'replace'), 100)!r} "
+                     f"to {visible(m.group().decode('utf-8', 'replace'), 80)}{note}")
+        if not self.words & _DISCLOSE_WORDS:
+            return
+        for s, e in self.candidates(P.TRIG_DISCLOSE, "requests to reveal secrets"):
+            for m in P.DISCLOSE.finditer(self.low, s, e):
+                at = m.start()
+                sev, note = self.grade_phrase("override.disclose", at)
+                self.add("override.disclose", sev, at, f"{RULES['override.disclose'].title}: "
+                         f"{self._shown(at, m.group())!r}{note}")
+                break
+
+    def _sentence(self, s: int, e: int) -> tuple[int, int]:
+        """The sentence around ``s``..``e``: it ends at a full stop, a blank line, a list item or
+        a heading, and at most 400 bytes either side."""
+        lo, hi = max(0, s - 400), min(len(self.low), e + 400)
+        a = max(self.low.rfind(mark, lo, s) for mark in _SENTENCE_ENDS)
+        a = lo if a < 0 else a + 1
+        ends = [i for i in (self.low.find(mark, e, hi) for mark in _SENTENCE_ENDS) if i >= 0]
+        return a, (min(ends) + 1 if ends else hi)
+
+    def check_tokens(self) -> None:
+        """A credential in a known format; high when something nearby pushes or posts with it."""
+        # every token has a run of 20 letters and digits (a private key's lines too): one look at
+        # the text's shape says whether any can be there
+        words = self.words
+        if self.shape.find(b"a" * 20) < 0 or not words & _TOKEN_WORDS and not any(
+                w.startswith(_TOKEN_STARTS) for w in words if len(w) >= 16):
+            return
+        long_words = [w for w in words if len(w) >= 16]
+        found = [m for hints, rx in P.TOKENS
+                 if any(h in words if not h.startswith(b"^") else any(w.startswith(h[1:]) for w in long_words)
+                        for h in hints)
+                 for m in itertools.islice(rx.finditer(self.data), 20)]
+        for m in sorted(found, key=lambda m: m.start())[:50]:
+            tok = m.group()
+            if tok.startswith(b"-----"):
+                if P.PRIVATE_KEY_BODY.match(self.data, m.end(), m.end() + 6000) is None:
+                    continue      # a header with no key under it: an example of the format
+            else:
+                body = tok.rsplit(b"/", 1)[-1]
+                if P.PLACEHOLDER.search(body.lower()) or len(set(body)) < 12 \
+                        or not any(48 <= c <= 57 for c in body) or (tok.startswith(b":") and not
+                                                                     self.data[max(0, m.start() - 10):m.start()].isdigit()):
+                    continue      # an example, a placeholder, or not a Telegram token
+            name = next((n for pre, n in P.TOKEN_NAMES if tok.lower().startswith(pre.encode())), "a token")
+            at = m.start()
+            ls, le = self.line_bounds(at)
+            ws, we = ls, le
+            for _ in range(8):
+                if ws > 0:
+                    ws = self.line_bounds(ws - 1)[0]
+                if we < len(self.data):
+                    we = self.line_bounds(we + 1)[1]
+            push = P.PUSH.search(self.low, ws, we)
+            sev, note = ("high", "") if push else ("medium", "")
+            if self.hidden_at(at):
+                sev, note = "high", f" — {self.hidden_at(at)}"
+            elif self.kind == "markdown" and (self.near_negation(at, ls, le) or self.section_is_about_attacks(at)):
+                sev, note = "low", " (shown as an example or a warning)"
+            what = push.group().decode("utf-8", "replace").strip(" (:") if push else ""
+            line = self.data[max(ls, at - 80):min(le, m.end() + 80)].replace(tok, tok[:8] + b"<redacted>")
+            self.add("secrets.hardcoded", sev, at, f"{name} written into the skill"
+                     + (f", used to push or post ({what})" if push else "") + note, excerpt=line)
+
+    def check_link_text(self) -> None:
+        for s, e, what in self.linktext:
+            if any(s <= p < e for p in self._found_at):
+                continue          # what is hidden there is reported (high) by its own rule
+            body = self.low[s:e]
+            if len(body.split(None, 6)) >= 6 and P.ADDRESSES_AGENT.search(body) \
+                    and len(P.INSTRUCTION_LIKE.findall(body, 0, 4000)) >= 2:
+                self.add("hidden.link-text", self._hidden_severity(s, e), s,
+                         f"{what} that reads like instructions: the agent reads it, a reader of the rendered skill "
+                         "does not", excerpt=self.data[s:min(e, s + 300)])
+
+    def check_view(self) -> None:
+        """Run the rules again on the text as a model reads it (invisible characters removed, bidi
+        controls dropped, entities decoded, fullwidth letters folded, shell variables filled in);
+        what is found there and not in the raw text is reported on its line, high where invisible
+        characters were hiding it."""
+        view, stripped = model_view(self.data, self.low, bool(self.words & _FETCH_WORDS))
+        if view == self.data:
+            return
+        # only the lines that changed and those near them are read again (and every heading and
+        # fence line, which decide how a match is graded)
+        old, new = self.data.split(b"\n"), view.split(b"\n")
+        changed = [i for i, (a, b) in enumerate(zip(old, new)) if a != b]
+        near: set[int] = set()
+        for i in changed[:MAX_LINES_PER_RULE]:
+            near.update(range(max(0, i - 15), i + 16))
+        view = b"\n".join(ln if (i in near or ln.lstrip()[:1] in (b"#", b"`", b"~")) else b""
+                          for i, ln in enumerate(new))
+        inner = Scan(view, self.file, self.kind, self.security_topic, depth=1)
+        raw_lines = None
+        for f in inner.run():
+            if (f.rule, f.line) in self._seen or f.line <= 0:
+                continue
+            if raw_lines is None:
+                raw_lines = self.data.split(b"\n")
+            raw = raw_lines[f.line - 1] if f.line <= len(raw_lines) else b""
+            sev, message = f.severity, f.message
+            if f.line in stripped:
+                sev, message = "high", f"{message} — once the invisible characters on this line are removed"
+            elif f.line <= len(raw_lines) and b"$" in raw:
+                message = f"{message} (with the file's shell variables filled in)"
+            self.add(f.rule, sev, -1, message, line=f.line, excerpt=raw[:EXCERPT_BYTES])
+
     def check_override(self) -> None:
         for rule, rx, triggers in (("override.instructions", P.OVERRIDE, P.TRIG_OVERRIDE),
-                                   ("override.conceal", P.CONCEAL, P.TRIG_CONCEAL)):
+                                   ("override.conceal", P.CONCEAL,
+                                    P.TRIG_CONCEAL + (P.TRIG_CONCEAL_MORE if self.words & _CONCEAL_WORDS else []))):
             examined = 0
             for s, e in self.candidates(triggers, "instructions to the agent"):
                 for m in rx.finditer(self.low[s:e]):
@@ -622,10 +970,16 @@ class Scan:
                         self.add(rule, "low", at, f"{RULES[rule].title}: {self._shown(at, phrase)!r} (instructions "
                                  "found in files or tool output: a safeguard against injection)")
                         continue
-                    if rule == "override.conceal" and phrase.startswith(b"without") \
-                            and P.NEGATION.search(self.low[max(s, at - 80):at]):
+                    if rule == "override.conceal" and phrase.startswith((b"without", b"silently", b"quietly", b"secretly",
+                                                                         b"covertly")) \
+                            and P.NEGATION.search(self.low[max(s, at - 80):at].replace(b"not ", b"never ")):
                         continue  # "never push without telling the user": a safeguard, not concealment
                     sev, note = self.grade_phrase(rule, at)
+                    if rule == "override.conceal" and sev == "high" and not self.hidden_at(at):
+                        end = s + m.end()
+                        stop = [i for i in (self.low.find(b".", end, end + 60), self.low.find(b"\n", end, end + 60)) if i >= 0]
+                        if not P.CONCEAL_ACTION.search(self.low, at, min(stop) if stop else end + 60):
+                            sev, note = "medium", " (what it keeps back is not an action of the agent's)"
                     self.add(rule, sev, at, f"{RULES[rule].title}: {self._shown(at, phrase)!r}{note}")
 
     def _shown(self, at: int, phrase: bytes) -> str:
@@ -650,7 +1004,10 @@ class Scan:
         inner = Scan(data[:MAX_HIDDEN_BYTES], self.file, "script" if self.kind == "script" else "text",
                      self.security_topic, depth=self.depth + 1, hidden_why=why)
         inner.check_commands()
+        inner.check_flows()
         inner.check_override()
+        inner.check_requests()
+        inner.check_tokens()
         line = line if line is not None else self.line_of(pos)
         found = inner.finish()
         for f in found:
@@ -661,3 +1018,106 @@ class Scan:
 _SHAPE = bytes(0x61 if (0x30 <= i <= 0x39 or 0x41 <= i <= 0x5A or 0x61 <= i <= 0x7A or i in (0x2B, 0x2F))
                else 0x20 if i in (0x20, 0x09) else 0x2E for i in range(256))
 _ZERO_WIDTH = {0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x180E, 0x00AD, 0x2061, 0x2062, 0x2063, 0x2064}
+_BRACED = re.compile(rb"\$\{([a-z_][a-z0-9_]{0,40})\}")
+_RUN_PATH_END = re.compile(b"(?:" + P.RUN_PATH.pattern + rb")[\"']?$")
+_SENTENCE_ENDS = (b". ", b"! ", b"? ", b".\n", b"\n\n", b"\n-", b"\n*", b"\n#", b"\n|", b"\n```", b"; ")
+
+
+class _Invisible:
+    """What one line holds of one kind of finding about invisible characters."""
+
+    def __init__(self, at: int):
+        self.at = at                       # the first one, in the decoded text
+        self.severity = "low"
+        self.counts: dict[str, int] = {}
+        self.first: dict[str, int] = {}
+        self.longest: dict[str, int] = {}
+        self.spelled: list[str] = []
+
+
+def shown(text: str, limit: int = 600) -> str:
+    """``text`` on one line with every invisible, bidi or control character shown as
+    ``<U+200B>`` and a run of four or more of one as ``<U+200B×43>``, at most ``limit`` characters."""
+    out: list[str] = []
+    n = 0
+    for ch, run in itertools.groupby(text):
+        k = sum(1 for _ in run)
+        if ch in " \t\r\n":
+            rep = " "
+        else:
+            rep = visible(ch, 20)
+            if rep.startswith("<U+") and k >= 4:
+                rep = f"{rep[:-1]}×{k}>"
+            else:
+                rep *= k
+        out.append(rep)
+        n += len(rep)
+        if n >= limit:
+            break
+    s = " ".join("".join(out).split())
+    return s if n < limit else s[:limit] + "…"
+
+
+def model_view(data: bytes, low: bytes, fetches: bool) -> tuple[bytes, set[int]]:
+    """The text as a model reads it, line for line, and the lines that lost invisible characters:
+    zero-width, tag and variation-selector characters and bidi controls removed, HTML entities
+    decoded (where that adds no line), fullwidth letters folded to ASCII, and shell variables
+    set to plain values in the file filled in where they are used."""
+    stripped: set[int] = set()
+    if not data.isascii() and P.VIEW_CHANGES.search(data):
+        text = data.decode("utf-8", "replace")
+        lines = text.split("\n")
+        for i, ln in enumerate(lines):
+            if not ln.isascii():
+                new = ln.translate(P.STRIP_FROM_VIEW)
+                if new != ln:
+                    stripped.add(i + 1)
+                lines[i] = new.translate(_FULLWIDTH)
+        data = "\n".join(lines).encode("utf-8", "surrogatepass")
+    if b"&#" in data:
+        text = data.decode("utf-8", "replace")
+        decoded = P.ENTITY.sub(lambda m: html.unescape(m.group()), text)
+        if decoded.count("\n") == text.count("\n"):
+            data = decoded.encode("utf-8", "surrogatepass")
+    if fetches and b"$" in data and b"=" in data:
+        values: dict[bytes, bytes] = {}
+        for k, m in enumerate(P.SHELL_ASSIGN.finditer(data)):
+            if k >= 200:
+                break
+            values[m.group("n")] = m.group("v").strip(b"\"'")
+        if values:
+            def fill(m: re.Match) -> bytes:
+                return values.get(m.group("b") or m.group("p"), m.group())
+            data = P.SHELL_USE.sub(fill, data)
+    return data, stripped
+
+
+_FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
+_WORD_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in range(256))
+_FETCH_WORDS = frozenset((b"curl", b"wget", b"webrequest", b"urlretrieve", b"urlopen", b"iwr", b"irm"))
+_FLOW_WORDS = frozenset((b"curl", b"wget", b"decode", b"b64decode", b"base64", b"fromhex", b"unhexlify", b"hex", b"atob",
+                         b"rot13", b"chr", b"urlretrieve", b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke",
+                         b"httpx", b"axios", b"uri", b"http", b"contents", b"downloadstring", b"xxd", b"decode64",
+                         b"b32decode", b"decodebytes", b"frombase64string", b"buffer"))
+_DISCLOSE_WORDS = frozenset((b"prompt", b"instructions", b"rules", b"configuration", b"environment", b"env", b"keys",
+                             b"secrets", b"credentials", b"tokens", b"passwords", b"context"))
+_DESTINATION_WORDS = ((b"http", b"https"), (b"webhook", b"webhooks"), (b"@",), (b"server",), (b"endpoint",))
+_CONCEAL_WORDS = frozenset((b"mention", b"mentioning", b"reveal", b"revealing", b"disclose", b"disclosing", b"report",
+                            b"reporting", b"discuss", b"bring", b"keep", b"silently", b"quietly", b"secretly", b"tell",
+                            b"omit", b"leave", b"exclude"))
+_DECODE_WORDS = frozenset((b"b64decode", b"decode64", b"decode", b"fromhex", b"unhexlify", b"codecs", b"buffer",
+                           b"frombase64string"))
+_TOKEN_WORDS = frozenset((b"ghp", b"gho", b"ghu", b"ghs", b"ghr", b"github", b"xoxb", b"xoxp", b"xoxa", b"xoxo", b"xoxs",
+                          b"xoxr", b"sk", b"rk", b"glpat", b"npm", b"hf", b"slack", b"webhooks", b"private"))
+_TOKEN_STARTS = (b"akia", b"asia", b"aiza", b"aa")
+_SECRET_HINTS = (b"credential", b"key", b"token", b"secret", b"password", b".env", b"env ", b"environment", b"cookie",
+                 b"keychain", b"wallet", b"seed", b"history", b"home", b"dotfile", b"/etc/", b".ssh", b".aws", b"id_",
+                 b".netrc", b".npmrc", b".pypirc", b".gnupg", b".kube", b"kubeconfig", b".config/", b".docker",
+                 b".password-store", b"ssh", b"passwd", b"shadow")
+# a word of the text -> what to look for where a code block might start to matter
+_FLOW_HINTS = {w: w for w in (b"curl", b"wget", b"decode", b"base64", b"hex", b"atob", b"rot13", b"urlretrieve",
+                              b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke", b"httpx", b"axios", b"xxd",
+                              b"downloadstring", b"buffer")}
+_FLOW_HINTS.update({b"b64decode": b"decode", b"decode64": b"decode", b"b32decode": b"decode", b"decodebytes": b"decode",
+                    b"fromhex": b"hex", b"unhexlify": b"hex", b"frombase64string": b"base64", b"chr": b"chr(",
+                    b"uri": b"open-uri", b"http": b"net::http", b"contents": b"file_get_contents"})
