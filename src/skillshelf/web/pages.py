@@ -22,10 +22,11 @@ from .security import require_csrf
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_csrf)])
 PAGE = 50
 SEARCH_PAGE = 20
-KILL_PAGE = 200            # kill candidates on one page of Curate
-INACTIVE_PAGE = 100        # deprecated skills on one page of Curate
+# Curate shows each list a page at a time (a screen or two each, not one page of thousands of pixels)
+KILL_PAGE = 50             # kill candidates on one page of Curate
+INACTIVE_PAGE = 50         # deprecated skills on one page of Curate
+LIST_PAGE = 25             # rewrite candidates, and gaps, on one page of Curate
 OVERVIEW_TOP = 8           # rows of each curation list on the overview
-LIST_MAX = 500             # rewrite candidates and gaps shown on Curate
 CURATION_ALL = 1_000_000   # Curate pages through every kill candidate: the lists are asked for whole
 FILE_LIST_MAX = 5000
 SAVE_FIELDS = ("name", "display_name", "description", "skill_type", "tags", "repo_name", "ttl_days", "body",
@@ -72,13 +73,19 @@ def curate(request: Request):
     lib = lib_of(request)
     p = request.query_params
     kill_at, gone_at = to_int(p.get("kill_offset"), 0), to_int(p.get("inactive_offset"), 0)
+    rewrite_at, gaps_at = to_int(p.get("rewrite_offset"), 0), to_int(p.get("gaps_offset"), 0)
 
     def url(anchor: str, **at: int) -> str:
-        q = {"kill_offset": kill_at, "inactive_offset": gone_at, **at}
+        q = {"rewrite_offset": rewrite_at, "gaps_offset": gaps_at, "kill_offset": kill_at, "inactive_offset": gone_at,
+             **at}
         query = urlencode({k: v for k, v in q.items() if v})
         return "/curate" + (f"?{query}" if query else "") + f"#{anchor}"
 
     cur = lib.curation(top=CURATION_ALL)
+    lists = {}
+    for name, at in (("rewrite", rewrite_at), ("gaps", gaps_at)):
+        w = lists[name] = _window(cur[f"{name}_total"], at, LIST_PAGE, lambda o, n=name: url(n, **{f"{n}_offset": o}))
+        w["items"] = cur[name][w["offset"]:w["end"]]
     kill = _window(cur["kill_total"], kill_at, KILL_PAGE, lambda o: url("kill", kill_offset=o))
     kill["items"] = cur["kill"][kill["offset"]:kill["end"]]
     # a list kept from a request that asked for fewer rows (above SNAPSHOT_SYNC_MAX skills the
@@ -92,8 +99,8 @@ def curate(request: Request):
     inactive = _window(first.total, gone_at, INACTIVE_PAGE, lambda o: url("inactive", inactive_offset=o))
     inactive["items"] = first.items
     inactive["here"] = url("inactive", inactive_offset=inactive["offset"]).split("#")[0]
-    return page(request, "curate.html", cur=cur, kill=kill, inactive=inactive, list_max=LIST_MAX,
-                tick=p.get("tick") or "")
+    return page(request, "curate.html", cur=cur, kill=kill, inactive=inactive, rewrite=lists["rewrite"],
+                gaps=lists["gaps"], tick=p.get("tick") or "")
 
 
 # --- skills table ---------------------------------------------------------------------------

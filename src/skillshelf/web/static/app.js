@@ -17,6 +17,12 @@
     });
   }
 
+  // On a narrow screen the filters beside the search box start folded: the hits come first.
+  var narrow = window.matchMedia && window.matchMedia("(max-width: 900px)").matches;
+  if (narrow) {
+    document.querySelectorAll("details.morefilters[open]").forEach(function (d) { d.removeAttribute("open"); });
+  }
+
   document.addEventListener("keydown", function (e) {
     if (e.defaultPrevented || e.altKey) return;
     // Ctrl/Cmd+S saves the editor
