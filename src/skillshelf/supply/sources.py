@@ -487,9 +487,11 @@ class Sources:
             # deleting thousands of files takes longer than indexing the changed skills)
             trash = self.base / ".trash" / aside.parent.name
             if had:
-                trash.parent.mkdir(parents=True, exist_ok=True)
-                os.rename(aside, trash)
-        sweeper = threading.Thread(target=shutil.rmtree, args=(trash,), kwargs={"ignore_errors": True},
+                with contextlib.suppress(OSError):    # else it goes with the plan's temporary folder
+                    trash.parent.mkdir(parents=True, exist_ok=True)
+                    os.rename(aside, trash)
+        # (the whole trash: what an interrupted update left there goes too)
+        sweeper = threading.Thread(target=shutil.rmtree, args=(trash.parent,), kwargs={"ignore_errors": True},
                                    name="skillshelf-sources-trash", daemon=True)
         sweeper.start()
         t0 = time.perf_counter()
