@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from .errors import SkillFormatError
+from .text import yaml_text
 
 SKILL_TYPES = ("IMPLEMENTATION", "WORKFLOW", "TROUBLESHOOTING", "ARCHITECTURE", "RULE")
 SPEC_KEYS = ("name", "description", "license", "compatibility", "allowed-tools", "metadata")
@@ -245,8 +246,8 @@ def parse_date(value: Any) -> _dt.date | None:
 
 
 def _scalar_to_str(value: Any) -> str:
-    if isinstance(value, (list, tuple)):
-        return ", ".join(_scalar_to_str(v) for v in value)
+    if isinstance(value, (list, tuple, dict)):   # as written (a template's `name: [TODO: ...]`), never a repr
+        return yaml_text(value)
     if isinstance(value, (_dt.date, _dt.datetime)):
         return value.isoformat()
     if isinstance(value, bool):

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import re
 import unicodedata
+from typing import Any
 
 # A small English stop list: these words carry no routing signal and would make every
 # OR-query touch every document.
@@ -114,3 +115,19 @@ def visible(text: str) -> str:
     bidi, tag and other format characters, controls, separators. Ordinary text, tabs and line
     breaks (``\\n``, ``\\r\\n``) are unchanged. For what a person reviews: diffs, drafts, ``show``."""
     return _MAYBE_HIDDEN.sub(lambda m: _shown(m.group()), text or "")
+
+
+def yaml_text(value: Any, inner: bool = False) -> str:
+    """A value read from YAML as the text it was written as, never a Python repr: a list of
+    plain values joined by ", " (``tags: [a, b]`` is "a, b"), a mapping as ``{key: value}``
+    (one pair inside a list without braces: a template's ``[TODO: name]`` stays "[TODO: name]"),
+    dates in ISO form, booleans as true and false."""
+    if isinstance(value, dict):
+        text = ", ".join(f"{yaml_text(k, True)}: {yaml_text(v, True)}" for k, v in value.items())
+        return text if inner and len(value) == 1 else f"{{{text}}}"
+    if isinstance(value, (list, tuple)):
+        text = ", ".join(yaml_text(v, True) for v in value)
+        return f"[{text}]" if inner or any(isinstance(v, (dict, list, tuple)) for v in value) else text
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)

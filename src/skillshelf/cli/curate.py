@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import typer
 
+from ..text import visible
 from .common import _clean, _counts, _json, _lib, _positive, _write, err, out
 
 commands = typer.Typer()
@@ -31,7 +32,7 @@ def diff(name: str = typer.Argument(..., help="skill name or id"),
          v1: int = typer.Argument(..., callback=_positive("version numbers"), metavar="V1"),
          v2: int = typer.Argument(..., callback=_positive("version numbers"), metavar="V2")) -> None:
     """Unified diff between two versions of a skill."""
-    _write(_lib().diff(name, v1, v2) or "(no differences)\n")
+    _write(visible(_lib().diff(name, v1, v2)) or "(no differences)\n")    # invisible characters as <U+200B>
 
 
 @commands.command(cls=_counts("the version number"))
@@ -99,11 +100,21 @@ def review_list(json_out: bool = typer.Option(False, "--json")) -> None:
 
 
 @review_app.command("show")
-def review_show(name: str) -> None:
-    """The draft's SKILL.md as it would be written."""
-    d = _lib().review.show(name)
-    out.print(f"draft {d['name']} ({str(d['args'].get('action', '')).upper()}, proposed {d['proposed_at']})\n")
-    out.print(d["text"])
+def review_show(name: str, full: bool = typer.Option(False, "--full", help="the whole SKILL.md the draft would "
+                                                                           "write, not the diff")) -> None:
+    """What the draft would change: a diff against the skill it replaces (as the dashboard
+    shows it); a new skill, or --full, prints the whole SKILL.md it would write."""
+    d = _lib().draft_review(name)
+    out.print(f"draft {d['name']} ({str(d['args'].get('action', '')).upper()}, proposed {d['proposed_at']})"
+              + (f" against {d['base']['id']} v{d['base']['version']}" if d["base"] and not full else "") + "\n")
+    if d.get("findability"):     # the skill's evals searched with the draft's text in place of the current one
+        f = d["findability"]
+        out.print(f"{f['line']} on its {f['source']} evals" + "".join(f"\n  lost: {m['query']!r} (first: "
+                  f"{', '.join(m['first']) or 'nothing'})" for m in f["lost"]) + "\n")
+    if d["base"] and not full:
+        _write(d["unified"] or "(no differences)\n")
+    else:
+        out.print(visible(_clean(d["text"])))
     up = d["args"].get("upstream")
     if isinstance(up, dict) and up.get("merged"):      # `sources update`: upstream's change conflicts with your copy
         out.print(f"\nupstream {str(up.get('commit', ''))[:7]} of {up.get('source')} against your copy "

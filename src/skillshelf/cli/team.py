@@ -45,7 +45,8 @@ def tokens_add(name: str = typer.Argument(..., help="who the token is for: a per
     store keeps only its hash."""
     with _team_tokens() as tokens:
         token = tokens.add(name, role)
-    out.print(f"made a {role} token for {name}; it is shown only now (the team store keeps its hash), "
+    article = "an" if role[:1] in "aeiou" else "a"         # an admin token, an agent token, a reader token
+    out.print(f"made {article} {role} token for {name}; it is shown only now (the team store keeps its hash), "
               "so store it where its user keeps secrets:")
     _write(token + "\n")
 

@@ -59,9 +59,14 @@ class Comparisons:
                         "text": read_text_bounded(rec.path, MAX_SKILL_BYTES)}
             except (SkillshelfError, OSError):
                 base = None
+        before = base["text"] if base else ""
+        # the unified diff a terminal shows (``review show``), every invisible character visible
+        diff = "".join(difflib.unified_diff(before.splitlines(keepends=True), d["text"].splitlines(keepends=True),
+                                            f"{base['id']} (v{base['version']})" if base else "(nothing)",
+                                            f"draft {d['name']}", n=context))
         return {"name": d["name"], "action": action, "args": args, "proposed_at": d["proposed_at"],
-                "text": d["text"], "base": base,
-                "rows": side_by_side(base["text"] if base else "", d["text"], context)}
+                "text": d["text"], "base": base, "unified": visible(diff),
+                "rows": side_by_side(before, d["text"], context), "findability": d.get("findability")}
 
     # --- checks ---------------------------------------------------------------------------
     @staticmethod

@@ -336,7 +336,7 @@ class Evolver:
                                sources=plan.sources, author=str(args.get("author") or ""))
         path, notes = self._commit_skill(plan.skill, keep_keys=plan.action == "FIX", keep=keep, entry=entry,
                                          over=plan.previous_text if plan.action == "FIX" else None)
-        notes = [self._kept_note(name, v, named=True) for name, v in sorted(kept.items())] + notes
+        notes = [n for name, v in sorted(kept.items()) if (n := self._kept_note(name, v, named=True))] + notes
         for rec in plan.deactivate:
             try:
                 self._set_status(rec, "merged", {"merged-into": plan.name}, trigger=trigger,
@@ -403,13 +403,12 @@ class Evolver:
         return version
 
     # changes found on disk ------------------------------------------------------------------------
-    def _kept_note(self, name: str, version: int, *, named: bool = False) -> str:
-        """A hand edit kept, or the text of a skill with no history kept as found."""
-        where = f" in {name}" if named else ""
-        log = self.history.changelog(name)
-        if log and log[-1].action == "FOUND" and log[-1].to_version == version:
-            return f"the text found on disk{where} was kept first as v{version} (it had no version kept)"
-        return f"the change found on disk{where} was kept first as v{version}"
+    def _kept_note(self, name: str, version: int, *, named: bool = False) -> str | None:
+        """A hand edit kept; None for the text of a skill with no history kept as found (its
+        first version: nothing was changed, and a new library's samples are all like that)."""
+        if any(e.action == "FOUND" and e.to_version == version for e in self.history.changelog(name)[-3:]):
+            return None
+        return f"the change found on disk{' in ' + name if named else ''} was kept first as v{version}"
 
     def _capture(self, rec) -> int | None:
         """Keep the workspace skill ``rec``'s file as a version of its own when it holds no
@@ -606,7 +605,7 @@ class Evolver:
             entry = ChangelogEntry(now_iso(), "ROLLBACK", sname, cur_version, new_version, "person",
                                    f"rolled back to v{version}", [rec.id], author)
             path, after = self._commit_skill(sk, keep_keys=True, keep=keep, entry=entry, over=old_text)
-            notes = [self._kept_note(sname, captured)] if captured else []
+            notes = [n for n in [self._kept_note(sname, captured) if captured else None] if n]
             notes += after
             notes += self._after_write(lambda: self.ports.sync(embed=True))
         msg = f"{sname} is now v{new_version} (the text of v{version})"

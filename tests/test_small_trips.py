@@ -1,0 +1,78 @@
+"""The smaller things a new user trips on (issue 31, item 10), each through the console script:
+"an admin token", the demo on a brand-new library, one word for a deprecation, a template's
+``name: [TODO: ...]`` shown as text, and ``review show`` printing what a draft changes."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import write_skill
+from test_cli_entry import sk
+
+from skillshelf import Library
+from skillshelf.embeddings.fake import FakeEmbedder
+
+
+def test_tokens_add_says_an_admin_token(tmp_path, pg_url):
+    p = sk("--store", pg_url, "tokens", "add", "ann", "--role", "admin", home=tmp_path / "server")
+    assert p.returncode == 0, p.stderr
+    assert "made an admin token for ann" in p.stdout, p.stdout
+    p = sk("--store", pg_url, "tokens", "add", "bob", "--role", "reader", home=tmp_path / "server")
+    assert "made a reader token for bob" in p.stdout, p.stdout
+
+
+def test_the_demo_on_a_new_library_speaks_of_no_change_found_on_disk(tmp_path):
+    p = sk("--home", str(tmp_path / "new"), "demo", env={"HOME": str(tmp_path)}, timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert "FIX cors-fix-nextjs-api: version 2" in p.stdout
+    assert "found on disk" not in p.stdout, p.stdout
+
+
+def test_deprecate_says_the_same_for_a_workspace_and_a_read_only_skill(tmp_path):
+    home, vendor = tmp_path / "home", tmp_path / "vendor"
+    write_skill(vendor, "vendor-notes", description="Notes a vendor keeps")
+    assert sk("init", home=home).returncode == 0
+    assert sk("roots", "add", str(vendor), home=home).returncode == 0
+    mine = sk("deprecate", "cors-fix-nextjs-api", "--reason", "replaced", home=home)
+    theirs = sk("deprecate", "vendor-notes", "--reason", "replaced", home=home)
+    assert mine.returncode == theirs.returncode == 0, mine.stderr + theirs.stderr
+    assert mine.stdout.startswith("cors-fix-nextjs-api is deprecated: replaced"), mine.stdout
+    assert theirs.stdout.startswith("vendor-notes is deprecated: replaced"), theirs.stdout
+
+
+def test_a_templates_todo_name_is_shown_as_text(tmp_path):
+    root = tmp_path / "templates"
+    write_skill(root, "skill-name", name="[TODO: lowercase-hyphen-case-name]",
+                description="[TODO: what the skill does and when to use it]")
+    p = sk("validate", str(root))
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "name '[TODO: lowercase-hyphen-case-name]'" in p.stdout, p.stdout
+    assert "{'TODO'" not in p.stdout
+    home = tmp_path / "home"
+    assert sk("init", home=home).returncode == 0
+    assert sk("roots", "add", str(root), home=home).returncode == 0
+    p = sk("list", "--json", home=home)
+    names = {d["name"] for d in json.loads(p.stdout)}
+    assert "[TODO: lowercase-hyphen-case-name]" in names, names
+
+
+def test_review_show_prints_what_the_draft_changes(tmp_path):
+    home = tmp_path / "home"
+    assert sk("init", home=home).returncode == 0
+    lib = Library(home, write_policy="propose", embedder=FakeEmbedder(), auto_sync=False)
+    try:
+        lib.sync()
+        res = lib.save("FIX", target_skill_name="docker-multi-stage-build", by="agent",
+                       lesson="Pin the base image by digest\u200b")
+        assert res.status == "draft"
+    finally:
+        lib.close()
+    p = sk("review", "show", "docker-multi-stage-build", home=home)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    out = p.stdout
+    assert "--- workspace:docker-multi-stage-build (v1)" in out and "+++ draft docker-multi-stage-build" in out
+    assert "+- Pin the base image by digest<U+200B>" in out or "Pin the base image by digest<U+200B>" in out, out
+    body = (home / "skills" / "docker-multi-stage-build" / "SKILL.md").read_text()
+    assert len(out.splitlines()) < len(body.splitlines()), out       # a diff, not the whole draft
+    p = sk("review", "show", "docker-multi-stage-build", "--full", home=home)
+    assert p.returncode == 0 and len(p.stdout.splitlines()) > len(body.splitlines())
