@@ -1,10 +1,14 @@
 """The MCP server over stdio: every request read gets an answer, and a closed stdin ends the
 process cleanly.
 
-- A request whose JSON holds a lone UTF-16 surrogate escape (``"\\ud800"``: valid JSON
-  syntax, but not Unicode text) cannot be read by the SDK's parser, which drops it: the
-  client would wait for an answer forever. ``AnswerUnreadable`` answers it with invalid
-  params (-32602), naming the field and the fix.
+- A line the SDK's parser cannot read is dropped by it: the client would wait for an answer
+  forever. ``AnswerUnreadable`` answers each: a request whose JSON holds a lone UTF-16
+  surrogate escape (``"\\ud800"``: valid JSON syntax, but not Unicode text) with invalid
+  params (-32602), naming the field and the fix; a request nested deeper than the parser reads
+  (200 levels) with invalid request (-32600); a line that is not JSON at all, or nested so deep
+  that no parser here can find its id (a 6 KB line of ``[``), with a parse error (-32700, id
+  null, as JSON-RPC 2.0 asks). Nothing about it is recursive, so no line can end the server
+  with a RecursionError.
 - ``run`` serves until the client closes stdin and says the exit code: 0 when the client
   went away, whatever state its pipes were left in.
 - On a team store a stdio server is started by one person's client, so it serves one token:
@@ -45,34 +49,55 @@ def _lone_surrogate(value: Any, path: str = "") -> str | None:
     return None
 
 
-def unreadable_request(exc: BaseException) -> tuple[str | int, str] | None:
-    """(request id, where the bad text is) when ``exc`` is the SDK's parser refusing a
-    request's line that Python's JSON reads (a lone surrogate escape), else None."""
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+DEPTH_FIX = "send the request with its values nested at most 200 levels deep"
+
+
+def unreadable_request(exc: BaseException) -> tuple[str | int | None, int, str] | None:
+    """(the request's id or None, the JSON-RPC error code, the message) for a line the SDK's
+    parser refused as invalid JSON (``exc``), else None (not such a refusal, or a notification
+    or response: nothing to answer). The message never carries the line's text."""
     errors = getattr(exc, "errors", None)
     if not callable(errors):
         return None
     try:
-        raw = next((e.get("input") for e in errors() if e.get("type") == "json_invalid"), None)
+        bad = next((e for e in errors() if e.get("type") == "json_invalid"), None)
     except Exception:   # noqa: BLE001 — not a pydantic error after all: leave it to the SDK
         return None
+    raw = bad.get("input") if bad else None
     if not isinstance(raw, str):
         return None
+    deep = "recursion limit" in str(bad.get("msg", ""))
     try:
         msg = json.loads(raw)
-    except ValueError:
-        return None
+    except RecursionError:      # deeper than Python's own parser goes: no id can be found
+        return None, PARSE_ERROR, f"the request is nested too deeply to be read. Fix: {DEPTH_FIX}"
+    except ValueError as err:
+        return None, PARSE_ERROR, (f"the line is not valid JSON ({str(err)[:120]}). Fix: send one JSON-RPC "
+                                   "message per line, as JSON")
     if not (isinstance(msg, dict) and isinstance(msg.get("method"), str)
             and isinstance(msg.get("id"), (int, str)) and not isinstance(msg.get("id"), bool)):
         return None   # a notification or a response: nothing to answer
-    where = _lone_surrogate(msg)
-    # the answer must not carry the bad text itself (it could not be sent either)
-    return (msg["id"], where.encode("utf-8", "backslashreplace").decode("utf-8")) if where else None
+    try:
+        where = _lone_surrogate(msg)
+    except RecursionError:
+        where, deep = None, True
+    if where:
+        # the answer must not carry the bad text itself (it could not be sent either)
+        shown = where.encode("utf-8", "backslashreplace").decode("utf-8")
+        return msg["id"], INVALID_PARAMS, (
+            f"the request's {shown} holds a lone UTF-16 surrogate (an escape such as \\ud800 without its pair), "
+            "which is not Unicode text. Fix: send valid Unicode (replace or drop the broken character)")
+    if deep:
+        return msg["id"], INVALID_REQUEST, f"the request is nested too deeply to be read. Fix: {DEPTH_FIX}"
+    return None
 
 
 class AnswerUnreadable:
     """The stdio transport's read stream (``mcp.shared._stream_protocols.ReadStream``), with
-    each request the SDK could not parse because of a lone surrogate answered on
-    ``write`` and left out."""
+    each line the SDK could not parse answered on ``write`` (``unreadable_request``) and left
+    out. Upstream: the SDK's stdio reader should answer a line it cannot parse with -32700
+    (and an id it can read with -32600) instead of dropping it."""
 
     def __init__(self, inner: Any, write: Any):
         self._inner = inner
@@ -88,10 +113,8 @@ class AnswerUnreadable:
         import mcp_types as types
         from mcp.shared.message import SessionMessage
 
-        req_id, where = found
-        error = types.ErrorData(code=types.INVALID_PARAMS, message=(
-            f"the request's {where} holds a lone UTF-16 surrogate (an escape such as \\ud800 without its pair), "
-            "which is not Unicode text. Fix: send valid Unicode (replace or drop the broken character)"))
+        req_id, code, text = found
+        error = types.ErrorData(code=code, message=text)
         await self._write.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=req_id, error=error)))
         return True
 
