@@ -54,7 +54,8 @@ def main() -> None:
         git(work, "commit", "-q", "-m", "corpus")
         subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
         skills = sorted(work.rglob("SKILL.md"))
-        print(f"repository: {len(skills)} SKILL.md files, {git(work, 'count-objects', '-vH').splitlines()[-2]} "
+        files = sum(1 for p in work.rglob("*") if p.is_file() and ".git" not in p.parts)
+        print(f"repository: {len(skills)} SKILL.md files, {files} files in all "
               f"(made in {time.perf_counter() - t0:.1f} s)")
 
         lib = Library(home=tmp / "home", embedder=a.embedder, auto_sync=False)

@@ -571,3 +571,43 @@ def test_an_edit_whose_base_is_unknown_is_never_merged_by_guessing(tmp_path, ups
     assert "CONFLICT" in r.stdout and "not known" in r.stdout
     assert (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8") == mine
     assert "Keep it a week." in json.loads((home / "drafts/alpha/draft.json").read_text())["args"]["body"]
+
+
+def test_submodules_are_fetched_only_when_asked(tmp_path, upstream):
+    sub = Upstream(tmp_path / "sub")               # another repository: its skills/gamma goes in as a submodule
+    sub.write("skills/gamma/SKILL.md", BETA.replace("beta", "gamma").replace("gizmos", "gammas"))
+    sub_head = sub.commit("gamma")
+    sub.push()
+    (upstream.bare.parent / "sub.git").symlink_to(sub.bare)     # so that ../sub.git resolves beside upstream
+    (upstream.work / ".gitmodules").write_text('[submodule "vendor"]\n\tpath = vendor\n\turl = ../sub.git\n')
+    git(upstream.work, "add", ".gitmodules")
+    git(upstream.work, "update-index", "--add", "--cacheinfo", f"160000,{sub_head},vendor")
+    git(upstream.work, "commit", "-q", "-m", "a submodule")
+    upstream.push()
+
+    home = tmp_path / "home"
+    r = sk(home, "sources", "add", upstream.url, "--name", "plain")
+    assert r.returncode == 0 and "vendor: a submodule (pass --submodules" in r.stdout
+    assert not (home / "sources/plain/vendor/skills").exists()
+    r = sk(home, "sources", "add", upstream.url, "--name", "full", "--submodules")
+    assert r.returncode == 0, r.stderr
+    assert "5 skills" in r.stdout       # its own two, and the three of the submodule
+    assert (home / "sources/full/vendor/skills/gamma/SKILL.md").is_file()
+    by = {s["label"]: s for s in lock_of(home)["source"]}
+    assert by["full"]["submodules"] is True and "submodules" not in by["plain"]
+    assert "vendor/skills/gamma" in [s["path"] for s in by["full"]["skill"]]
+    home2 = tmp_path / "home2"
+    r = sk(home2, "sources", "restore", str(home / "skillshelf.lock"))
+    assert r.returncode == 0, r.stderr
+    assert (home2 / "sources/full/vendor/skills/gamma/SKILL.md").is_file()
+
+
+def test_a_submodule_url_is_fetched_only_from_git_transports():
+    from skillshelf.supply.fetch import module_url
+
+    assert module_url("https://host/org/super.git", "../lib.git") == "https://host/org/lib.git"
+    assert module_url("https://host/org/super.git", "git@host:org/lib.git") == "git@host:org/lib.git"
+    assert module_url("https://host/org/super.git", "file:///home/me/private.git") is None
+    assert module_url("https://host/org/super.git", "/home/me/private") is None
+    assert module_url("https://host/org/super.git", "ext::sh -c touch% /tmp/x") is None
+    assert module_url("file:///srv/super.git", "../lib.git") == "file:///srv/lib.git"

@@ -38,13 +38,13 @@ def _findings_line(findings: list[dict[str, Any]]) -> str:
 
 
 def _add(ctx: typer.Context, source: str, name: Optional[str], ref: Optional[str], path: Optional[str], pin: bool,
-         json_out: bool) -> None:
+         json_out: bool, submodules: bool = False) -> None:
     lib = _lib()
     try:       # a malformed SOURCE, --name, --ref or --path is a usage error (exit 2)
         lib.sources.spec(source, label=name, ref=ref or "", path=path or "")
     except ValidationError as exc:
         raise _usage_error(ctx, _cli_words(str(exc))) from None
-    res = lib.sources.add(source, label=name, ref=ref or "", path=path or "", pin=pin)
+    res = lib.sources.add(source, label=name, ref=ref or "", path=path or "", pin=pin, submodules=submodules)
     if json_out:
         _json(res)
         return
@@ -69,9 +69,11 @@ def sources_add(ctx: typer.Context, source: str = typer.Argument(..., metavar="S
                                                    help="the folder inside the source that holds the skills"),
                 pin: bool = typer.Option(False, "--pin", help="pin it: a skill that changes upstream is held from "
                                                               "agents until `skillshelf trust NAME`"),
+                submodules: bool = typer.Option(False, "--submodules", help="also fetch the repository's submodules "
+                                                                            "(left out by default)"),
                 json_out: bool = typer.Option(False, "--json")) -> None:
     """Fetch a collection into the home at an exact commit, lock it, index and audit it."""
-    _add(ctx, source, name, ref, path, pin, json_out)
+    _add(ctx, source, name, ref, path, pin, json_out, submodules)
 
 
 @commands.command("add")
@@ -80,9 +82,10 @@ def add(ctx: typer.Context, source: str = typer.Argument(..., metavar="SOURCE", 
         ref: Optional[str] = typer.Option(None, "--ref", metavar="REF", help="a branch, tag or commit"),
         path: Optional[str] = typer.Option(None, "--path", metavar="SUBDIR", help="the folder that holds the skills"),
         pin: bool = typer.Option(False, "--pin", help="hold skills that change upstream until trusted"),
+        submodules: bool = typer.Option(False, "--submodules", help="also fetch the repository's submodules"),
         json_out: bool = typer.Option(False, "--json")) -> None:
     """Add a collection from git or an archive (`skillshelf sources add`)."""
-    _add(ctx, source, name, ref, path, pin, json_out)
+    _add(ctx, source, name, ref, path, pin, json_out, submodules)
 
 
 @sources_app.command("list")

@@ -231,10 +231,7 @@ def ahead(git_dir: Path, old: str, new: str) -> int | None:
         return None
 
 
-def export(git_dir: Path, commit: str, subdir: str, dest: Path) -> list[str]:
-    """Write the tree of ``commit`` (at ``subdir``) into the new folder ``dest``; notes on what
-    was left out (links leading out, submodules)."""
-    tree = f"{commit}:{subdir}" if subdir else commit
+def _archive(git_dir: Path, tree: str, dest: Path) -> list[str]:
     cmd = [git_path(), *HARDENING, f"--git-dir={git_dir}", "archive", "--format=tar", tree]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=git_env())
@@ -247,15 +244,88 @@ def export(git_dir: Path, commit: str, subdir: str, dest: Path) -> list[str]:
         proc.kill()
         proc.wait()
         raise
+    assert proc.stderr is not None
     if rc != 0:
         raise SourceError(f"git archive failed: {_last_line(proc.stderr.read().decode('utf-8', 'replace'))}")
     proc.stderr.close()
-    # git archive leaves submodules out silently: say which (they are not fetched)
+    return notes
+
+
+def _gitlinks(git_dir: Path, tree: str) -> list[tuple[str, str]]:
+    """(path, commit) of every submodule in ``tree``."""
     listed = git(git_dir, "ls-tree", "-r", "-z", tree, check=False)
+    out = []
     for item in listed.stdout.split(b"\0"):
         if item.startswith(b"160000 "):
-            path = item.split(b"\t", 1)[-1].decode("utf-8", "replace")
-            notes.append(f"left out {path}: a submodule (submodules are not fetched)")
+            meta, _, path = item.partition(b"\t")
+            out.append((path.decode("utf-8", "replace"), meta.split()[2].decode("ascii", "replace")))
+    return out
+
+
+def _module_urls(git_dir: Path, commit: str) -> dict[str, str]:
+    """Submodule path (from the repository's top) -> URL, from the commit's ``.gitmodules``."""
+    res = git(git_dir, "config", "--blob", f"{commit}:.gitmodules", "--list", "-z", check=False)
+    if res.returncode != 0:
+        return {}
+    paths: dict[str, str] = {}
+    urls: dict[str, str] = {}
+    for item in res.stdout.decode("utf-8", "replace").split("\0"):
+        key, _, value = item.partition("\n")
+        if key.startswith("submodule.") and key.endswith((".path", ".url")):
+            name, field = key[len("submodule."):].rsplit(".", 1)
+            (paths if field == "path" else urls)[name] = value
+    return {paths[n].strip("/"): urls[n] for n in paths if n in urls}
+
+
+def module_url(parent: str, url: str) -> str | None:
+    """A submodule's URL, relative ones resolved against the parent's; None when it may not be
+    fetched: a local path or ``file://`` URL is taken only from a parent that is itself local, and
+    only git's own transports (https, ssh, git) otherwise."""
+    if url.startswith(("./", "../")):
+        base = parent.rstrip("/")
+        url = base + "/" + url
+        scheme, sep, rest = url.partition("://")
+        url = f"{scheme}{sep}{posixpath.normpath(rest)}" if sep else posixpath.normpath(url)
+    local_parent = parent.startswith(("file://", "/"))
+    if url.startswith(("https://", "http://", "ssh://", "git://")) or (_SCP.match(url) and "://" not in url
+                                                                           and not url.startswith("/")):
+        return url
+    if local_parent and url.startswith(("file://", "/")):
+        return url
+    return None
+
+
+def export(git_dir: Path, commit: str, subdir: str, dest: Path, *, url: str = "",
+           submodules: bool = False) -> list[str]:
+    """Write the tree of ``commit`` (at ``subdir``) into the new folder ``dest``; notes on what
+    was left out (links leading out, submodules). With ``submodules``, each submodule of the tree
+    is fetched (into a bare cache beside ``git_dir``, hardened the same way) and its commit's tree
+    written at its path (one level: a submodule's own submodules are left out, and named)."""
+    tree = f"{commit}:{subdir}" if subdir else commit
+    notes = _archive(git_dir, tree, dest)
+    links = _gitlinks(git_dir, tree)
+    if not links:
+        return notes
+    urls = _module_urls(git_dir, commit) if submodules else {}
+    for path, sha in links:
+        full = f"{subdir}/{path}" if subdir else path
+        where = urls.get(full)
+        sub_url = module_url(url, where) if where else None
+        if not submodules or sub_url is None:
+            why = "pass --submodules to fetch it" if not submodules else \
+                f"its URL {where!r} is not one skillshelf fetches" if where else "it is not in .gitmodules"
+            notes.append(f"left out {path}: a submodule ({why})")
+            continue
+        cache = git_dir / "skillshelf-modules" / (hashlib.sha256(sub_url.encode()).hexdigest()[:16] + ".git")
+        if not cache.is_dir():
+            init_cache(cache, sub_url)
+        fetch(cache, sub_url)
+        got = resolve(cache, sub_url, sha)
+        target = dest.joinpath(*path.split("/"))
+        if target.is_dir() and not any(target.iterdir()):
+            target.rmdir()
+        notes += [f"{path}: {n}" for n in _archive(cache, got, target)]
+        notes += [f"left out {path}/{p}: a submodule of a submodule" for p, _ in _gitlinks(cache, got)]
     return notes
 
 

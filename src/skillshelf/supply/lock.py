@@ -57,6 +57,7 @@ class SourceEntry:
     path: str = ""                               # the folder inside the source that holds the skills
     commit: str = ""                             # git: the commit; archive / folder: sha256 of the content
     pinned: bool = False
+    submodules: bool = False                     # the submodules' files were fetched too
     updated: str = ""
     skills: list[SkillEntry] = field(default_factory=list)
 
@@ -69,7 +70,8 @@ class SourceEntry:
 
     def summary(self) -> dict[str, Any]:
         return {"label": self.label, "source": self.source, "kind": self.kind, "url": self.url, "ref": self.ref,
-                "path": self.path, "commit": self.commit, "pinned": self.pinned, "updated": self.updated,
+                "path": self.path, "commit": self.commit, "pinned": self.pinned, "submodules": self.submodules,
+                "updated": self.updated,
                 "skills": len(self.skills)}
 
 
@@ -86,7 +88,9 @@ def render(sources: list[SourceEntry]) -> str:
     for s in sorted(sources, key=lambda s: s.label):
         out += ["[[source]]", f"label = {_q(s.label)}", f"source = {_q(s.source)}", f"kind = {_q(s.kind)}",
                 f"url = {_q(s.url)}", f"ref = {_q(s.ref)}", f"path = {_q(s.path)}", f"commit = {_q(s.commit)}",
-                f"pinned = {'true' if s.pinned else 'false'}", f"updated = {_q(s.updated)}", ""]
+                f"pinned = {'true' if s.pinned else 'false'}"]
+        out += ["submodules = true"] if s.submodules else []
+        out += [f"updated = {_q(s.updated)}", ""]
         for sk in sorted(s.skills, key=lambda k: k.path):
             out += ["[[source.skill]]", f"path = {_q(sk.path)}", "files = ["]
             out += [f"  {{ path = {_q(f.path)}, digest = {_q(f.digest)}, size = {f.size} }},"
@@ -111,6 +115,7 @@ def parse(text: str, where: str = LOCK_NAME) -> list[SourceEntry]:
             out.append(SourceEntry(label=str(s["label"]), source=str(s.get("source", "")), kind=str(s["kind"]),
                                    url=str(s["url"]), ref=str(s.get("ref", "")), path=str(s.get("path", "")),
                                    commit=str(s["commit"]), pinned=bool(s.get("pinned", False)),
+                                   submodules=bool(s.get("submodules", False)),
                                    updated=str(s.get("updated", "")), skills=skills))
     except (KeyError, TypeError, ValueError) as exc:
         raise ValidationError(f"{where}: a source entry is incomplete ({exc})",

@@ -179,7 +179,7 @@ class Sources:
 
     # --- fetching ------------------------------------------------------------------------
     def _fetch(self, spec: Spec, label: str, tmp: Path, *, commit: str | None = None,
-               cache: Path | None = None) -> tuple[Path, str, list[str]]:
+               cache: Path | None = None, submodules: bool = False) -> tuple[Path, str, list[str]]:
         """Fetch ``spec`` into ``tmp/tree``; (the tree, the commit or content sha256, notes).
         ``cache``: the bare repository to fetch into (a new one in ``tmp/cache.git`` if absent)."""
         tree = tmp / "tree"
@@ -194,7 +194,7 @@ class Sources:
             if not fetchmod.is_tree(git_dir, got, spec.subdir):
                 raise SourceError(f"--path {spec.subdir} does not exist in {spec.url} at {got[:12]}",
                                   fix="pass --path with a folder of the repository, or leave it out")
-            notes = fetchmod.export(git_dir, got, spec.subdir, tree)
+            notes = fetchmod.export(git_dir, got, spec.subdir, tree, url=spec.url, submodules=submodules)
             return tree, got, notes
         src, digest = fetchmod.read_archive(spec, tmp, self._unpack)
         if commit and digest != commit:
@@ -223,17 +223,19 @@ class Sources:
         return spec
 
     def add(self, source: str, *, label: str | None = None, ref: str = "", path: str = "",
-            pin: bool = False) -> dict[str, Any]:
+            pin: bool = False, submodules: bool = False) -> dict[str, Any]:
         """Fetch a source into ``sources/LABEL``, lock it, make it a read-only root, index and audit it."""
         spec = self.spec(source, label=label, ref=ref, path=path)
         label = spec.label
+        if submodules and spec.kind != "git":
+            raise ValidationError("--submodules applies to git sources only", fix="leave out --submodules")
         timing: dict[str, float] = {}
         with locked(self.home, "sources"):
             entries = self.entries()
             self._check_label(label, entries)
             t0 = time.perf_counter()
             with self._tmp(label) as tmp:
-                tree, commit, notes = self._fetch(spec, label, tmp)
+                tree, commit, notes = self._fetch(spec, label, tmp, submodules=submodules)
                 timing["fetch"] = time.perf_counter() - t0
                 skills, more = lockmod.scan(tree, label)
                 timing["lock"] = time.perf_counter() - t0 - timing["fetch"]
@@ -242,7 +244,7 @@ class Sources:
                                       fix="pass --path with the folder that holds the skill folders")
                 entry = lockmod.SourceEntry(label=label, source=source, kind=spec.kind, url=spec.url,
                                             ref=spec.ref, path=spec.subdir, commit=commit, pinned=pin,
-                                            updated=_now(), skills=skills)
+                                            submodules=submodules, updated=_now(), skills=skills)
                 self._install([(entry, tree, tmp / "cache.git")], entries)
         t0 = time.perf_counter()
         self._reroot()
@@ -356,13 +358,13 @@ class Sources:
         cache = self._cache(old.label)
         if spec.kind == "git" and not cache.is_dir():   # a restored or older home: a new cache
             fetchmod.init_cache(cache, spec.url)
-        tree, commit, notes = self._fetch(spec, old.label, tmp, cache=cache)
+        tree, commit, notes = self._fetch(spec, old.label, tmp, cache=cache, submodules=old.submodules)
         t1 = time.perf_counter()
         skills, more = lockmod.scan(tree, old.label)
         t2 = time.perf_counter()
         new = lockmod.SourceEntry(label=old.label, source=old.source, kind=old.kind, url=old.url,
                                   ref=spec.ref, path=old.path, commit=commit, pinned=old.pinned,
-                                  updated=_now(), skills=skills)
+                                  submodules=old.submodules, updated=_now(), skills=skills)
         plan = UpdatePlan(old.label, old, new, tree, notes=notes + more,
                           drift=lockmod.check(old, self.folder(old.label)))
         plan.seconds["fetch"], plan.seconds["lock"] = t1 - t0, t2 - t1
@@ -571,7 +573,7 @@ class Sources:
             for e in wanted:
                 tmp = stack.enter_context(self._tmp(e.label))
                 spec = Spec(e.kind, e.url, e.path, e.ref, e.label)
-                tree, _, _ = self._fetch(spec, e.label, tmp, commit=e.commit)
+                tree, _, _ = self._fetch(spec, e.label, tmp, commit=e.commit, submodules=e.submodules)
                 bad = lockmod.check(e, tree)
                 if bad:
                     first = bad[0]
