@@ -90,6 +90,19 @@ TRUST_BLOCKS = ("none", "high", "medium")
 
 
 @dataclass(frozen=True)
+class EvalConfig:
+    min_recall: float = _f(0.8, "`skillshelf eval` fails a skill whose should-trigger queries find it in the top k less"
+                                " often than this")
+    max_false: float = _f(0.2, "`skillshelf eval` fails a skill that comes up in the top k for more than this share of"
+                               " its should-not-trigger queries")
+    guard: str = _f("warn", "a FIX that drops a skill's recall on its evals below min_recall: warn (the result and the"
+                            " draft show it) | refuse | off")
+
+
+EVAL_GUARDS = ("warn", "refuse", "off")
+
+
+@dataclass(frozen=True)
 class SourcesConfig:
     github_base: str = _f("https://github.com", "where `sources add owner/repo` points (a GitHub Enterprise URL works)")
 
@@ -141,6 +154,7 @@ class Config:
     judge: JudgeConfig = _f(JudgeConfig(), "the optional model judge (rerank, soft filter)")
     trust: TrustConfig = _f(TrustConfig(), "what agents see of skills whose audit found a risk")
     sources: SourcesConfig = _f(SourcesConfig(), "collections fetched from git or archives (`skillshelf sources`)")
+    eval: EvalConfig = _f(EvalConfig(), "trigger evals: the floor `skillshelf eval` holds skills to, and changes")
     # Not settings: where each setting came from (``ORIGINS``; "search.x" for nested ones),
     # and, per root path, where that root came from. A root given for one command ("flag")
     # must exist; a saved one ("file", "environment") that has gone is skipped with a warning.
@@ -371,6 +385,7 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
     judge_values: dict[str, Any] = {}
     trust_values: dict[str, Any] = {}
     sources_values: dict[str, Any] = {}
+    eval_values: dict[str, Any] = {}
     cfg_file = base.config_path
     if cfg_file.exists():
         try:
@@ -412,6 +427,15 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
                                           fix="the sources section has one setting: github_base = \"https://...\"")
                     sources_values["github_base"] = str(sv)
                     origins["sources.github_base"] = "file"
+            elif key == "eval" and isinstance(value, dict):
+                enames = {f.name for f in dataclasses.fields(EvalConfig)}
+                for ek, ev in value.items():
+                    ek = ek.replace("-", "_")
+                    if ek not in enames:
+                        raise ConfigError(f"{cfg_file}: unknown setting eval.{ek}",
+                                          fix="the eval section has: min_recall, max_false, guard")
+                    eval_values[ek] = _coerce(f"eval.{ek}", getattr(EvalConfig(), ek), ev)
+                    origins[f"eval.{ek}"] = "file"
             elif key in names and key != "home":
                 values[key] = _coerce(key, getattr(base, key), value)
                 origins[key] = "file"
@@ -454,7 +478,13 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
         values["trust"] = dataclasses.replace(TrustConfig(), **trust_values)
     if sources_values and origins.get("sources") != "flag":
         values["sources"] = SourcesConfig(**sources_values)
+    if eval_values and origins.get("eval") != "flag":
+        values["eval"] = dataclasses.replace(EvalConfig(), **eval_values)
     cfg = dataclasses.replace(base, **values, origins=origins, root_origins=root_origins)
+    if cfg.eval.guard not in EVAL_GUARDS or not (0 <= cfg.eval.min_recall <= 1 and 0 <= cfg.eval.max_false <= 1):
+        raise ConfigError(f"eval settings out of range (guard {cfg.eval.guard!r}, min_recall {cfg.eval.min_recall},"
+                          f" max_false {cfg.eval.max_false}){_where(cfg, 'eval')}",
+                          fix="guard is warn, refuse or off; min_recall and max_false are between 0 and 1")
     if cfg.trust.block not in TRUST_BLOCKS:
         raise ConfigError(f"unknown trust.block {cfg.trust.block!r}{_where(cfg, 'trust.block')}",
                           fix="use none (warn only), high or medium")

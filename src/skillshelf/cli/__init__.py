@@ -15,7 +15,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import SkillshelfError
-from . import curate, install, io, onboarding, servers, skills, sources, team, trust, usage
+from . import curate, evals, install, io, onboarding, servers, skills, sources, team, trust, usage
 from .common import (
     _cannot_write,
     _clean,
@@ -40,7 +40,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 ORDER = ("init", "sync", "list", "show", "search", "validate", "doctor", "rebuild", "config", "version", "demo",
          "report-outcome", "stats", "report", "prune-usage", "serve", "history", "diff", "rollback", "extend-ttl",
          "deprecate", "restore", "delete", "dashboard", "install", "uninstall", "export", "import", "pick",
-         "migrate-store", "audit", "trust", "pin", "unpin", "add", "lock")
+         "migrate-store", "audit", "trust", "pin", "unpin", "add", "lock", "eval")
 
 
 def _name(info: Any) -> str:
@@ -48,7 +48,7 @@ def _name(info: Any) -> str:
 
 
 app.registered_commands.extend(sorted(
-    (info for group in (onboarding, skills, curate, usage, io, install, servers, team, trust, sources)
+    (info for group in (onboarding, skills, curate, usage, evals, io, install, servers, team, trust, sources)
      for info in group.commands.registered_commands),
     key=lambda info: ORDER.index(_name(info))))
 app.add_typer(roots_app, name="roots")

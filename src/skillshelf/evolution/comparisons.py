@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import skill as skillmod
+from ..catalog.eval_files import read_evals
 from ..errors import NotFoundError, SkillshelfError, ValidationError
 from ..files import MAX_SKILL_BYTES, FileRefused, read_bounded, read_text_bounded
 from ..text import visible
@@ -109,7 +110,8 @@ class Comparisons:
                 out.append((str(f), [skillmod.Finding("fatal", "file.unreadable",
                                                       f"cannot read: {exc.strerror or exc}")]))
                 continue
-            out.append((str(f), parsed.findings))
+            # a skill's trigger evals (evals/*.json): a malformed file is a finding naming its line
+            out.append((str(f), parsed.findings + read_evals(f.absolute().parent).findings))
         return out
 
     def check_save(self, action: str, **args: Any) -> dict[str, Any]:

@@ -128,6 +128,14 @@ class Evolver:
                                   fix="send a FIX with a shorter body that condenses its Lessons Learned")
         return plan
 
+    def findability(self, plan: Plan) -> dict[str, Any] | None:
+        """A FIX's skill searched for its evals with the new text in place of the old, on a copy
+        of the index (``Ports.findability``): None when it keeps no evals."""
+        if self.ports.findability is None or plan.action != "FIX" or not plan.sources:
+            return None
+        return self.ports.findability(plan.sources[0], planned_text(plan.action, plan.previous_text, plan.skill),
+                                      plan.action)
+
     def _next_version(self, name: str, current: int) -> int:
         """One above the file's version and every version in history: a version number is
         never given twice, even after a hand edit or a crash between two steps."""
@@ -319,7 +327,11 @@ class Evolver:
                 plan = self.plan(args, source="person" if trigger == "person" else "agent")
                 need = {_lock_key(plan.name)} | {_lock_key(r.name) for r in plan.deactivate}
                 if need <= keys:
-                    return self._commit(plan, args, trigger, kept)
+                    found = self.findability(plan)      # (may refuse: ``eval.guard``) before anything is written
+                    res = self._commit(plan, args, trigger, kept)
+                    if found is not None:
+                        res.findability, res.message = found, f"{res.message}; {found['line']}"
+                    return res
         raise ConflictError("the skills this change names kept changing while it was planned",
                             fix="try again in a moment")
 

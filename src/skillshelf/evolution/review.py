@@ -127,10 +127,12 @@ class ReviewQueue:
                 raise ConflictError(f"a draft for {plan.name!r} is already waiting for review",
                                     fix=f"ask a person to run `skillshelf review approve {plan.name}` or reject it")
             text = planned_text(plan.action, plan.previous_text, plan.skill)   # as a FIX would write it
-            self.drafts.put(plan.name, text, {"args": args, "proposed_at": now_iso()})
+            found = self.ev.findability(plan)    # the reviewer sees what the change does to its evals
+            self.drafts.put(plan.name, text, {"args": args, "proposed_at": now_iso(), "findability": found})
         return SaveResult("draft", plan.action, plan.name, plan.skill.version, self.drafts.location(plan.name),
                           None, message=f"draft saved for review: a person approves it with "
-                                        f"`skillshelf review approve {plan.name}`")
+                                        f"`skillshelf review approve {plan.name}`"
+                                        + (f"; {found['line']}" if found else ""), findability=found)
 
     def list(self) -> list[dict]:
         out = []
@@ -155,7 +157,7 @@ class ReviewQueue:
     def show(self, name: str) -> dict:
         data = self._load(name)
         return {"name": name, "args": data["args"], "proposed_at": data.get("proposed_at"),
-                "text": self.drafts.text(name)}
+                "text": self.drafts.text(name), "findability": data.get("findability")}
 
     def approve(self, name: str, *, reviewer: str = "") -> SaveResult:
         with self.drafts.lock(name):

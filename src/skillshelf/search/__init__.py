@@ -6,7 +6,8 @@ and the dense one (``vectors``), the in-memory state between queries (``state``)
 pipeline (``pipeline``: lexical ∥ dense → fuse → fitted ranker → diversify → confidence), the
 fusion and recency steps (``fusion``), the fitted ranker and its weights (``ranker``,
 ``ranker.json``), whether a hit is likely (``confidence``), the hits themselves and which copy
-of a group each shows (``hits``, ``language``).
+of a group each shows (``hits``, ``language``), and a trial index: a change searched on a copy of
+the index before it lands (``trial``, which also composes the ``usage.evals`` service).
 
 May use: ``catalog``, ``usage`` (learning reorders what retrieval found), ``embeddings``,
 ``store`` and the core values."""

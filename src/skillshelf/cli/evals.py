@@ -1,0 +1,67 @@
+"""``skillshelf eval``: each skill's trigger evals run through the search agents use."""
+
+from __future__ import annotations
+
+import typer
+
+from .common import _clean, _in_range, _json, _lib, _usage_error, out
+
+commands = typer.Typer()
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+@commands.command("eval")
+def eval_(ctx: typer.Context,
+          names: list[str] = typer.Argument(None, help="skill names or ids (or --all)"),
+          everything: bool = typer.Option(False, "--all", help="every skill that has evals (its own eval files,"
+                                                                " or requests reported as worked for it)"),
+          k: int = typer.Option(5, "--k", callback=_in_range(1, 50, "--k"),
+                                help="a should-trigger query passes when the skill is in the top k"),
+          json_out: bool = typer.Option(False, "--json", help="a list: per skill name, recall, false_rate, "
+                                                              "source, misses")) -> None:
+    """Run skills' trigger evals (evals/eval_queries.json, the Agent Skills guide's format) through
+    the search agents use, without logging them: recall@k of the should-trigger queries, false
+    triggers of the should-not ones, and what came first on each miss. Skills with no eval file are
+    run on the requests reported as worked for them (learned evals). Exits 1 when a skill is below
+    eval.min_recall or above eval.max_false."""
+    if not names and not everything:
+        raise _usage_error(ctx, "name the skills to evaluate, or pass --all")
+    run = _lib().evals.run(names or [], everything=everything, k=k)
+    if json_out:
+        _json(run.as_list())
+    else:
+        _print(run)
+    if not run.passed:
+        raise typer.Exit(1)
+
+
+def _print(run) -> None:
+    for r in run.results:
+        if r.source == "none":
+            out.print(f"{r.name}: no evals (no evals/eval_queries.json, and no request reported as worked for it)")
+            continue
+        verdict = "ok" if r.passed else "FAIL"
+        line = f"{verdict}  {r.name} ({r.source}): recall@{r.k} {r.found}/{r.positives} ({_pct(r.recall)})"
+        if r.negatives:
+            line += f", false triggers {len(r.false_triggers)}/{r.negatives} ({_pct(r.false_rate)})"
+        for split, part in sorted(r.splits.items()):
+            line += f", {split} {part['found']}/{part['of']}"
+        out.print(line)
+        for f in r.findings:
+            out.print(f"    {f['severity']}: {f['message']}" + (f" (line {f['line']})" if f.get("line") else ""))
+        for m in r.misses:
+            where = f"#{m.rank}" if m.rank else "not in the top 10"
+            out.print(f"    missed ({where}): {_clean(m.query)[:100]!r} — first: {', '.join(m.first) or 'nothing'}")
+        for m in r.false_triggers:
+            out.print(f"    false trigger (#{m.rank}): {_clean(m.query)[:100]!r}")
+    for c in run.collisions:
+        out.print(f"collision: {c['skills'][0]} and {c['skills'][1]} take each other's requests "
+                  f"({c['queries']} queries): merge them, or sharpen their descriptions")
+    if run.without_evals:
+        out.print(f"{run.without_evals} skills have no evals (`skillshelf eval NAME` on one says so)")
+    failed = sum(not r.passed for r in run.results)
+    out.print(f"{len(run.results) - failed} passed, {failed} failed (floors: recall {run.min_recall:.0%}, "
+              f"false triggers {run.max_false:.0%})")

@@ -1,0 +1,42 @@
+"""What the usage log says about one skill, read for its evals and its versions: the requests
+an outcome reported as worked for it (its learned evals).
+
+``evidence_store(local, team)`` gives the reads of the store the usage log is in: this SQLite
+file, or the team store (``pg_evidence.PgEvidence``, the same methods and values)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .sqlite import Store
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class Evidence:
+    """Reads of the local usage log for evals and per-version outcomes."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def worked_requests(self, skill_ids: list[str], limit: int = 50) -> list[str]:
+        """The texts of the requests an outcome reported as worked for any of ``skill_ids``,
+        newest first, each once (a log that keeps hashes only has none)."""
+        if not skill_ids:
+            return []
+        rows = self.store.db.execute(f"""
+            SELECT q.text, MAX(o.id) AS last FROM outcomes o JOIN queries q ON q.id = o.query_id
+            WHERE o.worked = 1 AND o.skill_id IN ({_marks(len(skill_ids))}) AND q.text IS NOT NULL
+            GROUP BY q.text ORDER BY last DESC LIMIT ?""", (*skill_ids, int(limit)))
+        return [r[0] for r in rows]
+
+
+def evidence_store(local: Store, team: Any = None) -> Any:
+    """The evidence reads of the store the usage log is in (``team``: a ``PgStore``, or None)."""
+    if team is None:
+        return Evidence(local)
+    from .pg_evidence import PgEvidence
+
+    return PgEvidence(team)
