@@ -1,9 +1,13 @@
 """The MCP server over Streamable HTTP: the ASGI app at /mcp, its protections (DNS rebinding
 checks on loopback, a bearer token beyond it; on a team store, each client's own token,
-``TeamAuth``) and the uvicorn run on a socket bound before anything says it is listening."""
+``TeamAuth``), what the SDK's transport says differently from the spec (``WireFixes``), the
+recent events a dropped stream resumes from (``RecentEvents``), and the uvicorn run on a
+socket bound before anything says it is listening."""
 
 from __future__ import annotations
 
+import collections
+import json
 import logging
 import signal
 import sys
@@ -19,6 +23,13 @@ DEFAULT_PORT = 8765
 TOKEN_MAX = 512             # characters of a token looked up in the store (real ones are 43)
 CALLER_KEY = "skillshelf.caller"    # where TeamAuth leaves the request's caller in its ASGI scope
 MAKE_TOKEN = "skillshelf tokens add NAME --role reader|agent|curator|admin"
+SESSION_HEADER = b"mcp-session-id"
+VERSION_HEADER = b"mcp-protocol-version"
+VERSION_META = "io.modelcontextprotocol/protocolVersion"
+MODERN = ("2026-07-28",)
+BODY_MAX = 4 * 1024 * 1024      # a request body looked into (the SDK refuses bigger ones itself)
+EVENTS_KEPT = 2000              # SSE events kept for a client resuming a dropped stream
+RETRY_MS = 1000                 # when a client whose stream dropped should reconnect (SSE ``retry``)
 
 
 def http_app(server: Any, *, host: str, port: int, token: str = "",
@@ -38,7 +49,8 @@ def http_app(server: Any, *, host: str, port: int, token: str = "",
         origins = [f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}"]
         security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                              allowed_origins=origins)
-    app = server.streamable_http_app(transport_security=security, host=host)
+    app = WireFixes(server.streamable_http_app(transport_security=security, host=host, event_store=RecentEvents(),
+                                               retry_interval=RETRY_MS))
     if verify is not None:
         return TeamAuth(app, verify)
     return BearerAuth(app, token) if token else app
@@ -189,6 +201,181 @@ class TeamAuth:
             return
         scope[CALLER_KEY] = caller
         await self.app(scope, receive, send)
+
+
+class WireFixes:
+    """What the SDK's Streamable HTTP transport (``mcp`` 2.3) answers differently from the
+    spec, set right around it (ASGI middleware). Upstream should change each in
+    ``mcp.server.streamable_http``:
+
+    * A request whose ``MCP-Protocol-Version`` header names a 2025 version while its
+      ``_meta`` names another (2026-07-28) is served on the legacy path as if the ``_meta``
+      were not there; the 2026-07-28 spec asks for 400 and a HeaderMismatch error (-32020).
+    * A body that is JSON but not a JSON-RPC message is answered with -32602 and pydantic's
+      multi-line report; JSON-RPC 2.0 says -32600 (Invalid Request).
+    * A refused request (400, 404, 406 ...) carries a ``mcp-session-id`` header naming a session
+      that was never created: a client that keeps it gets 404 on its next request. Only the
+      session the request itself named is echoed on a refusal.
+    """
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict((k.lower(), v) for k, v in scope.get("headers") or [])
+        asked = headers.get(SESSION_HEADER)
+        if scope.get("method") == "POST":
+            body, more = await _body(receive)
+            mismatch = _mismatch(body, headers.get(VERSION_HEADER, b"").decode("latin-1"))
+            if mismatch is not None:
+                await _json(send, 400, mismatch, session=asked)
+                return
+            receive = _replay(body, more, receive)
+        await self.app(scope, receive, _Answer(send, asked))
+
+
+class _Answer:
+    """The ``send`` of one request: a refusal's made-up session id left out, and a refusal of a
+    body that is not JSON-RPC said with -32600."""
+
+    def __init__(self, send: Any, asked: bytes | None):
+        self._send, self._asked = send, asked
+        self._start: dict | None = None
+        self._chunks: list[bytes] = []
+
+    async def __call__(self, message: dict) -> None:
+        if message["type"] == "http.response.start":
+            status = message.get("status", 200)
+            hdrs = list(message.get("headers") or [])
+            if status >= 400:
+                hdrs = [(k, v) for k, v in hdrs if k.lower() != SESSION_HEADER or v == self._asked]
+            message = {**message, "headers": hdrs}
+            if status == 400 and any(k.lower() == b"content-type" and v.startswith(b"application/json")
+                                     for k, v in hdrs):
+                self._start = message       # held until its body is seen (a few hundred bytes)
+                return
+        elif message["type"] == "http.response.body" and self._start is not None:
+            self._chunks.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            body = _invalid_request(b"".join(self._chunks))
+            hdrs = [(k, v) for k, v in self._start["headers"] if k.lower() != b"content-length"]
+            hdrs.append((b"content-length", str(len(body)).encode()))
+            await self._send({**self._start, "headers": hdrs})
+            self._start = None
+            message = {"type": "http.response.body", "body": body}
+        await self._send(message)
+
+
+def _invalid_request(body: bytes) -> bytes:
+    """A -32602 refusal of a body that is not a JSON-RPC message, as -32600 in one line."""
+    try:
+        got = json.loads(body)
+        err = got["error"]
+        if err.get("code") == -32602 and str(err.get("message", "")).startswith("Validation error"):
+            got["error"] = {"code": -32600, "message": "the body is not a JSON-RPC 2.0 request, notification or "
+                            "response. Fix: send an object with \"jsonrpc\": \"2.0\", a string \"method\" and, "
+                            "for a request, an \"id\""}
+            return json.dumps(got, separators=(",", ":")).encode()
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        pass
+    return body
+
+
+def _mismatch(body: bytes, header: str) -> dict | None:
+    """The HeaderMismatch error (-32020) for a request whose 2025 ``MCP-Protocol-Version``
+    header differs from the version its ``_meta`` names, else None."""
+    if not header or header in MODERN or VERSION_META.encode() not in body:
+        return None
+    try:
+        msg = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    meta = (msg.get("params") or {}).get("_meta") if isinstance(msg, dict) else None
+    said = meta.get(VERSION_META) if isinstance(meta, dict) else None
+    if not isinstance(said, str) or said == header:
+        return None
+    rid = msg.get("id")
+    return {"jsonrpc": "2.0", "id": rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None,
+            "error": {"code": -32020, "message": (
+                f"the MCP-Protocol-Version header ({header[:40]}) and the request's _meta ({said[:40]}) name "
+                "different protocol versions. Fix: send the same version in both")}}
+
+
+async def _body(receive: Any) -> tuple[bytes, bool]:
+    """The request body up to ``BODY_MAX`` bytes, and whether more is still to come."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), False
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks), False
+        if size > BODY_MAX:
+            return b"".join(chunks), True
+
+
+def _replay(body: bytes, more: bool, receive: Any) -> Any:
+    """A ``receive`` that gives ``body`` first, then the rest of the request as it comes."""
+    sent = False
+
+    async def again() -> dict:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": more}
+        return await receive()
+
+    return again
+
+
+async def _json(send: Any, status: int, payload: dict, *, session: bytes | None) -> None:
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    hdrs = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if session:
+        hdrs.append((SESSION_HEADER, session))
+    await send({"type": "http.response.start", "status": status, "headers": hdrs})
+    await send({"type": "http.response.body", "body": body})
+
+
+class RecentEvents:
+    """The SDK's ``EventStore`` in memory: the last ``EVENTS_KEPT`` SSE events of this server, so
+    that a client whose stream dropped resumes it (``Last-Event-ID``), and every SSE response
+    opens with a priming event (an id and empty data, with ``retry``) as 2025-11-25 recommends.
+    Nothing survives a restart: a client then sends its request again."""
+
+    def __init__(self, kept: int = EVENTS_KEPT):
+        self._events: collections.OrderedDict[str, tuple[str, Any]] = collections.OrderedDict()
+        self._kept = kept
+        self._n = 0
+
+    async def store_event(self, stream_id: Any, message: Any) -> str:
+        self._n += 1
+        event_id = f"{self._n}"
+        self._events[event_id] = (str(stream_id), message)
+        while len(self._events) > self._kept:
+            self._events.popitem(last=False)
+        return event_id
+
+    async def replay_events_after(self, last_event_id: Any, send_callback: Any) -> Any:
+        from mcp.server.streamable_http import EventMessage
+
+        if str(last_event_id) not in self._events:
+            return None
+        stream, _ = self._events[str(last_event_id)]
+        after = False
+        for event_id, (sid, message) in list(self._events.items()):
+            if after and sid == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+            after = after or event_id == str(last_event_id)
+        return stream
 
 
 def caller_in(context: Any) -> Any:

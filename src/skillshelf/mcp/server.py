@@ -494,6 +494,18 @@ class SkillshelfServer(MCPServer):
         low.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self._unsubscribe)
         low.create_initialization_options = functools.partial(  # type: ignore[method-assign]
             low.create_initialization_options, NotificationOptions(resources_changed=True))
+        # server/discover lists every version this server negotiates: the SDK's lists only
+        # 2026-07-28 although initialize negotiates 2025-11-25 and older (upstream: derive
+        # supportedVersions from HANDSHAKE_PROTOCOL_VERSIONS too)
+        discover = low._handle_discover
+
+        async def discover_all(ctx: Any, params: RequestParams) -> Any:
+            from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+            versions = [*reversed(MODERN_PROTOCOL_VERSIONS), *reversed(HANDSHAKE_PROTOCOL_VERSIONS)]
+            return (await discover(ctx, params)).model_copy(update={"supported_versions": versions})
+
+        low.add_request_handler("server/discover", RequestParams, discover_all)
         listen = low._request_handlers.get("subscriptions/listen")
         if listen is not None:
             inner = listen.handler
