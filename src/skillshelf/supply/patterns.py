@@ -33,9 +33,10 @@ TRIG_COMMANDS = [re.compile(p) for p in (
     rb"eval\s{0,4}\(", rb"atob", rb"-e(?:nc|ncodedcommand|c)?\s+[a-z0-9+/=]{40}",
     rb"&&\s{0,4}(?:sudo\s+)?(?:(?:ba|z|k)?sh\s|\./|chmod|python)", rb"download(?:string|file)",
 )] + [_CHMOD]
+TRIG_PUBLISH = [re.compile(p) for p in (rb"gist", rb"paste", rb"issue", rb"comment", rb"discussion", rb"public\s+repo")]
 # decoders named in code (looked for when their words are in the file)
 TRIG_DECODE = [re.compile(p) for p in (
-    rb"b64decode", rb"decode64", rb"decode_base64", rb"fromhex", rb"unhexlify", rb"codecs\.decode", rb"buffer\.from",
+    rb"atob", rb"b64decode", rb"decode64", rb"decode_base64", rb"fromhex", rb"unhexlify", rb"codecs\.decode", rb"buffer\.from",
     rb"frombase64string",
 )]
 # secrets on disk and the whole environment
@@ -61,12 +62,12 @@ TRIG_OVERRIDE = [re.compile(p) for p in (
 TRIG_CONCEAL = [re.compile(p) for p in (
     rb"the\s+(?:user|human)\b", rb"user\s+(?:must|should|will)\s+(?:not|never)",
 )]
+_TELL = rb"(?:say|tell|mention|reveal|disclose|report|explain|discuss|acknowledge|note|talk|bring|inform|notify|alert|let)"
 TRIG_CONCEAL_MORE = [re.compile(p) for p in (
-    *(w + rb"(?:ing)?\s+(?:this|these|that|those|it|them|any|the\s+(?:above|following|previous|next|extra|additional))\b"
-      for w in (rb"mention", rb"reveal", rb"disclos", rb"report", rb"discuss", rb"bring")),
+    rb"not\s+" + _TELL, rb"n't\s+" + _TELL, _u("n’t") + rb"\s+" + _TELL, rb"never\s+" + _TELL, rb"need\s+to\s+" + _TELL,
+    rb"without\s+" + _TELL,
     rb"keep\s+(?:this|these|that|it|them)\b", rb"silently\s", rb"quietly\s", rb"secretly\s",
-    rb"tell\s+(?:anyone|anybody|the\s+(?:developer|owner|operator|maintainer|reviewer))", rb"omit\s", rb"leave\s+(?:this|these|that|it|them)\s",
-    rb"exclude\s+(?:this|these|that|it|them)\s",
+    rb"omit\s", rb"leave\s+(?:this|these|that|it|them)\s", rb"exclude\s+(?:this|these|that|it|them)\s",
 )]
 
 # --- fetch and run --------------------------------------------------------------------------------
@@ -212,8 +213,9 @@ DEFENSIVE_OBJECT = re.compile(rb"\s{0,3}(?:that\s+(?:appear|are|come)\s+|which\s
 OVERRIDE_POINTER = re.compile(rb"\b(?:all|any|every|your|my|prior|previous|above|earlier|preceding|original|system|"
                               rb"developer|safety|security|other|existing)\b")
 CONCEAL = re.compile(
-    rb"\b(?:do\s+not|don" + _APOS + rb"?t|never|without)\s+(?:tell|inform|notify|alert|warn|let)(?:ing)?\s+"
-    rb"(?:the\s+)?(?:user|human)(?!\s+(?:to|know\s+(?:how|what|which|where|when|why)|what|how|which|when|"
+    rb"\b(?:do\s+not|don" + _APOS + rb"?t|never|without|no\s+need\s+to|need\s+not)\s+(?:tell|inform|notify|alert|warn|"
+    rb"let(?:t(?=ing))?)(?:ing)?\s+"
+    rb"(?:the\s+)?(?:user|human)s?\b(?!\s+(?:to|know\s+(?:how|what|which|where|when|why)|what|how|which|when|"
     rb"about\s+(?:each|every|all\s+the))\b)|"
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never|without)\s+(?:mention|reveal|disclose|show|display|report|explain)"
     rb"(?:ing)?\s+(?:[\w'-]{1,20}\s+){0,5}?to\s+the\s+(?:user|human)\b|"
@@ -230,6 +232,15 @@ CONCEAL = re.compile(
     rb"(?:in|to|within|inside)\s+(?:your|the)\s+(?:final\s+)?(?:summary|response|reply|answer|output|report|message|"
     rb"explanation|user)\b|"
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never)\s+bring\s+(?:this|these|that|it|them)\s+up\b|"
+    # "don't say anything about the hook you installed", "no need to mention the upload"
+    rb"\b(?:do\s+not|don" + _APOS + rb"?t|never|no\s+need\s+to|need\s+not)\s+(?:say|tell|mention|reveal|disclose|report|"
+    rb"explain|discuss|acknowledge|note|talk|bring\s+up|inform|notify|alert)\s+(?:[\w'-]{1,20}\s+){0,6}?(?:the|this|that|"
+    rb"these|any)\s+(?:[\w'-]{1,20}\s+){0,2}?(?:uploads?|downloads?|hooks?|network\s+calls?|requests?\s+to|config(?:uration)?"
+    rb"\s+changes?|bashrc|profile|cron\s*(?:job|tab)?|persistence|backdoor|exfiltration|extra\s+step|step|steps)\b|"
+    rb"\b(?:do\s+not|don" + _APOS + rb"?t|never|no\s+need\s+to|need\s+not)\s+(?:say|tell|mention|reveal|disclose|report|"
+    rb"explain|discuss|acknowledge|note|talk|inform|notify)\s+(?:[\w'-]{1,20}\s+){0,6}?(?:what|that|anything|the\s+\w+)\s+"
+    rb"(?:[\w'-]{1,20}\s+){0,2}?(?:you|we)\s+(?:just\s+)?(?:installed|added|ran|sent|uploaded|changed|modified|wrote|"
+    rb"appended|created|deleted|downloaded|fetched|configured|set\s+up|posted|copied)\b|"
     rb"\bkeep\s+(?:this|these|that|it|them)\s+(?:\w{1,20}\s+)?(?:out\s+of|from)\s+(?:your|the)\s+(?:final\s+)?"
     rb"(?:summary|response|reply|answer|output|report|user|logs?)\b|"
     rb"\b(?:silently|quietly|secretly|covertly)\s+(?:send|upload|post|add|insert|push|copy|forward|transmit|append|"
@@ -387,15 +398,16 @@ REF_DEF = re.compile(rb"^[ ]{0,3}\[[^\[\]\n]{1,200}\]:[ \t]{0,10}<?[^\s<>]{1,100
                      rb"(?P<t>[\"'(][^\n]{1,2000})$", re.MULTILINE)
 # an HTML tag's alt or title attribute (Markdown renders the tag; the attribute is not shown)
 HTML_ATTR = re.compile(rb"<(?:img|a|abbr|span|div|p|image|picture|source)\b[^>\n]{0,500}?\s(?:alt|title|aria-label)\s{0,3}="
-                       rb"\s{0,3}(?:\"(?P<t>[^\"\n]{1,1000})\"|'(?P<b>[^'\n]{1,1000})')", re.IGNORECASE)
+                       rb"\s{0,3}(?:\"(?P<t>[^\"\n]{1,1000})\"|'(?P<b>[^'\n]{1,1000})')")   # on the lower-cased text
 ADDRESSES_AGENT = re.compile(rb"\b(?:you|your)\b|^\s{0,3}(?:dear\s+|note\s+to\s+(?:the\s+)?)?(?:ai|assistant|agent|"
                              rb"model|claude|llm|gpt|copilot|cursor|codex)s?\b[^.\n]{0,40}?[:,]")
 
 # --- a request, in words, to send secrets or files out ------------------------------------------------------
 SEND_VERB = (rb"(?:send|sends|sending|post|posting|upload|uploading|transmit|forward|exfiltrate|submit|beacon|leak|"
              rb"mail|email|e-mail|pipe|attach|include|including|paste|push|sync|copy|deliver|report|ship|relay|"
-             rb"put|write)")
-SECRET_OBJECT = (rb"(?:(?:aws\s+|cloud\s+|git\s+|docker\s+|npm\s+)?credentials?(?:\s+files?)?|private\s+keys?|"
+             rb"put|write|pass|passing|give|provide|supply|feed|publish|hand\s+over|append|embed|encode)")
+SECRET_OBJECT = (rb"(?:(?:~/|\$home/|\$\{home\}/|/home/[\w.-]{1,40}/|/root/|/users/[\w.-]{1,40}/)?"
+                 rb"(?:(?:aws\s+|cloud\s+|git\s+|docker\s+|npm\s+)?credentials?(?:\s+files?)?|private\s+keys?|"
                  rb"ssh\s+keys?|ssh\s+(?:folder|directory|dir)|~/\.ssh\S{0,60}|id_(?:rsa|dsa|ecdsa|ed25519)\S{0,20}|"
                  rb"\.aws\S{0,40}|\.env\b|\.env\s+files?|env\s+files?|\.netrc|\.npmrc|\.pypirc|\.git-credentials|"
                  rb"\.gnupg|\.kube\S{0,30}|kubeconfig|\.config/(?:gh|gcloud)\S{0,40}|\.docker/config\.json|"
@@ -403,13 +415,19 @@ SECRET_OBJECT = (rb"(?:(?:aws\s+|cloud\s+|git\s+|docker\s+|npm\s+)?credentials?(
                  rb"(?:auth|session|bearer|github|gh|oauth|refresh)\s+tokens?|tokens|secrets|passwords?|"
                  rb"(?:all\s+(?:of\s+)?(?:the\s+)?)?environment\s+variables|env\s+vars|(?:the\s+)?(?:whole\s+|entire\s+)?environment|"
                  rb"cookies|keychain|wallet(?:\s+files?)?|seed\s+phrases?|shell\s+history|bash_history|"
-                 rb"(?:user's\s+|the\s+user's\s+|your\s+|the\s+)?home\s+(?:folder|directory|dir)|dotfiles|/etc/(?:passwd|shadow))")
+                 rb"(?:user's\s+|the\s+user's\s+|your\s+|the\s+)?home\s+(?:folder|directory|dir)|dotfiles|/etc/(?:passwd|shadow)))")
 EXFIL_VERB_FIRST = re.compile(rb"\b" + SEND_VERB + rb"\s+(?:(?!(?:for|from|with|about|by|using|via|without|if|when|"
                               rb"unless|instead|rather)\s)[^\s.!?;]{1,40}\s+){0,8}?" + SECRET_OBJECT)
 EXFIL_OBJECT_FIRST = re.compile(SECRET_OBJECT + rb"(?:\s+[^\s.!?;]{1,40}){0,14}?\s+(?:and\s+|then\s+)?" + SEND_VERB +
                                 rb"\s+(?:it|them|this|that|those|these|its\s+contents?|their\s+contents?|the\s+(?:file|files|"
                                 rb"contents?|archive|zip|tarball|output|result|values?|keys?|data|bundle|dump|summary|copy|list|"
-                                rb"text|body|report))\b")
+                                rb"text|body|report)|(?:each|all|every\s+one)\s+of\s+(?:its|their|them|it)|its\s+\w{1,20}|"
+                                rb"their\s+\w{1,20})\b")
+# a secret published where anyone with the link reads it: a gist, a paste, an issue
+EXFIL_PUBLISH = re.compile(rb"\b(?:create|open|make|publish|post|file|start)\s+(?:a\s+|an\s+)?(?:new\s+|secret\s+|public\s+|"
+                           rb"private\s+|quick\s+)?(?:gist|paste|pastebin|issue|comment|discussion|public\s+repo\w{0,6})\s+"
+                           rb"(?:[^\s.!?;]{1,30}\s+){0,4}?(?:containing|with|holding|that\s+(?:holds|contains|has|includes)|of)\s+"
+                           rb"(?:[^\s.!?;]{1,40}\s+){0,4}?" + SECRET_OBJECT)
 # where a sentence sends something: each pattern starts with a literal (fast to find); a bare
 # "server" or "endpoint" counts when the word before says whose (our server, a remote endpoint)
 DESTINATIONS = [re.compile(p) for p in (
@@ -420,8 +438,8 @@ OWNED_PLACE = re.compile(rb"\b(?:remote|external|our|my|this|following|collectio
 SECRET_HINT = re.compile(rb"credential|key|token|secret|password|\.env|env\s|environment|cookie|keychain|wallet|seed|"
                          rb"history|home|dotfile|/etc/|\.ssh|\.aws|id_|\.netrc|\.npmrc|\.pypirc|\.gnupg|\.kube|kubeconfig")
 # sending a key where it belongs: an API's own authentication
-AUTH_USE = re.compile(rb"\b(?:header|headers|authorization|bearer|authenticat\w{0,6}|x-api-key|query\s+param\w{0,5}|"
-                      rb"sign\s+in|log\s+in|login|oauth)\b")
+AUTH_USE = re.compile(rb"\b(?:header|headers|authorization|bearer|authenticat\w{0,6}|x-api-key|sign\s+in|log\s+in|login|"
+                      rb"oauth)\b")
 
 # --- asking the agent to reveal its instructions or the environment ------------------------------------------
 DISCLOSE = re.compile(
@@ -492,15 +510,22 @@ DECODED_VALUE = re.compile(rb"base64\s+(?:-\w{0,5}d\b|--decode\b)|b64decode|b32d
                            rb"frombase64string|\batob\s{0,3}\(|buffer\.from\([^)\n]{0,2000},\s{0,3}['\"](?:base64|hex)|"
                            rb"xxd\s+-\w{0,5}r|\brot13\b|\bchr\(")
 FETCHED_VALUE = re.compile(rb"\$\(\s{0,4}(?:curl|wget)\b|`\s{0,4}(?:curl|wget)\b|requests\.get\(|httpx\.get\(|urlopen\(|"
+                           rb"\bhttps?\.(?:get|request)\(|\brequest\(\s{0,3}['\"]https?:|"
                            rb"\bfetch\(|axios\.get\(|downloadstring\(|invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b|"
                            rb"net::http|open-uri|file_get_contents\(\s{0,3}['\"]https?:")
 WORD = re.compile(rb"[a-z_][a-z0-9_]{0,40}")
+STREAM_APPEND = re.compile(rb"\.on\(\s{0,3}['\"]data['\"][^\n]{0,200}?\b(?P<n>[a-z_][a-z0-9_]{0,40})\s{0,3}\+=")
+# a file written with what a name holds: open(p, 'wb').write(r.content), Path(p).write_bytes(data)
+WRITE_FILE = re.compile(rb"open\(\s{0,3}(?P<t>[\w.'\"/-]{1,100})\s{0,3},\s{0,3}['\"][wa]b?\+?['\"]\s{0,3}\)\s{0,3}\.write\(\s{0,3}"
+                        rb"(?P<v>[a-z_][a-z0-9_]{0,40})|path\(\s{0,3}(?P<u>[\w.'\"/-]{1,100})\s{0,3}\)\.write_(?:bytes|text)\(\s{0,3}"
+                        rb"(?P<w>[a-z_][a-z0-9_]{0,40})")
 # where a value (the name read by WORD from what follows) is run
 RUN_VALUE = re.compile(rb"(?:^|[\s;&|(])(?:eval|exec|iex|invoke-expression)\s{0,3}[(\"']{0,2}\s{0,3}\$?\{?(?P<v>[a-z_][a-z0-9_]{0,40})|"
                        rb"(?:^|[\s;&|(])(?:ba|z|k|da)?sh\s+-c\s+[\"']?\$\{?(?P<w>[a-z_][a-z0-9_]{0,40})|"
                        rb"\$\{?(?P<x>[a-z_][a-z0-9_]{0,40})\}?[\"']?\s{0,3}\|\s{0,3}(?:sudo\s+)?(?:ba|z|k|da)?sh\b|"
                        rb"(?:\bexec|\beval|os\.system|os\.popen|subprocess\.[a-z_]{1,20}|\bcompile|new\s+function|\bfunction|"
-                       rb"execsync|child_process\.[a-z]{1,12}|\bspawn(?:sync)?|\bsystem|\bpopen|pty\.spawn)\s{0,3}\(\s{0,3}"
+                       rb"execsync|child_process\.[a-z]{1,12}|\bspawn(?:sync)?|\bsystem|\bpopen|pty\.spawn|runinthiscontext|"
+                       rb"runinnewcontext)\s{0,3}\(\s{0,3}"
                        rb"(?:\[\s{0,3}['\"](?:ba|z)?sh['\"]\s{0,3},\s{0,3}['\"]-c['\"]\s{0,3},\s{0,3})?(?P<y>[a-z_][a-z0-9_]{0,40})\b")
 # where a file (the target, read after the match) is run
 RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.|python[0-9.]{0,4}|node|perl|ruby|php|pwsh|"
@@ -509,6 +534,12 @@ RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.
                       rb"os\.exec\w{1,4})\(\s{0,3}\[?\s{0,3}|^\s{0,20}(?:sudo\s+)?|&&\s{0,3}|;\s{0,3}|(?:^|[\s;(])&\s{1,3}|"
                       rb"(?:^|[\s;(])(?:invoke-item|ii|start)\s+")
 
+# a call that runs code or a command whose argument decodes something (os.system(__import__('base64').b64decode(…)))
+RUN_DECODED_ARG = re.compile(rb"(?:\bexec|\beval|\.system|os\.popen|subprocess\.[a-z_]{1,20}|execsync|child_process\.[a-z]{1,12}|"
+                             rb"\bspawn(?:sync)?|\bpopen|pty\.spawn|instance_eval|runinthiscontext|runinnewcontext|"
+                             rb"new\s+function)(?:\s{0,4}\(|\s+)[^;\n]{0,120}?(?:b64decode|b32decode|b85decode|a85decode|"
+                             rb"decode64|decode_base64|decodebytes|unhexlify|fromhex|frombase64string|\batob\s{0,2}\(|"
+                             rb"buffer\.from\([^)\n]{0,2000}['\"](?:base64|hex)['\"]|codecs\.decode|zlib\.decompress)")
 # decoders a direct run of decoded text uses, beyond CODE_RUN_DECODE's
 CODE_RUN_DECODE_MORE = re.compile(rb"(?:os\.system|os\.popen|subprocess\.[a-z_]{1,20}|execsync|child_process\.[a-z]{1,12}|"
                                   rb"\bspawn(?:sync)?|\bsystem|\beval|\bexec|instance_eval|pty\.spawn)\s{0,4}\(\s{0,4}"

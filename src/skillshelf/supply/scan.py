@@ -306,12 +306,9 @@ class Scan:
             if self.kind == "markdown" and (b"](" in self.data or b"]:" in self.data or b"<" in self.data):
                 for rx, what in ((P.IMG_ALT, "an image's alt text"), (P.LINK_TITLE, "a link's title"),
                                  (P.REF_DEF, "a link reference definition"), (P.HTML_ATTR, "an HTML attribute")):
-                    if rx is P.HTML_ATTR and not self.has(b"<img", b"<a ", b"<abbr", b"<span", b"<div", b"<p ", b"<pic",
-                                                          b"<source", b"<image"):
-                        continue
                     if rx is P.REF_DEF and b"]:" not in self.data:
                         continue
-                    for m in rx.finditer(self.data):
+                    for m in rx.finditer(self.low if rx is P.HTML_ATTR else self.data):
                         if len(self._linktext) >= MAX_HIDDEN_REGIONS:
                             break
                         g = next(k for k in ("t", "a", "b", "c", "u") if m.groupdict().get(k) is not None)
@@ -657,7 +654,7 @@ class Scan:
             if m is not None and P.RUNNER.match(stages[k + 1][1]):
                 return self._report("exec.decode-and-run", off + m.start(), s, e,
                                     "decodes an encoded payload and pipes it into a shell or an interpreter")
-        m = P.CODE_RUN_DECODE.search(line) or P.CODE_RUN_DECODE_MORE.search(line)
+        m = P.CODE_RUN_DECODE.search(line) or P.CODE_RUN_DECODE_MORE.search(line) or P.RUN_DECODED_ARG.search(line)
         if m is not None:
             return self._report("exec.decode-and-run", s + m.start(), s, e, "runs code decoded from an encoded string")
         m = P.PS_ENCODED.search(line)
@@ -773,6 +770,17 @@ class Scan:
                 base = target.rsplit(b"/", 1)[-1]
                 if base in line or target in line or b"-c" in line or b"--check" in line:
                     d[2] = True
+        # a response stream appended to a name; a file written with a fetched value
+        if b".on(" in line:
+            sa = P.STREAM_APPEND.search(line)
+            if sa is not None and len(values) < 200:
+                values[sa.group("n")] = ("fetch", at)
+        if values and b"write" in line:
+            w = P.WRITE_FILE.search(line)
+            if w is not None and (w.group("v") or w.group("w")) in values:
+                target = (w.group("t") or w.group("u")).strip(b"\"'")
+                vpos = values[(w.group("v") or w.group("w"))][1]
+                downloads[target] = [vpos, P.url_in(self.low[vpos:vpos + 2000]), False]
         # a value decoded or fetched, passed on, or run
         a = P.ASSIGN_LINE.match(line)
         if a is not None:
@@ -831,7 +839,7 @@ class Scan:
             sent = self.low[a:b]
             if not any(h in sent for h in _SECRET_HINTS):
                 continue
-            hit = P.EXFIL_VERB_FIRST.search(sent) or P.EXFIL_OBJECT_FIRST.search(sent)
+            hit = P.EXFIL_VERB_FIRST.search(sent) or P.EXFIL_OBJECT_FIRST.search(sent) or P.EXFIL_PUBLISH.search(sent)
             if hit is None or P.AUTH_USE.search(sent):
                 continue
             at = a + hit.start()
@@ -841,6 +849,16 @@ class Scan:
             self.add("exfil.request", sev, at, f"{RULES['exfil.request'].title}: "
                      f"{visible(self.data[at:a + hit.end()].decode('utf-8', 'replace'), 100)!r} "
                      f"to {visible(m.group().decode('utf-8', 'replace'), 80)}{note}")
+        if self.words & _PUBLISH_WORDS:
+            for s, e in self.candidates(P.TRIG_PUBLISH, "secrets published"):
+                hit = P.EXFIL_PUBLISH.search(self.low, s, e)
+                if hit is not None:
+                    at = hit.start()
+                    sev, note = self.grade_phrase("exfil.request", at)
+                    if self.kind != "markdown" and not self.hidden_at(at):
+                        sev = "medium"
+                    self.add("exfil.request", sev, at, f"{RULES['exfil.request'].title}: "
+                             f"{self._shown(at, hit.group())!r} (published where anyone with the link reads it){note}")
         if not self.words & _DISCLOSE_WORDS:
             return
         for s, e in self.candidates(P.TRIG_DISCLOSE, "requests to reveal secrets"):
@@ -855,10 +873,11 @@ class Scan:
         """The sentence around ``s``..``e``: it ends at a full stop, a blank line, a list item or
         a heading, and at most 400 bytes either side."""
         lo, hi = max(0, s - 400), min(len(self.low), e + 400)
-        a = max(self.low.rfind(mark, lo, s) for mark in _SENTENCE_ENDS)
-        a = lo if a < 0 else a + 1
-        ends = [i for i in (self.low.find(mark, e, hi) for mark in _SENTENCE_ENDS) if i >= 0]
-        return a, (min(ends) + 1 if ends else hi)
+        a = lo
+        for m in _SENTENCE_BREAK.finditer(self.low, lo, s):
+            a = m.start() + 1
+        m = _SENTENCE_BREAK.search(self.low, e, hi)
+        return a, (m.start() + 1 if m else hi)
 
     def check_tokens(self) -> None:
         """A credential in a known format; high when something nearby pushes or posts with it."""
@@ -1020,7 +1039,7 @@ _SHAPE = bytes(0x61 if (0x30 <= i <= 0x39 or 0x41 <= i <= 0x5A or 0x61 <= i <= 0
 _ZERO_WIDTH = {0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x180E, 0x00AD, 0x2061, 0x2062, 0x2063, 0x2064}
 _BRACED = re.compile(rb"\$\{([a-z_][a-z0-9_]{0,40})\}")
 _RUN_PATH_END = re.compile(b"(?:" + P.RUN_PATH.pattern + rb")[\"']?$")
-_SENTENCE_ENDS = (b". ", b"! ", b"? ", b".\n", b"\n\n", b"\n-", b"\n*", b"\n#", b"\n|", b"\n```", b"; ")
+_SENTENCE_BREAK = re.compile(rb"[.!?;][ \n]|\n(?=[\n\-*#|`])")
 
 
 class _Invisible:
@@ -1098,14 +1117,14 @@ _FETCH_WORDS = frozenset((b"curl", b"wget", b"webrequest", b"urlretrieve", b"url
 _FLOW_WORDS = frozenset((b"curl", b"wget", b"decode", b"b64decode", b"base64", b"fromhex", b"unhexlify", b"hex", b"atob",
                          b"rot13", b"chr", b"urlretrieve", b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke",
                          b"httpx", b"axios", b"uri", b"http", b"contents", b"downloadstring", b"xxd", b"decode64",
-                         b"b32decode", b"decodebytes", b"frombase64string", b"buffer"))
+                         b"b32decode", b"decodebytes", b"frombase64string", b"buffer", b"https"))
 _DISCLOSE_WORDS = frozenset((b"prompt", b"instructions", b"rules", b"configuration", b"environment", b"env", b"keys",
                              b"secrets", b"credentials", b"tokens", b"passwords", b"context"))
 _DESTINATION_WORDS = ((b"http", b"https"), (b"webhook", b"webhooks"), (b"@",), (b"server",), (b"endpoint",))
-_CONCEAL_WORDS = frozenset((b"mention", b"mentioning", b"reveal", b"revealing", b"disclose", b"disclosing", b"report",
-                            b"reporting", b"discuss", b"bring", b"keep", b"silently", b"quietly", b"secretly", b"tell",
+_CONCEAL_WORDS = frozenset((b"not", b"t", b"never", b"need", b"without", b"keep", b"silently", b"quietly", b"secretly",
                             b"omit", b"leave", b"exclude"))
-_DECODE_WORDS = frozenset((b"b64decode", b"decode64", b"decode", b"fromhex", b"unhexlify", b"codecs", b"buffer",
+_PUBLISH_WORDS = frozenset((b"gist", b"paste", b"pastebin", b"issue", b"comment", b"discussion"))
+_DECODE_WORDS = frozenset((b"atob", b"decode_base64", b"b64decode", b"decode64", b"decode", b"fromhex", b"unhexlify", b"codecs", b"buffer",
                            b"frombase64string"))
 _TOKEN_WORDS = frozenset((b"ghp", b"gho", b"ghu", b"ghs", b"ghr", b"github", b"xoxb", b"xoxp", b"xoxa", b"xoxo", b"xoxs",
                           b"xoxr", b"sk", b"rk", b"glpat", b"npm", b"hf", b"slack", b"webhooks", b"private"))
@@ -1120,4 +1139,4 @@ _FLOW_HINTS = {w: w for w in (b"curl", b"wget", b"decode", b"base64", b"hex", b"
                               b"downloadstring", b"buffer")}
 _FLOW_HINTS.update({b"b64decode": b"decode", b"decode64": b"decode", b"b32decode": b"decode", b"decodebytes": b"decode",
                     b"fromhex": b"hex", b"unhexlify": b"hex", b"frombase64string": b"base64", b"chr": b"chr(",
-                    b"uri": b"open-uri", b"http": b"net::http", b"contents": b"file_get_contents"})
+                    b"uri": b"open-uri", b"http": b"http", b"https": b"https", b"contents": b"file_get_contents"})
