@@ -367,7 +367,7 @@ class Sources:
                                   submodules=old.submodules, updated=_now(), skills=skills)
         plan = UpdatePlan(old.label, old, new, tree, notes=notes + more,
                           drift=lockmod.check(old, self.folder(old.label)))
-        plan.seconds["fetch"], plan.seconds["lock"] = t1 - t0, t2 - t1
+        plan.seconds["fetch"], plan.seconds["lock"], plan.seconds["drift"] = t1 - t0, t2 - t1, time.perf_counter() - t2
         if spec.kind == "git":
             head = fetchmod.resolve(cache, spec.url, old.ref)
             self._set_state(old.label, upstream=head, checked=_now())
