@@ -607,16 +607,21 @@ class Sources:
         if not entries:
             return []
         bad = {}
+        out = []
         for e in entries:
             d = lockmod.check(e, self.folder(e.label))
             if d:
                 bad[e.label] = d
+            elif self._root_label(e.label) is None:     # `roots remove`d: locked, but not searched
+                out.append(Check("sources", "warn", f"{e.label} is in {lockmod.LOCK_NAME} but not a root of the "
+                                                    f"library: `skillshelf roots add {self.folder(e.label)}`, or "
+                                                    f"`skillshelf sources remove {e.label}`"))
         if not bad:
-            return [Check("sources", "ok", f"{len(entries)} source(s) match {lockmod.LOCK_NAME}")]
+            return out or [Check("sources", "ok", f"{len(entries)} source(s) match {lockmod.LOCK_NAME}")]
         detail = "; ".join(f"{lb}: {len(d)} file(s) differ from the lock (e.g. {d[0].file}, {d[0].problem})"
                            for lb, d in bad.items())
-        return [Check("sources", "warn", detail + " — see `skillshelf lock --check`; "
-                                                  "`skillshelf sources update --to COMMIT` puts them back")]
+        return [*out, Check("sources", "warn", detail + " — see `skillshelf lock --check`; "
+                                                        "`skillshelf sources update LABEL --yes` puts them back")]
 
     def of(self, rec: Any) -> dict[str, Any] | None:
         """The source a skill came from (its label, URL and commit), for ``show``; for a
