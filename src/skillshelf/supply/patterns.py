@@ -31,7 +31,7 @@ TRIG_COMMANDS = [re.compile(p) for p in (
     rb"\$\(\s{0,4}(?:curl|wget|iwr|irm|invoke-|echo|printf|base64|xxd|openssl|cat)",
     rb"<\(\s{0,4}(?:curl|wget|iwr|irm)", rb"`\s{0,4}(?:curl|wget)", rb"iex\b", rb"invoke-", rb"exec\s{0,4}\(",
     rb"eval\s{0,4}\(", rb"atob", rb"-e(?:nc|ncodedcommand|c)?\s+[a-z0-9+/=]{40}",
-    rb"&&\s{0,4}(?:sudo\s+)?(?:(?:ba|z|k)?sh\s|\./|chmod|python)", rb"download(?:string|file)",
+    rb"&&\s{0,4}(?:sudo\s+)?(?:(?:ba|z|k)?sh\s|\./|chmod|python)", rb"download(?:string|file)", rb"instance_eval",
 )] + [_CHMOD]
 TRIG_PUBLISH = [re.compile(p) for p in (rb"gist", rb"paste", rb"issue", rb"comment", rb"discussion", rb"public\s+repo")]
 # decoders named in code (looked for when their words are in the file)
@@ -66,7 +66,11 @@ _TELL = rb"(?:say|tell|mention|reveal|disclose|report|explain|discuss|acknowledg
 TRIG_CONCEAL_MORE = [re.compile(p) for p in (
     rb"not\s+" + _TELL, rb"n't\s+" + _TELL, _u("n’t") + rb"\s+" + _TELL, rb"never\s+" + _TELL, rb"need\s+to\s+" + _TELL,
     rb"without\s+" + _TELL,
-    rb"keep\s+(?:this|these|that|it|them)\b", rb"silently\s", rb"quietly\s", rb"secretly\s",
+    rb"keep\s+(?:this|these|that|it|them)\b", rb"silently\s", rb"quietly\s", rb"secretly\s", rb"keep\s+quiet",
+    rb"stay\s+(?:quiet|silent)", rb"say\s+nothing", rb"remain\s+silent",
+    rb"not\s+(?:list|show|include|record|log|print|surface|flag|highlight|summari|describe|note)",
+    rb"n't\s+(?:list|show|include|record|log|print|surface|flag|highlight|summari|describe|note)",
+    rb"never\s+(?:list|show|include|record|log|print|surface|flag|highlight|summari|describe|note)",
     rb"omit\s", rb"leave\s+(?:this|these|that|it|them)\s", rb"exclude\s+(?:this|these|that|it|them)\s",
 )]
 
@@ -103,6 +107,10 @@ KNOWN_INSTALLERS = (
 )
 PS_RUN = re.compile(rb"(?:iex|invoke-expression)\s{0,4}[(\"']{0,3}\s{0,4}\(?\s{0,4}(?:iwr|irm|invoke-webrequest|"
                     rb"invoke-restmethod|new-object\s+(?:system\.)?net\.webclient)\b")
+RUN_FETCHED_ARG = re.compile(rb"(?:\bexec|\beval|instance_eval|new\s+function|runinthiscontext|\biex|invoke-expression)"
+                             rb"(?:\s{0,4}\(|\s+)[^;\n]{0,120}?(?:net::http\.get|uri\.open|open-uri|urlopen\(|requests\.get\(|"
+                             rb"httpx\.get\(|\bfetch\(|axios\.get\(|https?\.get\(|downloadstring\(|invoke-webrequest|"
+                             rb"invoke-restmethod|\biwr\b|\birm\b|file_get_contents\(\s{0,3}['\"]https?:|\bcurl\b|\bwget\b)")
 CODE_RUN_FETCH = re.compile(rb"(?:exec|eval)\s{0,4}\(\s{0,4}(?:await\s+)?\(?\s{0,4}(?:await\s+)?(?:urllib\.request\.)?"
                             rb"(?:urlopen|requests\.get|fetch|httpx\.get)\s{0,4}\(")
 # curl -o x.sh URL && sh x.sh / chmod +x x && ./x
@@ -200,7 +208,8 @@ OVERRIDE = re.compile(
     rb"\bdo\s+anything\s+now\b|\byour\s+new\s+(?:instructions|rules|task)\s+(?:are|is)\b|"
     rb"\b(?:new|updated|real)\s+system\s+prompt\s*:")
 # what concealment keeps back: an action of the agent's (high), not data or narration (medium)
-CONCEAL_ACTION = re.compile(rb"\b(?:steps?|instructions?|actions?|commands?|uploads?|requests?|operations?|tasks?|changes?|"
+CONCEAL_ACTION = re.compile(rb"\b(?:(?:upload|download|send|post|execut|install|push|copi|append|modif|chang|delet|insert|edit|"
+                            rb"fetch|creat|configur|telemetr|exfiltrat)\w{0,4}|steps?|instructions?|actions?|commands?|uploads?|requests?|operations?|tasks?|changes?|"
                             rb"edits?|this\s+skill|these\s+rules|what\s+you|that\s+you|you\s+(?:ran|run|did|do|sent|send|"
                             rb"uploaded|executed|read|copied|changed|added|installed|modified|wrote|fetched|downloaded)|"
                             rb"knowing|knowledge|noticing|awareness|know|see|notice|find\s+out|be\s+told|send|sent|upload|"
@@ -247,6 +256,11 @@ CONCEAL = re.compile(
     rb"exfiltrate)\b|"
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never)\s+(?:tell|inform|notify|alert)\s+(?:anyone|anybody|the\s+(?:developer|"
     rb"owner|operator|maintainer|reviewer))\b|"
+    rb"\b(?:keep\s+quiet|stay\s+(?:quiet|silent)|say\s+nothing|remain\s+silent|keep\s+(?:it|this|that)\s+(?:quiet|secret|"
+    rb"to\s+yourself))\s+(?:about|on|regarding|concerning)?\b|"
+    rb"\b(?:do\s+not|don" + _APOS + rb"?t|never)\s+(?:list|show|include|record|log|print|surface|flag|highlight|summari[sz]e|"
+    rb"describe|note)\s+(?:this|that|these|those|the\s+(?:extra|additional|above|following|previous|new))\s+(?:\w{1,20}\s+)?"
+    rb"(?:changes?|steps?|edits?|uploads?|hooks?|lines?|modifications?|telemetry|requests?|calls?|commands?)\b|"
     rb"\b(?:omit|leave|exclude|drop)\s+(?:this|these|that|it|them)\s+(?:\w{1,20}\s+){0,3}?(?:out\s+of|from)\s+(?:your|the)\s+"
     rb"(?:final\s+)?(?:summary|response|reply|answer|output|report|message|explanation|logs?|changelog)\b")
 
@@ -415,7 +429,9 @@ SECRET_OBJECT = (rb"(?:(?:~/|\$home/|\$\{home\}/|/home/[\w.-]{1,40}/|/root/|/use
                  rb"(?:auth|session|bearer|github|gh|oauth|refresh)\s+tokens?|tokens|secrets|passwords?|"
                  rb"(?:all\s+(?:of\s+)?(?:the\s+)?)?environment\s+variables|env\s+vars|(?:the\s+)?(?:whole\s+|entire\s+)?environment|"
                  rb"cookies|keychain|wallet(?:\s+files?)?|seed\s+phrases?|shell\s+history|bash_history|"
-                 rb"(?:user's\s+|the\s+user's\s+|your\s+|the\s+)?home\s+(?:folder|directory|dir)|dotfiles|/etc/(?:passwd|shadow)))")
+                 rb"(?:user's\s+|the\s+user's\s+|your\s+|the\s+)?home\s+(?:folder|directory|dir)|dotfiles|/etc/(?:passwd|shadow)|"
+                 rb"\$?[a-z0-9]{1,20}(?:_[a-z0-9]{1,20}){0,3}_(?:api_key|token|secret|secret_key|password|access_key|"
+                 rb"private_key)s?\b|(?:the\s+)?(?:output|result)\s+of\s+[`'\"]?(?:env|printenv|set|export\s+-p)\b))")
 EXFIL_VERB_FIRST = re.compile(rb"\b" + SEND_VERB + rb"\s+(?:(?!(?:for|from|with|about|by|using|via|without|if|when|"
                               rb"unless|instead|rather)\s)[^\s.!?;]{1,40}\s+){0,8}?" + SECRET_OBJECT)
 EXFIL_OBJECT_FIRST = re.compile(SECRET_OBJECT + rb"(?:\s+[^\s.!?;]{1,40}){0,14}?\s+(?:and\s+|then\s+)?" + SEND_VERB +
@@ -439,7 +455,10 @@ SECRET_HINT = re.compile(rb"credential|key|token|secret|password|\.env|env\s|env
                          rb"history|home|dotfile|/etc/|\.ssh|\.aws|id_|\.netrc|\.npmrc|\.pypirc|\.gnupg|\.kube|kubeconfig")
 # sending a key where it belongs: an API's own authentication
 AUTH_USE = re.compile(rb"\b(?:header|headers|authorization|bearer|authenticat\w{0,6}|x-api-key|sign\s+in|log\s+in|login|"
-                      rb"oauth)\b")
+                      rb"oauth|basic\s+auth)\b")
+# a key or token (sent to its own API in a header), not a file or the environment
+KEY_OBJECT = re.compile(rb"api[\s_-]?keys?|access\s+(?:keys?|tokens?)|secret\s+keys?|(?:auth|session|bearer|github|gh|oauth|refresh)"
+                        rb"\s+tokens?|tokens|passwords?|_(?:api_key|token|secret|password|access_key)")
 
 # --- asking the agent to reveal its instructions or the environment ------------------------------------------
 DISCLOSE = re.compile(
@@ -496,7 +515,7 @@ _TARGET = rb"(?P<t>[\"']?[\w${}~./:%@+-]{1,200}[\"']?)"
 DOWNLOAD_TO = [re.compile(p) for p in (
     rb"(?:^|\s)(?:-[a-z]{0,6}o|--output|--output-document|--remote-name|-outfile|-destination)(?:\s+|=)" + _TARGET,
     rb"(?<![0-9&<>|])>\s{0,3}" + _TARGET,
-    rb"urlretrieve\(\s{0,4}[^,\n]{1,300},\s{0,4}" + _TARGET,
+    rb"(?:urlretrieve|downloadfile)\(\s{0,4}[^,\n]{1,300},\s{0,4}" + _TARGET,
     rb"(?:-O\b|--remote-name\b)",
 )]
 REMOTE_NAME = re.compile(rb"(?:^|\s)(?:-o|--remote-name)(?:\s|$)")

@@ -368,7 +368,7 @@ class Scan:
             s, e = self.line_bounds(pos)
             if self.fence_at(pos) is not None or self.quoted(pos):
                 return "low", " (quoted as an example)"
-            if self.section_is_about_attacks(pos) or P.TEACHING.search(P.URL.sub(b" ", self.low[s:e])) \
+            if self.section_is_about_attacks(pos) or P.TEACHING.search(_EMAIL.sub(b" ", P.URL.sub(b" ", self.low[s:e]))) \
                     or P.NEGATION.search(self.low[s:pos]):
                 return "low", " (in a passage about attacks or what not to do)"
             if self.security_topic and self.low[s:pos].lstrip()[:1] in (b"-", b"*", b"+") + tuple(b"0123456789"):
@@ -628,7 +628,8 @@ class Scan:
             if r is not None:
                 runner = (r.group("sh") or r.group("interp") or b"a shell").strip().decode()
                 return self._report_fetch(off + m.start(), s, e, P.url_in(st), f"pipes {{url}} into {runner}")
-        m = P.RUN_SUBST.search(line) or P.PS_RUN.search(line) or P.CODE_RUN_FETCH.search(line)
+        m = P.RUN_SUBST.search(line) or P.PS_RUN.search(line) or P.CODE_RUN_FETCH.search(line) \
+            or P.RUN_FETCHED_ARG.search(line)
         if m is not None:
             return self._report_fetch(s + m.start(), s, e, P.url_in(line[m.start():]), "runs what it downloads from {url}")
         parts = P.COMMAND_SEP.split(line)
@@ -840,8 +841,10 @@ class Scan:
             if not any(h in sent for h in _SECRET_HINTS):
                 continue
             hit = P.EXFIL_VERB_FIRST.search(sent) or P.EXFIL_OBJECT_FIRST.search(sent) or P.EXFIL_PUBLISH.search(sent)
-            if hit is None or P.AUTH_USE.search(sent):
+            if hit is None:
                 continue
+            if P.AUTH_USE.search(sent) and P.KEY_OBJECT.search(hit.group()) and not P.SECRET_PATH.search(hit.group()):
+                continue      # a key sent to its own API, in a header
             at = a + hit.start()
             sev, note = self.grade_phrase("exfil.request", at)
             if self.kind != "markdown" and not self.hidden_at(at):
@@ -1039,6 +1042,7 @@ _SHAPE = bytes(0x61 if (0x30 <= i <= 0x39 or 0x41 <= i <= 0x5A or 0x61 <= i <= 0
 _ZERO_WIDTH = {0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x180E, 0x00AD, 0x2061, 0x2062, 0x2063, 0x2064}
 _BRACED = re.compile(rb"\$\{([a-z_][a-z0-9_]{0,40})\}")
 _RUN_PATH_END = re.compile(b"(?:" + P.RUN_PATH.pattern + rb")[\"']?$")
+_EMAIL = re.compile(rb"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,5}")
 _SENTENCE_BREAK = re.compile(rb"[.!?;][ \n]|\n(?=[\n\-*#|`])")
 
 
@@ -1122,14 +1126,14 @@ _DISCLOSE_WORDS = frozenset((b"prompt", b"instructions", b"rules", b"configurati
                              b"secrets", b"credentials", b"tokens", b"passwords", b"context"))
 _DESTINATION_WORDS = ((b"http", b"https"), (b"webhook", b"webhooks"), (b"@",), (b"server",), (b"endpoint",))
 _CONCEAL_WORDS = frozenset((b"not", b"t", b"never", b"need", b"without", b"keep", b"silently", b"quietly", b"secretly",
-                            b"omit", b"leave", b"exclude"))
+                            b"omit", b"leave", b"exclude", b"stay", b"say", b"remain"))
 _PUBLISH_WORDS = frozenset((b"gist", b"paste", b"pastebin", b"issue", b"comment", b"discussion"))
 _DECODE_WORDS = frozenset((b"atob", b"decode_base64", b"b64decode", b"decode64", b"decode", b"fromhex", b"unhexlify", b"codecs", b"buffer",
                            b"frombase64string"))
 _TOKEN_WORDS = frozenset((b"ghp", b"gho", b"ghu", b"ghs", b"ghr", b"github", b"xoxb", b"xoxp", b"xoxa", b"xoxo", b"xoxs",
                           b"xoxr", b"sk", b"rk", b"glpat", b"npm", b"hf", b"slack", b"webhooks", b"private"))
 _TOKEN_STARTS = (b"akia", b"asia", b"aiza", b"aa")
-_SECRET_HINTS = (b"credential", b"key", b"token", b"secret", b"password", b".env", b"env ", b"environment", b"cookie",
+_SECRET_HINTS = (b"credential", b"key", b"token", b"secret", b"password", b"env", b"cookie",
                  b"keychain", b"wallet", b"seed", b"history", b"home", b"dotfile", b"/etc/", b".ssh", b".aws", b"id_",
                  b".netrc", b".npmrc", b".pypirc", b".gnupg", b".kube", b"kubeconfig", b".config/", b".docker",
                  b".password-store", b"ssh", b"passwd", b"shadow")
