@@ -97,6 +97,8 @@ class EvalConfig:
                                " its should-not-trigger queries")
     guard: str = _f("warn", "a FIX that drops a skill's recall on its evals below min_recall: warn (the result and the"
                             " draft show it) | refuse | off")
+    min_reports: int = _f(5, "outcome reports each of two versions needs before the newer one can be called worse"
+                             " (and their 95% Wilson intervals must not overlap)")
 
 
 EVAL_GUARDS = ("warn", "refuse", "off")
@@ -433,7 +435,7 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
                     ek = ek.replace("-", "_")
                     if ek not in enames:
                         raise ConfigError(f"{cfg_file}: unknown setting eval.{ek}",
-                                          fix="the eval section has: min_recall, max_false, guard")
+                                          fix="the eval section has: min_recall, max_false, guard, min_reports")
                     eval_values[ek] = _coerce(f"eval.{ek}", getattr(EvalConfig(), ek), ev)
                     origins[f"eval.{ek}"] = "file"
             elif key in names and key != "home":

@@ -363,7 +363,7 @@ class Library:
         """Record whether a skill worked (append-only); learning keeps it for later requests."""
         rec = self.get(skill)
         return self._usage.report(rec.id, rec.name, worked, note=note, query_id=query_id, client=client or self.client,
-                                  learn=self._learning.learn_outcome)
+                                  learn=self._learning.learn_outcome, version=rec.version)
 
     def stats(self, *, since: str | None = None) -> usagemod.Stats:
         return self._usage.stats(since=since, min_uses=self.config.low_success_min_uses,

@@ -9,6 +9,17 @@ from .common import _clean, _in_range, _json, _lib, _usage_error, out
 commands = typer.Typer()
 
 
+def version_cell(v: dict) -> str:
+    """``v2 7/9 worked (78%, 45–94%)``: a version's outcomes and their 95% Wilson interval."""
+    return (f"v{v['version']} {v['worked']}/{v['reports']} worked ({v['rate']:.0%}, "
+            f"{v['low'] * 100:.0f}–{v['high']:.0%})")
+
+
+def worse_line(w: dict) -> str:
+    return (f"v{w['version']} of {w['name']} worked {w['rate']:.0%} of {w['reports']} reports, against "
+            f"{w['previous_rate']:.0%} of {w['previous_reports']} for v{w['previous']}: `{w['rollback']}`")
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.0%}"
 

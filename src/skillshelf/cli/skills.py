@@ -11,6 +11,7 @@ import typer
 from ..errors import ValidationError
 from ..text import visible
 from .common import _bad_option, _choice, _clean, _in_range, _json, _lib, _styled, _table, err, out
+from .evals import version_cell, worse_line
 from .install import ClientName, Scope
 
 commands = typer.Typer()
@@ -81,6 +82,7 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
         d["audit"] = audit
         d["hidden"] = hidden
         d["source"] = lib.sources.of(rec)
+        d["outcomes"] = lib.evals.versions(rec.id)       # per version, with a Wilson interval
         _json(d)
         return
     out.print(_styled((rec.display_name, "bold"), f"  ({rec.id})"))
@@ -107,6 +109,11 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
         out.print(f"learned  worked for {learned['worked']} request{'s' * (learned['worked'] != 1)}, failed for "
                   f"{learned['failed']} ({learned['clients']} client{'s' * (learned['clients'] != 1)}); similar "
                   "requests rank it accordingly (`skillshelf usage forget` undoes it)")
+    per = lib.evals.versions(rec.id)
+    if per["versions"]:
+        out.print("outcomes " + "; ".join(version_cell(v) for v in per["versions"]))
+    if per["worse"]:
+        out.print(f"worse    {worse_line(per['worse'])}")
     # a person reads what an agent would: every invisible character is shown (`<U+200B>`)
     out.print(f"\n{visible(_clean(rec.description))}\n")
     for f in rec.findings:

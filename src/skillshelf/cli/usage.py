@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Optional
 
 import typer
 
-from .common import _choice, _clean, _date, _json, _lib, _table, _usage_error, _write, _write_json_text, err, out
+from .common import _choice, _clean, _date, _json, _lib, _table, _usage_error, _write, err, out
+from .evals import worse_line
 
 commands = typer.Typer()
 
@@ -36,8 +38,9 @@ def stats(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYY
     lib = _lib()
     st = lib.stats(since=since)
     js = lib.judge_stats(since=since)
+    worse = lib.evals.worse_versions()     # a current version that does worse than the one before it
     if json_out:
-        _json(st.as_dict() | {"judge": js})
+        _json(st.as_dict() | {"judge": js, "worse_versions": worse})
         return
     out.print(f"{st.queries} queries ({st.finds} finds), {st.reports} reports, report rate {st.report_rate:.0%}, "
               f"confident {st.confident_rate:.0%}")
@@ -55,6 +58,8 @@ def stats(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYY
     for g in st.gaps[:15]:
         t.add_row(g.query, str(g.count), g.last_seen[:10])
     out.print(t)
+    for w in worse:
+        out.print(f"worse version: {worse_line(w)}")
     out.print(f"never surfaced (kill candidates): {len(st.never_surfaced)} skills"
               + (": " + ", ".join(x['name'] for x in st.never_surfaced[:10]) if st.never_surfaced else ""))
 
@@ -81,8 +86,14 @@ def report(since: Optional[str] = typer.Option(None, callback=_date, metavar="YY
                                               help="only usage from this day on"),
            fmt: str = typer.Option("md", "--format", callback=_choice("md", "json"), help="md | json")) -> None:
     """A usage report: what worked, the rewrite list, the kill list, the gaps."""
-    text = _lib().usage_report(since=since, fmt=fmt)
-    _write_json_text(text) if fmt == "json" else _write(text)
+    lib = _lib()
+    text = lib.usage_report(since=since, fmt=fmt)
+    worse = lib.evals.worse_versions()      # versions that did worse than the one before them
+    if fmt == "json":
+        _json(json.loads(text) | {"worse_versions": worse})
+        return
+    _write(text + "\n## Worse versions (roll back)\n" + "".join(f"- {worse_line(w)}\n" for w in worse)
+           + ("" if worse else "- none\n"))
 
 
 @commands.command("prune-usage")

@@ -32,6 +32,19 @@ class Evidence:
             GROUP BY q.text ORDER BY last DESC LIMIT ?""", (*skill_ids, int(limit)))
         return [r[0] for r in rows]
 
+    def version_outcomes(self, skill_ids: list[str] | None = None) -> list[tuple[str, int, int, int]]:
+        """``(skill_id, version, worked, reports)`` of the outcomes reported with a version, for
+        ``skill_ids`` (None: every skill)."""
+        where, args = ("", []) if skill_ids is None else (f"AND skill_id IN ({_marks(len(skill_ids))})",
+                                                           list(skill_ids))
+        if skill_ids is not None and not skill_ids:
+            return []
+        rows = self.store.db.execute(f"""
+            SELECT skill_id, version, SUM(worked), COUNT(*) FROM outcomes
+            WHERE version IS NOT NULL AND skill_id IS NOT NULL {where}
+            GROUP BY skill_id, version ORDER BY skill_id, version""", args)
+        return [(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows]
+
 
 def evidence_store(local: Store, team: Any = None) -> Any:
     """The evidence reads of the store the usage log is in (``team``: a ``PgStore``, or None)."""

@@ -331,6 +331,15 @@ def m012_audit_pins(db: sqlite3.Connection) -> None:
     """)
 
 
+def m013_outcome_version(db: sqlite3.Connection) -> None:
+    """The skill's version each outcome was reported for (NULL for outcomes reported before):
+    outcomes per version, and a version that does worse than the one before it."""
+    _script(db, """
+    ALTER TABLE outcomes ADD COLUMN version INTEGER;
+    CREATE INDEX out_skill_version ON outcomes(skill_id, version);
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_skills", m001_skills),
     ("002_lexical", m002_lexical),
@@ -344,4 +353,5 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("010_learning", m010_learning),
     ("011_narrow_reads", m011_narrow_reads),
     ("012_audit_pins", m012_audit_pins),
+    ("013_outcome_version", m013_outcome_version),
 ]

@@ -22,3 +22,15 @@ class PgEvidence:
                 WHERE o.worked = 1 AND o.skill_id = ANY(%s::text[]) AND q.text IS NOT NULL
                 GROUP BY q.text ORDER BY last DESC LIMIT %s""", (list(skill_ids), int(limit))).fetchall()
         return [r[0] for r in rows]
+
+    def version_outcomes(self, skill_ids: list[str] | None = None) -> list[tuple[str, int, int, int]]:
+        if skill_ids is not None and not skill_ids:
+            return []
+        with call(self.pg) as conn:
+            rows = conn.execute("""
+                SELECT skill_id, version, SUM(worked), COUNT(*) FROM outcomes
+                WHERE version IS NOT NULL AND skill_id IS NOT NULL
+                  AND (%s::text[] IS NULL OR skill_id = ANY(%s::text[]))
+                GROUP BY skill_id, version ORDER BY skill_id, version""",
+                (None if skill_ids is None else list(skill_ids),) * 2).fetchall()
+        return [(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows]

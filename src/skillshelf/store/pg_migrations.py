@@ -250,10 +250,17 @@ def m005_pins(conn: Any) -> None:
     """)
 
 
+def m007_outcome_version(conn: Any) -> None:
+    """The skill's version each outcome was reported for (as the local store's 013)."""
+    conn.execute("ALTER TABLE outcomes ADD COLUMN version INTEGER")
+    conn.execute("CREATE INDEX out_skill_version ON outcomes(skill_id, version)")
+
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("001_team", m001_team),
     ("002_shared_reads", m002_shared_reads),
     ("003_workspace", m003_workspace),
     ("004_append_only", m004_append_only),
     ("005_pins", m005_pins),
+    ("007_outcome_version", m007_outcome_version),
 ]

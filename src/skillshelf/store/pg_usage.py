@@ -47,13 +47,13 @@ class PgUsageLog:
         return int(row[0])
 
     def log_outcome(self, *, at: str, skill_id: str | None, name: str, worked: bool, note: str,
-                    query_id: int | None, client: str | None) -> int:
-        """One reported outcome. Returns its id."""
+                    query_id: int | None, client: str | None, version: int | None = None) -> int:
+        """One reported outcome (``version``: the skill's version it is about). Returns its id."""
         with call(self.pg) as conn:
-            row = conn.execute("INSERT INTO outcomes (at, skill_id, name, worked, note, query_id, client)"
-                               " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            row = conn.execute("INSERT INTO outcomes (at, skill_id, name, worked, note, query_id, client, version)"
+                               " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
                                (clean(at), clean(skill_id), clean(name), int(bool(worked)), clean(note or ""),
-                                query_id, clean(client))).fetchone()
+                                query_id, clean(client), version)).fetchone()
         return int(row[0])
 
     def prune(self, before: str) -> int:

@@ -17,7 +17,7 @@ class UsageLogStore(Protocol):
     def log_query(self, *, at: str, text: str | None, text_hash: str, mode: str, filters: dict[str, Any], client: str | None, confident: bool, degraded: bool, n_hits: int, latency_ms: float, recommended: list[tuple[str, str, float]]) -> int:
         ...
 
-    def log_outcome(self, *, at: str, skill_id: str | None, name: str, worked: bool, note: str, query_id: int | None, client: str | None) -> int:
+    def log_outcome(self, *, at: str, skill_id: str | None, name: str, worked: bool, note: str, query_id: int | None, client: str | None, version: int | None = None) -> int:
         ...
 
     def prune(self, before: str) -> int:

@@ -45,12 +45,12 @@ class UsageLog:
         return qid
 
     def log_outcome(self, *, at: str, skill_id: str | None, name: str, worked: bool, note: str,
-                    query_id: int | None, client: str | None) -> int:
-        """One reported outcome. Returns its id."""
+                    query_id: int | None, client: str | None, version: int | None = None) -> int:
+        """One reported outcome (``version``: the skill's version it is about). Returns its id."""
         with refused_as_store_error(self.store), self.store.tx() as tx:
-            cur = tx.execute("INSERT INTO outcomes (at, skill_id, name, worked, note, query_id, client)"
-                             " VALUES (?,?,?,?,?,?,?)",
-                             (at, skill_id, name, int(bool(worked)), note or "", query_id, client))
+            cur = tx.execute("INSERT INTO outcomes (at, skill_id, name, worked, note, query_id, client, version)"
+                             " VALUES (?,?,?,?,?,?,?,?)",
+                             (at, skill_id, name, int(bool(worked)), note or "", query_id, client, version))
         return rowid(cur)
 
     def prune(self, before: str) -> int:

@@ -16,11 +16,12 @@ callables from the facade."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import PolicyError, ValidationError
+from ..errors import NotFoundError, PolicyError, ValidationError
 from ..store.evidence import evidence_store
 
 LEARNED_MAX = 50        # learned evals per skill: the newest requests reported as worked
@@ -213,6 +214,42 @@ class Evals:
             run.collisions = collisions(run.results)
         return run
 
+    # --- outcomes per version --------------------------------------------------------
+    def versions(self, name_or_id: str) -> dict[str, Any]:
+        """A skill's outcomes per version (of every copy of it): reports, worked, failed, rate
+        and a 95 % Wilson interval each, and ``worse`` when its current version does worse than
+        the one before it (with the rollback command), else None."""
+        rec = self._resolve(name_or_id)
+        counts: dict[int, list[int]] = {}
+        for _, v, worked, n in self.evidence.version_outcomes(sorted(self._ids(rec))):
+            c = counts.setdefault(v, [0, 0])
+            c[0] += worked
+            c[1] += n
+        rows = version_rows(counts)
+        return {"name": rec.name, "current": rec.version, "versions": rows,
+                "worse": worse_than_before(rec.name, rec.version, rows, self._settings().min_reports)}
+
+    def worse_versions(self) -> list[dict[str, Any]]:
+        """Every skill whose current version does worse than the one before it, with enough
+        reports (``eval.min_reports`` each, intervals apart): what ``stats`` and ``report`` list."""
+        by_skill: dict[str, dict[int, list[int]]] = {}
+        for sid, v, worked, n in self.evidence.version_outcomes(None):
+            c = by_skill.setdefault(sid, {}).setdefault(v, [0, 0])
+            c[0] += worked
+            c[1] += n
+        out: dict[str, dict] = {}
+        for sid in by_skill:
+            try:
+                rec = self._resolve(sid)
+            except NotFoundError:      # a skill that has gone since: nothing to roll back
+                continue
+            if rec.name in out:
+                continue
+            found = self.versions(rec.id)["worse"]
+            if found is not None:
+                out[rec.name] = found
+        return sorted(out.values(), key=lambda w: w["name"])
+
     # --- a change, before it lands ---------------------------------------------------
     def judge_change(self, skill_id: str, text: str, action: str = "FIX") -> dict[str, Any] | None:
         """The skill's evals (authored, else learned) on the index as it is and with ``text``
@@ -250,6 +287,43 @@ class Evals:
                               fix="keep the words its requests use in the name, description or tags (run "
                                   f"`skillshelf eval {rec.name}`), or set eval.guard = \"warn\" in config.toml")
         return report
+
+
+def wilson(worked: int, reports: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a success rate (0, 1 with no reports)."""
+    if reports <= 0:
+        return 0.0, 1.0
+    p = worked / reports
+    d = 1 + z * z / reports
+    mid = (p + z * z / (2 * reports)) / d
+    half = z * math.sqrt(p * (1 - p) / reports + z * z / (4 * reports * reports)) / d
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def version_rows(counts: dict[int, list[int]]) -> list[dict[str, Any]]:
+    """One row per version: reports, worked, failed, rate and its Wilson interval."""
+    out = []
+    for v in sorted(counts):
+        worked, reports = counts[v]
+        low, high = wilson(worked, reports)
+        out.append({"version": v, "reports": reports, "worked": worked, "failed": reports - worked,
+                    "rate": round(worked / reports, 4) if reports else None, "low": round(low, 4),
+                    "high": round(high, 4)})
+    return out
+
+
+def worse_than_before(name: str, current: int, rows: list[dict[str, Any]], min_reports: int) -> dict | None:
+    """The current version when it does worse than the version before it that has reports: both
+    with at least ``min_reports`` reports and their intervals apart. With the rollback command."""
+    cur = next((r for r in rows if r["version"] == current), None)
+    prev = next((r for r in reversed(rows) if r["version"] < current), None)
+    if cur is None or prev is None or min(cur["reports"], prev["reports"]) < min_reports:
+        return None
+    if cur["high"] >= prev["low"]:
+        return None
+    return {"name": name, "version": current, "rate": cur["rate"], "reports": cur["reports"],
+            "previous": prev["version"], "previous_rate": prev["rate"], "previous_reports": prev["reports"],
+            "rollback": f"skillshelf rollback {name} {prev['version']}"}
 
 
 def collisions(results: list[SkillEval]) -> list[dict]:

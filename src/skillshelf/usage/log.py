@@ -294,10 +294,10 @@ class Usage:
         return qid
 
     def log_outcome(self, *, skill_id: str | None, name: str, worked: bool, note: str, query_id: int | None,
-                    client: str | None, at: str | None = None) -> int:
+                    client: str | None, at: str | None = None, version: int | None = None) -> int:
         """One reported outcome (its id). ``StoreError`` when the disk or a lock refuses it."""
         return self.log.log_outcome(at=at or now(), skill_id=skill_id, name=name, worked=worked, note=note,
-                                    query_id=query_id, client=client)
+                                    query_id=query_id, client=client, version=version)
 
     def prune(self, before: str) -> int:
         """Delete usage rows older than ``before`` (the one sanctioned deletion; the CLI
@@ -366,16 +366,17 @@ class Usage:
         return self.log.worked_latest(skill_ids)
 
     def report(self, skill_id: str, name: str, worked: bool, *, note: str = "", query_id: int | str | None = None,
-               client: str | None = None, learn: Callable[..., bool]) -> dict[str, Any]:
-        """Record whether a skill worked (append-only) and hand the outcome to learning
-        (``learn(outcome_id, skill_id, name, worked, query_id, client)``): what
+               client: str | None = None, learn: Callable[..., bool], version: int | None = None) -> dict[str, Any]:
+        """Record whether a skill worked (append-only), with the skill's ``version``, and hand the
+        outcome to learning (``learn(outcome_id, skill_id, name, worked, query_id, client)``): what
         ``Library.report_outcome`` answers."""
         if not isinstance(worked, bool):
             raise ValidationError("worked must be true or false", fix="pass worked=true or worked=false")
         if note and len(note) > 4000:
             raise ValidationError("note is over 4000 characters", fix="shorten the note")
         qid = self.logged_query_id(query_id)
-        oid = self.log_outcome(skill_id=skill_id, name=name, worked=worked, note=note, query_id=qid, client=client)
+        oid = self.log_outcome(skill_id=skill_id, name=name, worked=worked, note=note, query_id=qid, client=client,
+                               version=version)
         # Kept for ranking (learning.py) when it names the request it answers: later requests
         # that mean the same thing see it. Learning is a derived copy; a failure to write it
         # leaves the logged outcome in place.
