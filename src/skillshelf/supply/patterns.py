@@ -51,7 +51,8 @@ TRIG_DESTRUCTIVE = [re.compile(p) for p in (
 )] + [_CHMOD]
 # a shell opened to a remote host, a key that lets one log in; an agent run with its checks off
 TRIG_REMOTE = [re.compile(p) for p in (
-    rb"/dev/(?:tcp|udp)/", rb"nc(?:at)?(?:\.exe)?(?:\s[^\n]{0,120}?)?\s-[ec]\s", rb"netcat\s", rb"socat\s",
+    rb"/dev/(?:tcp|udp)/", rb"nc(?:at)?(?:\.exe)?(?:\s[^\n]{0,120}?)?\s-[ec]\s", rb"netcat\s", rb"socat\s", rb"dup2\(",
+    rb"pty\.spawn",
     rb"authorized_keys",
 )]
 TRIG_UNGUARDED = [re.compile(p) for p in (rb"danger(?:ously-|-full-access)", rb"yolo", rb"bypasspermissions")]
@@ -67,7 +68,7 @@ TRIG_CONCEAL_MORE = [re.compile(p) for p in (
     rb"not\s+" + _TELL, rb"n't\s+" + _TELL, _u("n’t") + rb"\s+" + _TELL, rb"never\s+" + _TELL, rb"need\s+to\s+" + _TELL,
     rb"without\s+" + _TELL,
     rb"keep\s+(?:this|these|that|it|them)\b", rb"silently\s", rb"quietly\s", rb"secretly\s", rb"keep\s+quiet",
-    rb"stay\s+(?:quiet|silent)", rb"say\s+nothing", rb"remain\s+silent",
+    rb"stay\s+(?:quiet|silent)", rb"say\s+nothing", rb"remain\s+silent", rb"if\s+(?:the\s+)?(?:user|human|they|anyone)\s+ask",
     rb"not\s+(?:list|show|include|record|log|print|surface|flag|highlight|summari|describe|note)",
     rb"n't\s+(?:list|show|include|record|log|print|surface|flag|highlight|summari|describe|note)",
     rb"never\s+(?:list|show|include|record|log|print|surface|flag|highlight|summari|describe|note)",
@@ -193,6 +194,9 @@ REMOTE_ACCESS = [
     (re.compile(rb">>?\s{0,3}[\"']?(?:~|\$home|\$\{home\}|/root|/home/[\w.-]{1,40})/\.ssh/authorized_keys2?\b"),
      "adds a key that lets someone log in to this machine (authorized_keys)"),
 ]
+REMOTE_ACCESS.append((re.compile(rb"socket\.socket\([^\n]{0,300}?\.connect\([^\n]{0,400}?(?:dup2\(|pty\.spawn\(|"
+                                 rb"subprocess\.(?:call|run|popen)\(\s{0,3}\[\s{0,3}['\"]/bin/(?:ba|z)?sh)"),
+                      "gives a remote host a shell (a socket joined to a shell)"))
 UNGUARDED = re.compile(rb"--dangerously-skip-permissions|--yolo\b|--approval-mode\s{0,3}[= ]\s{0,3}yolo|"
                        rb"bypasspermissions|danger-full-access|--dangerously-bypass-approvals-and-sandbox")
 
@@ -200,7 +204,8 @@ UNGUARDED = re.compile(rb"--dangerously-skip-permissions|--yolo\b|--approval-mod
 _APOS = rb"(?:'|" + _u("’") + rb")"
 OVERRIDE = re.compile(
     rb"\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|every|each|the|your|my|of|these|those|its|"
-    rb"other|prior|previous|above|earlier|preceding|original|existing|system|developer|safety|security)\s+){1,4}"
+    rb"other|prior|previous|above|earlier|preceding|original|existing|system|developer|safety|security|user" + _APOS + rb"s|"
+    rb"operator" + _APOS + rb"s|owner" + _APOS + rb"s|current|default|standing|usual|normal|built-in|initial)\s+){1,4}"
     rb"(?:instructions?|prompts?|rules|guidelines|directions|directives|guardrails|restrictions|polic(?:y|ies)|"
     rb"constraints|programming)\b|"
     rb"\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:that\s+)?(?:was\s+)?(?:said\s+)?(?:above|before)\b|"
@@ -237,7 +242,8 @@ CONCEAL = re.compile(
     rb"previous|next|extra|additional))\s+(?:\w{1,20}\s+)?(?:step|steps|instructions?|actions?|commands?|requests?|"
     rb"uploads?|operations?|tasks?|calls?|changes?|edits?|lines?)\b|"
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never)\s+(?:mention|reveal|disclose|report|acknowledge|bring\s+up|talk\s+about|"
-    rb"discuss|refer\s+to)\s+(?:this|these|that|it|them|any\s+of\s+(?:this|it|them))\s+(?:\w{1,20}\s+){0,2}?"
+    rb"discuss|refer\s+to|surface|show|include|list|log|print|record|note|flag|highlight|describe)\s+(?:this|these|that|it|"
+    rb"them|any\s+of\s+(?:this|it|them))\s+(?:\w{1,20}\s+){0,2}?"
     rb"(?:in|to|within|inside)\s+(?:your|the)\s+(?:final\s+)?(?:summary|response|reply|answer|output|report|message|"
     rb"explanation|user)\b|"
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never)\s+bring\s+(?:this|these|that|it|them)\s+up\b|"
@@ -256,6 +262,8 @@ CONCEAL = re.compile(
     rb"exfiltrate)\b|"
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never)\s+(?:tell|inform|notify|alert)\s+(?:anyone|anybody|the\s+(?:developer|"
     rb"owner|operator|maintainer|reviewer))\b|"
+    rb"\bif\s+(?:the\s+)?(?:user|human|they|anyone)\s+asks?\b[^.\n]{0,80}?\b(?:only|just)\s+(?:mention|say|report|"
+    rb"tell|list|describe|talk\s+about)\b|"
     rb"\b(?:keep\s+quiet|stay\s+(?:quiet|silent)|say\s+nothing|remain\s+silent|keep\s+(?:it|this|that)\s+(?:quiet|secret|"
     rb"to\s+yourself))\s+(?:about|on|regarding|concerning)?\b|"
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never)\s+(?:list|show|include|record|log|print|surface|flag|highlight|summari[sz]e|"
@@ -419,7 +427,8 @@ ADDRESSES_AGENT = re.compile(rb"\b(?:you|your)\b|^\s{0,3}(?:dear\s+|note\s+to\s+
 # --- a request, in words, to send secrets or files out ------------------------------------------------------
 SEND_VERB = (rb"(?:send|sends|sending|post|posting|upload|uploading|transmit|forward|exfiltrate|submit|beacon|leak|"
              rb"mail|email|e-mail|pipe|attach|include|including|paste|push|sync|copy|deliver|report|ship|relay|"
-             rb"put|write|pass|passing|give|provide|supply|feed|publish|hand\s+over|append|embed|encode)")
+             rb"put|write|pass|passing|give|provide|supply|feed|publish|hand\s+over|append|embed|encode|share|sharing|"
+             rb"curl|scp|rsync|sftp|ftp|transfer|exfil|dump|stream|broadcast|expose)")
 SECRET_OBJECT = (rb"(?:(?:~/|\$home/|\$\{home\}/|/home/[\w.-]{1,40}/|/root/|/users/[\w.-]{1,40}/)?"
                  rb"(?:(?:aws\s+|cloud\s+|git\s+|docker\s+|npm\s+)?credentials?(?:\s+files?)?|private\s+keys?|"
                  rb"ssh\s+keys?|ssh\s+(?:folder|directory|dir)|~/\.ssh\S{0,60}|id_(?:rsa|dsa|ecdsa|ed25519)\S{0,20}|"
@@ -428,7 +437,7 @@ SECRET_OBJECT = (rb"(?:(?:~/|\$home/|\$\{home\}/|/home/[\w.-]{1,40}/|/root/|/use
                  rb"\.password-store|api[\s_-]?keys?|access\s+(?:keys?|tokens?)|secret\s+keys?|"
                  rb"(?:auth|session|bearer|github|gh|oauth|refresh)\s+tokens?|tokens|secrets|passwords?|"
                  rb"(?:all\s+(?:of\s+)?(?:the\s+)?)?environment\s+variables|env\s+vars|(?:the\s+)?(?:whole\s+|entire\s+)?environment|"
-                 rb"cookies|keychain|wallet(?:\s+files?)?|seed\s+phrases?|shell\s+history|bash_history|"
+                 rb"cookies|keychain|wallet(?:\s+files?)?|seed\s+phrases?|shell\s+history|\.?bash_history|\.?zsh_history|"
                  rb"(?:user's\s+|the\s+user's\s+|your\s+|the\s+)?home\s+(?:folder|directory|dir)|dotfiles|/etc/(?:passwd|shadow)|"
                  rb"\$?[a-z0-9]{1,20}(?:_[a-z0-9]{1,20}){0,3}_(?:api_key|token|secret|secret_key|password|access_key|"
                  rb"private_key)s?\b|(?:the\s+)?(?:output|result)\s+of\s+[`'\"]?(?:env|printenv|set|export\s+-p)\b))")
@@ -555,6 +564,8 @@ RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.
 
 # a call that runs code or a command whose argument decodes something (os.system(__import__('base64').b64decode(…)))
 RUN_DECODED_ARG = re.compile(rb"(?:\bexec|\beval|\.system|os\.popen|subprocess\.[a-z_]{1,20}|execsync|child_process\.[a-z]{1,12}|"
+                             rb"getattr\([^()\n]{0,60}(?:\([^()\n]{0,40}\)[^()\n]{0,20})?['\"](?:system|popen|exec|eval|run|call|"
+                             rb"check_output|spawn)['\"]\s{0,3}\)|"
                              rb"\bspawn(?:sync)?|\bpopen|pty\.spawn|instance_eval|runinthiscontext|runinnewcontext|"
                              rb"new\s+function)(?:\s{0,4}\(|\s+)[^;\n]{0,120}?(?:b64decode|b32decode|b85decode|a85decode|"
                              rb"decode64|decode_base64|decodebytes|unhexlify|fromhex|frombase64string|\batob\s{0,2}\(|"

@@ -726,20 +726,34 @@ class Scan:
             end = re_ if end < 0 else end
             n += 1
             line = _BRACED.sub(rb"$\1", self.low[pos:min(end, pos + MAX_LOGICAL_LINE)])
+            if b"[" in line and b"," in line:      # ['curl', '-o', path, url]: read as the command it runs
+                line = _LIST_ARGS.sub(b" ", line)
             self._flow_line(pos, line, downloads, values)
             pos = end + 1
         return n
 
     def _flow_line(self, at: int, line: bytes, downloads: dict[bytes, list], values: dict[bytes, tuple[str, int]]) -> None:
-        # a file run that an earlier line downloaded
+        self._runs_of_downloads(at, line, downloads)
+        before = len(downloads)
+        self._flow_values(at, line, downloads, values)
+        if len(downloads) > before or any(d[0] == at for d in downloads.values()):
+            self._runs_of_downloads(at, line, downloads, same_line=True)
+
+    def _runs_of_downloads(self, at: int, line: bytes, downloads: dict[bytes, list], same_line: bool = False) -> None:
+        """A file that a download (or a decode) saved, run on this line."""
         for target, (dpos, url, verified) in list(downloads.items()):
+            if same_line and dpos != at:
+                continue
             k = line.find(target)
             while 0 <= k:
                 after = line[k + len(target):k + len(target) + 1]
                 if after in (b"", b" ", b"\t", b";", b"&", b"|", b")", b"]", b"'", b'"', b",") \
                         and _RUN_PATH_END.search(line, 0, k):
                     url_note = url if url != "a download" else "a file"
-                    if verified:
+                    if url == "a decoded payload":
+                        self._report("exec.decode-and-run", dpos, *self.line_bounds(dpos),
+                                     f"decodes a payload to a file and runs it (line {self.line_of(at)})")
+                    elif verified:
                         self.add("exec.fetch-and-run", "medium", dpos, f"downloads {url_note} and runs it later "
                                  f"(line {self.line_of(at)}); its checksum or signature is checked first")
                     else:
@@ -748,8 +762,10 @@ class Scan:
                     del downloads[target]
                     break
                 k = line.find(target, k + 1)
+
+    def _flow_values(self, at: int, line: bytes, downloads: dict[bytes, list], values: dict[bytes, tuple[str, int]]) -> None:
         # a download to a file
-        if P.FETCH.search(line) or b"urlretrieve" in line:
+        if P.FETCH.search(line) or b"urlretrieve" in line or b"downloadfile" in line or P.DECODE.search(line):
             for rx in P.DOWNLOAD_TO:
                 m = rx.search(line)
                 if m is None:
@@ -762,7 +778,7 @@ class Scan:
                     u = P.URL.search(line)
                     target = u.group().rstrip(b"/\"'").rsplit(b"/", 1)[-1] if u else b""
                 if len(target) >= 2 and target not in (b"/dev/null", b"-", b"/dev/stdout", b"/dev/stderr"):
-                    downloads[target] = [at, P.url_in(line), False]
+                    downloads[target] = [at, P.url_in(line) if P.FETCH.search(line) else "a decoded payload", False]
                     if len(downloads) > 50:
                         downloads.pop(next(iter(downloads)))
                 break
@@ -910,6 +926,11 @@ class Scan:
             at = m.start()
             ls, le = self.line_bounds(at)
             ws, we = ls, le
+            if tok.startswith(b"-----"):
+                end = self.data.find(b"-----end", m.end(), m.end() + 20_000) if False else \
+                    self.low.find(b"-----end", m.end(), m.end() + 20_000)
+                if end > 0:
+                    we = self.line_bounds(end)[1]
             for _ in range(8):
                 if ws > 0:
                     ws = self.line_bounds(ws - 1)[0]
@@ -1000,7 +1021,9 @@ class Scan:
                     if rule == "override.conceal" and sev == "high" and not self.hidden_at(at):
                         end = s + m.end()
                         stop = [i for i in (self.low.find(b".", end, end + 60), self.low.find(b"\n", end, end + 60)) if i >= 0]
-                        if not P.CONCEAL_ACTION.search(self.low, at, min(stop) if stop else end + 60):
+                        # what is kept back is named in the phrase, after it, or earlier in its sentence
+                        begin = self._sentence(at, at)[0] if at - s < 200 else at
+                        if not P.CONCEAL_ACTION.search(self.low, max(begin, at - 200), min(stop) if stop else end + 60):
                             sev, note = "medium", " (what it keeps back is not an action of the agent's)"
                     self.add(rule, sev, at, f"{RULES[rule].title}: {self._shown(at, phrase)!r}{note}")
 
@@ -1043,6 +1066,7 @@ _ZERO_WIDTH = {0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x180E, 0x00AD, 0x2061, 0
 _BRACED = re.compile(rb"\$\{([a-z_][a-z0-9_]{0,40})\}")
 _RUN_PATH_END = re.compile(b"(?:" + P.RUN_PATH.pattern + rb")[\"']?$")
 _EMAIL = re.compile(rb"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,5}")
+_LIST_ARGS = re.compile(rb"['\"]\s{0,3},\s{0,3}['\"]?|\[\s{0,3}['\"]|['\"]\s{0,3}\]|,\s{0,3}")
 _SENTENCE_BREAK = re.compile(rb"[.!?;][ \n]|\n(?=[\n\-*#|`])")
 
 
