@@ -85,3 +85,21 @@ def test_delete_and_extend_ttl_by_a_name_with_copies_refuse_and_list_the_ids(two
         assert all(i in p.stderr for i in ids), p.stderr
     assert all(d["expires_on"] is None for d in _ids(home).values())
 
+
+
+def test_extend_ttl_by_name_pushes_every_copy_that_expires(tmp_path):
+    home, a, b = tmp_path / "home", tmp_path / "col-a", tmp_path / "col-b"
+    ttl = "metadata:\n  ttl-days: \"30\"\n  last-modified: \"2026-01-01\"\n"
+    write_skill(a, "release-notes", description="Draft release notes from merged pull requests", extra=ttl)
+    write_skill(b, "release-notes", description="Draft release notes from merged pull requests", extra=ttl)
+    write_skill(b, "other/release-notes", name="Release Notes", description="Release notes, never expiring")
+    assert sk("init", home=home).returncode == 0
+    for root in (a, b):
+        assert sk("roots", "add", str(root), home=home).returncode == 0
+    p = sk("extend-ttl", "release-notes", "90", home=home)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert "2 copies" in p.stdout, p.stdout
+    exp = {d["id"]: d["expires_on"] for d in _ids(home).values() if "release" in d["name"].lower()}
+    assert len({v for k, v in exp.items() if k.endswith(":release-notes")}) == 1     # both pushed alike
+    assert all(v and v > "2026-06-01" for k, v in exp.items() if k.endswith(":release-notes")), exp
+    assert exp[next(k for k in exp if "other" in k)] is None                          # never given one
