@@ -862,6 +862,8 @@ class Scan:
             if P.AUTH_USE.search(sent) and P.KEY_OBJECT.search(hit.group()) and not P.SECRET_PATH.search(hit.group()):
                 continue      # a key sent to its own API, in a header
             at = a + hit.start()
+            if (self.kind == "markdown" and self.fence_at(at) is not None) or ("exfil.secrets", self.line_of(at)) in self._seen:
+                continue      # a command, not a request in words: the command rules read it
             sev, note = self.grade_phrase("exfil.request", at)
             if self.kind != "markdown" and not self.hidden_at(at):
                 sev = "medium"
@@ -893,8 +895,8 @@ class Scan:
         a heading, and at most 400 bytes either side."""
         lo, hi = max(0, s - 400), min(len(self.low), e + 400)
         a = lo
-        for m in _SENTENCE_BREAK.finditer(self.low, lo, s):
-            a = m.start() + 1
+        for b in _SENTENCE_BREAK.finditer(self.low, lo, s):
+            a = b.start() + 1
         m = _SENTENCE_BREAK.search(self.low, e, hi)
         return a, (m.start() + 1 if m else hi)
 
