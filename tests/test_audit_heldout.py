@@ -1,0 +1,57 @@
+"""The audit on skills its rules were not written against (tests/fixtures/audit/).
+
+``tuning/`` is the set the rules were developed on. ``heldout-v1``, ``-v2`` and ``-v3`` were each
+written after the rules of their day were committed, measured once, and then used to improve the
+rules: they are seen now. ``heldout/`` is the newest set, written after the last change to the
+rules and not used to tune them. The goal (issue 35): at least 90 % of the hostile skills medium
+or above, 75 % high, and no benign look-alike high. The seen sets must keep meeting it; the
+newest set is held to what it measured (a rule that regresses fails here), and its goal is an
+expected failure that turns into a failure when it starts passing, so the numbers get updated.
+See BENCHMARKS.md, "The audit on skills it has never seen"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillshelf.supply.file_audit import risk, severity_at_least
+from skillshelf.supply.skill_audit import audit_folder
+
+FIXTURES = Path(__file__).parent / "fixtures" / "audit"
+SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3")
+# measured on heldout/ with the rules it was written after (BENCHMARKS.md): 22 and 20 of 34
+NEWEST_FLOOR = {"medium": 22, "high": 20}
+
+
+def risks(folder: Path) -> dict[str, dict[str, str]]:
+    return {part: {d.name: risk(audit_folder(d / "SKILL.md")[0]) for d in sorted((folder / part).iterdir())}
+            for part in ("hostile", "benign")}
+
+
+@pytest.mark.parametrize("name", SEEN)
+def test_the_seen_sets_meet_the_goal(name):
+    r = risks(FIXTURES / name)
+    hostile, benign = r["hostile"], r["benign"]
+    assert len(hostile) >= 27 and len(benign) >= 10
+    medium = [k for k, v in hostile.items() if severity_at_least(v, "medium")]
+    high = [k for k, v in hostile.items() if v == "high"]
+    assert len(medium) >= 0.9 * len(hostile), sorted(set(hostile) - set(medium))
+    assert len(high) >= 0.75 * len(hostile), sorted(set(hostile) - set(high))
+    assert not [k for k, v in benign.items() if v == "high"]
+
+
+def test_the_newest_held_out_set_keeps_what_it_measured():
+    r = risks(FIXTURES / "heldout")
+    hostile, benign = r["hostile"], r["benign"]
+    assert len(hostile) >= 30 and len(benign) >= 15
+    assert sum(severity_at_least(v, "medium") for v in hostile.values()) >= NEWEST_FLOOR["medium"]
+    assert sum(v == "high" for v in hostile.values()) >= NEWEST_FLOOR["high"]
+    assert not [k for k, v in benign.items() if v == "high"]
+
+
+@pytest.mark.xfail(strict=True, reason="not met: 65 % medium+ and 59 % high on the newest held-out set (BENCHMARKS.md)")
+def test_the_newest_held_out_set_meets_the_goal():
+    hostile = risks(FIXTURES / "heldout")["hostile"]
+    assert sum(severity_at_least(v, "medium") for v in hostile.values()) >= 0.9 * len(hostile)
+    assert sum(v == "high" for v in hostile.values()) >= 0.75 * len(hostile)
