@@ -51,8 +51,9 @@ def main(folder: Path) -> None:
     (skill / "templates" / "regional" / "eu-invoice.md").write_text("# EU invoice\n\nVAT number required.\n")
     lib = Library.init(folder / "home", samples=False, embedder="none", auto_sync=False)
     lib.add_root(folder / "skills")
-    lib.sync()
     lib.close()
+    with Library(folder / "home", embedder="none", auto_sync=False) as lib:    # opened again: with the new root
+        lib.sync()
 
 
 if __name__ == "__main__":

@@ -34,8 +34,7 @@ from urllib.parse import quote, unquote
 
 import yaml
 
-from .. import files
-from .. import skill as skillmod
+from .. import files, skill as skillmod
 from ..errors import HeldError, NotFoundError, ValidationError
 from .roots import SKIP_DIRS
 

@@ -40,7 +40,9 @@ class Changes:
         self.handle = handle        # the server's ``LibraryHandle``
         self.bus = bus              # the SDK's subscription bus (2026-07-28 listen streams)
         self._lock = threading.Lock()
-        self._legacy: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+        # a legacy client's connection -> (the session of its latest request, its URIs). The SDK
+        # makes a ServerSession per request; the connection lives as long as the client does
+        self._legacy: weakref.WeakKeyDictionary[Any, tuple[Any, set[str]]] = weakref.WeakKeyDictionary()
         self._listens: dict[object, frozenset[str]] = {}
         self._stamps: dict[str, Any] = {}
         self._key: str | None = None
@@ -54,27 +56,35 @@ class Changes:
         if session is None:
             return
         with self._lock:
-            self._legacy.setdefault(session, set())
+            key = _connection(session)
+            self._legacy[key] = (session, self._legacy.get(key, (None, set()))[1])
         self._start()
 
     def subscribe(self, session: Any, uri: str) -> None:
         """``resources/subscribe`` of a legacy session (any URI is honoured: one that names
-        nothing never fires)."""
-        self._baseline([uri])
+        nothing never fires); on the event loop, after ``prepare([uri])``."""
         with self._lock:
-            self._legacy.setdefault(session, set()).add(uri)
+            key = _connection(session)
+            uris = self._legacy.get(key, (None, set()))[1]
+            uris.add(uri)
+            self._legacy[key] = (session, uris)
         self._start()
 
     def unsubscribe(self, session: Any, uri: str) -> None:
         with self._lock:
-            self._legacy.get(session, set()).discard(uri)
+            self._legacy.get(_connection(session), (None, set()))[1].discard(uri)
+
+    def prepare(self, uris: Iterable[str]) -> None:
+        """Take what ``uris`` are now (in a worker thread: it waits for the library to open),
+        so that the first change after a listen stream opens is heard."""
+        self._baseline(uris)
 
     @contextlib.contextmanager
     def listening(self, uris: Iterable[str]) -> Iterator[None]:
-        """A 2026-07-28 listen stream, open for the ``with`` block, watching ``uris``."""
+        """A 2026-07-28 listen stream, open for the ``with`` block, watching ``uris``
+        (``prepare`` them first)."""
         token = object()
         uris = frozenset(uris)
-        self._baseline(uris)
         with self._lock:
             self._listens[token] = uris
         self._start()
@@ -90,14 +100,14 @@ class Changes:
     # --- the look -------------------------------------------------------------------------
     def _watched(self) -> tuple[set[str], bool]:
         with self._lock:
-            uris = set().union(*self._legacy.values(), *self._listens.values())
+            uris = set().union(*(u for _, u in self._legacy.values()), *self._listens.values())
             anyone = bool(self._legacy) or bool(self._listens)
         return uris, anyone
 
-    def _state(self, uris: Iterable[str]) -> tuple[str, dict[str, Any]] | None:
+    def _state(self, uris: Iterable[str], *, wait: bool = False) -> tuple[str, dict[str, Any]] | None:
         """(the listing's key, each URI's stamp) for an agent, or None while the library is
-        not open (or closing)."""
-        lib = self.handle.current()
+        not open (or closing). ``wait``: for the library to open (a subscription's baseline)."""
+        lib = self.handle.get() if wait else self.handle.current()
         if lib is None:
             return None
         key, stamps = lib.resources.changes(list(uris))
@@ -107,8 +117,8 @@ class Changes:
         """What ``uris`` are now, so that the first change after a subscription is heard."""
         new = [u for u in uris if u not in self._stamps]
         try:
-            state = self._state(new)
-        except Exception:   # noqa: BLE001 — the next look takes it
+            state = self._state(new, wait=True)
+        except Exception:   # the next look takes it
             log.debug("baseline failed", exc_info=True)
             return
         if state is not None:
@@ -119,6 +129,7 @@ class Changes:
                     self._stamps.setdefault(u, s)
 
     def _start(self) -> None:
+        """Start the look (once), and note the event loop serving the sessions: called on it."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -138,7 +149,7 @@ class Changes:
                 continue
             try:
                 self._look(uris)
-            except Exception:   # noqa: BLE001 — a failed look is retried at the next
+            except Exception:   # a failed look is retried at the next
                 log.warning("looking for changes failed", exc_info=True)
 
     def _look(self, uris: set[str]) -> None:
@@ -170,7 +181,7 @@ class Changes:
             await self.bus.publish(ResourcesListChanged())
         with self._lock:
             sessions = list(self._legacy.items())
-        for session, uris in sessions:
+        for key, (session, uris) in sessions:
             try:
                 for uri in updated:
                     if uri in uris:
@@ -179,4 +190,10 @@ class Changes:
                     await session.send_resource_list_changed()
             except Exception:   # noqa: BLE001 — a session that went away: forget it
                 with self._lock:
-                    self._legacy.pop(session, None)
+                    self._legacy.pop(key, None)
+
+
+def _connection(session: Any) -> Any:
+    """What a legacy client's requests share: its connection (the SDK keeps it private on the
+    per-request ``ServerSession``; upstream could expose it), else the session itself."""
+    return getattr(session, "_connection", None) or session

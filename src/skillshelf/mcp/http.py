@@ -225,7 +225,7 @@ class WireFixes:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict((k.lower(), v) for k, v in scope.get("headers") or [])
+        headers = {k.lower(): v for k, v in scope.get("headers") or []}
         asked = headers.get(SESSION_HEADER)
         if scope.get("method") == "POST":
             body, more = await _body(receive)
