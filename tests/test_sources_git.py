@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from skillshelf import Library
-from skillshelf.errors import ValidationError
 from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.errors import ValidationError
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

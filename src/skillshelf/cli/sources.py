@@ -102,7 +102,8 @@ def sources_list(json_out: bool = typer.Option(False, "--json")) -> None:
         behind = "" if r["behind"] is None else f"   {r['behind']} commit{'s' * (r['behind'] != 1)} behind upstream"
         out.print(f"{r['label']}  {_clean(r['url'])}" + (f"  ({_clean(r['path'])})" if r["path"] else ""))
         held = f"   {r['held']} held" if r["held"] else ""
-        out.print(f"    ref {r['ref'] or ('(default branch)' if r['kind'] == 'git' else '-')}   {r['kind']} {r['commit'][:12]}   {r['skills']} skills"
+        ref = r["ref"] or ("(default branch)" if r["kind"] == "git" else "-")
+        out.print(f"    ref {ref}   {r['kind']} {r['commit'][:12]}   {r['skills']} skills"
                   f"{'   pinned' if r['pinned'] else ''}{held}{behind}   updated {r['updated'] or '-'}")
 
 

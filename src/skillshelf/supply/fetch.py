@@ -238,6 +238,9 @@ def _archive(git_dir: Path, tree: str, dest: Path) -> list[str]:
     try:
         assert proc.stdout is not None
         notes = write_tar(proc.stdout, dest)
+        # the tar's end blocks and padding: read to the end, or git dies of a closed pipe
+        while proc.stdout.read(1 << 16):
+            pass
         proc.stdout.close()
         rc = proc.wait(timeout=GIT_TIMEOUT)
     except BaseException:

@@ -83,7 +83,8 @@ def _q(s: str) -> str:
 def render(sources: list[SourceEntry]) -> str:
     out = ["# skillshelf.lock: the sources of this library, each at an exact commit (or archive sha256),",
            "# and the sha256 and size of every file of every skill they brought. Written by skillshelf;",
-           "# `skillshelf lock --check` compares the files on disk with it, `skillshelf sources restore` rebuilds them.",
+           "# `skillshelf lock --check` compares the files on disk with it; `skillshelf sources restore` rebuilds",
+           "# them on another machine.",
            f"lock-version = {LOCK_VERSION}", ""]
     for s in sorted(sources, key=lambda s: s.label):
         out += ["[[source]]", f"label = {_q(s.label)}", f"source = {_q(s.source)}", f"kind = {_q(s.kind)}",

@@ -17,8 +17,10 @@ wait in the review queue too, for the same person to look.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import datetime as _dt
+import functools
 import hashlib
 import json
 import os
@@ -263,22 +265,22 @@ class Sources:
                  entries: list[lockmod.SourceEntry]) -> None:
         """Rename fetched trees (and their git caches) into place, save the roots, write the lock;
         on any failure (Ctrl-C included) undo what was done, in reverse."""
-        done: list[Callable[[], None]] = []
+        done: list[Callable[[], Any]] = []
         home = self.home
         try:
             for entry, tree, cache in items:
                 dest = self.folder(entry.label)
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 os.rename(tree, dest)
-                done.append(lambda d=dest: shutil.rmtree(d, ignore_errors=True))
+                done.append(functools.partial(shutil.rmtree, dest, ignore_errors=True))
                 if cache.is_dir():
                     target = self._cache(entry.label)
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.rmtree(target, ignore_errors=True)
                     os.rename(cache, target)
-                    done.append(lambda t=target: shutil.rmtree(t, ignore_errors=True))
+                    done.append(functools.partial(shutil.rmtree, target, ignore_errors=True))
                 configmod.add_root(home, dest)
-                done.append(lambda d=dest: configmod.remove_root(home, d))
+                done.append(functools.partial(configmod.remove_root, home, dest))
             lockmod.write(self.lock_path, [*entries, *(e for e, _, _ in items)])
         except BaseException:
             for undo in reversed(done):
@@ -339,7 +341,8 @@ class Sources:
 
     # --- update ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def planning(self, labels: list[str] | tuple[str, ...] = (), *, to: str | None = None) -> Iterator[list[UpdatePlan]]:
+    def planning(self, labels: builtins.list[str] | tuple[str, ...] = (), *,
+                 to: str | None = None) -> Iterator[builtins.list[UpdatePlan]]:
         """Fetch each source (all when ``labels`` is empty) and say what an update would do; the
         plans hold the fetched files until the ``with`` ends. ``apply`` each one inside it."""
         entries = self.entries()
@@ -347,7 +350,8 @@ class Sources:
             raise NotFoundError("this library has no sources", fix="add one with `skillshelf sources add SOURCE`")
         chosen = [self.entry(lb) for lb in labels] if labels else entries
         if to and len(chosen) != 1:
-            raise ValidationError("--to moves one source", fix="name the source: `skillshelf sources update LABEL --to REF`")
+            raise ValidationError("--to moves one source",
+                                  fix="name the source: `skillshelf sources update LABEL --to REF`")
         with contextlib.ExitStack() as stack:
             plans = [self._plan(e, stack.enter_context(self._tmp(e.label)), to) for e in chosen]
             yield plans
@@ -375,11 +379,11 @@ class Sources:
         before, after = old.by_path(), new.by_path()
         for path in sorted(set(before) | set(after)):
             a, b = before.get(path), after.get(path)
-            if a is None:
+            if a is None and b is not None:
                 plan.changes.append(SkillChange(path, "added", [f.path for f in b.files]))
-            elif b is None:
+            elif b is None and a is not None:
                 plan.changes.append(SkillChange(path, "removed", [f.path for f in a.files]))
-            else:
+            elif a is not None and b is not None:
                 da, db = a.digests(), b.digests()
                 diff = sorted(f for f in set(da) | set(db) if da.get(f) != db.get(f))
                 if diff:
@@ -426,6 +430,8 @@ class Sources:
 
     def _plan_edits(self, plan: UpdatePlan) -> None:
         copies = self._copies(plan.label)
+        tree = plan.tree
+        assert tree is not None
         for c in plan.changes:
             rec = copies.get(c.path)
             if rec is None or c.change != "changed" or "SKILL.md" not in c.files:
@@ -436,7 +442,7 @@ class Sources:
             base = self._base_text(plan.old, c.path)
             try:
                 ours = read_text_bounded(rec.path, MAX_SKILL_BYTES)
-                theirs = read_text_bounded(plan.tree.joinpath(*c.path.split("/")) / "SKILL.md", MAX_SKILL_BYTES)
+                theirs = read_text_bounded(tree.joinpath(*c.path.split("/")) / "SKILL.md", MAX_SKILL_BYTES)
             except (OSError, FileRefused) as exc:
                 c.edit, c.note = "conflict", f"cannot read a side: {exc}"
                 continue
@@ -591,14 +597,14 @@ class Sources:
         return {"sources": [e.summary() for e in wanted], "files_verified": files}
 
     # --- checks ---------------------------------------------------------------------------
-    def check(self) -> list[lockmod.Drift]:
+    def check(self) -> builtins.list[lockmod.Drift]:
         """Every file of every source that differs from the lock."""
-        out: list[lockmod.Drift] = []
+        out: builtins.list[lockmod.Drift] = []
         for e in self.entries():
             out += lockmod.check(e, self.folder(e.label))
         return out
 
-    def checks(self) -> list[Check]:
+    def checks(self) -> builtins.list[Check]:
         """For ``doctor``: sources whose folder drifted from the lock."""
         try:
             entries = self.entries()
