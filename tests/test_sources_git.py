@@ -59,7 +59,7 @@ def sk(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProc
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
     env.update(SKILLSHELF_EMBEDDER="fake", COLUMNS="200", SKILLSHELF_HOME=str(home))
     return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, check=False)
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -329,7 +329,7 @@ def test_a_label_already_used_malformed_arguments_and_git_missing(tmp_path, upst
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
     env.update(SKILLSHELF_EMBEDDER="fake", SKILLSHELF_HOME=str(home), PATH=str(Path(sys.executable).parent))
     r = subprocess.run([str(SCRIPT), "sources", "add", upstream.url, "--name", "nogit"], capture_output=True,
-                       text=True, env=env, timeout=60)
+                       text=True, env=env, timeout=60, check=False)
     assert r.returncode == 1 and "git is not installed" in r.stderr and "apt-get install git" in r.stderr
     assert not (home / "sources/nogit").exists()
     assert (home / "skillshelf.lock").read_text() == before
