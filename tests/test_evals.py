@@ -286,3 +286,35 @@ def test_a_draft_shows_the_reviewer_what_the_change_does_to_its_evals(tmp_path):
             TestClient(create_app(lib, port=7788), base_url="http://127.0.0.1:7788") as c:
         page = c.get("/review/cors-fix").text
     assert f"findability: 4/4 → {found}/4 on its authored evals" in page and "lost: “" in page
+
+
+def test_init_writes_a_starting_eval_file_from_the_usage_log_and_never_overwrites_one(tmp_path):
+    h = tmp_path / "h"
+    ws = make_home(h)
+    ro = tmp_path / "ro"
+    write_skill(ro, "vendored-skill", description="A skill from a collection skillshelf does not write to")
+    with Library(h, embedder=FakeEmbedder(), auto_sync=False) as lib:
+        lib.sync()
+        for q, skill in [("a multi-stage image that reuses cached layers", "docker-build"),
+                         ("deploy my Docker image to Kubernetes with a rolling update", "k8s-deploy")]:
+            res = lib.search(q, client="agent-a")
+            assert "docker-build" in [x.name for x in res.hits]     # shown for both
+            lib.report_outcome(skill, True, query_id=res.query_id, client="agent-a")
+    p = sk(h, "eval", "docker-build", "--init")
+    assert p.returncode == 0, p.stderr
+    assert "1 requests it served, 1 near misses" in p.stdout
+    written = json.loads((ws / "docker-build" / "evals" / "eval_queries.json").read_text())
+    assert written == [{"query": "a multi-stage image that reuses cached layers", "should_trigger": True},
+                       {"query": "deploy my Docker image to Kubernetes with a rolling update",
+                        "should_trigger": False}]
+    [res] = json.loads(sk(h, "eval", "docker-build", "--json").stdout)
+    assert res["source"] == "authored" and (res["positives"], res["negatives"]) == (1, 1)
+    p = sk(h, "eval", "docker-build", "--init")      # the owner's file is theirs now
+    assert p.returncode == 1 and "already keeps" in p.stderr
+    write_skill(ws, "brand-new", description="A skill no request has met yet")
+    p = sk(h, "eval", "brand-new", "--init")          # nothing in the log about it
+    assert p.returncode == 1 and "should_trigger" in p.stderr
+    p = sk(h, "--root", str(ro), "eval", "vendored-skill", "--init")
+    assert p.returncode == 1 and "does not write to" in p.stderr
+    assert not (ro / "vendored-skill" / "evals").exists()
+    assert sk(h, "eval", "--all", "--init").returncode == 2

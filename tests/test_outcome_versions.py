@@ -110,6 +110,8 @@ def test_the_sqlite_store_and_its_postgresql_twin_answer_the_same(tmp_path, pg_u
         for ev in (Evidence(local), PgEvidence(pg)):
             assert ev.worked_requests(["w:cors-fix"]) == ["cors on my api", "preflight fails"]
             assert ev.worked_requests([]) == []
+            # shown for "cors on my api" (qa), which worked for another skill: a near miss of cors-fix's
+            assert ev.near_misses(["w:cors-fix"]) == ["cors on my api"] and ev.near_misses(["w:other"]) == []
             assert ev.version_outcomes(["w:cors-fix"]) == [("w:cors-fix", 1, 2, 2), ("w:cors-fix", 2, 0, 2)]
             assert ev.version_outcomes(None) == [("w:cors-fix", 1, 2, 2), ("w:cors-fix", 2, 0, 2), ("w:other", 3, 1, 1)]
     finally:

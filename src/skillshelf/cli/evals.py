@@ -32,7 +32,9 @@ def eval_(ctx: typer.Context,
           k: int = typer.Option(5, "--k", callback=_in_range(1, 50, "--k"),
                                 help="a should-trigger query passes when the skill is in the top k"),
           json_out: bool = typer.Option(False, "--json", help="a list: per skill name, recall, false_rate, "
-                                                              "source, misses")) -> None:
+                                                              "source, misses"),
+          init: bool = typer.Option(False, "--init", help="write NAME's evals/eval_queries.json from the usage "
+                                                          "log (requests that worked for it, near misses)")) -> None:
     """Run skills' trigger evals (evals/eval_queries.json, the Agent Skills guide's format) through
     the search agents use, without logging them: recall@k of the should-trigger queries, false
     triggers of the should-not ones, and what came first on each miss. Skills with no eval file are
@@ -40,6 +42,14 @@ def eval_(ctx: typer.Context,
     eval.min_recall or above eval.max_false."""
     if not names and not everything:
         raise _usage_error(ctx, "name the skills to evaluate, or pass --all")
+    if init:
+        if everything or len(names) != 1:
+            raise _usage_error(ctx, "--init writes one skill's eval file: name one skill")
+        res = _lib().evals.init(names[0])
+        out.print(f"wrote {res['path']}: {res['should_trigger']} requests it served, {res['should_not']} near misses "
+                  "(requests it was shown for that another skill served); edit it, then run "
+                  f"`skillshelf eval {res['name']}`")
+        return
     run = _lib().evals.run(names or [], everything=everything, k=k)
     if json_out:
         _json(run.as_list())

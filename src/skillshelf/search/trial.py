@@ -63,13 +63,15 @@ class Trial:
     @contextlib.contextmanager
     def open(self) -> Iterator[TrialIndex]:
         folder = Path(tempfile.mkdtemp(prefix="skillshelf-trial-"))
-        copy = None
+        copy = searcher = None
         try:
             copy = scratch_copy(self.store, folder / "index.db")
             cfg = self._config()
             searcher = Searcher(copy, cfg.search, embedder_provider=self._model, canonical=cfg.canonical_prefixes)
             yield TrialIndex(folder, searcher, cfg, self._model, self._hidden)
         finally:
+            if searcher is not None:
+                searcher._pool.shutdown(wait=True)    # its query-embedding thread ends with the trial
             if copy is not None:
                 copy.close()
             shutil.rmtree(folder, ignore_errors=True)

@@ -32,6 +32,19 @@ class Evidence:
             GROUP BY q.text ORDER BY last DESC LIMIT ?""", (*skill_ids, int(limit)))
         return [r[0] for r in rows]
 
+    def near_misses(self, skill_ids: list[str], limit: int = 50) -> list[str]:
+        """The texts of requests that showed one of ``skill_ids`` but were reported as worked for
+        another skill: the near misses a skill's evals want as should-not queries."""
+        if not skill_ids:
+            return []
+        marks = _marks(len(skill_ids))
+        rows = self.store.db.execute(f"""
+            SELECT q.text, MAX(o.id) AS last FROM outcomes o JOIN queries q ON q.id = o.query_id
+            WHERE o.worked = 1 AND o.skill_id NOT IN ({marks}) AND q.text IS NOT NULL
+              AND EXISTS (SELECT 1 FROM recommendations r WHERE r.query_id = o.query_id AND r.skill_id IN ({marks}))
+            GROUP BY q.text ORDER BY last DESC LIMIT ?""", (*skill_ids, *skill_ids, int(limit)))
+        return [r[0] for r in rows]
+
     def version_outcomes(self, skill_ids: list[str] | None = None) -> list[tuple[str, int, int, int]]:
         """``(skill_id, version, worked, reports)`` of the outcomes reported with a version, for
         ``skill_ids`` (None: every skill)."""

@@ -23,6 +23,19 @@ class PgEvidence:
                 GROUP BY q.text ORDER BY last DESC LIMIT %s""", (list(skill_ids), int(limit))).fetchall()
         return [r[0] for r in rows]
 
+    def near_misses(self, skill_ids: list[str], limit: int = 50) -> list[str]:
+        if not skill_ids:
+            return []
+        with call(self.pg) as conn:
+            rows = conn.execute("""
+                SELECT q.text, MAX(o.id) AS last FROM outcomes o JOIN queries q ON q.id = o.query_id
+                WHERE o.worked = 1 AND NOT (o.skill_id = ANY(%s::text[])) AND q.text IS NOT NULL
+                  AND EXISTS (SELECT 1 FROM recommendations r WHERE r.query_id = o.query_id
+                              AND r.skill_id = ANY(%s::text[]))
+                GROUP BY q.text ORDER BY last DESC LIMIT %s""",
+                (list(skill_ids), list(skill_ids), int(limit))).fetchall()
+        return [r[0] for r in rows]
+
     def version_outcomes(self, skill_ids: list[str] | None = None) -> list[tuple[str, int, int, int]]:
         if skill_ids is not None and not skill_ids:
             return []

@@ -16,12 +16,14 @@ callables from the facade."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import NotFoundError, PolicyError, ValidationError
+from ..errors import ConflictError, NotFoundError, PolicyError, ValidationError
+from ..files import atomic_write, contained
 from ..store.evidence import evidence_store
 
 LEARNED_MAX = 50        # learned evals per skill: the newest requests reported as worked
@@ -213,6 +215,31 @@ class Evals:
         if everything:
             run.collisions = collisions(run.results)
         return run
+
+    def init(self, name_or_id: str) -> dict[str, Any]:
+        """Write ``evals/eval_queries.json`` for a workspace skill from what the usage log holds:
+        the requests reported as worked for it (should trigger) and near misses, requests that
+        showed it but were reported as worked for another skill (should not), for the owner to
+        edit. An existing file is never overwritten."""
+        rec = self._resolve(name_or_id)
+        if not rec.writable:
+            raise PolicyError(f"{rec.name} is in a collection skillshelf does not write to ({rec.id})",
+                              fix=f"write {rec.folder}/evals/eval_queries.json yourself, or copy the skill into the "
+                                  "workspace first")
+        path = rec.folder / "evals" / "eval_queries.json"
+        if path.exists() or path.is_symlink():
+            raise ConflictError(f"{rec.name} already keeps {path}", fix="edit it, or delete it to start again")
+        ids = sorted(self._ids(rec))
+        pos = self.evidence.worked_requests(ids, LEARNED_MAX)
+        neg = [q for q in self.evidence.near_misses(ids, LEARNED_MAX) if q not in pos]
+        if not pos and not neg:
+            raise NotFoundError(f"no request was reported for {rec.name} or beside it yet",
+                                fix='write the file by hand: [{"query": "a request it serves", '
+                                    '"should_trigger": true}, {"query": "a near miss", "should_trigger": false}]')
+        items = [{"query": q, "should_trigger": True} for q in pos] + \
+            [{"query": q, "should_trigger": False} for q in neg]
+        atomic_write(contained(rec.folder, path), json.dumps(items, indent=2, ensure_ascii=False) + "\n")
+        return {"name": rec.name, "path": str(path), "should_trigger": len(pos), "should_not": len(neg)}
 
     # --- outcomes per version --------------------------------------------------------
     def versions(self, name_or_id: str) -> dict[str, Any]:
