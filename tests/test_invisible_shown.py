@@ -89,3 +89,24 @@ def test_the_held_page_shows_the_zero_width_characters(tmp_path):
         assert "Tag<U+200B><U+200B><U+200B> the release." in table and ZW not in table
     finally:
         lib.close()
+
+
+def test_a_drafts_page_shows_the_zero_width_characters_it_would_add(tmp_path):
+    pytest.importorskip("fastapi", reason="the web extra is not installed")
+    from fastapi.testclient import TestClient
+
+    from skillshelf import Library
+    from skillshelf.embeddings.fake import FakeEmbedder
+    from skillshelf.web import create_app
+
+    lib = Library.init(tmp_path / "home", write_policy="propose", embedder=FakeEmbedder(), auto_sync=False)
+    try:
+        lib.sync()
+        assert lib.save("FIX", target_skill_name="docker-multi-stage-build", by="agent",
+                        lesson=f"Pin the base{ZW} image by digest").status == "draft"
+        with TestClient(create_app(lib, port=7788), base_url="http://127.0.0.1:7788") as c:
+            html = c.get("/review/docker-multi-stage-build").text
+        assert "Pin the base&lt;U+200B&gt; image by digest" in html, html
+        assert ZW not in html
+    finally:
+        lib.close()

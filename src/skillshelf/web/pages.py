@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse
 
 from ..errors import SkillshelfError, ValidationError
 from ..library import Library
-from ..text import STOPWORDS
+from ..text import STOPWORDS, visible
 from . import render, supply
 from .auth import can, need
 from .common import error_dict, lib_of, page, reader_of, to_int
@@ -225,4 +225,6 @@ def review(request: Request):
 @router.get("/review/{name}", response_class=HTMLResponse, dependencies=[need("read")])
 def draft(request: Request, name: str):
     d = lib_of(request).draft_review(name)
+    # what a person reviews: an invisible character in the draft's reason or lesson is shown (<U+200B>)
+    d["args"] = {k: visible(v) if isinstance(v, str) else v for k, v in d["args"].items()}
     return page(request, "draft.html", d=d)
