@@ -350,7 +350,9 @@ def test_a_server_started_later_gets_every_skill_and_only_what_the_store_has(tmp
             assert not (bws / "cors-fix" / "notes.txt").exists()
             aside = tmp_path / "b" / "team" / "set-aside"
             kept = {p.relative_to(aside).parts[1:] for p in aside.rglob("*") if p.is_file()}
-            assert kept == {("by-hand", "SKILL.md"), ("cors-fix", "notes.txt")}   # moved aside, never deleted
+            # moved aside, never deleted (a text the store never kept, in a deleted skill's folder, too: it
+            # may be a person's edit)
+            assert kept == {("by-hand", "SKILL.md"), ("cors-fix", "notes.txt"), ("old-skill", "SKILL.md")}
             assert {r.name for r in b.list()} == {"cors-fix", "with-files"}
         finally:
             close(b)
@@ -394,6 +396,13 @@ def test_a_skill_whose_text_is_not_a_kept_version_is_kept_once_in_the_store(serv
         conn.execute("INSERT INTO changes (kind, key) VALUES ('skill', 'edited')")
     assert until(lambda: (a.config.workspace / "edited").is_dir()) is not None
     a.sync()
+
+    def b_knows() -> bool:           # B follows the store on its own thread: wait for it, not for luck
+        try:
+            return b.history("edited")["versions"] == [1, 2]
+        except NotFoundError:
+            return False
+    assert until(b_knows) is not None
     for _ in range(3):
         h = a.history("edited")
         assert h["versions"] == [1, 2]
