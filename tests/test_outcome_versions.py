@@ -109,7 +109,7 @@ def test_the_sqlite_store_and_its_postgresql_twin_answer_the_same(tmp_path, pg_u
         _fill(PgUsageLog(pg))
         for ev in (Evidence(local), PgEvidence(pg)):
             assert ev.worked_requests(["w:cors-fix"]) == ["cors on my api", "preflight fails"]
-            assert ev.worked_requests([]) == []
+            assert ev.worked_requests([]) == [] and ev.worked_names() == {"cors-fix", "other"}
             # shown for "cors on my api" (qa), which worked for another skill: a near miss of cors-fix's
             assert ev.near_misses(["w:cors-fix"]) == ["cors on my api"] and ev.near_misses(["w:other"]) == []
             assert ev.version_outcomes(["w:cors-fix"]) == [("w:cors-fix", 1, 2, 2), ("w:cors-fix", 2, 0, 2)]

@@ -32,6 +32,13 @@ class Evidence:
             GROUP BY q.text ORDER BY last DESC LIMIT ?""", (*skill_ids, int(limit)))
         return [r[0] for r in rows]
 
+    def worked_names(self) -> set[str]:
+        """The names of the skills some request was reported as worked for (a first cut of
+        which skills have learned evals)."""
+        rows = self.store.db.execute("SELECT DISTINCT o.name FROM outcomes o JOIN queries q ON q.id = o.query_id"
+                                     " WHERE o.worked = 1 AND q.text IS NOT NULL")
+        return {r[0] for r in rows}
+
     def near_misses(self, skill_ids: list[str], limit: int = 50) -> list[str]:
         """The texts of requests that showed one of ``skill_ids`` but were reported as worked for
         another skill: the near misses a skill's evals want as should-not queries."""

@@ -23,6 +23,12 @@ class PgEvidence:
                 GROUP BY q.text ORDER BY last DESC LIMIT %s""", (list(skill_ids), int(limit))).fetchall()
         return [r[0] for r in rows]
 
+    def worked_names(self) -> set[str]:
+        with call(self.pg) as conn:
+            rows = conn.execute("SELECT DISTINCT o.name FROM outcomes o JOIN queries q ON q.id = o.query_id"
+                                " WHERE o.worked = 1 AND q.text IS NOT NULL").fetchall()
+        return {r[0] for r in rows}
+
     def near_misses(self, skill_ids: list[str], limit: int = 50) -> list[str]:
         if not skill_ids:
             return []

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import ConflictError, NotFoundError, PolicyError, ValidationError
 from ..files import atomic_write, contained
+from ..text import name_key
 from ..store.evidence import evidence_store
 
 LEARNED_MAX = 50        # learned evals per skill: the newest requests reported as worked
@@ -149,12 +150,15 @@ class Evals:
     def _ids(self, rec: Any) -> set[str]:
         return {rec.id} | {r["id"] for r in self._copies(rec.name)}
 
-    def queries(self, rec: Any) -> tuple[str, list[Any], list[dict]]:
+    def queries(self, rec: Any, learned_keys: set[str] | None = None) -> tuple[str, list[Any], list[dict]]:
         """(source, queries, findings) of a skill: its eval files when it keeps any, else the
-        requests reported as worked for it (each a should-trigger query)."""
+        requests reported as worked for it (each a should-trigger query). ``learned_keys``: the
+        name keys of the skills any request worked for (others are not looked up)."""
         authored = self._authored(rec.folder)
         if authored.present:
             return "authored", list(authored.queries), [f.as_dict() for f in authored.findings]
+        if learned_keys is not None and name_key(rec.name) not in learned_keys:
+            return "none", [], []
         learned = self.evidence.worked_requests(sorted(self._ids(rec)), LEARNED_MAX)
         if learned:
             from types import SimpleNamespace
@@ -203,8 +207,9 @@ class Evals:
             seen = {r.id for r in recs}
             recs += [r for r in self._every() if r.id not in seen]
         run = EvalRun(int(k), cfg.min_recall, cfg.max_false, [])
+        keys = {name_key(n) for n in self.evidence.worked_names()}
         for rec in recs:
-            source, queries, findings = self.queries(rec)
+            source, queries, findings = self.queries(rec, keys)
             if source == "none" and everything and rec.name not in names and rec.id not in names:
                 run.without_evals += 1
                 continue
