@@ -1,4 +1,4 @@
-"""Fit the ranker (src/skillshelf/ranker.py) on the labelled development requests, and score
+"""Fit the ranker (src/skillshelf/search/ranker.py) on the labelled development requests, and score
 it on requests held out of each fit.
 
     python bench/ranker.py --corpus ../shared/corpus --home .bench-home [--folds 5] [--write] [--json out.json]
@@ -11,9 +11,11 @@ regression, scikit-learn) on the candidates of the other folds' requests, each l
 its grade (a soft label: grade / 3), and the held-out requests are searched for real with
 that model in the library (the whole pipeline: collapse of copies, diversity, the shown copy).
 The threshold of a likely match is chosen on the training folds (gaps flagged at most
-``--served-flagged`` of served requests) and applied to the held-out fold.
+``--served-flagged`` of served requests) and applied to the held-out fold; so is the share of the
+best likely hit's probability a likely hit needs (``near``: the lowest that gives the training folds'
+likely hits a precision of ``--likely-precision``).
 
-``--write`` fits on every request and writes src/skillshelf/ranker.json, with the held-out
+``--write`` fits on every request and writes src/skillshelf/search/ranker.json, with the held-out
 figures in its "about". Figures: distinct nDCG@10, Hit@1, Hit@5 (target and free requests),
 per style and kind; gap requests flagged and served requests flagged (as bench/quality.py).
 """
@@ -36,7 +38,7 @@ from skillshelf import Library
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = None   # the model in the package when this run started (set in main)
-MODEL_FILE = ROOT / "src" / "skillshelf" / "ranker.json"
+MODEL_FILE = ROOT / "src" / "skillshelf" / "search" / "ranker.json"
 
 
 def load(corpus: Path) -> list[dict]:
@@ -109,7 +111,8 @@ def fit(data: dict, qids: list[str], c: float, method: str = "pairwise"):
         lr = LogisticRegression(C=c, max_iter=2000).fit(sc.transform(xx[keep]), yy[keep], sample_weight=ww[keep])
         return ranker.Model(mean=sc.mean_, scale=scale, weights=lr.coef_[0], intercept=float(lr.intercept_[0]),
                             match=SHIPPED.match, likely=SHIPPED.likely,
-                            match_range=SHIPPED.match_range, span=span, useful=SHIPPED.useful, about={})
+                            match_range=SHIPPED.match_range, span=span, useful=SHIPPED.useful, about={},
+                            near=SHIPPED.near)
     diffs, ws = [], []
     rng = np.random.default_rng(0)
     for q in qids:
@@ -129,7 +132,8 @@ def fit(data: dict, qids: list[str], c: float, method: str = "pairwise"):
     platt = LogisticRegression(C=100.0).fit(z[:, None], (g >= 2).astype(int))
     a, b = float(platt.coef_[0][0]), float(platt.intercept_[0])
     return ranker.Model(mean=sc.mean_, scale=scale, weights=coef * a, intercept=b, match=SHIPPED.match,
-                        likely=SHIPPED.likely, match_range=SHIPPED.match_range, span=span, useful=SHIPPED.useful, about={})
+                        likely=SHIPPED.likely, match_range=SHIPPED.match_range, span=span, useful=SHIPPED.useful,
+                        about={}, near=SHIPPED.near)
 
 
 # Signals of which more never makes a skill a worse match (closer meaning, more of the request's
@@ -207,6 +211,43 @@ def fit_useful(lib: Library, reqs: list[dict], cid, keep: float) -> float:
     return float(np.quantile(good, 1.0 - keep)) if good else 0.0
 
 
+def fit_near(lib: Library, reqs: list[dict], cid, precision: float) -> float:
+    """The share of the best likely hit's probability (ranker) a likely hit needs: the lowest of a
+    grid (0, 0.01 ... 0.95) at which the likely hits of these requests are useful (grade >= 2) at
+    least ``precision`` of the time, counting a gap request's likely hits as not useful. The best
+    likely hit always passes it, so which requests are served hardly changes."""
+    model = lib.searcher.ranker
+    lib.searcher.ranker = dataclasses.replace(model, near=0.0)
+    weigh = lib.searcher._weigh
+    shown: list[tuple[np.ndarray, np.ndarray]] = []   # the last search's hits: likely (near 0), share of the best
+
+    def watch(hits, feats, words, best=None):
+        rows, top = weigh(hits, feats, words, best)     # (top: the best likely hit's probability)
+        x = np.asarray(feats, dtype=np.float64).reshape(len(hits), -1)
+        share = lib.searcher.ranker.probability(x) / (top or 1.0) if len(x) else np.zeros(0)
+        shown.append((np.array([h.match == "likely" for h in hits], bool), share))
+        return rows, top
+
+    lib.searcher._weigh = watch
+    got = []
+    try:
+        for r in reqs:
+            shown.clear()
+            res = lib.search(r["query"], limit=10, log=False)
+            likely, share = shown[0]
+            good = np.array([r["relevant"].get(cid(h.path), 0) >= 2 for h in res.hits], bool)
+            got.append((likely, good, share))
+    finally:
+        lib.searcher._weigh = weigh
+        lib.searcher.ranker = model
+    for near in np.round(np.arange(0.0, 0.951, 0.01), 2):
+        kept = [(lk & (share >= near - 1e-12), good) for lk, good, share in got]
+        n = sum(int(k.sum()) for k, _ in kept)
+        if n and sum(int((k & g).sum()) for k, g in kept) / n >= precision:
+            return float(near)
+    return 0.95
+
+
 def table(rows: list[dict], title: str) -> dict:
     out = {}
     served = [r for r in rows if r["kind"] != "gap"]
@@ -218,9 +259,12 @@ def table(rows: list[dict], title: str) -> dict:
     out["all"] = agg(served)
     out["all"]["gaps_flagged"] = round(float(np.mean([r["flagged"] for r in gaps])), 4) if gaps else None
     out["all"]["served_flagged"] = round(float(np.mean([r["flagged"] for r in served])), 4)
-    # of the hits marked likely, the share the labels call useful (pooled labels: a lower bound)
+    # of the hits marked likely, the share the labels call useful (pooled labels: a lower bound):
+    # for served requests, and for every request (a gap request's likely hits are not useful)
     out["all"]["likely_precision"] = round(sum(r["likely_useful"] for r in served) / max(1, sum(
         r["likely"] for r in served)), 4)
+    out["all"]["likely_precision_all"] = round(sum(r["likely_useful"] for r in rows) / max(1, sum(
+        r["likely"] for r in rows)), 4)
     out["all"]["likely_per_request"] = round(float(np.mean([r["likely"] for r in rows])), 2)
     for key in ("wording", "style", "kind"):
         for v in sorted({r[key] for r in served}):
@@ -245,6 +289,8 @@ def main() -> None:
                     help="share of the training folds' served requests a likely-match cut may flag")
     ap.add_argument("--keep-useful", type=float, default=0.95,
                     help="share of the useful likely hits (training folds) the ranker's cut on `likely` keeps")
+    ap.add_argument("--likely-precision", type=float, default=0.65,
+                    help="per-hit precision of `likely` the training folds' cut on the share of the best hit aims at")
     ap.add_argument("--method", choices=("pairwise", "pointwise"), default="pairwise")
     ap.add_argument("--plain", action="store_true", help="score the library as shipped (no fitting)")
     ap.add_argument("--write", action="store_true", help="fit on every request and write src/skillshelf/ranker.json")
@@ -302,6 +348,7 @@ def main() -> None:
         w, cut, span = fit_match(lib, train, args.served_flagged)
         lib.searcher.ranker = model = dataclasses.replace(model, match=w, likely=cut, match_range=span)
         lib.searcher.ranker = model = dataclasses.replace(model, useful=fit_useful(lib, train, cid, args.keep_useful))
+        lib.searcher.ranker = model = dataclasses.replace(model, near=fit_near(lib, train, cid, args.likely_precision))
         for r in test:
             res = lib.search(r["query"], limit=10, log=False)
             rows.append(judge(r, res, not res.confident))
@@ -314,9 +361,12 @@ def main() -> None:
         w, cut, span = fit_match(lib, reqs, args.served_flagged)
         lib.searcher.ranker = dataclasses.replace(model, match=w, likely=cut, match_range=span)
         model = dataclasses.replace(model, match=w, likely=cut, match_range=span,
-                                    useful=fit_useful(lib, reqs, cid, args.keep_useful), about={
+                                    useful=fit_useful(lib, reqs, cid, args.keep_useful))
+        lib.searcher.ranker = model
+        model = dataclasses.replace(model, near=fit_near(lib, reqs, cid, args.likely_precision), about={
             "fitted": "python bench/ranker.py --write",
             "requests": len(reqs), "c": args.c, "served_flagged_target": args.served_flagged,
+            "likely_precision_target": args.likely_precision,
             "held_out": result["held_out"]["all"]})
         MODEL_FILE.write_text(json.dumps(model.as_dict(), indent=1) + "\n")
         print(f"wrote {MODEL_FILE.relative_to(ROOT)}", file=sys.stderr)

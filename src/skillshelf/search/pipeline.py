@@ -359,7 +359,7 @@ class Searcher:
         words = sum(1 for t in lexical.terms(query) if not t.isdigit())
         at = {p: i for i, p in enumerate(cands)}
         # (the features of the copy shown, when it was a candidate: its words may differ)
-        match_rows = self._weigh(hits, feats[[at.get(q, at[p]) for p, q in zip(chosen, as_copy)]], words)
+        match_rows, best = self._weigh(hits, feats[[at.get(q, at[p]) for p, q in zip(chosen, as_copy)]], words)
         for h, p in zip(hits, chosen):
             if p in evidence:
                 h.learned = evidence[p].why()
@@ -380,7 +380,7 @@ class Searcher:
             # a small library falls back to "not shown"
             shown = {int(i) for p in chosen for i in meta.members(p)}
             hits.extend(self._wildcards(meta, shown | set(pool[: limit * 2]), shown, allowed, n_wild, cos, qlang,
-                                        terms, qvec, vi, bi, words))
+                                        terms, qvec, vi, bi, words, best))
         return SearchResult(query, mode, hits, confident, degraded,
                             latency_ms=(time.perf_counter() - t0) * 1000, request_vector=qvec, signals=signals)
 
@@ -426,37 +426,42 @@ class Searcher:
                                dense_score=dense_score, cos_meta=sims[0],
                                cos_body=sims[1], matches=matches, copies=copies)
 
-    def _weigh(self, hits: list[Hit], feats, words: int) -> list[list[float]]:
+    def _weigh(self, hits: list[Hit], feats, words: int,
+               best: float | None = None) -> tuple[list[list[float]], float]:
         """Set each hit's ``match`` and ``why``. ``likely``: the likely-match model
         (``confidence.py``, its weights in the ranker's file) over the hit's score (cosine),
         the share of the request's rare words it holds and the request's length reaches its
         cut, the score reaches the floor for a request of ``words`` words (a one-word request
         needs more meaning than words) and the ranker does not rate the hit itself unlikely to
-        be useful (``ranker.Model.useful``); when the request cannot be checked word by
-        word (CJK, Thai ...), the score (``CONFIDENT_COSINE``) and the ranker decide; with
+        be useful (``ranker.Model.useful``) nor far below the request's best likely hit (``best``,
+        its probability; None: the best of these; ``ranker.Model.near``); when the request cannot be
+        checked word by word (CJK, Thai ...), the score (``CONFIDENT_COSINE``) and the ranker decide; with
         ``search.confident_threshold`` set (another embedding model), the score alone against
-        that. Returns each hit's row of the likely-match features."""
+        that. Returns each hit's row of the likely-match features, and the best likely hit's probability."""
         cut = self.s.confident_threshold
         x = np.asarray(feats, dtype=np.float64).reshape(len(hits), len(ranker.FEATURES))
         score = np.asarray([h.score for h in hits], dtype=np.float64)
         cover, nowords, nterms = (ranker.FEATURES.index(f) for f in ("cover", "no_words", "request_terms"))
         rows = np.column_stack([score, x[:, cover], score * x[:, cover], x[:, nterms]])
+        useful = self.ranker.probability(x) if len(x) else score
         if cut:
             likely = score >= cut
         else:
-            useful = self.ranker.probability(x) if len(x) else score
             likely = np.where(x[:, nowords] > 0, (score >= CONFIDENT_COSINE) & (useful >= self.ranker.useful),
                               self.ranker.likely_matches(rows, words, useful))
+            best = float(useful[likely].max(initial=0.0)) if best is None else best
+            likely &= self.ranker.near_best(useful, best)
+        best = float(useful[likely].max(initial=0.0)) if best is None else best
         for h, lk, why in zip(hits, likely.tolist(), self.ranker.whys(x)):
             h.match = "likely" if lk and h.score > 0 else "weak"
             h.why = why or None
-        return rows.tolist()
+        return rows.tolist(), best
 
     def _threshold(self) -> float:
         return self._hits.threshold()
 
     def _wildcards(self, meta: Snapshot, exclude: set[int], fallback: set[int], allowed, k: int, cos,
-                   qlang: str, terms: list[str], qvec, vi, bi, words: int) -> list[Hit]:
+                   qlang: str, terms: list[str], qvec, vi, bi, words: int, best: float | None = None) -> list[Hit]:
         def pick(ex: set[int]) -> np.ndarray:
             ok = meta.active.copy() if allowed is None else (meta.active & allowed)
             ok[list(ex)] = False
@@ -476,5 +481,5 @@ class Searcher:
             out.append(h)
         if picks:
             feats = self._features(meta, as_copy, {}, [], [], qvec, vi, bi, terms, {})
-            self._weigh(out, feats, words)
+            self._weigh(out, feats, words, best)    # (likely only near the relevant hits' best)
         return out

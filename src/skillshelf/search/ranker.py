@@ -102,6 +102,11 @@ class Model:
     span: np.ndarray            # [2, FEATURES]: the range of each signal the ranker is applied in
     useful: float               # the ranker's probability below which a hit is not a likely match
     about: dict                 # how it was fitted and what it scored held out (from the file)
+    # A likely hit is rated by the ranker at least this share of the request's best likely hit:
+    # the likely hits far below the best were mostly not useful (fitted for a per-hit precision
+    # on held-out requests, bench/ranker.py). The best one is never held back by it, so whether
+    # a request is served hardly changes.
+    near: float = 0.0
 
     def logit(self, x: np.ndarray) -> np.ndarray:
         """The ranker's score. Each signal is held inside what the fit saw, from its 1st
@@ -120,21 +125,28 @@ class Model:
         return confidence.predict(self.match, np.clip(x, self.match_range[0], self.match_range[1]))
 
     def likely_matches(self, rows: np.ndarray, words: int | None, useful: np.ndarray) -> np.ndarray:
-        """``likely_match`` of many hits: ``rows`` of ``confidence.FEATURES`` (the score first),
-        ``useful`` the ranker's probability of each."""
+        """``likely_match`` of many hits before the share of the best (``near_best``): ``rows``
+        of ``confidence.FEATURES`` (the score first), ``useful`` the ranker's probability of each."""
         rows = np.asarray(rows, dtype=np.float64).reshape(-1, len(confidence.FEATURES))
         score = rows[:, 0]
         return (score > 0) & (score >= confidence.cosine_floor(words)) & (np.asarray(useful) >= self.useful) & \
             (self.match_probability(rows) >= self.likely)
 
+    def near_best(self, useful: np.ndarray, best: float) -> np.ndarray:
+        """Whether each hit's probability (``useful``) is at least ``self.near`` of ``best``, the
+        request's best likely hit's: a likely hit stays likely only then."""
+        return np.asarray(useful, dtype=np.float64) >= self.near * float(best) - 1e-12
+
     def likely_match(self, score: float, cover: float, request_terms: float, words: int | None = None,
-                     useful: float = 1.0) -> bool:
+                     useful: float = 1.0, best: float | None = None) -> bool:
         """Whether a hit of this score (cosine), holding this share of the request's rare
         words, is a likely match for a request of ``request_terms`` (log2(1 + distinct words))
         and ``words`` words (the floor: ``confidence.cosine_floor``); ``useful``: the ranker's
         probability that it is useful (below ``self.useful`` it is not a likely match: the
-        request may be served, by another hit)."""
-        return bool(self.likely_matches([confidence.row(score, cover, request_terms)], words, [useful])[0])
+        request may be served, by another hit); ``best``: the probability of the request's best
+        likely hit (below ``self.near`` of it, not a likely match; None: this hit is the best)."""
+        return bool(self.likely_matches([confidence.row(score, cover, request_terms)], words, [useful])[0]) and \
+            bool(self.near_best([useful], useful if best is None else best)[0])
 
     def why(self, x: np.ndarray, top: int = 2) -> str:
         """The signals that lift this candidate most above an average one."""
@@ -161,7 +173,8 @@ class Model:
                 "intercept": round(float(self.intercept), 6),
                 "match": {"features": list(confidence.FEATURES), "weights": self.match.round(6).tolist(),
                           "likely": round(float(self.likely), 4), "low": self.match_range[0].round(6).tolist(),
-                          "high": self.match_range[1].round(6).tolist(), "useful": round(float(self.useful), 4)},
+                          "high": self.match_range[1].round(6).tolist(), "useful": round(float(self.useful), 4),
+                          "near": round(float(self.near), 4)},
                 "about": self.about}
 
 
@@ -183,7 +196,7 @@ def from_dict(d: dict) -> Model:
                          dtype=np.float64)
     return Model(arr[0], np.where(arr[1] > 0, arr[1], 1.0), arr[2], float(d["intercept"]),
                  np.asarray(m["weights"], dtype=np.float64), float(m["likely"]), span, signals,
-                 float(m.get("useful", 0.0)), dict(d.get("about", {})))
+                 float(m.get("useful", 0.0)), dict(d.get("about", {})), float(m.get("near", 0.0)))
 
 
 @functools.lru_cache(maxsize=1)
