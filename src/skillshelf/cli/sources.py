@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -32,6 +34,25 @@ def _ask(question: str, yes: bool, refused: str) -> None:
         raise typer.Exit(1)
 
 
+@contextlib.contextmanager
+def _indexing(lib: Any, quiet: bool) -> Iterator[dict | None]:
+    """The sync's progress on stderr while a source is indexed; Ctrl-C during it keeps the source (in
+    place and locked) and says how to finish the index."""
+    from . import common
+    from .progress import SyncProgress
+
+    try:
+        if quiet:
+            yield None
+            return
+        with SyncProgress(common.err, embedding=lib.config.embedder != "none") as prog:
+            yield {"progress": prog.on_files, "embed_progress": prog.on_texts}
+    except lib.Interrupted:
+        common.err.print("stopped while indexing: the source is in place and locked; run `skillshelf sync` to "
+                         "finish the index")
+        raise typer.Exit(130) from None
+
+
 def _findings_line(findings: list[dict[str, Any]]) -> str:
     by = {s: sum(1 for f in findings if f.get("severity") == s) for s in ("high", "medium")}
     return ", ".join(f"{n} {s}" for s, n in by.items() if n) or "nothing medium or high"
@@ -44,7 +65,9 @@ def _add(ctx: typer.Context, source: str, name: Optional[str], ref: Optional[str
         lib.sources.spec(source, label=name, ref=ref or "", path=path or "")
     except ValidationError as exc:
         raise _usage_error(ctx, _cli_words(str(exc))) from None
-    res = lib.sources.add(source, label=name, ref=ref or "", path=path or "", pin=pin, submodules=submodules)
+    with _indexing(lib, json_out) as progress:
+        res = lib.sources.add(source, label=name, ref=ref or "", path=path or "", pin=pin, submodules=submodules,
+                              progress=progress)
     if json_out:
         _json(res)
         return
@@ -161,7 +184,8 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
             elif not yes:
                 err.print("error: --json applies only with --yes (or --dry-run)")
                 raise typer.Exit(2)
-            d = lib.sources.apply(plan).as_dict()
+            with _indexing(lib, json_out) as progress:
+                d = lib.sources.apply(plan, progress=progress).as_dict()
             results.append(d)
             if not json_out:
                 conflicts = [c for c in d["changes"] if c["edit"] == "conflict"]
@@ -190,7 +214,9 @@ def sources_restore(lockfile: Path = typer.Argument(..., metavar="LOCKFILE", hel
                     json_out: bool = typer.Option(False, "--json")) -> None:
     """Fetch every source of a lock file at its locked commit and verify every file's digest (exit 1
     naming the file on a mismatch; nothing is written then)."""
-    res = _lib().sources.restore(lockfile)
+    lib = _lib()
+    with _indexing(lib, json_out) as progress:
+        res = lib.sources.restore(lockfile, progress=progress)
     if json_out:
         _json(res)
         return

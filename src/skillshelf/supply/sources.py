@@ -102,7 +102,7 @@ class Sources:
     ``records`` (the skills of a root label), ``evolver`` and ``review`` (() -> evolution's
     ``Evolver`` and ``ReviewQueue``) and ``unpack`` (the safe archive and folder reader)."""
 
-    def __init__(self, config: Callable[[], Any], *, roots: Callable[[], list], sync: Callable[[], Any],
+    def __init__(self, config: Callable[[], Any], *, roots: Callable[[], list], sync: Callable[..., Any],
                  supply: Any, records: Callable[[str | None], list], evolver: Callable[[], Any],
                  review: Callable[[], Any], unpack: Callable[[Path], Any]):
         self._config, self._roots, self._sync, self.supply = config, roots, sync, supply
@@ -225,8 +225,9 @@ class Sources:
         return spec
 
     def add(self, source: str, *, label: str | None = None, ref: str = "", path: str = "",
-            pin: bool = False, submodules: bool = False) -> dict[str, Any]:
-        """Fetch a source into ``sources/LABEL``, lock it, make it a read-only root, index and audit it."""
+            pin: bool = False, submodules: bool = False, progress: dict | None = None) -> dict[str, Any]:
+        """Fetch a source into ``sources/LABEL``, lock it, make it a read-only root, index and audit it.
+        ``progress``: the sync's callbacks (``progress``, ``embed_progress``) for the indexing."""
         spec = self.spec(source, label=label, ref=ref, path=path)
         label = spec.label
         if submodules and spec.kind != "git":
@@ -250,7 +251,7 @@ class Sources:
                 self._install([(entry, tree, tmp / "cache.git")], entries)
         t0 = time.perf_counter()
         self._reroot()
-        report = self._sync()
+        report = self._sync(**(progress or {}))
         timing["index"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         root = self._root_label(label) or label
@@ -459,7 +460,7 @@ class Sources:
             else:
                 c.edit = "review" if plan.old.pinned else "merged"
 
-    def apply(self, plan: UpdatePlan) -> UpdatePlan:
+    def apply(self, plan: UpdatePlan, *, progress: dict | None = None) -> UpdatePlan:
         """Put the fetched files in place, move the lock, index; then merge the edited copies."""
         if not plan.moved:
             return plan
@@ -504,7 +505,7 @@ class Sources:
         sweeper.start()
         t0 = time.perf_counter()
         try:
-            self._sync()
+            self._sync(**(progress or {}))
         finally:
             plan.seconds["index"] = time.perf_counter() - t0
             sweeper.join()
@@ -558,7 +559,7 @@ class Sources:
                 c.note = (c.note + "; " if c.note else "") + f"not queued ({exc}); your copy is unchanged"
 
     # --- restore --------------------------------------------------------------------------
-    def restore(self, lockfile: str | Path) -> dict[str, Any]:
+    def restore(self, lockfile: str | Path, *, progress: dict | None = None) -> dict[str, Any]:
         """Fetch every source of a lock file at its locked commit, verify every file's digest and
         size, and only then put them in place (exit 1 naming the file on a mismatch)."""
         path = Path(lockfile).expanduser()
@@ -589,7 +590,7 @@ class Sources:
                 items.append((e, tree, tmp / "cache.git"))
             self._install(items, entries)
         self._reroot()
-        self._sync()
+        self._sync(**(progress or {}))
         for e in wanted:
             if e.pinned:
                 self.supply.pin(self._root_label(e.label) or e.label)
