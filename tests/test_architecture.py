@@ -144,7 +144,7 @@ def test_both_stores_satisfy_the_protocols(tmp_path):
     import inspect
 
     from skillshelf.store import (catalog, judge, learning, overlay, pg_judge, pg_learning, pg_overlay, pg_pins,
-                                  pg_usage, pins, protocols, usage)
+                                  pg_usage, pg_vectors, pins, protocols, usage, vectors)
 
     pairs = {protocols.UsageLogStore: (usage.UsageLog, pg_usage.PgUsageLog),
              protocols.UsageReadStore: (catalog.UsageReads, pg_usage.PgUsageReads),
@@ -152,7 +152,8 @@ def test_both_stores_satisfy_the_protocols(tmp_path):
              protocols.JudgeLogStore: (judge.JudgeLog, pg_judge.PgJudgeLog),
              protocols.OverlayStore: (overlay.Overlays, pg_overlay.PgOverlays),
              protocols.PinStore: (pins.PinnedContent, pg_pins.PgPinnedContent),
-             protocols.TrustStore: (pg_pins.PgTrusts,)}
+             protocols.TrustStore: (pg_pins.PgTrusts,),
+             protocols.VectorCacheStore: (vectors.VectorCache, pg_vectors.PgVectorCache)}
     for proto, classes in pairs.items():
         names = [n for n, v in vars(proto).items() if callable(v) and not n.startswith("_")]
         assert names, proto

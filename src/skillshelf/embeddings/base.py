@@ -35,6 +35,13 @@ class Embedder(ABC):
     @abstractmethod
     def dimensions(self) -> int: ...
 
+    @property
+    def weights(self) -> str | None:
+        """A digest of the weights that make this model's vectors, known without loading it
+        (a team shares vectors keyed by it and the model id); None when the backend cannot
+        know (a model behind an HTTP endpoint: its name is all there is)."""
+        return None
+
     def load(self) -> None:
         """Load the model now (otherwise the first embed call does)."""
 

@@ -28,6 +28,10 @@ class FakeEmbedder(Embedder):
     def dimensions(self) -> int:
         return self._dim
 
+    @property
+    def weights(self) -> str | None:
+        return "blake2b-bag-of-words-1"
+
     def _embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         from ..errors import EmbedderError
 

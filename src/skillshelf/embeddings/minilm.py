@@ -64,6 +64,24 @@ class MiniLMEmbedder(Embedder):
     def dimensions(self) -> int:
         return 384
 
+    @property
+    def weights(self) -> str | None:
+        """The bundled file's pinned sha256 (and, for the 8-bit copy, how it was derived: the
+        recipe and onnxruntime's version name the derived file); a model file of one's own is
+        hashed once."""
+        if self._model_path is None:
+            if self.precision != "int8":
+                return f"sha256:{MODEL_SHA256}"
+            from . import quantize
+
+            return f"sha256:{MODEL_SHA256}:{quantize.derived_path(MODEL_SHA256).stem}"
+        if getattr(self, "_weights", None) is None:
+            try:
+                self._weights = "sha256:" + hashlib.sha256(self._model_path.read_bytes()).hexdigest()
+            except OSError:
+                return None
+        return self._weights
+
     def _resolve_model(self) -> Path:
         if self._model_path:
             return self._model_path

@@ -40,6 +40,7 @@ from ..store.records import SkillRows
 from ..store.vectors import VectorStore
 from . import sync as indexmod
 from .pipeline import Searcher, SearchResult
+from .shared_vectors import SharedVectors
 
 # One-shot use: a stat scan of every SKILL.md costs ~0.2-0.9 s at 5.3k skills, too much
 # before each query: at most one every AUTO_SYNC_INTERVAL seconds while no watcher runs.
@@ -137,12 +138,15 @@ class Indexer:
 
     def __init__(self, store: Store, searcher: Searcher, embedder: LazyEmbedder, *,
                  config: Callable[[], Config], roots: Callable[[], list[Root]], auditor: Any = None,
-                 after_sync: Callable[..., None] | None = None):
+                 after_sync: Callable[..., None] | None = None, vectors: Any = None):
         """``auditor`` (``auditing.Auditor``) audits each changed skill inside the sync's
         transactions; ``after_sync(audited, removed, present, full=)`` is called after each
         sync with (id, SKILL.md path) of the skills audited, the ids removed, every skill indexed
-        now, and whether this was a full rescan (whose bundled files are looked at too)."""
+        now, and whether this was a full rescan (whose bundled files are looked at too).
+        ``vectors`` (a ``store.protocols.VectorCacheStore``): vectors computed once, asked
+        before the model runs (``shared_vectors``)."""
         self.store = store
+        self.shared = SharedVectors(vectors) if vectors is not None else None
         self._auditor = auditor
         self._after_sync = after_sync
         self.searcher = searcher
@@ -169,6 +173,12 @@ class Indexer:
         self._closed = threading.Event()      # set by close: the background loops end
         self._stop = threading.Event()        # set while closing: a sync in progress stops
         self._progress: dict[str, Any] | None = None
+        # a team server's: reads wait for its start's catching up (``team.Team.current``), and
+        # what it may be missing is said with the indexing note (``team.Team.lag``)
+        self.before_read: Callable[..., None] | None = None
+        self.lag: Callable[[], str | None] | None = None
+        self.before_sync: Callable[[], object] | None = None   # ... and a sync of every root waits for its
+                                                               # copy's edits to be kept (``Mirror.settle``)
 
     # --- syncing --------------------------------------------------------------------
     def sync(self, *, progress=None, embed: bool = True, embed_progress=None,
@@ -192,9 +202,11 @@ class Indexer:
                 scope(self._roots(), only, exclude=(cfg.home,))
             if parts is None:
                 self._changes()       # what the watcher saw so far is covered by this scan
+                if self.before_sync is not None:
+                    self.before_sync()
             # A local model embeds the changed skills while the lexical index is being built.
             emb = self.embedder.unloaded() if embed else None
-            pre = indexmod.Prefetch(self.store, emb, cfg.search.body_vector_tokens, embed_progress) \
+            pre = indexmod.Prefetch(self.store, emb, cfg.search.body_vector_tokens, embed_progress, self.shared) \
                 if emb is not None and emb.local else None
             self._prefetch = pre      # close() cancels it, even while it is being waited for
             try:
@@ -215,7 +227,7 @@ class Indexer:
             self._supply_chain(report, full and parts is None, scoped=parts is not None)
             self._clean_temp_files(report, cfg)
             if embed:
-                self.embed_pending(report, self._stoppable(embed_progress), ready)
+                self.embed_pending(report, self._stoppable(embed_progress), ready, pre.reused if pre else ())
             if parts is None:
                 self._last_check = self._last_full = time.monotonic()
                 self._synced = True
@@ -271,13 +283,14 @@ class Indexer:
                     except OSError:
                         continue
 
-    def embed_pending(self, report: indexmod.SyncReport, progress=None, ready=None) -> None:
+    def embed_pending(self, report: indexmod.SyncReport, progress=None, ready=None, reused=()) -> None:
         emb = self.embedder.unloaded()
         if emb is None:
             return
         try:
             report.embedded = indexmod.embed_pending(self.store, emb, progress=progress, ready=ready,
-                                                       body_tokens=self._config().search.body_vector_tokens)
+                                                       body_tokens=self._config().search.body_vector_tokens,
+                                                       shared=self.shared, reused=reused)
         except indexmod.Interrupted as exc:
             # the vectors made before Ctrl-C are kept: the report says so with the rest of the sync
             report.embedded += exc.report.embedded
@@ -309,6 +322,8 @@ class Indexer:
         only when they report a change (or every ``RESCAN`` seconds). The model is loaded to
         embed only what changed, or with ``embed`` (a search, which needs it anyway) to fill
         any missing vector: listing or reading skills never loads it for nothing."""
+        if self.before_read is not None and not self._sync_lock._is_owned():   # (not from inside a sync)
+            self.before_read()
         if not self._config().auto_sync or self.background or self.store.read_only:
             return   # (a database open read-only cannot take what a scan finds: doctor says so)
         with self._sync_lock:
@@ -436,6 +451,11 @@ class Indexer:
         return {"first": False, "state": "ready", "phase": None, "done": 0, "total": 0, "error": None}
 
     def _first(self, fresh: bool, watch: bool, interval: float) -> None:
+        if self.before_read is not None:
+            try:
+                self.before_read(-1)    # a team server: what changed while it was away, indexed first
+            except Exception as exc:  # reported; the first read tries again
+                print(f"skillshelf: catching up with the team store failed: {exc}", file=sys.stderr)
         if watch:
             # before the first scan: whatever changes from here on is seen
             self._start_watcher()
@@ -587,6 +607,9 @@ class Indexer:
     def note(self) -> str | None:
         """What a query answered now is missing, in words (None: nothing)."""
         p = self.status()
+        lag = self.lag() if self.lag is not None else None
+        if lag:
+            return lag
         phase, done, total = p["phase"], p["done"], p["total"]
         if phase == "scanning" and p["state"] == "indexing":
             return "indexing has just started (finding the skill files); results are partial"

@@ -533,11 +533,14 @@ def _pending(vs: VectorStore, model_id: str, body_tokens: int,
 
 
 def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Progress | None = None,
-                  batch: int = 64, ready: dict[str, np.ndarray] | None = None, embed: bool = True) -> int:
+                  batch: int = 64, ready: dict[str, np.ndarray] | None = None, embed: bool = True,
+                  shared=None, reused=()) -> int:
     """Compute missing vectors for the embedder's model (metadata, and with ``body_tokens``
     the body's opening); returns how many distinct texts were embedded. ``ready``: vectors
     already computed for some hashes (a ``Prefetch``), stored instead of embedded again.
-    ``embed=False``: store ``ready`` and link what is cached, embed nothing.
+    ``embed=False``: store ``ready`` and link what is cached, embed nothing. ``shared``
+    (``shared_vectors.SharedVectors``): asked before the model runs, given what it computes;
+    ``reused``: hashes of ``ready`` taken from it (not counted as embedded).
 
     The model is loaded only when some text has to be embedded: with every skill's vectors
     in place this reads a few small rows and returns 0. Ctrl-C (or an exception ``progress``
@@ -566,6 +569,9 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
             items = _pending(vs, model_id, body_tokens)
             have = vs.cached(model_id, {h for _, _, h, _, _ in items})
     uniq = {h: (t, mt) for _, _, h, t, mt in items if h not in have}
+    if shared is not None and embed:
+        taken = shared.take(embedder, [h for h in uniq if h not in (ready or ())])
+        ready, reused = {**(ready or {}), **taken}, {*reused, *taken}
     done: set[str] = set(have)    # hashes with a vector stored for the model
     embedded = 0
     try:
@@ -578,7 +584,7 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
             todo_uniq = {h: v for h, v in uniq.items() if h not in ready}
         else:
             todo_uniq = uniq
-        embedded = len(uniq) - len(todo_uniq)
+        embedded = len(uniq) - len(todo_uniq) - len(set(reused) & set(uniq))
         # Similar lengths side by side: batches carry little padding.
         todo = sorted(todo_uniq.items(), key=lambda kv: (kv[1][1] or 0, len(kv[1][0]))) if embed else []
         step = batch * 2
@@ -588,6 +594,8 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
             with store.tx() as tx:
                 vs.put(tx, model_id, _vector_rows(vecs.items()))
             done.update(vecs)
+            if shared is not None:
+                shared.give(embedder, vecs)
             embedded += len(part)
             if progress:
                 progress(i + len(part), len(todo))
@@ -627,12 +635,13 @@ class Prefetch:
     BATCH = 128
     STEP = 16    # texts per model call: a cancelled prefetch stops after at most this many
 
-    def __init__(self, store: Store, embedder, body_tokens: int, progress: Progress | None = None):
+    def __init__(self, store: Store, embedder, body_tokens: int, progress: Progress | None = None, shared=None):
         import queue
         import threading
 
         self.store, self.embedder, self.body_tokens = store, embedder, body_tokens
-        self.progress = progress
+        self.progress, self.shared = progress, shared     # ``shared``: see ``embed_pending``
+        self.reused: set[str] = set()                     # hashes of ``ready`` taken from ``shared``
         self.ready: dict[str, np.ndarray] = {}
         self.kept = 0
         self.done = 0     # texts embedded or found cached (``progress``)
@@ -672,13 +681,21 @@ class Prefetch:
             try:
                 getattr(self.embedder, "load", lambda: None)()   # (its model id may settle at load)
                 cached = VectorStore(self.store).cached(self.embedder.model_id, [h for h, _, _ in jobs])
-                jobs = [j for j in jobs if j[0] not in cached]
-                self._report(len(cached))
+                taken = self.shared.take(self.embedder, [h for h, _, _ in jobs if h not in cached]) \
+                    if self.shared is not None else {}
+                self.ready.update(taken)
+                self.reused.update(taken)
+                jobs = [j for j in jobs if j[0] not in cached and j[0] not in taken]
+                self._report(len(cached) + len(taken))
+                made: dict[str, np.ndarray] = {}
                 for i in range(0, len(jobs), self.STEP):
                     if self._cancel.is_set():
                         break
-                    self.ready.update(embed_jobs(self.embedder, jobs[i:i + self.STEP]))
+                    made.update(embed_jobs(self.embedder, jobs[i:i + self.STEP]))
                     self._report(len(jobs[i:i + self.STEP]))
+                self.ready.update(made)
+                if self.shared is not None:
+                    self.shared.give(self.embedder, made)
             except BaseException as exc:  # left to embed_pending, which embeds and reports as usual
                 self._error = exc
 

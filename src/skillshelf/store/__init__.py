@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .protocols import JudgeLogStore, LearningStore, OverlayStore, PinStore, TrustStore, UsageLogStore, UsageReadStore
+from .protocols import (
+    JudgeLogStore,
+    LearningStore,
+    OverlayStore,
+    PinStore,
+    TrustStore,
+    UsageLogStore,
+    UsageReadStore,
+    VectorCacheStore,
+)
 from .sqlite import Store, damaged, damaged_error, now
 
 if TYPE_CHECKING:       # the team store's classes import psycopg: only for the type checker
@@ -38,6 +47,7 @@ class Shared:
     trusts: TrustStore | None = None  # the team's trust decisions (store.pg_pins.PgTrusts); None: in Audits
     team: PgStore | None = None     # the team store, or None for a local library
     tokens: Tokens | None = None    # the team store's tokens, or None
+    vectors: VectorCacheStore | None = None  # store.vectors.VectorCache | store.pg_vectors.PgVectorCache
 
     def close(self) -> None:
         """Close the team store's connections (nothing to do for a local library)."""
@@ -67,11 +77,12 @@ def open_shared(config: Any, local: Store) -> Shared:
             if not local.read_only:
                 overlays.refresh()      # this server's copy, before its first sync applies it
             from .pg_pins import PgPinnedContent, PgTrusts
+            from .pg_vectors import PgVectorCache
             from .tokens import Tokens
 
             return Shared(usage=PgUsageLog(pg), usage_reads=PgUsageReads(pg), learning=PgLearningMemory(pg),
                           judge=PgJudgeLog(pg), overlays=overlays, pins=PgPinnedContent(pg), trusts=PgTrusts(pg),
-                          team=pg, tokens=Tokens(pg))
+                          team=pg, tokens=Tokens(pg), vectors=PgVectorCache(pg))
         except BaseException:
             pg.close()
             raise
@@ -82,9 +93,12 @@ def open_shared(config: Any, local: Store) -> Shared:
     from .overlay import Overlays
     from .pins import PinnedContent
     from .usage import UsageLog
+    from .vectors import VectorCache
 
+    # every vector computed, beside the index: a rebuild (a new index file) takes them from here
     return Shared(usage=UsageLog(local), usage_reads=UsageReads(local), learning=LearningMemory(local),
-                  judge=JudgeLog(local), overlays=Overlays(local), pins=PinnedContent(local))
+                  judge=JudgeLog(local), overlays=Overlays(local), pins=PinnedContent(local),
+                  vectors=VectorCache(Path(local.path).parent / "vectors.db"))
 
 
 def status(local: Store, team: Any = None) -> dict[str, Any]:

@@ -250,6 +250,21 @@ def m005_pins(conn: Any) -> None:
     """)
 
 
+def m006_vectors(conn: Any) -> None:
+    """Embeddings computed once per team: every vector a server computed, keyed by the model
+    (its id and a digest of its weights) and the hash of the embedded text
+    (``store.pg_vectors``)."""
+    conn.execute("""
+    CREATE TABLE vectors (
+        model_key TEXT NOT NULL,          -- model id + weights digest (search.shared_vectors.model_key)
+        text_hash TEXT NOT NULL,          -- sha256 of the embedded text (as the local index keys it)
+        dim INTEGER NOT NULL,
+        vector BYTEA NOT NULL,            -- float32, little-endian, L2-normalised
+        PRIMARY KEY (model_key, text_hash)
+    );
+    """)
+
+
 def m007_outcome_version(conn: Any) -> None:
     """The skill's version each outcome was reported for (as the local store's 013)."""
     conn.execute("ALTER TABLE outcomes ADD COLUMN version INTEGER")
@@ -262,5 +277,6 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("003_workspace", m003_workspace),
     ("004_append_only", m004_append_only),
     ("005_pins", m005_pins),
+    ("006_vectors", m006_vectors),
     ("007_outcome_version", m007_outcome_version),
 ]

@@ -194,3 +194,18 @@ class TrustStore(Protocol):
 
     def generation(self) -> str:
         ...
+
+
+class VectorCacheStore(Protocol):
+    """Vectors kept by model key (the model's id and a digest of its weights) and embedded
+    text's hash, beside any one index (``vectors.VectorCache``, its ``pg_vectors`` twin: the
+    team's, so a server never embeds what another has)."""
+
+    def get(self, model_key: str, hashes: list[str]) -> dict[str, tuple[int, bytes]]:
+        ...
+
+    def put(self, model_key: str, rows: list[tuple[str, int, bytes]]) -> None:
+        ...
+
+    def count(self, model_key: str | None = None) -> int:
+        ...

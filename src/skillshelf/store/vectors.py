@@ -14,8 +14,12 @@ the skill rows or the vectors themselves for it walked tens of MB."""
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 
+from ..errors import StoreError
 from .sqlite import Store
 
 IN_CHUNK = 500
@@ -118,3 +122,75 @@ class VectorStore:
         """(skill rowid, text hash) of every ``part`` link."""
         return [tuple(r) for r in self.store.db.execute("SELECT skill_rowid, text_hash FROM skill_vectors"
                                                         " WHERE part = ?", (part,))]
+
+
+class VectorCache:
+    """Every vector this library computed, keyed as a team keys them (the model: its id and a
+    digest of its weights; the embedded text's hash), in a file of its own beside the index
+    (``<home>/vectors.db``): a rebuild moves the index aside, not this, and takes its vectors
+    from here instead of running the model again (so does a re-import). The SQLite twin of
+    ``pg_vectors.PgVectorCache``; a file that cannot be opened or written is no cache
+    (``StoreError``: the caller embeds as if it were empty)."""
+
+    SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (model_key TEXT NOT NULL, text_hash TEXT NOT NULL,"
+              " dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model_key, text_hash)) WITHOUT ROWID")
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._local = threading.local()
+
+    def _db(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            try:
+                db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(self.SCHEMA)
+            except sqlite3.Error as exc:
+                raise StoreError(f"the vector cache {self.path} cannot be used ({exc})",
+                                 fix=f"delete {self.path}: it is only a cache") from None
+            self._local.db = db
+        return db
+
+    def get(self, model_key: str, hashes: list[str]) -> dict[str, tuple[int, bytes]]:
+        """{text hash: (dimensions, vector bytes)} of those of ``hashes`` the cache has."""
+        hashes = list(dict.fromkeys(hashes))
+        out: dict[str, tuple[int, bytes]] = {}
+        try:
+            db = self._db()
+            for i in range(0, len(hashes), IN_CHUNK):
+                part = hashes[i:i + IN_CHUNK]
+                for h, dim, vec in db.execute(f"SELECT text_hash, dim, vector FROM vectors WHERE model_key = ?"
+                                              f" AND text_hash IN ({_marks(len(part))})", (model_key, *part)):
+                    out[h] = (int(dim), bytes(vec))
+        except sqlite3.Error as exc:
+            raise StoreError(f"the vector cache {self.path} cannot be read ({exc})",
+                             fix=f"delete {self.path}: it is only a cache") from None
+        return out
+
+    def put(self, model_key: str, rows: list[tuple[str, int, bytes]]) -> None:
+        """Add (text hash, dimensions, vector bytes) for the model; a vector kept is kept."""
+        if not rows:
+            return
+        try:
+            db = self._db()
+            with db:
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany("INSERT OR IGNORE INTO vectors (model_key, text_hash, dim, vector) VALUES (?, ?, ?, ?)",
+                               [(model_key, h, int(d), v) for h, d, v in rows])
+        except sqlite3.Error as exc:
+            raise StoreError(f"the vector cache {self.path} cannot be written ({exc})",
+                             fix=f"check that {self.path.parent} is writable, or delete {self.path}") from None
+
+    def count(self, model_key: str | None = None) -> int:
+        """How many vectors the cache keeps (of one model, or of all)."""
+        db = self._db()
+        if model_key is None:
+            return int(db.execute("SELECT count(*) FROM vectors").fetchone()[0])
+        return int(db.execute("SELECT count(*) FROM vectors WHERE model_key = ?", (model_key,)).fetchone()[0])
+
+    def close(self) -> None:
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None
