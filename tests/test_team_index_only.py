@@ -75,6 +75,8 @@ def test_a_delete_through_one_server_leaves_the_others_index(servers, walks):
 
 def test_the_followers_whole_comparison_still_syncs_every_root(servers, walks):
     _, b, ro = servers
+    b._team.mirror._stop.set()                  # (the copy's edit watcher would bring it in before the
+    b._team.mirror._edit_thread.join(5)         # comparison: this is about the comparison)
     write_skill(b.config.workspace, "hand-made", description="written into the copy by hand")
     b._team.mirror._reconciled = -1e9           # the safety net's turn at the next pass
     assert until(lambda: not (b.config.workspace / "hand-made").exists()) is not None

@@ -129,7 +129,7 @@ class Library:
 
             try:
                 # a change from another server: its skill folders alone are indexed (None: all)
-                self._team = Team.open(self.config, pg=shared.team, index=lambda p: self.indexer.sync(only=p))
+                self._team = Team.open(self.config, pg=shared.team, index=self.indexer)
                 self._team.subscribe("overlay", shared.overlays.refresh)
             except BaseException:
                 shared.close()

@@ -101,4 +101,13 @@ def store_check(st: dict[str, Any], team: dict[str, Any] | None = None) -> Check
                  if following else "; NOT following its changes: other servers' saves are not seen")
         if team.get("resyncs"):     # it was behind the pruned part of the stream (down over a week)
             line += f"; read the whole store again {team['resyncs']} time(s) after falling behind its changes"
-    return Check("store", "ok" if st["reachable"] and following else "fail", line)
+        if team.get("behind") is not None:      # how far behind the store this server is
+            line += "; up to date with the store" if not team["behind"] else \
+                f"; {team['behind']} change(s) behind the store"
+        if team.get("catching_up"):
+            line += f"; catching up: {team['catching_up']} skill(s) changed while it was away are being indexed"
+        for kept in team.get("set_aside") or []:    # a person's edit the store had moved past: kept, never dropped
+            line += (f"; an edit of {kept['name']} on this server's disk was kept in {kept['kept']} (the store had "
+                     f"moved on to {kept['store']})" + (", and waits in the review queue" if kept["draft"] else ""))
+    ok = st["reachable"] and following and not (team or {}).get("set_aside")
+    return Check("store", "ok" if ok else "warn" if st["reachable"] and following else "fail", line)

@@ -271,6 +271,13 @@ class PgWorkspace:
         row = self._one("SELECT text FROM history WHERE name = %s AND version = %s", (name, int(version)))
         return None if row is None else bytes(row[0])
 
+    def kept_version(self, name: str, digest: str) -> int | None:
+        """The newest version of ``name`` whose text has this sha256, or None (no version kept
+        has it: a text this store never held, e.g. a person's edit on a server's disk)."""
+        row = self._one("SELECT max(version) FROM history WHERE name = %s AND sha256(text) = decode(%s, 'hex')",
+                        (name, digest))
+        return None if row is None or row[0] is None else int(row[0])
+
     def add_version(self, name: str, version: int, text: bytes) -> None:
         """Keep ``text`` as ``version`` (outside a change: a version found on disk);
         ``ConflictError`` when that number is kept already."""

@@ -14,15 +14,24 @@ as a local library, with three parts swapped in:
 
 A library in team mode is built with :meth:`Team.open` and closed with :meth:`Team.close`.
 
-May use: ``evolution`` (the same write path), ``store`` and the core values."""
+No stale reads: at start the copy is brought up to date with the store before the library is
+returned, and the folders that changed are indexed before any read is answered
+(:meth:`Team.current`, which the indexer asks before each read: a read waits for it, at most
+``CATCH_UP_WAIT`` seconds, then is refused with "catching up, retry" — never answered from the
+index as it was). ``status`` says how far behind the store a server is.
+
+May use: ``evolution`` (the same write path), ``catalog`` (the watcher of the copy's
+file-system events), ``store`` and the core values."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConflictError
 from ..store.pg_workspace import PgWorkspace
 from .drafts import PgDrafts
 from .mirror import Mirror
@@ -42,15 +51,25 @@ class Team:
     """The team parts of one library (see the module's text). ``pg``: the team store's
     ``PgStore`` when the library has one open already (it is then not closed here);
     ``index(paths)``: called with the skill folders a change from another server rewrote
-    (None: the whole folder was compared again and something changed: sync everything);
+    (None: the whole folder was compared again and something changed: sync everything) — or
+    the library's indexer, whose ``sync(only=paths)`` is called and whose reads wait for this
+    server to have caught up (its ``before_read`` is :meth:`current`);
     ``follow``: follow the change stream (a server), or only bring everything in now."""
 
-    def __init__(self, config: Any, *, pg: Any = None, index: Callable[[list[Path] | None], None] | None = None,
-                 follow: bool = True):
+    CATCH_UP_WAIT = 20.0    # the longest a read waits for the start's catching up before "retry"
+
+    def __init__(self, config: Any, *, pg: Any = None, index: Any = None, follow: bool = True):
         from ..store.postgres import PgStore
 
         self._own = pg is None
         self.pg = pg if pg is not None else PgStore(config.store)
+        indexer = index if hasattr(index, "sync") else None
+        if indexer is not None:
+            index = lambda paths: indexer.sync(only=paths)
+        self._index: Callable[[list[Path] | None], Any] | None = index
+        self._pending: list[Path] = []
+        self._caught_up = threading.Event()
+        self._catching = threading.Lock()
         try:
             self.store = PgWorkspace(self.pg)
             paths = team_paths(config.home)
@@ -60,10 +79,35 @@ class Team:
             self.lock = TeamLock(self.store, on_release=self.workspace.forget)
             self.history = PgHistory(self.store)
             self.drafts = PgDrafts(self.store, self.mirror, self.lock)
-            self.mirror.start(follow=follow)
+            self._pending = self.mirror.start(follow=follow)
         except BaseException:
             self.close()
             raise
+        if not self._pending or self._index is None:
+            self._caught_up.set()
+        if indexer is not None:
+            indexer.before_read, indexer.lag, indexer.before_sync = self.current, self.lag, self.mirror.settle
+
+    def current(self, wait: float | None = None) -> None:
+        """Return once this server's index holds what the store held when it started: the
+        skill folders the start brought in are indexed first, by the first caller (a server's
+        indexing thread, or the first read of a one-shot command); others wait at most
+        ``wait`` seconds (``CATCH_UP_WAIT``), then ``ConflictError``: catching up, retry."""
+        if self._caught_up.is_set():
+            return
+        if self._catching.acquire(timeout=self.CATCH_UP_WAIT if wait is None else wait):
+            try:
+                if not self._caught_up.is_set():
+                    index = self._index
+                    if index is not None:
+                        index(list(self._pending))
+                    self._caught_up.set()
+            finally:
+                self._catching.release()
+        if not self._caught_up.is_set():
+            raise ConflictError(f"this server is catching up with the team store ({len(self._pending)} skill(s) "
+                                "changed while it was away are being indexed); nothing is served from before",
+                                fix="retry in a few seconds")
 
     @classmethod
     def open(cls, config: Any, **kw: Any) -> Team:
@@ -91,12 +135,31 @@ class Team:
 
     def status(self) -> dict[str, Any]:
         """For ``doctor``: whether this server follows the change stream, the last change it
-        has seen, how long ago it last read the stream, and how often it fell behind the
-        stream's pruned part and brought everything in again."""
+        has seen, how many the store has that it has not read (``behind``; None when the store
+        does not answer), how long ago it last read the stream, whether it is still catching up
+        from its start, how often it fell behind the stream's pruned part and brought everything
+        in again, and the edits on its disk kept aside because the store had moved on."""
         seen = self.mirror.last_seen
-        return {"following": self.mirror.following, "last_change": self.mirror._last,
+        try:
+            behind: int | None = max(0, self.store.last_change() - self.mirror._last)
+        except Exception:  # noqa: BLE001 -- the store line says why it does not answer
+            behind = None
+        return {"following": self.mirror.following, "last_change": self.mirror._last, "behind": behind,
                 "seconds_since_read": None if not seen else round(time.monotonic() - seen, 1),
-                "resyncs": self.mirror.resyncs}
+                "catching_up": 0 if self._caught_up.is_set() else len(self._pending),
+                "resyncs": self.mirror.resyncs, "set_aside": list(self.mirror.kept_aside)}
+
+    def lag(self) -> str | None:
+        """What a read answered now may miss, in words, from what this server knows without
+        asking the store (the dashboard's banner, a search's ``degraded``): None when current."""
+        if not self._caught_up.is_set():
+            return (f"this server is catching up with the team store ({len(self._pending)} skill(s) changed while "
+                    "it was away)")
+        seen = self.mirror.last_seen
+        if self.mirror.following and seen and time.monotonic() - seen > 10 * self.mirror.POLL:
+            return (f"this server last read the team store's changes {time.monotonic() - seen:.0f} s ago: what it "
+                    "serves may be behind the store")
+        return None
 
     def close(self) -> None:
         mirror = getattr(self, "mirror", None)

@@ -19,7 +19,11 @@ The database is the truth; the folder follows it:
 A change number can be committed after a higher one (transactions take their numbers in one
 order and commit in another): numbers skipped are asked for again for ``GAP_WAIT`` seconds.
 Anything in the folder the database does not have (a folder made by hand) is moved to
-``set_aside``, never deleted."""
+``set_aside``, never deleted. A SKILL.md a person edited in the folder is never overwritten
+unseen: it becomes the skill's next version in the store, or, when the store has moved on
+meanwhile, it is kept in ``set_aside`` and the review queue (``team.edits``). While it follows
+the stream, the folder's file-system events are looked at every ``EDIT_POLL`` seconds, so an
+edit reaches every server within about a second."""
 
 from __future__ import annotations
 
@@ -34,15 +38,17 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .. import skill as skillmod
-from ..errors import SkillshelfError
+from ..errors import ConflictError, SkillshelfError
 from ..files import (
     MAX_RESOURCE_BYTES,
+    MAX_SKILL_BYTES,
     FileRefused,
     atomic_write,
     contained,
     read_bounded,
 )
-from ..store.pg_workspace import PgWorkspace, SkillRow
+from ..store.pg_workspace import PgWorkspace, SkillRow, sha256
+from . import edits
 
 _STRIPES = 64
 
@@ -63,6 +69,7 @@ class Mirror:
     RECONCILE = 300.0
     GAP_WAIT = 30.0
     POLL = 1.0
+    EDIT_POLL = 0.25      # how often the folder's file-system events are looked at (a person's edits)
     # a prune is one cheap query when there is nothing to delete; once an hour keeps the table
     # near its bound (a week of changes, at least the newest 10,000) without adding load
     PRUNE_EVERY = 3600.0
@@ -89,6 +96,13 @@ class Mirror:
         self._subscribers: dict[str, list[Callable[[list[str] | None], object]]] = {}
         self.following = False
         self.last_seen = 0.0                     # when the follower last read the stream (monotonic)
+        self._known: dict[str, str] = {}         # name -> sha256 of the SKILL.md this copy last had from the store
+        self._edits: set[str] = set()            # folders holding a person's edit, to keep (``_keep_edit``)
+        self.kept_aside: list[dict] = []         # edits the store had moved past: where each was kept
+        self._stop = threading.Event()
+        self._edit_thread: threading.Thread | None = None
+        self._watcher = None                     # the folder's file-system events (``_watch_edits``)
+        self._edit_lock = threading.RLock()      # held while the events seen are brought in
 
     # --- one skill ------------------------------------------------------------------------
     def lock(self, name: str) -> threading.Lock:
@@ -106,30 +120,49 @@ class Mirror:
         """Bring the skill ``name`` in as committed now. Returns whether its folder changed."""
         return self.bring(name)[0]
 
-    def bring(self, name: str) -> tuple[bool, str | None]:
+    def bring(self, name: str, *, unknown: bool = True) -> tuple[bool, str | None]:
         """Make the folder of ``name`` what the store holds now. Returns (whether the folder
         changed, the sha256 of its SKILL.md in the store: None when the store has no live
         skill of that name). The row is read with the folder's lock held: a writer of this
-        process never has its newer file replaced by an older read."""
+        process never has its newer file replaced by an older read. ``unknown=False``: a folder
+        the store has no skill of is left as it is (an import or ``init`` may be writing it
+        before it joins the store; the next comparison moves it aside if it never does)."""
         try:
             folder = self.folder(name)
         except ValueError:
             return False, None
         with self.lock(name):
-            return self._apply(folder, self.ws.skill(name))
+            row = self.ws.skill(name)
+            if row is None and not unknown:
+                return False, None
+            got = self._apply(folder, row)
+        return self._keep_edit(name) if name in self._edits else got
+
+    def _edited(self, name: str, digest: str | None) -> bool:
+        """Whether a SKILL.md with this sha256 is a person's edit: not the text this copy last
+        had from the store, or (none known: a restart) no version the store kept."""
+        if digest is None:
+            return False
+        base = self._known.get(name)
+        return digest != base if base is not None else self.ws.kept_version(name, digest) is None
 
     def _apply(self, folder: Path, row: SkillRow | None) -> tuple[bool, str | None]:
         name = folder.name
+        md = folder / "SKILL.md"
+        if row is not None and (have := _digest(md)) != row.sha256 and not folder.is_symlink() \
+                and self._edited(name, have):
+            self._edits.add(name)           # kept first, under the skill's lock (``_keep_edit``)
+            return False, row.sha256
         if row is None or row.deleted:
             gone = self._remove(folder) if row is not None else self._put_aside(folder)
             return gone, None
         changed = False
         if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
             changed = self._put_aside(folder)
-        md = folder / "SKILL.md"
         if _digest(md) != row.sha256:
             atomic_write(contained(self.workspace, md), row.text, durable=False)
             changed = True
+        self._known[name] = row.sha256
         for rel, digest in sorted(row.files.items()):
             target = contained(folder, folder / rel)
             if _digest(target) == digest:
@@ -153,9 +186,40 @@ class Mirror:
             for rel, data in sorted((files or {}).items()):
                 atomic_write(contained(folder, folder / rel), data, durable=False)
             atomic_write(md, text, durable=False)
+            self._known[name] = sha256(text)
             if files is not None:
                 self._set_aside_extra(folder, set(files))
         return md
+
+    def _keep_edit(self, name: str) -> tuple[bool, str | None]:
+        """Keep the person's edit in the folder of ``name`` (see ``team.edits``), under the
+        skill's lock across servers, then make the folder what the store holds. Returns what
+        ``bring`` returns."""
+        folder = self.workspace / name
+        md = folder / "SKILL.md"
+        with self.ws.locked("skill:" + name), self.lock(name):
+            self._edits.discard(name)
+            row = self.ws.skill(name)
+            try:
+                data: bytes | None = read_bounded(md, MAX_SKILL_BYTES)
+            except (OSError, FileRefused):
+                data = None
+            have = None if data is None else sha256(data)
+            if data is None or row is None or have == row.sha256 or not self._edited(name, have):
+                return self._apply(folder, row)
+            if edits.based_on(data, row, self._known.get(name)):
+                try:
+                    _, text = edits.commit(self.ws, md, data, row)
+                    self._known[name] = sha256(text)
+                    return True, self._known[name]
+                except (ConflictError, UnicodeDecodeError) as exc:
+                    print(f"skillshelf: the edit of {name} could not be committed ({exc}): keeping it aside",
+                          file=sys.stderr)
+                    row = self.ws.skill(name)
+            self.kept_aside.append(edits.set_aside(self.ws, md, data, row, self.set_aside))
+            self._known[name] = have        # kept: this copy may now take the store's text
+            self._edits.discard(name)
+            return self._apply(folder, row)
 
     def remove(self, name: str) -> bool:
         """Remove this server's copy of a skill deleted in the store."""
@@ -272,6 +336,7 @@ class Mirror:
                     todo.append(name)
                 continue
             if _digest(folder / "SKILL.md") == digest and self._files_match(folder, files.get(name, {})):
+                self._known[name] = digest
                 continue
             todo.append(name)
         for start in range(0, len(todo), 500):
@@ -279,11 +344,18 @@ class Mirror:
             got = self.ws.skills(batch) if alone else {}
             for name in batch:
                 folder = self.workspace / name
-                if name in got:
-                    with self.lock(name):
-                        did = self._apply(folder, got[name])[0]
-                else:
-                    did = self.pull(name)
+                try:
+                    if name in got:
+                        with self.lock(name):
+                            did = self._apply(folder, got[name])[0]
+                        if name in self._edits:
+                            did = self._keep_edit(name)[0]
+                    else:
+                        did = self.pull(name)
+                except (SkillshelfError, OSError) as exc:    # the edit stays on disk: kept at a later pass
+                    self._warn(f"edit:{name}", f"cannot keep the change to {name} in the team store ({exc}); "
+                                               "trying again later")
+                    continue
                 if did:
                     changed.append(folder)
         for entry in sorted(self.workspace.iterdir()):
@@ -335,7 +407,66 @@ class Mirror:
         if follow:
             self.following = True
             self.ws.pg.listen(self.wake, poll=self.POLL)
+            self._edit_thread = threading.Thread(target=self._watch_edits, name="skillshelf-team-edits", daemon=True)
+            self._edit_thread.start()
         return changed
+
+    def _watch_edits(self) -> None:
+        """Look at the folder's file-system events every ``EDIT_POLL`` seconds: each skill
+        folder named is brought in (a person's edit is kept as a version first), and the
+        folders that changed are indexed."""
+        from ..catalog.roots import Root
+        from ..catalog.watcher import Watcher
+
+        try:
+            watcher = self._watcher = Watcher([Root(self.workspace, "workspace", "workspace")]).start()
+        except Exception as exc:  # noqa: BLE001 -- no events: edits are kept at the next pull or comparison
+            self._warn("watch", f"cannot watch {self.workspace} for edits ({exc}); an edit there is kept when "
+                                "the skill next changes or at the next comparison")
+            return
+        try:
+            while not self._stop.wait(self.EDIT_POLL):
+                with self._edit_lock:
+                    paths = self._bring_seen(watcher)
+                if paths and self.index is not None and not self._closed:
+                    try:
+                        self.index(paths)
+                    except Exception as exc:  # noqa: BLE001 -- the next sync catches up
+                        if not self._closed:
+                            print(f"skillshelf: indexing an edit kept in the team store failed: {exc}",
+                                  file=sys.stderr)
+        finally:
+            self._watcher = None
+            watcher.close()
+
+    def settle(self) -> list[Path]:
+        """Bring in the folders whose events arrived and were not looked at yet (a person's
+        edit is kept as a version first): a sync of every root calls this before it reads the
+        folder, so it never indexes an edit the store does not hold. Returns the folders that
+        changed (the sync indexes them)."""
+        w = self._watcher
+        if w is None:
+            return []
+        with self._edit_lock:
+            return self._bring_seen(w)
+
+    def _bring_seen(self, watcher) -> list[Path]:
+        try:
+            seen = watcher.changes()
+        except Exception as exc:  # noqa: BLE001 -- a failed look is tried again
+            self._warn("watch-changes", f"watching {self.workspace} for edits failed ({exc}); trying again")
+            return []
+        names = sorted({p.relative_to(self.workspace).parts[0] for p in seen
+                        if p != self.workspace and self.workspace in p.parents})
+        paths = []
+        for name in names:
+            try:
+                if skillmod.NAME_RE.match(name) and self.bring(name, unknown=False)[0]:
+                    paths.append(self.workspace / name)
+            except (SkillshelfError, OSError, ValueError) as exc:
+                self._warn(f"edit:{name}", f"cannot keep the change to {name} in the team store ({exc}); "
+                                           "trying again at its next change")
+        return paths
 
     def subscribe(self, kind: str, fn: Callable[[list[str] | None], object]) -> None:
         """Call ``fn(keys)`` in the follower with the keys of each batch of changes of
@@ -473,6 +604,10 @@ class Mirror:
     def close(self, wait: float = 5.0) -> None:
         """Stop following; a pass in progress may end first (at most ``wait`` seconds)."""
         self._closed = True
+        self._stop.set()
+        t = self._edit_thread
+        if t is not None and t is not threading.current_thread():
+            t.join(wait)
         if self._follow_lock.acquire(timeout=wait):
             self._follow_lock.release()
 
