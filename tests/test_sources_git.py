@@ -611,3 +611,20 @@ def test_a_submodule_url_is_fetched_only_from_git_transports():
     assert module_url("https://host/org/super.git", "/home/me/private") is None
     assert module_url("https://host/org/super.git", "ext::sh -c touch% /tmp/x") is None
     assert module_url("file:///srv/super.git", "../lib.git") == "file:///srv/lib.git"
+
+
+def test_a_pinned_sources_merge_into_your_copy_waits_for_a_person(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "team", "--pin").returncode == 0
+    edit_as_person(home, "beta", "Run the gizmo deploy.", "Run the gizmo deploy (my way).")
+    mine = (home / "skills/beta/SKILL.md").read_text(encoding="utf-8")
+    upstream.write("skills/beta/SKILL.md", BETA.replace("# Beta", "# Beta, upstream"))
+    upstream.commit("title")
+    upstream.push()
+    r = sk(home, "sources", "update", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "review queue (pinned source)" in r.stdout and "review show beta" in r.stdout
+    assert (home / "skills/beta/SKILL.md").read_text(encoding="utf-8") == mine     # not before a person looks
+    assert sk(home, "review", "approve", "beta").returncode == 0
+    now = (home / "skills/beta/SKILL.md").read_text(encoding="utf-8")
+    assert "# Beta, upstream" in now and "(my way)" in now

@@ -153,7 +153,8 @@ def _print_plan(p: dict[str, Any]) -> None:
             what = {"merged": f"your copy {c['copy']}: upstream's change merged into it",
                     "conflict": f"your copy {c['copy']}: CONFLICT — it is left as it is and goes to the review queue",
                     "review": f"your copy {c['copy']}: the merge goes to the review queue (pinned source)",
-                    "kept": f"your copy {c['copy']}: kept"}[c["edit"]]
+                    "kept": f"your copy {c['copy']}: kept",
+                    "failed": f"your copy {c['copy']}: left as it is — the merge could not be saved"}[c["edit"]]
             out.print(f"      {what}" + (f" ({_clean(c['note'])})" if c["note"] else ""))
     for note in p["notes"][:10]:
         out.print(f"  note: {_clean(note)}")
@@ -188,12 +189,14 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
                 d = lib.sources.apply(plan, progress=progress).as_dict()
             results.append(d)
             if not json_out:
-                conflicts = [c for c in d["changes"] if c["edit"] == "conflict"]
                 out.print(f"{plan.label}: updated to {d['to'][:12]}; lock moved"
                           + (f"; {len(d['held'])} skill(s) held until `skillshelf trust NAME`" if d["held"] else ""))
-                for c in conflicts:
-                    out.print(f"  conflict: {c['copy']} kept as you left it; upstream's text waits in the review "
-                              f"queue (`skillshelf review show {c['copy']}`)")
+                for c in d["changes"]:
+                    if c["edit"] == "conflict":
+                        out.print(f"  conflict: {c['copy']} kept as you left it; upstream's text waits in the review "
+                                  f"queue (`skillshelf review show {c['copy']}`)")
+                    elif c["edit"] in ("review", "failed"):
+                        out.print(f"  {c['copy']}: {_clean(c['note'])}")
     if json_out:
         _json(results)
 

@@ -59,6 +59,7 @@ class SkillChange:
     files: list[str] = field(default_factory=list)        # the files that differ
     findings: list[dict] = field(default_factory=list)    # the audit of the new text (medium and high)
     edit: str | None = None       # a person's copy: merged | conflict | kept (already has it) | review (pinned)
+    #                               | failed (the merge could not be saved)
     copy: str | None = None       # the workspace copy's name
     note: str = ""
     # (base, your copy, upstream's new text, the merge) of a copy's SKILL.md
@@ -538,7 +539,7 @@ class Sources:
                     self._evolver().apply(args, trigger="upstream")
                     self._keep_base(plan.label, c.path, theirs)
                 except SkillshelfError as exc:
-                    c.edit, c.note = "conflict", f"the merge could not be saved ({exc}); your copy is unchanged"
+                    c.edit, c.note = "failed", f"the merge could not be saved ({exc}); your copy is unchanged"
                 continue
             # a conflict (or a pinned source's merge): a draft a person approves or rejects
             taken = m if m.clean else None
