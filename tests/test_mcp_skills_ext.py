@@ -476,3 +476,29 @@ def test_a_deeply_nested_stdio_request_gets_an_error_and_the_server_goes_on(tmp_
     nulls = [a for a in answers if a.get("id") is None]
     assert len(nulls) == 2 and {a["error"]["code"] for a in nulls} == {-32700}
     assert all("[[[" not in a["error"]["message"] for a in nulls)
+
+
+def test_a_file_that_cannot_be_read_is_refused_without_the_servers_path(tmp_path, monkeypatch):
+    """A read that fails (permissions, I/O) names the URI, never the server's path."""
+    import errno
+
+    import skillshelf.files as files
+
+    home, skill = make_shelf(tmp_path)
+    real = files.read_bounded
+
+    def refuse(path, limit=files.MAX_SKILL_BYTES):
+        if str(path).endswith("form-003.md"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real(path, limit)
+
+    monkeypatch.setattr(files, "read_bounded", refuse)
+
+    async def main():
+        async with Client(_server(home)) as c:
+            with pytest.raises(MCPError) as err:
+                await c.read_resource("skill://skills/pdf-processing/references/form-003.md")
+        return err.value
+
+    err = anyio.run(main)
+    assert str(tmp_path) not in err.message and "form-003.md" in err.message and "Permission denied" in err.message

@@ -79,7 +79,12 @@ def _resource_call(handle: Any, uri: str, fn: Callable[[Any], Any], *, missing: 
         raise MCPError(INVALID_REQUEST, _message(exc), data=data) from None
     except ToolError as exc:  # the library could not be opened, or the server is closing
         raise MCPError(INTERNAL_ERROR, str(exc), data=data) from None
-    except (SkillshelfError, OSError) as exc:
+    except OSError as exc:      # said without the server's path (the URI names the file)
+        log.warning("reading %s failed: %s", uri or "a listing", exc)
+        raise MCPError(INTERNAL_ERROR, f"{exc.strerror or type(exc).__name__} reading {uri[:200] or 'the listing'}. "
+                       "Fix: try again; if it keeps failing, the server's log (stderr) says which file",
+                       data=data) from None
+    except SkillshelfError as exc:
         raise MCPError(INTERNAL_ERROR, _message(exc), data=data) from None
     except Exception as exc:
         log.error("reading resources failed (%s)", uri or "a listing", exc_info=True)
