@@ -59,8 +59,8 @@ def test_the_team_section_says_to_install_the_driver_and_which_entry_to_keep():
     assert "conflicting scopes" in text and "skillshelf uninstall claude-code" in text
     # a curator's save through MCP is a draft under propose: how it is approved
     assert "curator" in text and "review approve NAME" in text and "Review page" in text
-    # two servers embed everything twice, until the vectors are shared
-    assert "embed everything twice" in text
+    # two servers embedded everything twice; now the vectors are shared through the store, and it says so
+    assert "A team embeds once" in text and "embed everything twice" not in text
 
 
 def test_the_set_up_says_how_long_the_tests_take():
