@@ -20,6 +20,7 @@ def servers(tmp_path, pg_url):
     write_skill(ro, "cors-fix", description="A read-only note on CORS headers")
     a = team_library(tmp_path / "a", pg_url)
     b = team_library(tmp_path / "b", pg_url, roots=[ro])
+    b.list()        # (its first read: the start's catching up, a walk of its copy, is done before the walks counted)
     yield a, b, ro
     close(a)
     close(b)

@@ -104,8 +104,9 @@ def store_check(st: dict[str, Any], team: dict[str, Any] | None = None) -> Check
         if team.get("behind") is not None:      # how far behind the store this server is
             line += "; up to date with the store" if not team["behind"] else \
                 f"; {team['behind']} change(s) behind the store"
-        if team.get("catching_up"):
-            line += f"; catching up: {team['catching_up']} skill(s) changed while it was away are being indexed"
+        if team.get("catching_up") is not None:
+            line += (f"; catching up: its copy is being indexed ({team['catching_up']} skill(s) changed while it was "
+                     "away); reads wait for it")
         for kept in team.get("set_aside") or []:    # a person's edit the store had moved past: kept, never dropped
             line += (f"; an edit of {kept['name']} on this server's disk was kept in {kept['kept']} (the store had "
                      f"moved on to {kept['store']})" + (", and waits in the review queue" if kept["draft"] else ""))

@@ -67,7 +67,8 @@ class Team:
         if indexer is not None:
             index = lambda paths: indexer.sync(only=paths)
         self._index: Callable[[list[Path] | None], Any] | None = index
-        self._pending: list[Path] = []
+        self._changed: list[Path] = []       # the skill folders the start brought in
+        self._pending: list[Path] = []       # what is indexed before the first read (``current``)
         self._caught_up = threading.Event()
         self._catching = threading.Lock()
         try:
@@ -79,18 +80,22 @@ class Team:
             self.lock = TeamLock(self.store, on_release=self.workspace.forget)
             self.history = PgHistory(self.store)
             self.drafts = PgDrafts(self.store, self.mirror, self.lock)
-            self._pending = self.mirror.start(follow=follow)
+            self._changed = self.mirror.start(follow=follow)
         except BaseException:
             self.close()
             raise
-        if not self._pending or self._index is None:
+        # the whole copy, not only what the start changed: the index may be older than the copy
+        # (a server stopped between writing a folder and indexing it, a home used before)
+        self._pending = [Path(config.workspace)]
+        if self._index is None:
             self._caught_up.set()
         if indexer is not None:
             indexer.before_read, indexer.lag, indexer.before_sync = self.current, self.lag, self.mirror.settle
 
     def current(self, wait: float | None = None) -> None:
-        """Return once this server's index holds what the store held when it started: the
-        skill folders the start brought in are indexed first, by the first caller (a server's
+        """Return once this server's index holds what the store held when it started: its
+        copy of the workspace, as the start brought it in, is indexed first (the folders that
+        changed, and any row older than its file), by the first caller (a server's
         indexing thread, or the first read of a one-shot command); others wait at most
         ``wait`` seconds (``CATCH_UP_WAIT``), then ``ConflictError``: catching up, retry."""
         if self._caught_up.is_set():
@@ -105,7 +110,7 @@ class Team:
             finally:
                 self._catching.release()
         if not self._caught_up.is_set():
-            raise ConflictError(f"this server is catching up with the team store ({len(self._pending)} skill(s) "
+            raise ConflictError(f"this server is catching up with the team store ({len(self._changed)} skill(s) "
                                 "changed while it was away are being indexed); nothing is served from before",
                                 fix="retry in a few seconds")
 
@@ -146,14 +151,14 @@ class Team:
             behind = None
         return {"following": self.mirror.following, "last_change": self.mirror._last, "behind": behind,
                 "seconds_since_read": None if not seen else round(time.monotonic() - seen, 1),
-                "catching_up": 0 if self._caught_up.is_set() else len(self._pending),
+                "catching_up": None if self._caught_up.is_set() else len(self._changed),
                 "resyncs": self.mirror.resyncs, "set_aside": list(self.mirror.kept_aside)}
 
     def lag(self) -> str | None:
         """What a read answered now may miss, in words, from what this server knows without
         asking the store (the dashboard's banner, a search's ``degraded``): None when current."""
         if not self._caught_up.is_set():
-            return (f"this server is catching up with the team store ({len(self._pending)} skill(s) changed while "
+            return (f"this server is catching up with the team store ({len(self._changed)} skill(s) changed while "
                     "it was away)")
         seen = self.mirror.last_seen
         if self.mirror.following and seen and time.monotonic() - seen > 10 * self.mirror.POLL:
