@@ -57,3 +57,22 @@ def test_doctor_says_how_far_behind_the_store_a_server_is(tmp_path, pg_url):
     finally:
         close(b)
         close(a)
+
+
+def test_until_it_has_caught_up_a_server_says_so_where_people_look(tmp_path, pg_url):
+    a = team_library(tmp_path / "a", pg_url)
+    try:
+        a.save("ARCHIVE", name="cors-fix", description="Fix CORS errors in API routes", body=BODY)
+        close(team_library(tmp_path / "b", pg_url))
+        a.save("FIX", target_skill_name="cors-fix", lesson="Send Vary: Origin")
+        b = Library(home=tmp_path / "b", store=pg_url, embedder=FakeEmbedder(), auto_sync=False)
+        try:
+            # the dashboard's banner and a search's ``degraded`` read the indexing note
+            assert "catching up with the team store (1 skill(s) changed while it was away)" in b.indexing_note()
+            rec, body = b.read("cors-fix")          # the first read catches up, then answers
+            assert rec.version == 2 and "Send Vary: Origin" in body
+            assert b.indexing_note() is None
+        finally:
+            b.close()
+    finally:
+        close(a)
