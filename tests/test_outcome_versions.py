@@ -60,6 +60,9 @@ def test_a_version_that_does_worse_is_reported_with_the_rollback_command(tmp_pat
     assert ROLLBACK in show
     d = json.loads(sk(h, "show", "cors-fix", "--json").stdout)
     assert d["outcomes"]["worse"]["rollback"] == ROLLBACK and d["outcomes"]["current"] == 2
+    hist = sk(h, "history", "cors-fix").stdout
+    assert "outcomes: v1 4/4 worked (100%, 51–100%); v2 0/5 worked (0%, 0–43%)" in hist and ROLLBACK in hist
+    assert json.loads(sk(h, "history", "cors-fix", "--json").stdout)["outcomes"]["worse"] == w
 
     # the rollback: a new version (v3) with v1's text, and nothing worse to report until it has reports
     p = sk(h, "rollback", "cors-fix", "1")

@@ -7,16 +7,19 @@ import typer
 
 from ..text import visible
 from .common import _clean, _counts, _json, _lib, _positive, _write, err, out
+from .evals import version_cell, worse_line
 
 commands = typer.Typer()
 
 
 @commands.command()
 def history(name: str, json_out: bool = typer.Option(False, "--json")) -> None:
-    """Versions and changelog of a skill."""
-    h = _lib().history(name)
+    """Versions and changelog of a skill, with the outcomes reported for each version."""
+    lib = _lib()
+    h = lib.history(name)
+    per = lib.evals.versions(name)      # reports per version, each with a 95% Wilson interval
     if json_out:
-        _json(h)
+        _json(h | {"outcomes": per})
         return
     out.print(f"{h['name']} — current v{h['current_version']}; versions kept: "
               f"{', '.join('v' + str(v) for v in h['versions']) or 'none'}")
@@ -25,6 +28,10 @@ def history(name: str, json_out: bool = typer.Option(False, "--json")) -> None:
     for e in h["changelog"]:
         frm = f"v{e['from_version']}" if e["from_version"] else "new"
         out.print(f"  {e['at']}  {e['action']:8} {frm} → v{e['to_version']}  [{e['trigger']}] {e['reason']}")
+    if per["versions"]:
+        out.print("outcomes: " + "; ".join(version_cell(v) for v in per["versions"]))
+    if per["worse"]:
+        out.print(f"worse: {worse_line(per['worse'])}")
 
 
 @commands.command(cls=_counts("version numbers"))
