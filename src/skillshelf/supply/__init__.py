@@ -1,7 +1,8 @@
 """Skills from strangers are a supply chain: the audit, pins and held skills.
 
 Owns the audit's rule catalogue (``rules``) and patterns (``patterns``), where each rule looks in
-one file's bytes (``scan``), the audit of one file (``file_audit``: ``audit_bytes``, ``risk``),
+one file's bytes (``scan``, with ``invisible`` characters, the model's ``view`` of the text, ``flows``
+across lines and what a skill ``asks`` in words), the audit of one file (``file_audit``: ``audit_bytes``, ``risk``),
 the audit of a skill's folder kept by content (``skill_audit``: ``Auditor``), pinned roots and the
 agent gate (``pins``: ``Pins``, ``Gate``) and the service the facade exposes (``chain``:
 ``SupplyChain``), and collections fetched from git or archives: fetching (``fetch``), the lock

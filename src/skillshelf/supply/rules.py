@@ -14,6 +14,15 @@ RULES_VERSION = "3"   # a change to any rule: stored audits are done again
 SEVERITIES = ("none", "low", "medium", "high")
 RANK = {s: i for i, s in enumerate(SEVERITIES)}
 EXCERPT_CHARS = 160
+# how much of a file each rule looks at (the audit of one file is bounded: see ``scan``)
+MAX_LINES_PER_RULE = 2_000
+# a logical line (joined continuation lines) longer than this is looked at in its first part
+MAX_LOGICAL_LINE = 8_000
+EXCERPT_BYTES = 400
+# a line is looked at this far either side of a position: a line of a megabyte costs no more
+# per match than a short one
+WINDOW = 4_000
+MAX_MARKS = 20_000          # code fence marks and headings taken from one file
 
 
 @dataclass(frozen=True)

@@ -10,25 +10,25 @@ severities.
 from __future__ import annotations
 
 import bisect
-import html
-import itertools
 import re
 
-from . import patterns as P
-from .rules import RANK, RULES, Finding, visible
+from . import asks, flows, invisible, patterns as P, view
+from .rules import (
+    EXCERPT_BYTES,
+    MAX_LINES_PER_RULE,
+    MAX_LOGICAL_LINE,
+    MAX_MARKS,
+    RANK,
+    RULES,
+    WINDOW,
+    Finding,
+    visible,
+)
 
 MAX_FINDINGS_PER_RULE = 5
-MAX_LINES_PER_RULE = 2_000
-# a logical line (joined continuation lines) longer than this is looked at in its first part
-MAX_LOGICAL_LINE = 8_000
 MAX_COMMENTS = 1_000
 MAX_BLOBS = 10
 MAX_HIDDEN_BYTES = 1_000_000
-EXCERPT_BYTES = 400
-# a line is looked at this far either side of a position: a line of a megabyte costs no more
-# per match than a short one
-WINDOW = 4_000
-MAX_MARKS = 20_000          # code fence marks and headings taken from one file
 MAX_HIDDEN_REGIONS = 1_000
 
 
@@ -477,108 +477,7 @@ class Scan:
                          + (" that decodes to text" if decoded is not None else ""), excerpt=blob[:80])
 
     def check_invisible(self) -> None:
-        if self.data.translate(None, P.NOT_CONTROL_BYTES):
-            for k, m in enumerate(P.CONTROL.finditer(self.data)):
-                if k >= 50:
-                    break
-                c = m.group()[0]
-                what = "a terminal escape sequence" if c == 0x1B else f"a control character (U+{c:04X})"
-                self.add("hidden.control", "medium", m.start(), f"{what}: it can hide or rewrite text when printed")
-        if self.data.isascii():
-            return
-        text = self.data.decode("utf-8", "replace")
-        t = P.INVISIBLE.search(text)
-        if t is None:
-            return
-        newlines = [nl.start() for nl in re.finditer("\n", text)]
-        found: dict[tuple[int, str], _Invisible] = {}
-        pos, n = t.start(), 0
-        while n < 5000:
-            t = P.INVISIBLE.search(text, pos)
-            if t is None:
-                break
-            n += 1
-            pos = self._invisible_at(text, t.start(), bisect.bisect_left(newlines, t.start()) + 1, found)
-        for (line, rule), inv in found.items():
-            self._report_invisible(text, line, rule, inv)
-
-    def _invisible_at(self, text: str, i: int, line: int, found: dict[tuple[int, str], _Invisible]) -> int:
-        """Count the invisible character at ``text[i]`` (line ``line``) and the run it starts into
-        what is found on its line; returns where to look next."""
-        c = ord(text[i])
-        j = i + 1
-
-        def note(rule: str, severity: str, kind: str, n: int, extra: str = "") -> None:
-            inv = found.setdefault((line, rule), _Invisible(i))
-            if RANK[severity] > RANK[inv.severity]:
-                inv.severity = severity
-            inv.counts[kind] = inv.counts.get(kind, 0) + n
-            inv.longest[kind] = max(inv.longest.get(kind, 0), n)
-            inv.first.setdefault(kind, c)
-            if extra:
-                inv.spelled.append(extra)
-
-        if 0xE0000 <= c <= 0xE007F:
-            while j < len(text) and 0xE0000 <= ord(text[j]) <= 0xE007F:
-                j += 1
-            spelled = "".join(chr(ord(ch) - 0xE0000) for ch in text[i:j] if 0x20 <= ord(ch) - 0xE0000 < 0x7F)
-            note("hidden.invisible", "high", "tag", j - i, spelled)
-        elif 0xE0100 <= c <= 0xE01EF or 0xFE00 <= c <= 0xFE0E:
-            while j < len(text) and (0xE0100 <= ord(text[j]) <= 0xE01EF or 0xFE00 <= ord(text[j]) <= 0xFE0E):
-                j += 1
-            if j - i >= 4:
-                note("hidden.invisible", "high", "variation", j - i)
-        elif 0x202A <= c <= 0x202E or 0x2066 <= c <= 0x2069 or c == 0x061C:
-            ls = text.rfind("\n", max(0, i - WINDOW), i) + 1 or max(0, i - WINDOW)
-            le = text.find("\n", i, i + WINDOW)
-            le = min(len(text), i + WINDOW) if le < 0 else le
-            if not (P.RTL.search(text, ls, le) and self.kind != "script"):
-                # right-to-left text uses embeddings to lay out mixed-direction words; an
-                # override or an isolate outside such text reorders what is shown
-                sev = "high" if self.kind != "markdown" or c in (0x202D, 0x202E) or 0x2066 <= c <= 0x2069 else "medium"
-                note("hidden.bidi", sev, "bidi", 1)
-        elif 0x80 <= c <= 0x9F:
-            note("hidden.control", "medium", "control", 1)
-        elif (c == 0xFEFF and i == 0) or c in (0x200E, 0x200F):
-            pass      # a byte-order mark; left/right-to-left marks lay out mixed-direction text
-        else:
-            while j < len(text) and ord(text[j]) in _ZERO_WIDTH:
-                j += 1
-            if j - i >= 8:
-                note("hidden.invisible", "high", "zero-width", j - i)
-            elif not P.joins_visibly(text, i, j):
-                note("hidden.invisible", "medium", "zero-width", j - i)
-        return j
-
-    def _report_invisible(self, text: str, line: int, rule: str, inv: _Invisible) -> None:
-        """One finding per line and rule, counting every invisible character of the line."""
-        total = sum(inv.counts.values())
-        parts = []
-        for kind, n in inv.counts.items():
-            code = f"U+{inv.first[kind]:04X}"
-            if kind == "tag":
-                parts.append(f"{n} invisible tag characters spell out: {visible(''.join(inv.spelled), 120)!r}")
-            elif kind == "variation":
-                parts.append(f"{n} variation selectors: data hidden in invisible characters")
-            elif kind == "zero-width":
-                parts.append(f"{n} zero-width character{'s' if n > 1 else ''} ({code})"
-                             + (f", {inv.longest[kind]} in a row: data can be encoded in them" if inv.longest[kind] >= 8 else
-                                " inside the text"))
-            elif kind == "bidi":
-                parts.append(f"{n} bidirectional control character{'s' if n > 1 else ''} ({code}): the text shown "
-                             "is not in the order it is read")
-            else:
-                parts.append(f"{n} control character{'s' if n > 1 else ''} ({code}): it can hide or rewrite text when "
-                             "printed")
-        message = "; ".join(parts) if len(parts) == 1 else f"{total} invisible characters on the line: " + "; ".join(parts)
-        ls = text.rfind("\n", max(0, inv.at - WINDOW), inv.at) + 1 or max(0, inv.at - WINDOW)
-        le = text.find("\n", inv.at, inv.at + WINDOW)
-        le = min(len(text), inv.at + WINDOW) if le < 0 else le
-        excerpt = text[max(ls, inv.at - 60):le]
-        self.add(rule, inv.severity, -1, message, line=line, shown_as=shown(excerpt))
-        spelled = "".join(inv.spelled)
-        if spelled.strip() and self.depth == 0:
-            self.audit_hidden(spelled.encode(), -1, "spelled in invisible tag characters", line=line)
+        invisible.check(self)
 
     def check_commands(self) -> None:
         triggers = P.TRIG_COMMANDS + (P.TRIG_DECODE if self.words & _DECODE_WORDS else [])
@@ -700,297 +599,19 @@ class Scan:
                 return
 
     def check_flows(self) -> None:
-        """Across the lines of a script or a code block: a download saved to a file that is then
-        run, and a value decoded or fetched into a variable that is then run."""
-        if not self.words & _FLOW_WORDS:
-            return
-        regions = self.fences if self.kind == "markdown" else [(0, len(self.data))]
-        if not regions:
-            return
-        hints = {h for w, h in _FLOW_HINTS.items() if w in self.words}
-        budget = MAX_LINES_PER_RULE
-        for rs, re_ in regions[:MAX_MARKS]:
-            if budget <= 0:
-                break
-            first = min((i for i in (self.low.find(h, rs, re_) for h in hints) if i >= 0), default=-1)
-            if first < 0:
-                continue          # nothing fetched or decoded in this block
-            budget -= self._flow(self.low.rfind(b"\n", rs, first) + 1 or rs, re_, budget)
-
-    def _flow(self, rs: int, re_: int, budget: int) -> int:
-        downloads: dict[bytes, list] = {}     # target -> [offset, url, verified]
-        values: dict[bytes, tuple[str, int]] = {}   # name -> ('decode' | 'fetch', offset)
-        pos, n = rs, 0
-        while pos < re_ and n < budget:
-            end = self.low.find(b"\n", pos, re_)
-            end = re_ if end < 0 else end
-            n += 1
-            line = _BRACED.sub(rb"$\1", self.low[pos:min(end, pos + MAX_LOGICAL_LINE)])
-            if b"[" in line and b"," in line:      # ['curl', '-o', path, url]: read as the command it runs
-                line = _LIST_ARGS.sub(b" ", line)
-            self._flow_line(pos, line, downloads, values)
-            pos = end + 1
-        return n
-
-    def _flow_line(self, at: int, line: bytes, downloads: dict[bytes, list], values: dict[bytes, tuple[str, int]]) -> None:
-        self._runs_of_downloads(at, line, downloads)
-        before = len(downloads)
-        self._flow_values(at, line, downloads, values)
-        if len(downloads) > before or any(d[0] == at for d in downloads.values()):
-            self._runs_of_downloads(at, line, downloads, same_line=True)
-
-    def _runs_of_downloads(self, at: int, line: bytes, downloads: dict[bytes, list], same_line: bool = False) -> None:
-        """A file that a download (or a decode) saved, run on this line."""
-        for target, (dpos, url, verified) in list(downloads.items()):
-            if same_line and dpos != at:
-                continue
-            k = line.find(target)
-            while 0 <= k:
-                after = line[k + len(target):k + len(target) + 1]
-                if after in (b"", b" ", b"\t", b";", b"&", b"|", b")", b"]", b"'", b'"', b",") \
-                        and _RUN_PATH_END.search(line, 0, k):
-                    url_note = url if url != "a download" else "a file"
-                    if url == "a decoded payload":
-                        self._report("exec.decode-and-run", dpos, *self.line_bounds(dpos),
-                                     f"decodes a payload to a file and runs it (line {self.line_of(at)})")
-                    elif verified:
-                        self.add("exec.fetch-and-run", "medium", dpos, f"downloads {url_note} and runs it later "
-                                 f"(line {self.line_of(at)}); its checksum or signature is checked first")
-                    else:
-                        self._report_fetch(dpos, *self.line_bounds(dpos), url,
-                                           "downloads {url} to a file and runs it " + f"(line {self.line_of(at)})")
-                    del downloads[target]
-                    break
-                k = line.find(target, k + 1)
-
-    def _flow_values(self, at: int, line: bytes, downloads: dict[bytes, list], values: dict[bytes, tuple[str, int]]) -> None:
-        # a download to a file
-        if P.FETCH.search(line) or b"urlretrieve" in line or b"downloadfile" in line or P.DECODE.search(line):
-            for rx in P.DOWNLOAD_TO:
-                m = rx.search(line)
-                if m is None:
-                    continue
-                if m.groupdict().get("t"):
-                    target = m.group("t").strip(b"\"'")
-                    if b"://" in target:      # curl -O URL (lower-cased like -o): saved under its last part
-                        target = target.rstrip(b"/").rsplit(b"/", 1)[-1].split(b"?")[0]
-                else:
-                    u = P.URL.search(line)
-                    target = u.group().rstrip(b"/\"'").rsplit(b"/", 1)[-1] if u else b""
-                if len(target) >= 2 and target not in (b"/dev/null", b"-", b"/dev/stdout", b"/dev/stderr"):
-                    downloads[target] = [at, P.url_in(line) if P.FETCH.search(line) else "a decoded payload", False]
-                    if len(downloads) > 50:
-                        downloads.pop(next(iter(downloads)))
-                break
-        elif downloads and P.CHECKSUM.search(line):
-            for target, d in downloads.items():
-                base = target.rsplit(b"/", 1)[-1]
-                if base in line or target in line or b"-c" in line or b"--check" in line:
-                    d[2] = True
-        # a response stream appended to a name; a file written with a fetched value
-        if b".on(" in line:
-            sa = P.STREAM_APPEND.search(line)
-            if sa is not None and len(values) < 200:
-                values[sa.group("n")] = ("fetch", at)
-        if values and b"write" in line:
-            w = P.WRITE_FILE.search(line)
-            if w is not None and (w.group("v") or w.group("w")) in values:
-                target = (w.group("t") or w.group("u")).strip(b"\"'")
-                vpos = values[(w.group("v") or w.group("w"))][1]
-                downloads[target] = [vpos, P.url_in(self.low[vpos:vpos + 2000]), False]
-        # a value decoded or fetched, passed on, or run
-        a = P.ASSIGN_LINE.match(line)
-        if a is not None:
-            name, rhs = a.group("n"), a.group("rhs")
-            src = ("decode" if P.DECODED_VALUE.search(rhs) else "fetch" if P.FETCHED_VALUE.search(rhs) else None)
-            if src is None:
-                for w in P.WORD.findall(rhs, 0, 2000):
-                    if w in values and w != name:
-                        src = values[w][0]
-                        break
-            if src is not None and len(values) < 200:
-                values[name] = (src, at)
-            elif name in values and src is None:
-                del values[name]
-        if values:
-            for m in P.RUN_VALUE.finditer(line):
-                name = next(g for g in m.groups() if g is not None)
-                if name in values:
-                    src, vpos = values[name]
-                    if src == "decode":
-                        self._report("exec.decode-and-run", at + m.start(), at, at + len(line),
-                                     f"runs a value decoded from an encoded string (line {self.line_of(vpos)})")
-                    else:
-                        self._report_fetch(at + m.start(), at, at + len(line), P.url_in(self.low[vpos:vpos + 2000]),
-                                           "runs what it downloads from {url} " + f"(line {self.line_of(vpos)})")
-                    break
+        flows.check(self)
 
     def check_requests(self) -> None:
-        """A request in words to send secrets or files to a URL, and to reveal the agent's
-        instructions or the environment."""
-        seen: set[int] = set()
-        places: list[re.Match] = []
-        for rx, keys in zip(P.DESTINATIONS, _DESTINATION_WORDS):
-            if self.words.isdisjoint(keys) and not (keys == (b"@",) and self.has(b"@")):
-                continue
-            for m in rx.finditer(self.low):
-                if len(places) >= MAX_LINES_PER_RULE:
-                    break
-                i = m.start()
-                if rx.pattern.startswith((b"server", b"endpoint", b"collector")) \
-                        and not P.OWNED_PLACE.search(self.low, max(0, i - 40), i):
-                    continue
-                if rx.pattern.startswith(b"@") and not (i and self.low[i - 1:i].isalnum()):
-                    continue
-                places.append(m)
-        places.sort(key=lambda m: m.start())
-        last = -1
-        for m in places:
-            if m.start() < last:
-                continue          # in the sentence looked at already
-            a, b = self._sentence(m.start(), m.end())
-            last = b
-            if a in seen:
-                continue
-            seen.add(a)
-            sent = self.low[a:b]
-            if not any(h in sent for h in _SECRET_HINTS):
-                continue
-            hit = P.EXFIL_VERB_FIRST.search(sent) or P.EXFIL_OBJECT_FIRST.search(sent) or P.EXFIL_PUBLISH.search(sent)
-            if hit is None:
-                continue
-            if P.AUTH_USE.search(sent) and P.KEY_OBJECT.search(hit.group()) and not P.SECRET_PATH.search(hit.group()):
-                continue      # a key sent to its own API, in a header
-            at = a + hit.start()
-            if (self.kind == "markdown" and self.fence_at(at) is not None) or ("exfil.secrets", self.line_of(at)) in self._seen:
-                continue      # a command, not a request in words: the command rules read it
-            sev, note = self.grade_phrase("exfil.request", at)
-            if self.kind != "markdown" and not self.hidden_at(at):
-                sev = "medium"
-            self.add("exfil.request", sev, at, f"{RULES['exfil.request'].title}: "
-                     f"{visible(self.data[at:a + hit.end()].decode('utf-8', 'replace'), 100)!r} "
-                     f"to {visible(m.group().decode('utf-8', 'replace'), 80)}{note}")
-        if self.words & _PUBLISH_WORDS:
-            for s, e in self.candidates(P.TRIG_PUBLISH, "secrets published"):
-                hit = P.EXFIL_PUBLISH.search(self.low, s, e)
-                if hit is not None:
-                    at = hit.start()
-                    sev, note = self.grade_phrase("exfil.request", at)
-                    if self.kind != "markdown" and not self.hidden_at(at):
-                        sev = "medium"
-                    self.add("exfil.request", sev, at, f"{RULES['exfil.request'].title}: "
-                             f"{self._shown(at, hit.group())!r} (published where anyone with the link reads it){note}")
-        if not self.words & _DISCLOSE_WORDS:
-            return
-        for s, e in self.candidates(P.TRIG_DISCLOSE, "requests to reveal secrets"):
-            for m in P.DISCLOSE.finditer(self.low, s, e):
-                at = m.start()
-                sev, note = self.grade_phrase("override.disclose", at)
-                self.add("override.disclose", sev, at, f"{RULES['override.disclose'].title}: "
-                         f"{self._shown(at, m.group())!r}{note}")
-                break
-
-    def _sentence(self, s: int, e: int) -> tuple[int, int]:
-        """The sentence around ``s``..``e``: it ends at a full stop, a blank line, a list item or
-        a heading, and at most 400 bytes either side."""
-        lo, hi = max(0, s - 400), min(len(self.low), e + 400)
-        a = lo
-        for b in _SENTENCE_BREAK.finditer(self.low, lo, s):
-            a = b.start() + 1
-        m = _SENTENCE_BREAK.search(self.low, e, hi)
-        return a, (m.start() + 1 if m else hi)
+        asks.check_requests(self)
 
     def check_tokens(self) -> None:
-        """A credential in a known format; high when something nearby pushes or posts with it."""
-        # every token has a run of 20 letters and digits (a private key's lines too): one look at
-        # the text's shape says whether any can be there
-        words = self.words
-        if self.shape.find(b"a" * 20) < 0 or not words & _TOKEN_WORDS and not any(
-                w.startswith(_TOKEN_STARTS) for w in words if len(w) >= 16):
-            return
-        long_words = [w for w in words if len(w) >= 16]
-        found = [m for hints, rx in P.TOKENS
-                 if any(h in words if not h.startswith(b"^") else any(w.startswith(h[1:]) for w in long_words)
-                        for h in hints)
-                 for m in itertools.islice(rx.finditer(self.data), 20)]
-        for m in sorted(found, key=lambda m: m.start())[:50]:
-            tok = m.group()
-            if tok.startswith(b"-----"):
-                if P.PRIVATE_KEY_BODY.match(self.data, m.end(), m.end() + 6000) is None:
-                    continue      # a header with no key under it: an example of the format
-            else:
-                body = tok.rsplit(b"/", 1)[-1]
-                if P.PLACEHOLDER.search(body.lower()) or len(set(body)) < 12 \
-                        or not any(48 <= c <= 57 for c in body) or (tok.startswith(b":") and not
-                                                                     self.data[max(0, m.start() - 10):m.start()].isdigit()):
-                    continue      # an example, a placeholder, or not a Telegram token
-            name = next((n for pre, n in P.TOKEN_NAMES if tok.lower().startswith(pre.encode())), "a token")
-            at = m.start()
-            ls, le = self.line_bounds(at)
-            ws, we = ls, le
-            if tok.startswith(b"-----"):
-                end = self.data.find(b"-----end", m.end(), m.end() + 20_000) if False else \
-                    self.low.find(b"-----end", m.end(), m.end() + 20_000)
-                if end > 0:
-                    we = self.line_bounds(end)[1]
-            for _ in range(8):
-                if ws > 0:
-                    ws = self.line_bounds(ws - 1)[0]
-                if we < len(self.data):
-                    we = self.line_bounds(we + 1)[1]
-            push = P.PUSH.search(self.low, ws, we)
-            sev, note = ("high", "") if push else ("medium", "")
-            if self.hidden_at(at):
-                sev, note = "high", f" — {self.hidden_at(at)}"
-            elif self.kind == "markdown" and (self.near_negation(at, ls, le) or self.section_is_about_attacks(at)):
-                sev, note = "low", " (shown as an example or a warning)"
-            what = push.group().decode("utf-8", "replace").strip(" (:") if push else ""
-            line = self.data[max(ls, at - 80):min(le, m.end() + 80)].replace(tok, tok[:8] + b"<redacted>")
-            self.add("secrets.hardcoded", sev, at, f"{name} written into the skill"
-                     + (f", used to push or post ({what})" if push else "") + note, excerpt=line)
+        asks.check_tokens(self)
 
     def check_link_text(self) -> None:
-        for s, e, what in self.linktext:
-            if any(s <= p < e for p in self._found_at):
-                continue          # what is hidden there is reported (high) by its own rule
-            body = self.low[s:e]
-            if len(body.split(None, 6)) >= 6 and P.ADDRESSES_AGENT.search(body) \
-                    and len(P.INSTRUCTION_LIKE.findall(body, 0, 4000)) >= 2:
-                self.add("hidden.link-text", self._hidden_severity(s, e), s,
-                         f"{what} that reads like instructions: the agent reads it, a reader of the rendered skill "
-                         "does not", excerpt=self.data[s:min(e, s + 300)])
+        asks.check_link_text(self)
 
     def check_view(self) -> None:
-        """Run the rules again on the text as a model reads it (invisible characters removed, bidi
-        controls dropped, entities decoded, fullwidth letters folded, shell variables filled in);
-        what is found there and not in the raw text is reported on its line, high where invisible
-        characters were hiding it."""
-        view, stripped = model_view(self.data, self.low, bool(self.words & _FETCH_WORDS))
-        if view == self.data:
-            return
-        # only the lines that changed and those near them are read again (and every heading and
-        # fence line, which decide how a match is graded)
-        old, new = self.data.split(b"\n"), view.split(b"\n")
-        changed = [i for i, (a, b) in enumerate(zip(old, new)) if a != b]
-        near: set[int] = set()
-        for i in changed[:MAX_LINES_PER_RULE]:
-            near.update(range(max(0, i - 15), i + 16))
-        view = b"\n".join(ln if (i in near or ln.lstrip()[:1] in (b"#", b"`", b"~")) else b""
-                          for i, ln in enumerate(new))
-        inner = Scan(view, self.file, self.kind, self.security_topic, depth=1)
-        raw_lines = None
-        for f in inner.run():
-            if (f.rule, f.line) in self._seen or f.line <= 0:
-                continue
-            if raw_lines is None:
-                raw_lines = self.data.split(b"\n")
-            raw = raw_lines[f.line - 1] if f.line <= len(raw_lines) else b""
-            sev, message = f.severity, f.message
-            if f.line in stripped:
-                sev, message = "high", f"{message} — once the invisible characters on this line are removed"
-            elif f.line <= len(raw_lines) and b"$" in raw:
-                message = f"{message} (with the file's shell variables filled in)"
-            self.add(f.rule, sev, -1, message, line=f.line, excerpt=raw[:EXCERPT_BYTES])
+        view.check(self)
 
     def check_override(self) -> None:
         for rule, rx, triggers in (("override.instructions", P.OVERRIDE, P.TRIG_OVERRIDE),
@@ -1024,7 +645,7 @@ class Scan:
                         end = s + m.end()
                         stop = [i for i in (self.low.find(b".", end, end + 60), self.low.find(b"\n", end, end + 60)) if i >= 0]
                         # what is kept back is named in the phrase, after it, or earlier in its sentence
-                        begin = self._sentence(at, at)[0] if at - s < 200 else at
+                        begin = asks.sentence(self, at, at)[0] if at - s < 200 else at
                         if not P.CONCEAL_ACTION.search(self.low, max(begin, at - 200), min(stop) if stop else end + 60):
                             sev, note = "medium", " (what it keeps back is not an action of the agent's)"
                     self.add(rule, sev, at, f"{RULES[rule].title}: {self._shown(at, phrase)!r}{note}")
@@ -1064,109 +685,15 @@ class Scan:
 
 _SHAPE = bytes(0x61 if (0x30 <= i <= 0x39 or 0x41 <= i <= 0x5A or 0x61 <= i <= 0x7A or i in (0x2B, 0x2F))
                else 0x20 if i in (0x20, 0x09) else 0x2E for i in range(256))
-_ZERO_WIDTH = {0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x180E, 0x00AD, 0x2061, 0x2062, 0x2063, 0x2064}
-_BRACED = re.compile(rb"\$\{([a-z_][a-z0-9_]{0,40})\}")
-_RUN_PATH_END = re.compile(b"(?:" + P.RUN_PATH.pattern + rb")[\"']?$")
 _EMAIL = re.compile(rb"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,5}")
-_LIST_ARGS = re.compile(rb"['\"]\s{0,3},\s{0,3}['\"]?|\[\s{0,3}['\"]|['\"]\s{0,3}\]|,\s{0,3}")
-_SENTENCE_BREAK = re.compile(rb"[.!?;][ \n]|\n(?=[\n\-*#|`])")
 
 
-class _Invisible:
-    """What one line holds of one kind of finding about invisible characters."""
-
-    def __init__(self, at: int):
-        self.at = at                       # the first one, in the decoded text
-        self.severity = "low"
-        self.counts: dict[str, int] = {}
-        self.first: dict[str, int] = {}
-        self.longest: dict[str, int] = {}
-        self.spelled: list[str] = []
 
 
-def shown(text: str, limit: int = 600) -> str:
-    """``text`` on one line with every invisible, bidi or control character shown as
-    ``<U+200B>`` and a run of four or more of one as ``<U+200B×43>``, at most ``limit`` characters."""
-    out: list[str] = []
-    n = 0
-    for ch, run in itertools.groupby(text):
-        k = sum(1 for _ in run)
-        if ch in " \t\r\n":
-            rep = " "
-        else:
-            rep = visible(ch, 20)
-            if rep.startswith("<U+") and k >= 4:
-                rep = f"{rep[:-1]}×{k}>"
-            else:
-                rep *= k
-        out.append(rep)
-        n += len(rep)
-        if n >= limit:
-            break
-    s = " ".join("".join(out).split())
-    return s if n < limit else s[:limit] + "…"
 
 
-def model_view(data: bytes, low: bytes, fetches: bool) -> tuple[bytes, set[int]]:
-    """The text as a model reads it, line for line, and the lines that lost invisible characters:
-    zero-width, tag and variation-selector characters and bidi controls removed, HTML entities
-    decoded (where that adds no line), fullwidth letters folded to ASCII, and shell variables
-    set to plain values in the file filled in where they are used."""
-    stripped: set[int] = set()
-    if not data.isascii() and P.VIEW_CHANGES.search(data):
-        text = data.decode("utf-8", "replace")
-        lines = text.split("\n")
-        for i, ln in enumerate(lines):
-            if not ln.isascii():
-                new = ln.translate(P.STRIP_FROM_VIEW)
-                if new != ln:
-                    stripped.add(i + 1)
-                lines[i] = new.translate(_FULLWIDTH)
-        data = "\n".join(lines).encode("utf-8", "surrogatepass")
-    if b"&#" in data:
-        text = data.decode("utf-8", "replace")
-        decoded = P.ENTITY.sub(lambda m: html.unescape(m.group()), text)
-        if decoded.count("\n") == text.count("\n"):
-            data = decoded.encode("utf-8", "surrogatepass")
-    if fetches and b"$" in data and b"=" in data:
-        values: dict[bytes, bytes] = {}
-        for k, m in enumerate(P.SHELL_ASSIGN.finditer(data)):
-            if k >= 200:
-                break
-            values[m.group("n")] = m.group("v").strip(b"\"'")
-        if values:
-            def fill(m: re.Match) -> bytes:
-                return values.get(m.group("b") or m.group("p"), m.group())
-            data = P.SHELL_USE.sub(fill, data)
-    return data, stripped
-
-
-_FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 _WORD_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in range(256))
-_FETCH_WORDS = frozenset((b"curl", b"wget", b"webrequest", b"urlretrieve", b"urlopen", b"iwr", b"irm"))
-_FLOW_WORDS = frozenset((b"curl", b"wget", b"decode", b"b64decode", b"base64", b"fromhex", b"unhexlify", b"hex", b"atob",
-                         b"rot13", b"chr", b"urlretrieve", b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke",
-                         b"httpx", b"axios", b"uri", b"http", b"contents", b"downloadstring", b"xxd", b"decode64",
-                         b"b32decode", b"decodebytes", b"frombase64string", b"buffer", b"https"))
-_DISCLOSE_WORDS = frozenset((b"prompt", b"instructions", b"rules", b"configuration", b"environment", b"env", b"keys",
-                             b"secrets", b"credentials", b"tokens", b"passwords", b"context"))
-_DESTINATION_WORDS = ((b"http", b"https"), (b"webhook", b"webhooks"), (b"@",), (b"server",), (b"endpoint",))
 _CONCEAL_WORDS = frozenset((b"not", b"t", b"never", b"need", b"without", b"keep", b"silently", b"quietly", b"secretly",
                             b"omit", b"leave", b"exclude", b"stay", b"say", b"remain"))
-_PUBLISH_WORDS = frozenset((b"gist", b"paste", b"pastebin", b"issue", b"comment", b"discussion"))
 _DECODE_WORDS = frozenset((b"atob", b"decode_base64", b"b64decode", b"decode64", b"decode", b"fromhex", b"unhexlify", b"codecs", b"buffer",
                            b"frombase64string"))
-_TOKEN_WORDS = frozenset((b"ghp", b"gho", b"ghu", b"ghs", b"ghr", b"github", b"xoxb", b"xoxp", b"xoxa", b"xoxo", b"xoxs",
-                          b"xoxr", b"sk", b"rk", b"glpat", b"npm", b"hf", b"slack", b"webhooks", b"private"))
-_TOKEN_STARTS = (b"akia", b"asia", b"aiza", b"aa")
-_SECRET_HINTS = (b"credential", b"key", b"token", b"secret", b"password", b"env", b"cookie",
-                 b"keychain", b"wallet", b"seed", b"history", b"home", b"dotfile", b"/etc/", b".ssh", b".aws", b"id_",
-                 b".netrc", b".npmrc", b".pypirc", b".gnupg", b".kube", b"kubeconfig", b".config/", b".docker",
-                 b".password-store", b"ssh", b"passwd", b"shadow")
-# a word of the text -> what to look for where a code block might start to matter
-_FLOW_HINTS = {w: w for w in (b"curl", b"wget", b"decode", b"base64", b"hex", b"atob", b"rot13", b"urlretrieve",
-                              b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke", b"httpx", b"axios", b"xxd",
-                              b"downloadstring", b"buffer")}
-_FLOW_HINTS.update({b"b64decode": b"decode", b"decode64": b"decode", b"b32decode": b"decode", b"decodebytes": b"decode",
-                    b"fromhex": b"hex", b"unhexlify": b"hex", b"frombase64string": b"base64", b"chr": b"chr(",
-                    b"uri": b"open-uri", b"http": b"http", b"https": b"https", b"contents": b"file_get_contents"})

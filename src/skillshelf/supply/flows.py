@@ -1,0 +1,162 @@
+"""Across the lines of a script or a code block: a download (or a decoded payload) saved to a file that a
+later line runs, and a value decoded or fetched into a variable that a later line runs. Part of the audit
+of one file (``skillshelf.supply.scan``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import patterns as P
+from .rules import MAX_LINES_PER_RULE, MAX_LOGICAL_LINE, MAX_MARKS
+
+# the file's Scan (skillshelf.supply.scan), which calls these functions: typed loosely, as importing it
+# here would make a circle
+Scan = Any
+
+
+def check(scan: Scan) -> None:
+    """Across the lines of a script or a code block: a download saved to a file that is then
+    run, and a value decoded or fetched into a variable that is then run."""
+    if not scan.words & _FLOW_WORDS:
+        return
+    regions = scan.fences if scan.kind == "markdown" else [(0, len(scan.data))]
+    if not regions:
+        return
+    hints = {h for w, h in _FLOW_HINTS.items() if w in scan.words}
+    budget = MAX_LINES_PER_RULE
+    for rs, re_ in regions[:MAX_MARKS]:
+        if budget <= 0:
+            break
+        first = min((i for i in (scan.low.find(h, rs, re_) for h in hints) if i >= 0), default=-1)
+        if first < 0:
+            continue          # nothing fetched or decoded in this block
+        budget -= _flow(scan, scan.low.rfind(b"\n", rs, first) + 1 or rs, re_, budget)
+
+
+def _flow(scan: Scan, rs: int, re_: int, budget: int) -> int:
+    downloads: dict[bytes, list] = {}     # target -> [offset, url, verified]
+    values: dict[bytes, tuple[str, int]] = {}   # name -> ('decode' | 'fetch', offset)
+    pos, n = rs, 0
+    while pos < re_ and n < budget:
+        end = scan.low.find(b"\n", pos, re_)
+        end = re_ if end < 0 else end
+        n += 1
+        line = _BRACED.sub(rb"$\1", scan.low[pos:min(end, pos + MAX_LOGICAL_LINE)])
+        if b"[" in line and b"," in line:      # ['curl', '-o', path, url]: read as the command it runs
+            line = _LIST_ARGS.sub(b" ", line)
+        _flow_line(scan, pos, line, downloads, values)
+        pos = end + 1
+    return n
+
+
+def _flow_line(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list], values: dict[bytes, tuple[str, int]]) -> None:
+    _runs_of_downloads(scan, at, line, downloads)
+    before = len(downloads)
+    _flow_values(scan, at, line, downloads, values)
+    if len(downloads) > before or any(d[0] == at for d in downloads.values()):
+        _runs_of_downloads(scan, at, line, downloads, same_line=True)
+
+
+def _runs_of_downloads(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list], same_line: bool = False) -> None:
+    """A file that a download (or a decode) saved, run on this line."""
+    for target, (dpos, url, verified) in list(downloads.items()):
+        if same_line and dpos != at:
+            continue
+        k = line.find(target)
+        while 0 <= k:
+            after = line[k + len(target):k + len(target) + 1]
+            if after in (b"", b" ", b"\t", b";", b"&", b"|", b")", b"]", b"'", b'"', b",") \
+                    and _RUN_PATH_END.search(line, 0, k):
+                url_note = url if url != "a download" else "a file"
+                if url == "a decoded payload":
+                    scan._report("exec.decode-and-run", dpos, *scan.line_bounds(dpos),
+                                 f"decodes a payload to a file and runs it (line {scan.line_of(at)})")
+                elif verified:
+                    scan.add("exec.fetch-and-run", "medium", dpos, f"downloads {url_note} and runs it later "
+                             f"(line {scan.line_of(at)}); its checksum or signature is checked first")
+                else:
+                    scan._report_fetch(dpos, *scan.line_bounds(dpos), url,
+                                       "downloads {url} to a file and runs it " + f"(line {scan.line_of(at)})")
+                del downloads[target]
+                break
+            k = line.find(target, k + 1)
+
+
+def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list], values: dict[bytes, tuple[str, int]]) -> None:
+    # a download to a file
+    if P.FETCH.search(line) or b"urlretrieve" in line or b"downloadfile" in line or P.DECODE.search(line):
+        for rx in P.DOWNLOAD_TO:
+            m = rx.search(line)
+            if m is None:
+                continue
+            if m.groupdict().get("t"):
+                target = m.group("t").strip(b"\"'")
+                if b"://" in target:      # curl -O URL (lower-cased like -o): saved under its last part
+                    target = target.rstrip(b"/").rsplit(b"/", 1)[-1].split(b"?")[0]
+            else:
+                u = P.URL.search(line)
+                target = u.group().rstrip(b"/\"'").rsplit(b"/", 1)[-1] if u else b""
+            if len(target) >= 2 and target not in (b"/dev/null", b"-", b"/dev/stdout", b"/dev/stderr"):
+                downloads[target] = [at, P.url_in(line) if P.FETCH.search(line) else "a decoded payload", False]
+                if len(downloads) > 50:
+                    downloads.pop(next(iter(downloads)))
+            break
+    elif downloads and P.CHECKSUM.search(line):
+        for target, d in downloads.items():
+            base = target.rsplit(b"/", 1)[-1]
+            if base in line or target in line or b"-c" in line or b"--check" in line:
+                d[2] = True
+    # a response stream appended to a name; a file written with a fetched value
+    if b".on(" in line:
+        sa = P.STREAM_APPEND.search(line)
+        if sa is not None and len(values) < 200:
+            values[sa.group("n")] = ("fetch", at)
+    if values and b"write" in line:
+        w = P.WRITE_FILE.search(line)
+        if w is not None and (w.group("v") or w.group("w")) in values:
+            target = (w.group("t") or w.group("u")).strip(b"\"'")
+            vpos = values[(w.group("v") or w.group("w"))][1]
+            downloads[target] = [vpos, P.url_in(scan.low[vpos:vpos + 2000]), False]
+    # a value decoded or fetched, passed on, or run
+    a = P.ASSIGN_LINE.match(line)
+    if a is not None:
+        name, rhs = a.group("n"), a.group("rhs")
+        src = ("decode" if P.DECODED_VALUE.search(rhs) else "fetch" if P.FETCHED_VALUE.search(rhs) else None)
+        if src is None:
+            for w in P.WORD.findall(rhs, 0, 2000):
+                if w in values and w != name:
+                    src = values[w][0]
+                    break
+        if src is not None and len(values) < 200:
+            values[name] = (src, at)
+        elif name in values and src is None:
+            del values[name]
+    if values:
+        for m in P.RUN_VALUE.finditer(line):
+            name = next(g for g in m.groups() if g is not None)
+            if name in values:
+                src, vpos = values[name]
+                if src == "decode":
+                    scan._report("exec.decode-and-run", at + m.start(), at, at + len(line),
+                                 f"runs a value decoded from an encoded string (line {scan.line_of(vpos)})")
+                else:
+                    scan._report_fetch(at + m.start(), at, at + len(line), P.url_in(scan.low[vpos:vpos + 2000]),
+                                       "runs what it downloads from {url} " + f"(line {scan.line_of(vpos)})")
+                break
+
+
+_BRACED = re.compile(rb"\$\{([a-z_][a-z0-9_]{0,40})\}")
+_RUN_PATH_END = re.compile(b"(?:" + P.RUN_PATH.pattern + rb")[\"']?$")
+_LIST_ARGS = re.compile(rb"['\"]\s{0,3},\s{0,3}['\"]?|\[\s{0,3}['\"]|['\"]\s{0,3}\]|,\s{0,3}")
+_FLOW_WORDS = frozenset((b"curl", b"wget", b"decode", b"b64decode", b"base64", b"fromhex", b"unhexlify", b"hex", b"atob",
+                         b"rot13", b"chr", b"urlretrieve", b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke",
+                         b"httpx", b"axios", b"uri", b"http", b"contents", b"downloadstring", b"xxd", b"decode64",
+                         b"b32decode", b"decodebytes", b"frombase64string", b"buffer", b"https"))
+# a word of the text -> what to look for where a code block might start to matter
+_FLOW_HINTS = {w: w for w in (b"curl", b"wget", b"decode", b"base64", b"hex", b"atob", b"rot13", b"urlretrieve",
+                              b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke", b"httpx", b"axios", b"xxd",
+                              b"downloadstring", b"buffer")}
+_FLOW_HINTS.update({b"b64decode": b"decode", b"decode64": b"decode", b"b32decode": b"decode", b"decodebytes": b"decode",
+                    b"fromhex": b"hex", b"unhexlify": b"hex", b"frombase64string": b"base64", b"chr": b"chr(",
+                    b"uri": b"open-uri", b"http": b"http", b"https": b"https", b"contents": b"file_get_contents"})
