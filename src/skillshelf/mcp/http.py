@@ -1,14 +1,14 @@
 """The MCP server over Streamable HTTP: the ASGI app at /mcp, its protections (DNS rebinding
 checks on loopback, a bearer token beyond it; on a team store, each client's own token,
 ``TeamAuth``), what the SDK's transport says differently from the spec (``WireFixes``), the
-recent events a dropped stream resumes from (``RecentEvents``), and the uvicorn run on a
-socket bound before anything says it is listening."""
+priming event of each SSE response (``Priming``), and the uvicorn run on a socket bound before
+anything says it is listening."""
 
 from __future__ import annotations
 
-import collections
 import json
 import logging
+import secrets
 import signal
 import sys
 import threading
@@ -28,7 +28,6 @@ VERSION_HEADER = b"mcp-protocol-version"
 VERSION_META = "io.modelcontextprotocol/protocolVersion"
 MODERN = ("2026-07-28",)
 BODY_MAX = 4 * 1024 * 1024      # a request body looked into (the SDK refuses bigger ones itself)
-EVENTS_KEPT = 2000              # SSE events kept for a client resuming a dropped stream
 RETRY_MS = 1000                 # when a client whose stream dropped should reconnect (SSE ``retry``)
 
 
@@ -49,7 +48,7 @@ def http_app(server: Any, *, host: str, port: int, token: str = "",
         origins = [f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}"]
         security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                              allowed_origins=origins)
-    app = WireFixes(server.streamable_http_app(transport_security=security, host=host, event_store=RecentEvents(),
+    app = WireFixes(server.streamable_http_app(transport_security=security, host=host, event_store=Priming(),
                                                retry_interval=RETRY_MS))
     if verify is not None:
         return TeamAuth(app, verify)
@@ -345,37 +344,20 @@ async def _json(send: Any, status: int, payload: dict, *, session: bytes | None)
     await send({"type": "http.response.body", "body": body})
 
 
-class RecentEvents:
-    """The SDK's ``EventStore`` in memory: the last ``EVENTS_KEPT`` SSE events of this server, so
-    that a client whose stream dropped resumes it (``Last-Event-ID``), and every SSE response
-    opens with a priming event (an id and empty data, with ``retry``) as 2025-11-25 recommends.
-    Nothing survives a restart: a client then sends its request again."""
-
-    def __init__(self, kept: int = EVENTS_KEPT):
-        self._events: collections.OrderedDict[str, tuple[str, Any]] = collections.OrderedDict()
-        self._kept = kept
-        self._n = 0
+class Priming:
+    """The SDK's ``EventStore``, for the priming event alone: every SSE response opens with an
+    event id and empty data (and ``retry``), as 2025-11-25 recommends, and each event has an id
+    no client can guess. Nothing is kept, so nothing is replayed: a client whose stream dropped
+    sends its request again. A store that replayed would be unsafe here: the SDK gives one store
+    to every session and keys the events by request id, which repeats from session to session,
+    so one client resuming could be handed another's results (upstream: key stored events by
+    session, or make a store per session)."""
 
     async def store_event(self, stream_id: Any, message: Any) -> str:
-        self._n += 1
-        event_id = f"{self._n}"
-        self._events[event_id] = (str(stream_id), message)
-        while len(self._events) > self._kept:
-            self._events.popitem(last=False)
-        return event_id
+        return secrets.token_urlsafe(12)
 
     async def replay_events_after(self, last_event_id: Any, send_callback: Any) -> Any:
-        from mcp.server.streamable_http import EventMessage
-
-        if str(last_event_id) not in self._events:
-            return None
-        stream, _ = self._events[str(last_event_id)]
-        after = False
-        for event_id, (sid, message) in list(self._events.items()):
-            if after and sid == stream and message is not None:
-                await send_callback(EventMessage(message, event_id))
-            after = after or event_id == str(last_event_id)
-        return stream
+        return None
 
 
 def caller_in(context: Any) -> Any:
