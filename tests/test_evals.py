@@ -318,3 +318,26 @@ def test_init_writes_a_starting_eval_file_from_the_usage_log_and_never_overwrite
     assert p.returncode == 1 and "does not write to" in p.stderr
     assert not (ro / "vendored-skill" / "evals").exists()
     assert sk(h, "eval", "--all", "--init").returncode == 2
+
+
+def test_a_derive_is_judged_on_its_parents_evals_with_the_child_beside_it(tmp_path):
+    h = tmp_path / "h"
+    make_home(h)
+    with Library(h, embedder=FakeEmbedder(), auto_sync=False) as lib:
+        lib.sync()
+        seen = []
+        real = lib.evals._trial.open
+
+        def spying():      # what the trial index holds once the child is in it
+            cm = real()
+            t = cm.__enter__()
+            add = t.add
+            t.add = lambda name, text: (add(name, text), seen.append([x.name for x in t.search(POSITIVES[1], 10)]))
+            return type("CM", (), {"__enter__": lambda s: t, "__exit__": lambda s, *a: cm.__exit__(*a)})()
+
+        lib.evals._trial.open = spying
+        res = lib.save("DERIVE", target_skill_name="cors-fix", name="cors-fix-vercel",
+                       description="Fix CORS errors in Next.js API routes deployed on Vercel", by="person")
+        assert res.findability["line"].startswith("findability: 4/4 → ") and res.findability["skill"] == "cors-fix"
+        assert "cors-fix-vercel" in seen[0] and "cors-fix" in seen[0]     # the child searched beside its parent
+        assert "findability: 4/4 → " in res.message

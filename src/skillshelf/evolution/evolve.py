@@ -129,12 +129,13 @@ class Evolver:
         return plan
 
     def findability(self, plan: Plan) -> dict[str, Any] | None:
-        """A FIX's skill searched for its evals with the new text in place of the old, on a copy
-        of the index (``Ports.findability``): None when it keeps no evals."""
-        if self.ports.findability is None or plan.action != "FIX" or not plan.sources:
+        """A FIX's skill searched for its evals with the new text in place of the old, or a
+        DERIVE's parent with the child beside it, on a copy of the index (``Ports.findability``):
+        None when it keeps no evals."""
+        if self.ports.findability is None or plan.action not in ("FIX", "DERIVE") or not plan.sources:
             return None
         return self.ports.findability(plan.sources[0], planned_text(plan.action, plan.previous_text, plan.skill),
-                                      plan.action)
+                                      plan.action, plan.name)
 
     def _next_version(self, name: str, current: int) -> int:
         """One above the file's version and every version in history: a version number is

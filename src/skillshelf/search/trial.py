@@ -40,8 +40,13 @@ class TrialIndex:
     def replace(self, rec: Any, text: str) -> None:
         """Index ``text`` as the SKILL.md of ``rec`` (same root label, same folder) in the copy."""
         rel = rec.id[len(rec.root) + 1:] if rec.id.startswith(f"{rec.root}:") else Path(rec.path).parent.name
-        base = self.folder / "files"
-        root = Root(base / "_" if rel == "." else base, rec.kind, rec.root)
+        self._index(Root(self.folder / "files" / "_", rec.kind, rec.root), rel, text)
+
+    def add(self, name: str, text: str) -> None:
+        """Index ``text`` as a new workspace skill ``name`` in the copy (a DERIVE's child)."""
+        self._index(Root(self.folder / "files" / "_", "workspace", "workspace"), name, text)
+
+    def _index(self, root: Root, rel: str, text: str) -> None:
         write_file(root.path / ("" if rel == "." else rel) / "SKILL.md", text)
         syncmod.sync(self.searcher.store, [root], only=[(root, rel)])
         embedder, _ = self._model()

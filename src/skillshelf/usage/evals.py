@@ -283,11 +283,13 @@ class Evals:
         return sorted(out.values(), key=lambda w: w["name"])
 
     # --- a change, before it lands ---------------------------------------------------
-    def judge_change(self, skill_id: str, text: str, action: str = "FIX") -> dict[str, Any] | None:
+    def judge_change(self, skill_id: str, text: str, action: str = "FIX", name: str = "") -> dict[str, Any] | None:
         """The skill's evals (authored, else learned) on the index as it is and with ``text``
-        as its SKILL.md, in a copy of the index (the real one is not written). None when the
-        skill has no evals or no trial index is available. Under ``eval.guard = "refuse"`` a
-        change that drops the skill's recall below ``eval.min_recall`` raises ``PolicyError``."""
+        as its SKILL.md (a FIX), or with ``text`` added as a new skill ``name`` beside it (a
+        DERIVE: the child may take its parent's requests), in a copy of the index (the real one
+        is not written). None when the skill has no evals or no trial index is available. Under
+        ``eval.guard = "refuse"`` a change that drops the skill's recall below
+        ``eval.min_recall`` raises ``PolicyError``."""
         cfg = self._settings()
         if cfg.guard == "off" or self._trial is None:
             return None
@@ -299,7 +301,10 @@ class Evals:
         ids = self._ids(rec)
         with self._trial.open() as trial:
             before = self._score(rec, source, queries, k, trial.search, ids)
-            trial.replace(rec, text)
+            if action == "DERIVE":
+                trial.add(name, text)
+            else:
+                trial.replace(rec, text)
             after = self._score(rec, source, queries, k, trial.search, ids)
         b = {"found": before.found, "of": before.positives, "false": len(before.false_triggers),
              "negatives": before.negatives}
