@@ -502,3 +502,32 @@ def test_a_file_that_cannot_be_read_is_refused_without_the_servers_path(tmp_path
 
     err = anyio.run(main)
     assert str(tmp_path) not in err.message and "form-003.md" in err.message and "Permission denied" in err.message
+
+
+def test_a_skill_whose_folder_is_not_its_name_is_not_an_extension_entry(tmp_path):
+    """SEP-2640: an entry's URI ends in the skill's name. A skill in a folder named otherwise (real
+    collections have them) is left out of skills/list and refused by skills/get; it is still
+    read as resources."""
+    home, skill = make_shelf(tmp_path)
+    odd = skill.parent / "PDF Tools"
+    odd.mkdir()
+    (odd / "SKILL.md").write_text("---\nname: pdf-tools\ndescription: Small PDF tools\n---\n\n# Tools\n",
+                                  encoding="utf-8")
+    with Library(home, embedder="none", auto_sync=False) as lib:
+        lib.sync()
+        uri = lib.skill_uri(lib.get("pdf-tools").id)
+
+    async def main():
+        async with Client(_server(home)) as c:
+            listed = await call(c, "skills/list")
+            with pytest.raises(MCPError) as err:
+                await call(c, "skills/get", uri=uri)
+            read = await c.read_resource(uri)
+        return listed, err.value, read
+
+    listed, err, read = anyio.run(main)
+    assert uri not in [s["uri"] for s in listed["skills"]] and URI in [s["uri"] for s in listed["skills"]]
+    for entry in listed["skills"]:
+        assert entry["uri"].rsplit("/", 2)[-2] == entry["frontmatter"]["name"]
+    assert err.code == -32602 and "folder" in err.message
+    assert "# Tools" in read.contents[0].text

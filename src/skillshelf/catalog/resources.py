@@ -253,6 +253,12 @@ class SkillResources:
         if check is not None:
             check(rec, skill_md, data)
         entry: dict[str, Any] = {"uri": skill_uri(rec.id, skill_md), "frontmatter": frontmatter(data)}
+        if entry["frontmatter"].get("name") != rec.folder.name:
+            # SEP-2640: the URI's last path segment MUST be the frontmatter's name (a host refuses
+            # the entry otherwise); such a skill is still read as resources and through the tools
+            raise ValidationError(f"skill {rec.name} is in a folder named {rec.folder.name!r}: the Skills Extension "
+                                  "serves a skill whose folder is its name", fix="rename the folder (or the name) "
+                                  "so they match; `skillshelf validate` lists them")
         others, complete = skill_files(rec.folder, nested=True, skip=skill_md)
         if not complete:
             return entry
