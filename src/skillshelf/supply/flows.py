@@ -152,11 +152,11 @@ _LIST_ARGS = re.compile(rb"['\"]\s{0,3},\s{0,3}['\"]?|\[\s{0,3}['\"]|['\"]\s{0,3
 _FLOW_WORDS = frozenset((b"curl", b"wget", b"decode", b"b64decode", b"base64", b"fromhex", b"unhexlify", b"hex", b"atob",
                          b"rot13", b"chr", b"urlretrieve", b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke",
                          b"httpx", b"axios", b"uri", b"http", b"contents", b"downloadstring", b"xxd", b"decode64",
-                         b"b32decode", b"decodebytes", b"frombase64string", b"buffer", b"https"))
+                         b"b32decode", b"decodebytes", b"frombase64string", b"buffer", b"https", b"downloadfile"))
 # a word of the text -> what to look for where a code block might start to matter
 _FLOW_HINTS = {w: w for w in (b"curl", b"wget", b"decode", b"base64", b"hex", b"atob", b"rot13", b"urlretrieve",
                               b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke", b"httpx", b"axios", b"xxd",
-                              b"downloadstring", b"buffer")}
+                              b"downloadstring", b"downloadfile", b"buffer")}
 _FLOW_HINTS.update({b"b64decode": b"decode", b"decode64": b"decode", b"b32decode": b"decode", b"decodebytes": b"decode",
                     b"fromhex": b"hex", b"unhexlify": b"hex", b"frombase64string": b"base64", b"chr": b"chr(",
-                    b"uri": b"open-uri", b"http": b"http", b"https": b"https", b"contents": b"file_get_contents"})
+                    b"uri": b"open-uri", b"http": b"http.", b"https": b"https.", b"contents": b"file_get_contents"})
