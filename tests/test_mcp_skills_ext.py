@@ -296,7 +296,7 @@ def http_server(tmp_path):
             break
         except OSError:
             if proc.poll() is not None:
-                raise AssertionError(proc.stderr.read().decode())
+                raise AssertionError(proc.stderr.read().decode()) from None
             time.sleep(0.1)
     yield f"http://127.0.0.1:{port}/mcp", skill
     proc.terminate()

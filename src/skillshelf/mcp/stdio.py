@@ -64,8 +64,7 @@ def unreadable_request(exc: BaseException) -> tuple[str | int | None, int, str] 
         bad = next((e for e in errors() if e.get("type") == "json_invalid"), None)
     except Exception:   # noqa: BLE001 — not a pydantic error after all: leave it to the SDK
         return None
-    raw = bad.get("input") if bad else None
-    if not isinstance(raw, str):
+    if bad is None or not isinstance(raw := bad.get("input"), str):
         return None
     deep = "recursion limit" in str(bad.get("msg", ""))
     try:
