@@ -191,7 +191,9 @@ def test_ctrl_c_stops_the_prefetch_at_once_and_keeps_its_vectors(tmp_path):
     root = _root(tmp_path, 60)
     store = _store(tmp_path)
     emb = SlowEmbedder()
-    pre = indexmod.Prefetch(store, emb, 128)
+    from skillshelf.search.prefetch import Prefetch
+
+    pre = Prefetch(store, emb, 128)
 
     def progress(done, total):
         if done == 40:

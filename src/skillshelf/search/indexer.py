@@ -39,6 +39,7 @@ from ..store import Store
 from ..store.records import SkillRows
 from ..store.vectors import VectorStore
 from . import sync as indexmod
+from .prefetch import Prefetch
 from .pipeline import Searcher, SearchResult
 from .shared_vectors import SharedVectors
 
@@ -169,7 +170,7 @@ class Indexer:
         self.background = False               # a background thread keeps the index up to date
         self._started = False
         self._threads: list[threading.Thread] = []
-        self._prefetch: indexmod.Prefetch | None = None
+        self._prefetch: Prefetch | None = None
         self._closed = threading.Event()      # set by close: the background loops end
         self._stop = threading.Event()        # set while closing: a sync in progress stops
         self._progress: dict[str, Any] | None = None
@@ -206,7 +207,7 @@ class Indexer:
                     self.before_sync()
             # A local model embeds the changed skills while the lexical index is being built.
             emb = self.embedder.unloaded() if embed else None
-            pre = indexmod.Prefetch(self.store, emb, cfg.search.body_vector_tokens, embed_progress, self.shared) \
+            pre = Prefetch(self.store, emb, cfg.search.body_vector_tokens, embed_progress, self.shared) \
                 if emb is not None and emb.local else None
             self._prefetch = pre      # close() cancels it, even while it is being waited for
             try:
