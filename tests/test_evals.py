@@ -160,6 +160,9 @@ def test_eval_reports_recall_false_triggers_and_misses_and_exits_by_the_floors(t
     assert p.returncode == 2 and "--all" in p.stderr
     p = sk(h, "eval", "no-such-skill")
     assert p.returncode == 1 and p.stderr.startswith("error:")
+    (h / "config.toml").write_text('[eval]\nguard = "block"\n')
+    p = sk(h, "eval", "cors-fix")
+    assert p.returncode == 1 and "guard 'block'" in p.stderr and "config.toml" in p.stderr
 
 
 def test_learned_evals_come_from_worked_reports_and_are_never_mixed_with_authored_ones(tmp_path):

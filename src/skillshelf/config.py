@@ -483,10 +483,14 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
     if eval_values and origins.get("eval") != "flag":
         values["eval"] = dataclasses.replace(EvalConfig(), **eval_values)
     cfg = dataclasses.replace(base, **values, origins=origins, root_origins=root_origins)
-    if cfg.eval.guard not in EVAL_GUARDS or not (0 <= cfg.eval.min_recall <= 1 and 0 <= cfg.eval.max_false <= 1):
-        raise ConfigError(f"eval settings out of range (guard {cfg.eval.guard!r}, min_recall {cfg.eval.min_recall},"
-                          f" max_false {cfg.eval.max_false}){_where(cfg, 'eval')}",
-                          fix="guard is warn, refuse or off; min_recall and max_false are between 0 and 1")
+    ev = cfg.eval
+    if ev.guard not in EVAL_GUARDS or not (0 <= ev.min_recall <= 1 and 0 <= ev.max_false <= 1) or ev.min_reports < 1:
+        where = next((_where(cfg, f"eval.{k}") for k in ("guard", "min_recall", "max_false", "min_reports")
+                      if cfg.origin(f"eval.{k}") != "default"), "")
+        raise ConfigError(f"eval settings out of range (guard {ev.guard!r}, min_recall {ev.min_recall}, max_false"
+                          f" {ev.max_false}, min_reports {ev.min_reports}){where}",
+                          fix="guard is warn, refuse or off; min_recall and max_false are between 0 and 1; "
+                              "min_reports is 1 or more")
     if cfg.trust.block not in TRUST_BLOCKS:
         raise ConfigError(f"unknown trust.block {cfg.trust.block!r}{_where(cfg, 'trust.block')}",
                           fix="use none (warn only), high or medium")
