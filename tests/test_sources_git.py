@@ -628,3 +628,44 @@ def test_a_pinned_sources_merge_into_your_copy_waits_for_a_person(tmp_path, upst
     assert sk(home, "review", "approve", "beta").returncode == 0
     now = (home / "skills/beta/SKILL.md").read_text(encoding="utf-8")
     assert "# Beta, upstream" in now and "(my way)" in now
+
+
+def _tree(folder: Path) -> dict[str, tuple]:
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder).as_posix()
+        if p.is_symlink():
+            out[rel] = ("link", os.readlink(p))
+        elif p.is_file():
+            out[rel] = ("file", p.read_bytes(), os.access(p, os.X_OK))
+        else:
+            out[rel] = ("dir",)
+    return out
+
+
+def test_an_update_built_from_the_previous_files_equals_a_fresh_fetch(tmp_path, upstream):
+    """An update links the unchanged files and writes the changed ones; the folder and the lock are
+    what a new fetch of that commit gives."""
+    upstream.write("skills/beta/refs/old.md", "old\n")
+    upstream.write("skills/beta/tool.sh", "#!/bin/sh\n")
+    os.symlink("refs/old.md", upstream.work / "skills/beta/link.md")
+    upstream.commit("more files")
+    upstream.push()
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "team").returncode == 0
+    (upstream.work / "skills/beta/refs/old.md").unlink()                        # deleted (its folder empties)
+    (upstream.work / "skills/beta/link.md").unlink()
+    os.symlink("SKILL.md", upstream.work / "skills/beta/link.md")               # a link that changed
+    (upstream.work / "skills/beta/tool.sh").chmod(0o644)                        # a mode that changed
+    upstream.write("skills/alpha/nested/SKILL.md", BETA.replace("beta", "nested"))   # a nested skill
+    upstream.write("skills/alpha/SKILL.md", ALPHA + "\nOne more line.\n")
+    upstream.commit("changes")
+    upstream.push()
+    r = sk(home, "sources", "update", "--yes")
+    assert r.returncode == 0, r.stderr
+    fresh = tmp_path / "fresh"
+    assert sk(fresh, "sources", "add", upstream.url, "--name", "team").returncode == 0
+    assert _tree(home / "sources/team") == _tree(fresh / "sources/team")
+    strip = [{k: v for k, v in s.items() if k != "updated"} for s in lock_of(home)["source"]]
+    assert strip == [{k: v for k, v in s.items() if k != "updated"} for s in lock_of(fresh)["source"]]
+    assert sk(home, "lock", "--check").returncode == 0

@@ -231,13 +231,15 @@ def ahead(git_dir: Path, old: str, new: str) -> int | None:
         return None
 
 
-def _archive(git_dir: Path, tree: str, dest: Path) -> list[str]:
+def _archive(git_dir: Path, tree: str, dest: Path, paths: list[str] | None = None) -> list[str]:
     cmd = [git_path(), *HARDENING, f"--git-dir={git_dir}", "archive", "--format=tar", tree]
+    if paths is not None:
+        cmd += ["--", *(f":(literal){p}" for p in paths)]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=git_env())
     try:
         assert proc.stdout is not None
-        notes = write_tar(proc.stdout, dest)
+        notes = write_tar(proc.stdout, dest, into=paths is not None)
         # the tar's end blocks and padding: read to the end, or git dies of a closed pipe
         while proc.stdout.read(1 << 16):
             pass
@@ -332,6 +334,62 @@ def export(git_dir: Path, commit: str, subdir: str, dest: Path, *, url: str = ""
     return notes
 
 
+# an update that changes more files than this exports the whole tree again (one command line)
+MAX_CHANGED_FILES = 2_000
+
+
+def changed_paths(git_dir: Path, old: str, new: str, subdir: str) -> dict[str, str] | None:
+    """Path (relative to ``subdir``) -> git's status letter of every file that differs between two
+    commits; None when ``old`` is not in the cache or too much changed."""
+    args = ["diff", "--name-status", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", old, new]
+    res = git(git_dir, *args, *(["--", f":(literal){subdir}"] if subdir else []), check=False)
+    if res.returncode != 0:
+        return None
+    items = res.stdout.decode("utf-8", "surrogateescape").split("\0")
+    out: dict[str, str] = {}
+    prefix = subdir + "/" if subdir else ""
+    for status, path in zip(items[0::2], items[1::2]):
+        if path.startswith(prefix):
+            out[path[len(prefix):]] = status[:1]
+    return out if len(out) <= MAX_CHANGED_FILES else None
+
+
+def export_changes(git_dir: Path, new: str, subdir: str, changed: dict[str, str], previous: Path,
+                   dest: Path) -> list[str] | None:
+    """The tree of ``new`` written into the new folder ``dest`` from the ``previous`` one (the tree of
+    the commit before, as exported): unchanged files hard-linked (no copy, and deleting the previous
+    folder then frees nothing), the ``changed`` ones written from git. None when links cannot be
+    made here (another file system): the caller exports the whole tree."""
+    dest.mkdir(parents=True)
+    try:
+        for dirpath, dirnames, filenames in os.walk(previous):
+            here = Path(dirpath)
+            rel_dir = here.relative_to(previous).as_posix()
+            out_dir = dest if rel_dir == "." else dest / rel_dir
+            out_dir.mkdir(exist_ok=True)
+            for name in [*filenames, *(d for d in dirnames if (here / d).is_symlink())]:
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+                if rel in changed:
+                    continue
+                src = here / name
+                if src.is_symlink():
+                    os.symlink(os.readlink(src), out_dir / name)
+                else:
+                    os.link(src, out_dir / name)
+            dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()]
+        # a folder whose files were all deleted goes too (git has no empty folders)
+        for dirpath, dirnames, filenames in os.walk(dest, topdown=False):
+            if dirpath != str(dest) and not filenames and not os.listdir(dirpath):
+                os.rmdir(dirpath)
+    except OSError:
+        shutil.rmtree(dest, ignore_errors=True)
+        return None
+    wanted = sorted(p for p, st in changed.items() if st != "D")
+    if not wanted:
+        return []
+    return _archive(git_dir, f"{new}:{subdir}" if subdir else new, dest, wanted)
+
+
 def _inside(rel: str, target: str) -> bool:
     """Whether a link at ``rel`` pointing to ``target`` stays inside the exported folder."""
     if target.startswith("/") or "\\" in target:
@@ -340,10 +398,11 @@ def _inside(rel: str, target: str) -> bool:
     return not (joined == ".." or joined.startswith("../"))
 
 
-def write_tar(stream: Any, dest: Path) -> list[str]:
-    """A tar stream (``git archive``'s) written into ``dest``: member names checked, caps kept."""
+def write_tar(stream: Any, dest: Path, *, into: bool = False) -> list[str]:
+    """A tar stream (``git archive``'s) written into the new folder ``dest`` (``into``: a folder that
+    exists; a file already there is never overwritten): member names checked, caps kept."""
     notes: list[str] = []
-    dest.mkdir(parents=True)
+    dest.mkdir(parents=True, exist_ok=into)
     count = total = 0
     with tarfile.open(fileobj=stream, mode="r|") as tf:
         for m in tf:

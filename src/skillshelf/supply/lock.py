@@ -186,11 +186,28 @@ def skill_files(folder: Path, skill_md: str = "SKILL.md") -> list[str]:
     return [out[0], *sorted(out[1:])]
 
 
-def scan(folder: Path, label: str) -> tuple[list[SkillEntry], list[str]]:
-    """Every skill under the source folder with its files' digests; notes on what was left out."""
+def _touched(changed: dict[str, str]) -> set[str]:
+    """Every folder holding a changed path (each of its ancestors too; '.' for the top)."""
+    out = {"."}
+    for path in changed:
+        parts = path.split("/")[:-1]
+        out.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return out
+
+
+def scan(folder: Path, label: str, *, reuse: dict[str, SkillEntry] | None = None,
+         changed: dict[str, str] | None = None) -> tuple[list[SkillEntry], list[str]]:
+    """Every skill under the source folder with its files' digests; notes on what was left out.
+    ``reuse`` (the entries before) and ``changed`` (the paths that changed since): a skill whose
+    folder holds no changed path keeps its entry unread."""
     found, notes = discover(Root(folder, "other", label))
+    touched = _touched(changed) if changed is not None else set()
     skills = []
     for f in found:
+        kept = reuse.get(f.rel) if reuse is not None and changed is not None and f.rel not in touched else None
+        if kept is not None:
+            skills.append(kept)
+            continue
         entry = SkillEntry(f.rel)
         for name in skill_files(f.folder, f.path.name):
             d = _digest(f.folder / name)

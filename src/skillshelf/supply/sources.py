@@ -182,10 +182,14 @@ class Sources:
 
     # --- fetching ------------------------------------------------------------------------
     def _fetch(self, spec: Spec, label: str, tmp: Path, *, commit: str | None = None,
-               cache: Path | None = None, submodules: bool = False) -> tuple[Path, str, list[str]]:
+               cache: Path | None = None, submodules: bool = False,
+               previous: tuple[str, Path] | None = None) -> tuple[Path, str, list[str]]:
         """Fetch ``spec`` into ``tmp/tree``; (the tree, the commit or content sha256, notes).
-        ``cache``: the bare repository to fetch into (a new one in ``tmp/cache.git`` if absent)."""
+        ``cache``: the bare repository to fetch into (a new one in ``tmp/cache.git`` if absent).
+        ``previous``: (commit, folder) of the tree as exported before and unchanged since: its
+        unchanged files are linked, not written again (``self.changed`` says which changed)."""
         tree = tmp / "tree"
+        self.changed: dict[str, str] | None = None
         if spec.kind == "git":
             git_dir = cache if cache is not None and cache.is_dir() else tmp / "cache.git"
             if not git_dir.is_dir():
@@ -197,6 +201,13 @@ class Sources:
             if not fetchmod.is_tree(git_dir, got, spec.subdir):
                 raise SourceError(f"--path {spec.subdir} does not exist in {spec.url} at {got[:12]}",
                                   fix="pass --path with a folder of the repository, or leave it out")
+            if previous is not None and not submodules:
+                changed = fetchmod.changed_paths(git_dir, previous[0], got, spec.subdir)
+                if changed is not None:
+                    notes = fetchmod.export_changes(git_dir, got, spec.subdir, changed, previous[1], tree)
+                    if notes is not None:
+                        self.changed = changed
+                        return tree, got, notes
             notes = fetchmod.export(git_dir, got, spec.subdir, tree, url=spec.url, submodules=submodules)
             return tree, got, notes
         src, digest = fetchmod.read_archive(spec, tmp, self._unpack)
@@ -364,16 +375,22 @@ class Sources:
         cache = self._cache(old.label)
         if spec.kind == "git" and not cache.is_dir():   # a restored or older home: a new cache
             fetchmod.init_cache(cache, spec.url)
-        tree, commit, notes = self._fetch(spec, old.label, tmp, cache=cache, submodules=old.submodules)
+        drift = lockmod.check(old, self.folder(old.label))
         t1 = time.perf_counter()
-        skills, more = lockmod.scan(tree, old.label)
+        # an unchanged folder is the old commit's tree: the new one is made from it and git's diff
+        previous = None if drift else (old.commit, self.folder(old.label))
+        tree, commit, notes = self._fetch(spec, old.label, tmp, cache=cache, submodules=old.submodules,
+                                          previous=previous)
         t2 = time.perf_counter()
+        changed = self.changed
+        skills, more = lockmod.scan(tree, old.label, reuse=old.by_path() if changed is not None else None,
+                                    changed=changed)
+        t3 = time.perf_counter()
         new = lockmod.SourceEntry(label=old.label, source=old.source, kind=old.kind, url=old.url,
                                   ref=spec.ref, path=old.path, commit=commit, pinned=old.pinned,
                                   submodules=old.submodules, updated=_now(), skills=skills)
-        plan = UpdatePlan(old.label, old, new, tree, notes=notes + more,
-                          drift=lockmod.check(old, self.folder(old.label)))
-        plan.seconds["fetch"], plan.seconds["lock"], plan.seconds["drift"] = t1 - t0, t2 - t1, time.perf_counter() - t2
+        plan = UpdatePlan(old.label, old, new, tree, notes=notes + more, drift=drift)
+        plan.seconds.update(drift=t1 - t0, fetch=t2 - t1, lock=t3 - t2)
         if spec.kind == "git":
             head = fetchmod.resolve(cache, spec.url, old.ref)
             self._set_state(old.label, upstream=head, checked=_now())
