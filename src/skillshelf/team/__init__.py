@@ -25,13 +25,15 @@ file-system events), ``store`` and the core values."""
 
 from __future__ import annotations
 
+import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConflictError
+from ..errors import ConflictError, StoreError
 from ..store.pg_workspace import PgWorkspace
 from .drafts import PgDrafts
 from .mirror import Mirror
@@ -71,6 +73,7 @@ class Team:
         self._pending: list[Path] = []       # what is indexed before the first read (``current``)
         self._caught_up = threading.Event()
         self._catching = threading.Lock()
+        self._failed: str | None = None      # why the start's catching up could not be indexed
         try:
             self.store = PgWorkspace(self.pg)
             paths = team_paths(config.home)
@@ -104,8 +107,14 @@ class Team:
             try:
                 if not self._caught_up.is_set():
                     index = self._index
-                    if index is not None:
-                        index(list(self._pending))
+                    try:
+                        if index is not None:
+                            index(list(self._pending))
+                    except (OSError, sqlite3.Error, StoreError) as exc:
+                        # the index cannot be written (a full disk, a read-only file): reads go on from
+                        # it as it is, and say so (``lag``, doctor's index line), as a local library's do
+                        self._failed = f"what changed in the team store while it was away could not be indexed ({exc})"
+                        print(f"skillshelf: {self._failed}", file=sys.stderr)
                     self._caught_up.set()
             finally:
                 self._catching.release()
@@ -157,6 +166,8 @@ class Team:
     def lag(self) -> str | None:
         """What a read answered now may miss, in words, from what this server knows without
         asking the store (the dashboard's banner, a search's ``degraded``): None when current."""
+        if self._failed:
+            return self._failed + ": reads may be behind the store"
         if not self._caught_up.is_set():
             return (f"this server is catching up with the team store ({len(self._changed)} skill(s) changed while "
                     "it was away)")
