@@ -6,9 +6,10 @@ A git repository is made from the corpus's skill folders (one commit), served as
 repository over ``file://``. Timed, each in a new temporary home:
 - ``sources add`` of it: git (fetch + export of the tree), the lock (sha256 of every file),
   index (the sync, which audits what it indexes), the audit report;
-- ``sources update`` after a commit that changes ``--changed`` skills: the plan (fetch, the lock,
-  the audit of the new text of the changed skills, the drift check of the folder) and apply (the
-  folder swapped in, the lock moved, the changed skills reindexed);
+- ``sources update`` after a commit that changes ``--changed`` skills: the plan (the drift check of
+  the folder, fetch, the lock, the audit of the new text of the changed skills) and apply (the
+  folder swapped in, the lock moved, the changed skills reindexed); then the same with the whole
+  tree exported again, as an update of a folder that drifted does;
 - ``lock --check`` of every file;
 - ``sources restore`` of the lock into an empty home (fetch, verify every digest, index).
 ``--embedder none`` (the default) leaves the embedding out of the indexing; with ``minilm`` the
@@ -81,6 +82,27 @@ def main() -> None:
             t_plan = time.perf_counter() - t0
             lib.sources.apply(plan)
         print(f"sources update ({len(plan.changes)} skills changed): {time.perf_counter() - t0:.2f} s wall; "
+              f"plan {t_plan:.2f} s, {fmt(plan.seconds)}")
+
+        # the same update again, 50 other skills, with the whole tree exported (as before links)
+        from skillshelf.supply import fetch as fetchmod
+
+        for p in skills[1::step][: a.changed]:
+            with open(p, "a", encoding="utf-8") as f:
+                f.write("\n\nAnother line added upstream.\n")
+        git(work, "commit", "-q", "-am", "change other skills")
+        git(work, "push", "-q", str(bare), "main")
+        linked = fetchmod.changed_paths
+        fetchmod.changed_paths = lambda *args, **kw: None
+        try:
+            t0 = time.perf_counter()
+            with lib.sources.planning(["corpus"]) as plans:
+                plan = plans[0]
+                t_plan = time.perf_counter() - t0
+                lib.sources.apply(plan)
+        finally:
+            fetchmod.changed_paths = linked
+        print(f"  the same with the whole tree exported again: {time.perf_counter() - t0:.2f} s wall; "
               f"plan {t_plan:.2f} s, {fmt(plan.seconds)}")
 
         t0 = time.perf_counter()
