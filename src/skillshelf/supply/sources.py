@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import config as configmod, skill as skillmod
 from ..catalog.roots import make_roots
@@ -68,6 +68,16 @@ class SkillChange:
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "change": self.change, "files": self.files, "findings": self.findings,
                 "edit": self.edit, "copy": self.copy, "note": self.note}
+
+
+class Fetched(NamedTuple):
+    """What a fetch wrote: the tree (a temporary folder), the commit (or the content's sha256),
+    notes on what was left out, and for a tree made from the previous one, the paths that changed."""
+
+    tree: Path
+    commit: str
+    notes: list[str]
+    changed: dict[str, str] | None = None
 
 
 @dataclass
@@ -183,13 +193,11 @@ class Sources:
     # --- fetching ------------------------------------------------------------------------
     def _fetch(self, spec: Spec, label: str, tmp: Path, *, commit: str | None = None,
                cache: Path | None = None, submodules: bool = False,
-               previous: tuple[str, Path] | None = None) -> tuple[Path, str, list[str]]:
-        """Fetch ``spec`` into ``tmp/tree``; (the tree, the commit or content sha256, notes).
-        ``cache``: the bare repository to fetch into (a new one in ``tmp/cache.git`` if absent).
-        ``previous``: (commit, folder) of the tree as exported before and unchanged since: its
-        unchanged files are linked, not written again (``self.changed`` says which changed)."""
+               previous: tuple[str, Path] | None = None) -> Fetched:
+        """Fetch ``spec`` into ``tmp/tree``. ``cache``: the bare repository to fetch into (a new one
+        in ``tmp/cache.git`` if absent). ``previous``: (commit, folder) of the tree as exported before
+        and unchanged since: its unchanged files are linked, not written again."""
         tree = tmp / "tree"
-        self.changed: dict[str, str] | None = None
         if spec.kind == "git":
             git_dir = cache if cache is not None and cache.is_dir() else tmp / "cache.git"
             if not git_dir.is_dir():
@@ -206,10 +214,9 @@ class Sources:
                 if changed is not None:
                     notes = fetchmod.export_changes(git_dir, got, spec.subdir, changed, previous[1], tree)
                     if notes is not None:
-                        self.changed = changed
-                        return tree, got, notes
+                        return Fetched(tree, got, notes, changed)
             notes = fetchmod.export(git_dir, got, spec.subdir, tree, url=spec.url, submodules=submodules)
-            return tree, got, notes
+            return Fetched(tree, got, notes)
         src, digest = fetchmod.read_archive(spec, tmp, self._unpack)
         if commit and digest != commit:
             raise SourceError(f"{spec.url} has changed: its sha256 is {digest}, the lock says {commit}",
@@ -218,7 +225,7 @@ class Sources:
             raise SourceError(f"--path {spec.subdir} does not exist in {spec.url}", fix="pass a folder of the archive")
         if fetchmod.write_files(src.files, src.executable, tree, spec.subdir) == 0:
             raise SourceError(f"--path {spec.subdir} holds no files in {spec.url}", fix="pass a folder of the archive")
-        return tree, digest, list(src.notes)
+        return Fetched(tree, digest, list(src.notes))
 
     @staticmethod
     def _where(spec: Spec) -> str:
@@ -250,7 +257,7 @@ class Sources:
             self._check_label(label, entries)
             t0 = time.perf_counter()
             with self._tmp(label) as tmp:
-                tree, commit, notes = self._fetch(spec, label, tmp, submodules=submodules)
+                tree, commit, notes, _ = self._fetch(spec, label, tmp, submodules=submodules)
                 timing["fetch"] = time.perf_counter() - t0
                 skills, more = lockmod.scan(tree, label)
                 timing["lock"] = time.perf_counter() - t0 - timing["fetch"]
@@ -379,10 +386,9 @@ class Sources:
         t1 = time.perf_counter()
         # an unchanged folder is the old commit's tree: the new one is made from it and git's diff
         previous = None if drift else (old.commit, self.folder(old.label))
-        tree, commit, notes = self._fetch(spec, old.label, tmp, cache=cache, submodules=old.submodules,
-                                          previous=previous)
+        tree, commit, notes, changed = self._fetch(spec, old.label, tmp, cache=cache, submodules=old.submodules,
+                                                   previous=previous)
         t2 = time.perf_counter()
-        changed = self.changed
         skills, more = lockmod.scan(tree, old.label, reuse=old.by_path() if changed is not None else None,
                                     changed=changed)
         t3 = time.perf_counter()
@@ -598,7 +604,7 @@ class Sources:
             for e in wanted:
                 tmp = stack.enter_context(self._tmp(e.label))
                 spec = Spec(e.kind, e.url, e.path, e.ref, e.label)
-                tree, _, _ = self._fetch(spec, e.label, tmp, commit=e.commit, submodules=e.submodules)
+                tree = self._fetch(spec, e.label, tmp, commit=e.commit, submodules=e.submodules).tree
                 bad = lockmod.check(e, tree)
                 if bad:
                     first = bad[0]
