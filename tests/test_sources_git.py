@@ -669,3 +669,23 @@ def test_an_update_built_from_the_previous_files_equals_a_fresh_fetch(tmp_path, 
     strip = [{k: v for k, v in s.items() if k != "updated"} for s in lock_of(home)["source"]]
     assert strip == [{k: v for k, v in s.items() if k != "updated"} for s in lock_of(fresh)["source"]]
     assert sk(home, "lock", "--check").returncode == 0
+
+
+def test_an_unreachable_source_does_not_stop_the_others_update(tmp_path, upstream):
+    other = Upstream(tmp_path / "other")
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "team").returncode == 0
+    assert sk(home, "sources", "add", other.url, "--name", "gone").returncode == 0
+    before = {s["label"]: s["commit"] for s in lock_of(home)["source"]}
+    shutil.rmtree(other.bare)
+    upstream.write("skills/beta/SKILL.md", BETA + "\nmore\n")
+    new = upstream.commit("more")
+    upstream.push()
+    r = sk(home, "sources", "update", "--yes")
+    assert r.returncode == 1
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("error:")] == \
+        [ln for ln in r.stderr.splitlines() if ln.startswith("error: gone: cannot fetch")]
+    after = {s["label"]: s["commit"] for s in lock_of(home)["source"]}
+    assert after == {"team": new, "gone": before["gone"]}
+    r = sk(home, "sources", "update", "gone", "--yes")        # asked by name: its error is the command's
+    assert r.returncode == 1 and "cannot fetch" in r.stderr and "Traceback" not in r.stderr

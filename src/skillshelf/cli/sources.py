@@ -172,9 +172,15 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
     the lock. Your edits of a source's skills are merged; a conflict goes to the review queue."""
     lib = _lib()
     results = []
+    failed = 0
     with lib.sources.planning(labels or (), to=to) as plans:
         for plan in plans:
             d = plan.as_dict()
+            if plan.error:            # this source could not be fetched: the others are still updated
+                failed += 1
+                err.print(f"error: {plan.label}: {_clean(plan.error)}")
+                results.append(d)
+                continue
             if not json_out:
                 _print_plan(d)
             if dry_run or not plan.moved:
@@ -199,6 +205,8 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
                         out.print(f"  {c['copy']}: {_clean(c['note'])}")
     if json_out:
         _json(results)
+    if failed:
+        raise typer.Exit(1)
 
 
 @sources_app.command("remove")

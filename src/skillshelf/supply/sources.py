@@ -94,16 +94,17 @@ class UpdatePlan:
     applied: bool = False
     held: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    error: str | None = None               # this source could not be fetched (the others still are)
 
     @property
     def moved(self) -> bool:
-        return self.old.commit != self.new.commit or bool(self.changes) or bool(self.drift)
+        return self.error is None and (self.old.commit != self.new.commit or bool(self.changes) or bool(self.drift))
 
     def as_dict(self) -> dict[str, Any]:
         return {"label": self.label, "from": self.old.commit, "to": self.new.commit, "ref": self.new.ref,
                 "changes": [c.as_dict() for c in self.changes], "notes": self.notes, "applied": self.applied,
                 "drift": [d.as_dict() for d in self.drift],
-                "held": self.held, "seconds": self.seconds}
+                "held": self.held, "seconds": self.seconds, "error": self.error}
 
 
 class Sources:
@@ -373,7 +374,15 @@ class Sources:
             raise ValidationError("--to moves one source",
                                   fix="name the source: `skillshelf sources update LABEL --to REF`")
         with contextlib.ExitStack() as stack:
-            plans = [self._plan(e, stack.enter_context(self._tmp(e.label)), to) for e in chosen]
+            plans = []
+            for e in chosen:
+                tmp = stack.enter_context(self._tmp(e.label))
+                try:
+                    plans.append(self._plan(e, tmp, to))
+                except SkillshelfError as exc:
+                    if len(chosen) == 1:     # one source asked for: its error is the command's
+                        raise
+                    plans.append(UpdatePlan(e.label, e, e, None, error=str(exc)))
             yield plans
 
     def _plan(self, old: lockmod.SourceEntry, tmp: Path, to: str | None) -> UpdatePlan:
