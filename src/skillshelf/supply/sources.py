@@ -156,9 +156,15 @@ class Sources:
         raise NotFoundError(f"no source {label!r} in this library", suggestions=known[:3] or None,
                             fix=None if known else "add one with `skillshelf sources add SOURCE`")
 
+    STALE_TMP = 86_400      # seconds after which a temporary folder is one a killed process left
+
     @contextlib.contextmanager
     def _tmp(self, label: str) -> Iterator[Path]:
         (self.base / ".tmp").mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):
+            for old in (self.base / ".tmp").iterdir():
+                if time.time() - old.stat().st_mtime > self.STALE_TMP:
+                    shutil.rmtree(old, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.base / ".tmp"))
         try:
             yield tmp
