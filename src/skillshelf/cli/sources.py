@@ -75,6 +75,9 @@ def _add(ctx: typer.Context, source: str, name: Optional[str], ref: Optional[str
     out.print(f"added {res['label']}: {res['skills']} skill{'s' * (res['skills'] != 1)} from {_clean(res['url'])}"
               + (f" ({_clean(res['path'])})" if res["path"] else "") + f" at {at}"
               + (" — pinned: a skill that changes is held until `skillshelf trust NAME`" if res["pinned"] else ""))
+    shown = ", ".join(_clean(n) for n in res["names"][:12])
+    out.print(f"skills: {shown}" + (f" … and {len(res['names']) - 12} more (`skillshelf list --root {res['root']}`)"
+                                    if len(res["names"]) > 12 else ""))
     out.print(f"audit: {_findings_line(res['findings'])}"
               + (f" — see `skillshelf audit --root {res['root']}`" if res["findings"] else ""))
     for note in res["notes"][:10]:

@@ -285,8 +285,9 @@ class Sources:
             self.supply.pin(root)
         findings = self.supply.audit(root=root, min_severity="medium")
         timing["audit"] = time.perf_counter() - t0
+        names = sorted(r.name for r in self._records(root))
         return {**entry.summary(), "root": root, "notes": notes + more, "findings": findings,
-                "indexed": getattr(report, "added", None), "seconds": timing}
+                "indexed": getattr(report, "added", None), "names": names, "seconds": timing}
 
     def _install(self, items: list[tuple[lockmod.SourceEntry, Path, Path]],
                  entries: list[lockmod.SourceEntry]) -> None:
