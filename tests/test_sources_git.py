@@ -534,6 +534,8 @@ def test_the_lock_holds_the_digests_skills_list_serves(tmp_path, upstream):
     upstream.write("skills/beta/.hidden", "not served\n")
     upstream.write("skills/beta/node_modules/x.js", "not served\n")
     upstream.write("skills/beta/refs/guide.md", "served\n")
+    upstream.write("skills/beta/nested/SKILL.md", BETA.replace("name: beta", "name: nested"))
+    upstream.write("skills/beta/nested/notes.md", "nested notes\n")
     upstream.commit("files")
     upstream.push()
     lib = Library(home=tmp_path / "home", embedder=FakeEmbedder())
@@ -545,7 +547,8 @@ def test_the_lock_holds_the_digests_skills_list_serves(tmp_path, upstream):
             served = {r["uri"].rsplit(skill["path"] + "/", 1)[1]: (r["digest"], r["size"])
                       for r in lib.skill_manifest(lib.skill_uri(rec.id))["resources"]}
             assert served == {f["path"]: (f["digest"], f["size"]) for f in skill["files"]}
-        assert {f["path"] for s in src["skill"] for f in s["files"]} >= {"refs/guide.md", "scripts/deploy.sh"}
+        assert {f["path"] for s in src["skill"] for f in s["files"]} >= {"refs/guide.md", "scripts/deploy.sh",
+                                                                          "nested/notes.md"}
     finally:
         lib.close()
 

@@ -3,7 +3,7 @@
 Per source: its label, what was asked (``source``, ``ref``, ``path``), the URL fetched, the exact
 commit (or the archive's sha256); per skill its folder; per file ``sha256:<hex>`` and size -- the
 files and digests the Skills Extension's ``skills/list`` serves for that skill (its SKILL.md, then
-the other files a reader may open: no hidden files, no nested skills, no dependency or VCS
+the other files a reader may open, nested skills' included: no hidden files, no dependency or VCS
 folders, none over ``files.MAX_RESOURCE_BYTES``), so a host can check what it loads.
 
 The file is TOML written in a fixed order (sources by label, skills by path, files by path, one
@@ -14,21 +14,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..catalog.roots import SKIP_DIRS, Root, discover
+from ..catalog.resources import skill_files as served_files
+from ..catalog.roots import Root, discover
 from ..errors import ValidationError
 from ..files import MAX_RESOURCE_BYTES, FileRefused, read_bounded, write_file
 
 LOCK_NAME = "skillshelf.lock"
 LOCK_VERSION = 1
 MAX_LOCK_BYTES = 512_000_000
-WALK_CAP = 5000         # files per skill, as the skill's file list
 
 
 @dataclass
@@ -154,36 +152,10 @@ def _digest(p: Path) -> tuple[str, int] | None:
 
 
 def skill_files(folder: Path, skill_md: str = "SKILL.md") -> list[str]:
-    """The files of a skill as ``skills/list`` serves them: its SKILL.md, then the other regular
-    files inside the folder (links only to files inside it), by path; hidden files, nested skills
-    and dependency or VCS folders left out, and files over ``MAX_RESOURCE_BYTES``."""
-    out = [skill_md]
-    try:
-        base_r = folder.resolve()
-    except OSError:
-        return out
-    seen = 0
-    for dirpath, dirnames, filenames in os.walk(folder):
-        here = Path(dirpath)
-        rel_dir = here.relative_to(folder)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS
-                             and not (here / d / "SKILL.md").exists())
-        for f in sorted(filenames):
-            if f.startswith(".") or (rel_dir == Path(".") and f == skill_md):
-                continue
-            seen += 1
-            if seen > WALK_CAP:
-                return out
-            p = here / f
-            try:
-                st = os.stat(p)
-                if os.path.islink(p) and base_r not in Path(os.path.realpath(p)).parents:
-                    continue
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_RESOURCE_BYTES:
-                out.append((rel_dir / f).as_posix())
-    return [out[0], *sorted(out[1:])]
+    """The files of a skill as ``skills/list`` serves them (``catalog.resources.skill_files``, nested
+    skills' files included): its SKILL.md, then the other servable files, by depth and path."""
+    others, _ = served_files(folder, nested=True, skip=skill_md)
+    return [skill_md, *others]
 
 
 def _touched(changed: dict[str, str]) -> set[str]:
