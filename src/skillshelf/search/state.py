@@ -129,16 +129,20 @@ class SearchState:
                 out[int(p)] = r
         return out
 
-    def _mask(self, meta: Snapshot, key: tuple, select) -> np.ndarray:
+    def _mask(self, meta: Snapshot, key: tuple, select, ready: bool = False):
         """Positions of the rowids ``select()`` returns (a read of the store), cached for
-        this index generation."""
-        cached = self._masks.get(key)
-        if cached is not None:
-            return cached
-        ids = select()
-        mask = np.zeros(len(meta.rowids), dtype=bool)
-        pos = meta.positions(ids)
-        mask[pos[pos >= 0]] = True
+        this index generation; ``ready``: ``select()`` returns the mask itself (or None)."""
+        if key in self._masks:
+            return self._masks[key]
+        if ready:
+            mask = select()
+            if mask is not None:
+                mask.setflags(write=False)
+        else:
+            ids = select()
+            mask = np.zeros(len(meta.rowids), dtype=bool)
+            pos = meta.positions(ids)
+            mask[pos[pos >= 0]] = True
         if len(self._masks) > 64:
             self._masks.clear()
         self._masks[key] = mask
@@ -147,7 +151,24 @@ class SearchState:
     def allowed(self, meta: Snapshot, repo_scope, current_repo, tags, skill_type, include_inactive,
                 include_expired, exclude: frozenset[str] | None = None) -> np.ndarray | None:
         """The positions a search may return under these filters (None: every one);
-        ``exclude``: skill ids left out (those held back from agents)."""
+        ``exclude``: skill ids left out (those held back from agents). The same filters on the
+        same day give the same array (read-only), cached for this index generation: the vector
+        indexes keep the selector they build from it for the next search."""
+        tag_key = tuple(sorted({t.strip().lower() for t in tags if t.strip()})) if tags else ()
+        key = ("allowed", meta.gen, repo_scope, current_repo, tag_key, skill_type, include_inactive, include_expired,
+               exclude if isinstance(exclude, frozenset) else None, _dt.date.today().toordinal())
+        if exclude and not isinstance(exclude, frozenset):   # (a set cannot key the cache)
+            return self._allowed(meta, repo_scope, current_repo, tags, skill_type, include_inactive,
+                                 include_expired, exclude)
+        if self.meta is not meta:    # an older snapshot than the cache's: not cached
+            return self._allowed(meta, repo_scope, current_repo, tags, skill_type, include_inactive,
+                                 include_expired, exclude)
+        return self._mask(meta, key, lambda: self._allowed(meta, repo_scope, current_repo, tags, skill_type,
+                                                           include_inactive, include_expired, exclude),
+                          ready=True)
+
+    def _allowed(self, meta: Snapshot, repo_scope, current_repo, tags, skill_type, include_inactive,
+                 include_expired, exclude: frozenset[str] | None = None) -> np.ndarray | None:
         n = len(meta.rowids)
         mask = np.ones(n, dtype=bool)
         filtered = False
