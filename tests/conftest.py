@@ -111,3 +111,32 @@ def dashboard_server(lib):
     finally:
         srv.should_exit = True
         thread.join(5)
+
+
+# --- the dashboard in a real browser: Debian's chromium driven by Playwright (no browser download) ---
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                    reason=f"no chromium at {CHROMIUM} (apt-get install chromium)")
+
+
+@contextlib.contextmanager
+def chromium():
+    """A headless chromium, closed afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def screenshots(tmp_path_factory, name: str = "screenshots") -> Path:
+    """Where a browser test's screenshots go: $SKILLSHELF_SCREENSHOTS, else a temporary folder."""
+    where = os.environ.get("SKILLSHELF_SCREENSHOTS")
+    path = Path(where) if where else tmp_path_factory.mktemp(name)
+    path.mkdir(parents=True, exist_ok=True)
+    return path

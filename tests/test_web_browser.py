@@ -6,21 +6,16 @@ temporary folder (or to $SKILLSHELF_SCREENSHOTS)."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
-from conftest import dashboard_server
+from conftest import chromium, dashboard_server, needs_chromium, screenshots
 
 pytest.importorskip("fastapi", reason="the web extra is not installed (pip install 'skillshelf[web]')")
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason=f"no chromium at {CHROMIUM} (apt-get install chromium)")
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -35,20 +30,13 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory) -> Path:
-    where = os.environ.get("SKILLSHELF_SCREENSHOTS")
-    path = Path(where) if where else tmp_path_factory.mktemp("screenshots")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return screenshots(tmp_path_factory, "screenshots")
 
 
 @pytest.fixture

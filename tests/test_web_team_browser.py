@@ -5,20 +5,15 @@ signs out. Screenshots go to a temporary folder (or to $SKILLSHELF_SCREENSHOTS).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from conftest import dashboard_server
+from conftest import chromium, dashboard_server, needs_chromium, screenshots
 
 pytest.importorskip("fastapi", reason="the web extra is not installed (pip install 'skillshelf[web]')")
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason=f"no chromium at {CHROMIUM} (apt-get install chromium)")
+pytestmark = needs_chromium
 
 
 @pytest.fixture
@@ -33,20 +28,13 @@ def server(tmp_path, pg_url):
 
 @pytest.fixture
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
 def shots(tmp_path_factory) -> Path:
-    where = os.environ.get("SKILLSHELF_SCREENSHOTS")
-    path = Path(where) if where else tmp_path_factory.mktemp("team-screenshots")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return screenshots(tmp_path_factory, "team-screenshots")
 
 
 def test_a_person_signs_in_with_a_token_through_the_form(server, browser, shots):
