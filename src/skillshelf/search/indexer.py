@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..catalog.roots import Root, scope
+from ..catalog.roots import SKILL_FILES, Root, scope
 from ..catalog.watcher import Watcher
 from ..config import Config
 from ..errors import ConflictError, EmbedderError, StoreError
@@ -52,6 +52,12 @@ UNWATCHED_RESCAN = 60.0  # ... while some root has no file-system events at all
 TICK = 0.1               # the background thread's look at the watcher, and how fast it stops
 GROUP = 1.0              # changes arriving in a burst (a git pull) are synced together, after at most this
 ONLY_MAX = 500           # a sync told of more skill folders than this scans every root instead
+
+
+def _folders(paths: set[Path]) -> set[Path]:
+    """The folders to sync for the watcher's changed paths: a skill file's folder; an added
+    or deleted folder (or a root) itself."""
+    return {p.parent if p.name in SKILL_FILES else p for p in paths}
 
 
 class Stopped(ConflictError):
@@ -480,17 +486,23 @@ class Indexer:
         next_full = time.monotonic() + self._rescan_period(interval)
         pending = False
         since = 0.0
+        changed: set[Path] = set()
         while not self._closed.wait(TICK):
             now = time.monotonic()
             _, got = self._changes()
             if got:
+                changed |= got
                 since = since or now
                 pending = True
                 if now - since < GROUP:
                     continue            # more may be on their way
             if pending:
                 pending, since = False, 0.0
-                self._background_sync(full=False)
+                folders, changed = _folders(changed), set()
+                # A local library syncs only the folders the watcher named (a walk of every root
+                # costs seconds at 100k skills); a team server's sync also runs its store hook
+                # (``before_sync``), which only a sync of every root calls.
+                self._background_sync(full=False, only=folders if self.before_sync is None else None)
             elif now >= next_full:
                 self._background_sync()
             else:
@@ -527,7 +539,7 @@ class Indexer:
         w = self._watcher
         return interval if w is not None and not w.unwatched else min(interval, UNWATCHED_RESCAN)
 
-    def _background_sync(self, *, full: bool = True) -> None:
+    def _background_sync(self, *, full: bool = True, only: set[Path] | None = None) -> None:
         """One sync off the request path, its progress kept for ``status``; the search
         state is reloaded here after a change, not in the next query (at 100k skills that is
         seconds an agent would otherwise wait for)."""
@@ -544,7 +556,7 @@ class Indexer:
 
         p.update(phase="scanning", done=0, total=0)
         try:
-            rep = self.sync(progress=reading, embed_progress=embedding, full=full)
+            rep = self.sync(progress=reading, embed_progress=embedding, full=full, only=only)
             if rep.changed or rep.embedded or p["first"]:
                 self.searcher.warm(self.embedder.state()[0])
             p.update(state="ready", error=None)
