@@ -140,3 +140,16 @@ def screenshots(tmp_path_factory, name: str = "screenshots") -> Path:
     path = Path(where) if where else tmp_path_factory.mktemp(name)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless chromium for a browser test module (``chromium``)."""
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    """The folder a browser test module's screenshots go to (``screenshots``)."""
+    return screenshots(tmp_path_factory)

@@ -7,10 +7,9 @@ temporary folder (or to $SKILLSHELF_SCREENSHOTS)."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
-from conftest import chromium, dashboard_server, needs_chromium, screenshots
+from conftest import dashboard_server, needs_chromium
 
 pytest.importorskip("fastapi", reason="the web extra is not installed (pip install 'skillshelf[web]')")
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
@@ -26,17 +25,6 @@ def server(tmp_path_factory):
     with dashboard_server(lib) as base:
         yield base, lib
     lib.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    return screenshots(tmp_path_factory, "screenshots")
 
 
 @pytest.fixture

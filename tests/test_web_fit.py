@@ -6,10 +6,8 @@ Screenshots go to a temporary folder (or $SKILLSHELF_SCREENSHOTS)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from conftest import chromium, dashboard_server, needs_chromium, screenshots, write_skill
+from conftest import dashboard_server, needs_chromium, write_skill
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
@@ -59,17 +57,6 @@ def server(tmp_path_factory):
     with dashboard_server(lib) as base:
         yield base, lib
     lib.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    return screenshots(tmp_path_factory, "screenshots")
 
 
 def _open(browser, width: int, height: int):

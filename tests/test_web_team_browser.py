@@ -5,10 +5,8 @@ signs out. Screenshots go to a temporary folder (or to $SKILLSHELF_SCREENSHOTS).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from conftest import chromium, dashboard_server, needs_chromium, screenshots
+from conftest import dashboard_server, needs_chromium
 
 pytest.importorskip("fastapi", reason="the web extra is not installed (pip install 'skillshelf[web]')")
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
@@ -24,17 +22,6 @@ def server(tmp_path, pg_url):
     with dashboard_server(lib) as base:
         yield base, lib
     lib.close()
-
-
-@pytest.fixture
-def browser():
-    with chromium() as b:
-        yield b
-
-
-@pytest.fixture
-def shots(tmp_path_factory) -> Path:
-    return screenshots(tmp_path_factory, "team-screenshots")
 
 
 def test_a_person_signs_in_with_a_token_through_the_form(server, browser, shots):
