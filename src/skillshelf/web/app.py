@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 
 from ..errors import SkillshelfError, StoreError
 from ..version import __version__
-from . import actions, api, pages, supply, team as team_routes
+from . import actions, api, pages, sources, supply, team as team_routes
 from .auth import TeamAuth
 from .common import HERE, Pages, error_dict, status_of
 from .security import Guard
@@ -91,4 +91,7 @@ def build(lib: Any, *, token: str = "", host: str = "127.0.0.1", port: int = 778
     app.include_router(pages.router)
     app.include_router(actions.router)
     app.include_router(supply.router)
+    app.include_router(sources.router)
+    app.include_router(sources.api)
+    app.state.pages.env.globals["source_of"] = sources.source_of(lib)      # a skill page names its source
     return app

@@ -48,7 +48,7 @@ WHAT = {"read": "reading the library", "search": "searching", "list": "listing s
         "save_skill": "saving a skill", "edit": "editing a skill directly", "approve": "approving a draft", "trust": "trusting a held or risky skill",
         "reject": "rejecting a draft", "deprecate": "deprecating a skill", "restore": "restoring a skill",
         "extend_ttl": "extending a TTL", "rollback": "rolling back a skill", "delete": "deleting a skill",
-        "tokens": "managing tokens", "held": "reviewing held skills"}
+        "tokens": "managing tokens", "held": "reviewing held skills", "sources": "updating a source"}
 
 
 def caller_of(request: Request) -> Any:
