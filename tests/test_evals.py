@@ -19,7 +19,6 @@ from conftest import write_skill
 from skillshelf import Library
 from skillshelf.catalog.eval_files import parse_queries, read_evals
 from skillshelf.embeddings.fake import FakeEmbedder
-from skillshelf.errors import PolicyError
 
 SCRIPT = Path(sys.executable).with_name("skillshelf")
 if not SCRIPT.exists():  # an environment whose scripts live elsewhere
@@ -160,9 +159,9 @@ def test_eval_reports_recall_false_triggers_and_misses_and_exits_by_the_floors(t
     assert p.returncode == 2 and "--all" in p.stderr
     p = sk(h, "eval", "no-such-skill")
     assert p.returncode == 1 and p.stderr.startswith("error:")
-    (h / "config.toml").write_text('[eval]\nguard = "block"\n')
+    (h / "config.toml").write_text('[eval]\nmin_recall = 2\n')
     p = sk(h, "eval", "cors-fix")
-    assert p.returncode == 1 and "guard 'block'" in p.stderr and "config.toml" in p.stderr
+    assert p.returncode == 1 and "min_recall 2" in p.stderr and "config.toml" in p.stderr
 
 
 def test_learned_evals_come_from_worked_reports_and_are_never_mixed_with_authored_ones(tmp_path):
@@ -227,14 +226,14 @@ EGGS_FIX = {"action": "FIX", "target_skill_name": "cors-fix", "description": EGG
 
 def test_a_fix_that_makes_a_skill_unfindable_is_shown_to_the_agent_or_refused_by_setting(tmp_path):
     h = tmp_path / "h"
-    ws = make_home(h, 'write_policy = "open"\n[eval]\nguard = "refuse"\n')
+    ws = make_home(h, 'write_policy = "open"\n[evolution]\nfindability = "block"\n')
     before = (ws / "cors-fix" / "SKILL.md").read_text()
     with Library(h, embedder=FakeEmbedder(), auto_sync=False) as lib:
         lib.sync()
     res = _save(h, EGGS_FIX)
     assert res.is_error
     msg = res.content[0].text
-    assert "FIX of cors-fix refused: findability: 4/4 →" in msg and "eval.guard" in msg, msg
+    assert 'FIX of cors-fix refused by evolution.findability = "block": findability: 4/4 →' in msg, msg
     assert "now finds" in msg                       # what comes first instead
     assert (ws / "cors-fix" / "SKILL.md").read_text() == before     # nothing written
     with Library(h, embedder=FakeEmbedder(), auto_sync=False) as lib:
@@ -253,18 +252,21 @@ def test_a_fix_that_makes_a_skill_unfindable_is_shown_to_the_agent_or_refused_by
     assert EGGS in (ws / "cors-fix" / "SKILL.md").read_text()
 
 
-def test_a_skill_with_learned_evals_is_guarded_too(tmp_path):
+def test_a_skill_with_learned_evals_is_judged_too_and_one_lost_query_is_let_through(tmp_path):
     h = tmp_path / "h"
-    make_home(h, 'write_policy = "open"\n[eval]\nguard = "refuse"\n')
+    # (outcomes not learned from here: the trial's ranking would otherwise keep the reported requests' skill up)
+    make_home(h, 'write_policy = "open"\n[evolution]\nfindability = "block"\n[search]\nlearn_from_outcomes = false\n')
     with Library(h, embedder=FakeEmbedder(), auto_sync=False) as lib:
         lib.sync()
         for q in ("a multi-stage image that reuses cached layers",
                   "copy the lock file first so the layers stay cached"):
             lib.report_outcome("docker-build", True, query_id=lib.search(q).query_id)
-        with pytest.raises(PolicyError) as exc:
-            lib.save("FIX", target_skill_name="docker-build", description=EGGS, body="# Eggs\n\nBoil them.\n",
-                     replace_body=True, by="person")
-        assert "on its learned evals" in str(exc.value) and "eval.guard" in str(exc.value)
+        res = lib.save("FIX", target_skill_name="docker-build", description=EGGS, body="# Eggs\n\nBoil them.\n",
+                       replace_body=True, by="person")
+        f = res.findability
+        assert (f["source"], f["line"], f["dropped"], f["warning"]) == ("learned", "findability: 2/2 → 1/2", 1, None)
+        assert [m["query"] for m in f["lost"]] == ["copy the lock file first so the layers stay cached"]
+        assert EGGS in lib.get("docker-build").description      # a drop of one query is not more than one
 
 
 def test_a_draft_shows_the_reviewer_what_the_change_does_to_its_evals(tmp_path):

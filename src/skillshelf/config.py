@@ -95,13 +95,17 @@ class EvalConfig:
                                 " often than this")
     max_false: float = _f(0.2, "`skillshelf eval` fails a skill that comes up in the top k for more than this share of"
                                " its should-not-trigger queries")
-    guard: str = _f("warn", "a FIX that drops a skill's recall on its evals below min_recall: warn (the result and the"
-                            " draft show it) | refuse | off")
     min_reports: int = _f(5, "outcome reports each of two versions needs before the newer one can be called worse"
                              " (and their 95% Wilson intervals must not overlap)")
 
 
-EVAL_GUARDS = ("warn", "refuse", "off")
+@dataclass(frozen=True)
+class EvolutionConfig:
+    findability: str = _f("warn", "a FIX, DERIVE or MERGE that loses more than one of a skill's should-trigger eval"
+                                  " queries: warn (the result and the draft say so) | block (refused)")
+
+
+FINDABILITY = ("warn", "block")
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,8 @@ class Config:
     judge: JudgeConfig = _f(JudgeConfig(), "the optional model judge (rerank, soft filter)")
     trust: TrustConfig = _f(TrustConfig(), "what agents see of skills whose audit found a risk")
     sources: SourcesConfig = _f(SourcesConfig(), "collections fetched from git or archives (`skillshelf sources`)")
-    eval: EvalConfig = _f(EvalConfig(), "trigger evals: the floor `skillshelf eval` holds skills to, and changes")
+    eval: EvalConfig = _f(EvalConfig(), "trigger evals: the floor `skillshelf eval` holds skills to")
+    evolution: EvolutionConfig = _f(EvolutionConfig(), "what a change to a skill is held to before it lands")
     # Not settings: where each setting came from (``ORIGINS``; "search.x" for nested ones),
     # and, per root path, where that root came from. A root given for one command ("flag")
     # must exist; a saved one ("file", "environment") that has gone is skipped with a warning.
@@ -388,6 +393,7 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
     trust_values: dict[str, Any] = {}
     sources_values: dict[str, Any] = {}
     eval_values: dict[str, Any] = {}
+    evolution_values: dict[str, Any] = {}
     cfg_file = base.config_path
     if cfg_file.exists():
         try:
@@ -433,11 +439,21 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
                 enames = {f.name for f in dataclasses.fields(EvalConfig)}
                 for ek, ev in value.items():
                     ek = ek.replace("-", "_")
+                    if ek == "guard":
+                        raise ConfigError(f"{cfg_file}: eval.guard is now evolution.findability",
+                                          fix='write [evolution] findability = "warn" or "block" instead')
                     if ek not in enames:
                         raise ConfigError(f"{cfg_file}: unknown setting eval.{ek}",
-                                          fix="the eval section has: min_recall, max_false, guard, min_reports")
+                                          fix="the eval section has: min_recall, max_false, min_reports")
                     eval_values[ek] = _coerce(f"eval.{ek}", getattr(EvalConfig(), ek), ev)
                     origins[f"eval.{ek}"] = "file"
+            elif key == "evolution" and isinstance(value, dict):
+                for vk, vv in value.items():
+                    if vk != "findability":
+                        raise ConfigError(f"{cfg_file}: unknown setting evolution.{vk}",
+                                          fix='the evolution section has one setting: findability = "warn" | "block"')
+                    evolution_values[vk] = str(vv)
+                    origins[f"evolution.{vk}"] = "file"
             elif key in names and key != "home":
                 values[key] = _coerce(key, getattr(base, key), value)
                 origins[key] = "file"
@@ -482,15 +498,20 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
         values["sources"] = SourcesConfig(**sources_values)
     if eval_values and origins.get("eval") != "flag":
         values["eval"] = dataclasses.replace(EvalConfig(), **eval_values)
+    if evolution_values and origins.get("evolution") != "flag":
+        values["evolution"] = EvolutionConfig(**evolution_values)
     cfg = dataclasses.replace(base, **values, origins=origins, root_origins=root_origins)
     ev = cfg.eval
-    if ev.guard not in EVAL_GUARDS or not (0 <= ev.min_recall <= 1 and 0 <= ev.max_false <= 1) or ev.min_reports < 1:
-        where = next((_where(cfg, f"eval.{k}") for k in ("guard", "min_recall", "max_false", "min_reports")
+    if not (0 <= ev.min_recall <= 1 and 0 <= ev.max_false <= 1) or ev.min_reports < 1:
+        where = next((_where(cfg, f"eval.{k}") for k in ("min_recall", "max_false", "min_reports")
                       if cfg.origin(f"eval.{k}") != "default"), "")
-        raise ConfigError(f"eval settings out of range (guard {ev.guard!r}, min_recall {ev.min_recall}, max_false"
-                          f" {ev.max_false}, min_reports {ev.min_reports}){where}",
-                          fix="guard is warn, refuse or off; min_recall and max_false are between 0 and 1; "
-                              "min_reports is 1 or more")
+        raise ConfigError(f"eval settings out of range (min_recall {ev.min_recall}, max_false {ev.max_false},"
+                          f" min_reports {ev.min_reports}){where}",
+                          fix="min_recall and max_false are between 0 and 1; min_reports is 1 or more")
+    if cfg.evolution.findability not in FINDABILITY:
+        raise ConfigError(f"unknown evolution.findability {cfg.evolution.findability!r}"
+                          f"{_where(cfg, 'evolution.findability')}",
+                          fix='use "warn" (the result says what the change loses) or "block" (such a change is refused)')
     if cfg.trust.block not in TRUST_BLOCKS:
         raise ConfigError(f"unknown trust.block {cfg.trust.block!r}{_where(cfg, 'trust.block')}",
                           fix="use none (warn only), high or medium")

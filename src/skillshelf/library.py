@@ -119,7 +119,7 @@ class Library:
         self.indexer = Indexer(self.store, self.searcher, self.model, config=lambda: self.config,
                                roots=lambda: self.roots, auditor=self.supply.auditor,
                                after_sync=self.supply.after_sync, vectors=shared.vectors)
-        self.evals = library_evals(self.store, shared.team, lambda q, k: self.search(q, limit=k, log=False).hits,
+        self.evals = library_evals(self.store, shared.team, self.search,
                                    self._records, lambda: self.config, self.model.state, self.supply.hidden_ids)
         # team mode: this server keeps a copy of the team workspace and follows the store's
         # changes (after the indexer: the follower may ask it to index at once)
@@ -237,7 +237,7 @@ class Library:
     def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
                current_repo: str | None = None, tags: builtins.list[str] | str | None = None,
                skill_type: str | None = None, include_inactive: bool = False, include_expired: bool = False,
-               log: bool = True, client: str | None = None, for_agents: bool = True) -> SearchResult:
+               log: bool = True, client: str | None = None, for_agents: bool = True, query_vector=None) -> SearchResult:
         """``for_agents`` (the default: what the MCP server and the judge ask): the skills held
         back from agents (``supply.hidden()``) are left out before ranking; a person's search
         (the CLI, the dashboard: ``for_agents=False``) shows them, each hit's ``hidden`` saying
@@ -256,7 +256,7 @@ class Library:
         result = self.searcher.search(query, limit=limit, mode=mode, repo_scope=repo_scope,
                                       current_repo=current_repo, tags=tags, skill_type=skill_type,
                                       include_inactive=include_inactive, include_expired=include_expired,
-                                      recent=recent, worked=self._usage.worked_latest,
+                                      recent=recent, worked=self._usage.worked_latest, query_vector=query_vector,
                                       exclude=self.supply.hidden_ids() if for_agents else None)
         self.supply.mark(result.hits, hidden=not for_agents)
         if log:

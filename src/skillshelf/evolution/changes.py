@@ -120,6 +120,7 @@ class Ports:
     overlays: Any
     may_use: Callable[[list[str], str], None] | None = None
     copies: Callable[[str], list] | None = None    # a name to every copy's row (same name key), in precedence
-    # (skill id, the SKILL.md a change would write, action, the name written) -> the skill's evals before
-    # and after, on a copy of the index (None: it has none); raises PolicyError when ``eval.guard`` refuses it
-    findability: Callable[[str, str, str, str], dict | None] | None = None
+    # (the ids of the skills a change comes from, the SKILL.md it would write, action, the name written) ->
+    # their evals before and after, on a copy of the index (None: none keeps evals); raises PolicyError
+    # when ``evolution.findability = "block"`` refuses it
+    findability: Callable[[list[str], str, str, str], dict | None] | None = None

@@ -129,12 +129,13 @@ class Evolver:
         return plan
 
     def findability(self, plan: Plan) -> dict[str, Any] | None:
-        """A FIX's skill searched for its evals with the new text in place of the old, or a
-        DERIVE's parent with the child beside it, on a copy of the index (``Ports.findability``):
-        None when it keeps no evals."""
-        if self.ports.findability is None or plan.action not in ("FIX", "DERIVE") or not plan.sources:
+        """A FIX's skill searched for its evals with the new text in place of the old, a
+        DERIVE's parent with the child beside it, a MERGE's sources with the merged skill in
+        their place, on a copy of the index (``Ports.findability``): None when none keeps evals.
+        Raises ``PolicyError`` when ``evolution.findability`` blocks the change."""
+        if self.ports.findability is None or plan.action == "ARCHIVE" or not plan.sources:
             return None
-        return self.ports.findability(plan.sources[0], planned_text(plan.action, plan.previous_text, plan.skill),
+        return self.ports.findability(plan.sources, planned_text(plan.action, plan.previous_text, plan.skill),
                                       plan.action, plan.name)
 
     def _next_version(self, name: str, current: int) -> int:
@@ -328,10 +329,10 @@ class Evolver:
                 plan = self.plan(args, source="person" if trigger == "person" else "agent")
                 need = {_lock_key(plan.name)} | {_lock_key(r.name) for r in plan.deactivate}
                 if need <= keys:
-                    found = self.findability(plan)      # (may refuse: ``eval.guard``) before anything is written
+                    found = self.findability(plan)    # (may refuse: evolution.findability) before anything is written
                     res = self._commit(plan, args, trigger, kept)
                     if found is not None:
-                        res.findability, res.message = found, f"{res.message}; {found['line']}"
+                        res.findability, res.message = found, f"{res.message}; {found['warning'] or found['line']}"
                     return res
         raise ConflictError("the skills this change names kept changing while it was planned",
                             fix="try again in a moment")

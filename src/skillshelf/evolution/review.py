@@ -132,7 +132,8 @@ class ReviewQueue:
         return SaveResult("draft", plan.action, plan.name, plan.skill.version, self.drafts.location(plan.name),
                           None, message=f"draft saved for review: a person approves it with "
                                         f"`skillshelf review approve {plan.name}`"
-                                        + (f"; {found['line']}" if found else ""), findability=found)
+                                        + (f"; {found['warning'] or found['line']}" if found else ""),
+                          findability=found)
 
     def list(self) -> list[dict]:
         out = []

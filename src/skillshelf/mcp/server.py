@@ -103,6 +103,9 @@ class SaveOut(BaseModel):
     changelog: dict[str, Any] | None = None
     duplicates: list[dict[str, Any]] = Field(default_factory=list)
     message: str = ""
+    # the skill's trigger evals before and after the change (found/of, the line, the queries lost and
+    # what came first on each, a warning when more than one was lost); None when it keeps no evals
+    findability: dict[str, Any] | None = None
 
 
 class Out(BaseModel):
@@ -576,7 +579,8 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
         for d in res.duplicates:
             text += f"\nsimilar: {d['name']} ({d['similarity']}) — {d['suggestion']}"
         return _result(text, {"status": res.status, "name": res.name, "version": res.version,
-                              "changelog": res.changelog, "duplicates": res.duplicates, "message": res.message})
+                              "changelog": res.changelog, "duplicates": res.duplicates, "message": res.message,
+                              "findability": res.findability})
 
     @tool
     def report_outcome(skill: str, worked: bool, note: str = "",

@@ -161,13 +161,15 @@ class Searcher:
                current_repo: str | None = None, tags: list[str] | None = None, skill_type: str | None = None,
                include_inactive: bool = False, include_expired: bool = False,
                recent: dict[str, int] | Callable[[Any], dict[str, int]] | None = None, worked=None,
-               exclude: frozenset[str] | None = None) -> SearchResult:
+               exclude: frozenset[str] | None = None, query_vector: np.ndarray | None = None) -> SearchResult:
         """``exclude``: skill ids never returned (held back from agents), left out before
         ranking so the limit still fills (pass the same set object while it is unchanged: its
         filter is cached by it). ``recent``: skill id -> appearances in the recent requests the anti-repeat policy
         counts (the caller leaves repeats of this request out); ``worked``: a set of skill
         ids, or a function from skill ids to those whose latest outcome worked -- a group
-        with such a copy is exempt from the penalty."""
+        with such a copy is exempt from the penalty. ``query_vector``: the query's embedding,
+        computed beforehand by the same embedder (a batch of eval queries), used instead of
+        embedding it here."""
         t0 = time.perf_counter()
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("the query is empty", fix="describe the task in a few words")
@@ -209,7 +211,7 @@ class Searcher:
                 bi = self.state.bindex
             if vi is None:
                 degraded = degraded or "no vectors yet for this model: run `skillshelf sync`"
-            else:
+            elif query_vector is None:
                 qfuture = self._pool.submit(embedder.embed, query)
 
         # lexical list (filtered after retrieval: take extra when filters are on)
@@ -221,7 +223,7 @@ class Searcher:
         lex = lex[:ncand]
 
         dense: list[tuple[int, float]] = []
-        qvec = None
+        qvec = query_vector if vi is not None else None
         if qfuture is not None:
             try:
                 qvec = qfuture.result()

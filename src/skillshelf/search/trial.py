@@ -82,11 +82,20 @@ class Trial:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def library_evals(store: Any, team: Any, search: Callable[[str, int], list], records: Any,
+def library_evals(store: Any, team: Any, search: Callable[..., Any], records: Any,
                   config: Callable[[], Any], model: Callable[[], tuple], hidden: Callable[[], Any]) -> Evals:
     """The facade's ``evals`` service (``Library.evals``): trigger evals through ``search`` (the
-    agents' search, not logged), each skill's eval files read from its folder (``records``: the
-    catalog's), a change judged on a trial index of ``store`` before it lands."""
-    return Evals.on(store, team, search=search, resolve=records.get,
+    facade's: as an agent's, not logged), each skill's eval files read from its folder (``records``: the
+    catalog's), a change judged on a trial index of ``store`` before it lands; ``eval --all``'s
+    queries embedded in batches by ``model``'s embedder (``search`` takes each one's vector)."""
+    def embed(queries: list[str]) -> Any:
+        embedder = model()[0]
+        return None if embedder is None else embedder.embed_batch(queries)
+
+    def agents_search(query: str, k: int, vector: Any = None) -> list:
+        return search(query, limit=k, log=False, query_vector=vector).hits
+
+    return Evals.on(store, team, search=agents_search, resolve=records.get,
                     every=lambda: records.list(include_inactive=False), copies=records.copies, authored=read_evals,
-                    settings=lambda: config().eval, trial=Trial(store, config, model, hidden))
+                    settings=lambda: config().eval, trial=Trial(store, config, model, hidden),
+                    policy=lambda: config().evolution.findability, embed=embed)

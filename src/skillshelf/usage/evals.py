@@ -24,8 +24,8 @@ from typing import Any
 
 from ..errors import ConflictError, NotFoundError, PolicyError, ValidationError
 from ..files import atomic_write, contained
-from ..text import name_key
 from ..store.evidence import evidence_store
+from ..text import name_key
 
 LEARNED_MAX = 50        # learned evals per skill: the newest requests reported as worked
 FIRST_SHOWN = 3         # for a miss, how many of the skills that came first are named
@@ -59,6 +59,8 @@ class SkillEval:
     findings: list[dict] = field(default_factory=list)    # problems with its eval files
     splits: dict[str, dict[str, int]] = field(default_factory=dict)   # train / validation: found of positives
     passed: bool = True
+    # every query as it went (query, should_trigger, split, passed, rank, first): what the skill page lists
+    checks: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def recall(self) -> float | None:
@@ -127,11 +129,15 @@ class Evals:
     ``resolve`` a name or id to its record; ``every`` () -> the active records; ``copies`` a
     name -> its copies' rows; ``authored`` a skill folder -> its ``catalog.eval_files.EvalSet``;
     ``settings`` () -> ``config.EvalConfig``; ``trial`` a copy of the index for a change
-    (``search.trial.Trial``), or None."""
+    (``search.trial.Trial``), or None; ``policy`` () -> ``evolution.findability`` (warn or
+    block); ``embed`` a list of queries -> their vectors in one batch, or None without an
+    embedder (``search`` then takes a query's vector as a third argument); ``cache`` keeps the
+    last ``--all`` run's summary (``get_meta`` / ``set_meta``, the local index), or None."""
 
-    def __init__(self, evidence: Any, *, search: Callable[[str, int], list], resolve: Callable[[str], Any],
+    def __init__(self, evidence: Any, *, search: Callable[..., list], resolve: Callable[[str], Any],
                  every: Callable[[], Iterable[Any]], copies: Callable[[str], list], authored: Callable[[Any], Any],
-                 settings: Callable[[], Any], trial: Any = None):
+                 settings: Callable[[], Any], trial: Any = None, policy: Callable[[], str] = lambda: "warn",
+                 embed: Callable[[list[str]], Any] | None = None, cache: Any = None):
         self.evidence = evidence
         self._search = search
         self._resolve = resolve
@@ -140,11 +146,15 @@ class Evals:
         self._authored = authored
         self._settings = settings
         self._trial = trial
+        self._policy = policy
+        self._embed = embed
+        self._cache = cache
 
     @classmethod
     def on(cls, store: Any, team: Any = None, **kw: Any) -> Evals:
-        """The service on the store the usage log is in (``team``: the team store, or None)."""
-        return cls(evidence_store(store, team), **kw)
+        """The service on the store the usage log is in (``team``: the team store, or None);
+        the last ``--all`` run is kept in ``store`` (this server's index)."""
+        return cls(evidence_store(store, team), cache=store, **kw)
 
     # --- which queries ---------------------------------------------------------------
     def _ids(self, rec: Any) -> set[str]:
@@ -167,16 +177,22 @@ class Evals:
         return "none", [], []
 
     # --- running ---------------------------------------------------------------------
-    def _score(self, rec: Any, source: str, queries: list[Any], k: int, search: Callable[[str, int], list],
-               ids: set[str] | None = None) -> SkillEval:
-        ids = ids or self._ids(rec)
+    def _score(self, rec: Any, source: str, queries: list[Any], k: int, search: Callable[..., list],
+               match: Callable[[Any], bool] | None = None, vectors: dict[str, Any] | None = None) -> SkillEval:
+        """``match``: which hit is the skill (by default its id or a copy's); ``vectors``: each
+        query's embedding, computed beforehand in one batch (``search`` then takes it)."""
+        ids = self._ids(rec)
+        match = match or (lambda h: h.id in ids or bool(ids.intersection(h.copy_ids)))
         res = SkillEval(rec.name, rec.id, source, k)
         depth = max(k, 10)      # a miss says where the skill came, when it came close
         for q in queries:
-            hits = search(q.query, depth)
-            rank = next((i for i, h in enumerate(hits, 1) if h.id in ids or ids.intersection(h.copy_ids)), None)
+            vec = vectors.get(q.query) if vectors else None
+            hits = search(q.query, depth) if vec is None else search(q.query, depth, vec)
+            rank = next((i for i, h in enumerate(hits, 1) if match(h)), None)
             top = rank is not None and rank <= k
             first = [h.name for h in hits[:min(k, (rank or k + 1) - 1)]][:FIRST_SHOWN]
+            res.checks.append({"query": q.query, "should_trigger": q.should_trigger, "split": q.split,
+                               "passed": top == q.should_trigger, "rank": rank, "first": first})
             if q.should_trigger:
                 res.positives += 1
                 if q.split in ("train", "validation"):
@@ -208,18 +224,96 @@ class Evals:
             recs += [r for r in self._every() if r.id not in seen]
         run = EvalRun(int(k), cfg.min_recall, cfg.max_false, [])
         keys = {name_key(n) for n in self.evidence.worked_names()}
+        todo = []
         for rec in recs:
             source, queries, findings = self.queries(rec, keys)
             if source == "none" and everything and rec.name not in names and rec.id not in names:
                 run.without_evals += 1
                 continue
-            res = self._score(rec, source, queries, int(k), self._search)
+            todo.append((rec, source, queries, findings))
+        vectors = self._vectors([q.query for _, _, qs, _ in todo for q in qs])
+        for rec, source, queries, findings in todo:
+            res = self._score(rec, source, queries, int(k), self._search, vectors=vectors)
             res.findings = findings
             res.judge(cfg.min_recall, cfg.max_false)
             run.results.append(res)
         if everything:
             run.collisions = collisions(run.results)
+            self._remember(run)
         return run
+
+    def of_skill(self, name_or_id: str, k: int = 5) -> dict[str, Any]:
+        """One skill's evals for its page: the authored ones (its eval files) and the learned
+        ones (requests reported as worked for it), each run apart (None when it has none), every
+        query with whether it passed and what came first."""
+        rec = self._resolve(name_or_id)
+        cfg = self._settings()
+        authored = self._authored(rec.folder)
+        sets: dict[str, tuple[list[Any], list[dict]]] = {}
+        if authored.present:
+            sets["authored"] = (list(authored.queries), [f.as_dict() for f in authored.findings])
+        learned = self.evidence.worked_requests(sorted(self._ids(rec)), LEARNED_MAX)
+        if learned:
+            from types import SimpleNamespace
+
+            sets["learned"] = ([SimpleNamespace(query=q, should_trigger=True, split="learned") for q in learned], [])
+        vectors = self._vectors([q.query for qs, _ in sets.values() for q in qs])
+        out: dict[str, Any] = {"name": rec.name, "id": rec.id, "k": k, "min_recall": cfg.min_recall,
+                               "max_false": cfg.max_false, "authored": None, "learned": None}
+        for source, (qs, findings) in sets.items():
+            res = self._score(rec, source, qs, k, self._search, vectors=vectors)
+            res.findings = findings
+            res.judge(cfg.min_recall, cfg.max_false)
+            out[source] = res
+        return out
+
+    def _vectors(self, queries: list[str], batch: int = 256) -> dict[str, Any]:
+        """Each distinct query's embedding, computed in batches (one model call per ``batch``
+        queries rather than one per search); empty without an embedder."""
+        embed = self._embed
+        distinct = list(dict.fromkeys(queries))
+        if embed is None or not distinct:
+            return {}
+        out: dict[str, Any] = {}
+        for i in range(0, len(distinct), batch):
+            part = distinct[i:i + batch]
+            vecs = embed(part)
+            if vecs is None:        # no model loaded: each search embeds its own query
+                return {}
+            out.update(zip(part, vecs))
+        return out
+
+    # --- the last run of every skill's evals, for Curate --------------------------------
+    CACHE_KEY = "evals.last_all"
+
+    def _remember(self, run: EvalRun) -> None:
+        """Keep what Curate shows of an ``--all`` run: the skills that failed and the
+        collisions (a failed write of this cache is not the run's failure)."""
+        if self._cache is None:
+            return
+        from datetime import UTC, datetime
+
+        failed = [{"name": r.name, "id": r.id, "source": r.source, "found": r.found, "positives": r.positives,
+                   "false": len(r.false_triggers), "negatives": r.negatives, "recall": r.as_dict()["recall"],
+                   "false_rate": r.as_dict()["false_rate"],
+                   "misses": [m.as_dict() for m in r.misses[:FIRST_SHOWN]]} for r in run.results if not r.passed]
+        summary = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "k": run.k,
+                   "skills": len(run.results), "without_evals": run.without_evals, "failed": failed,
+                   "collisions": run.collisions, "min_recall": run.min_recall, "max_false": run.max_false}
+        try:
+            self._cache.set_meta(self.CACHE_KEY, json.dumps(summary, ensure_ascii=False))
+        except Exception:   # noqa: BLE001 — a read-only or busy index: the run stands, uncached
+            return
+
+    def last_all(self) -> dict[str, Any] | None:
+        """The summary of the last ``eval --all`` (or Curate's run) on this server, or None."""
+        if self._cache is None:
+            return None
+        try:
+            raw = self._cache.get_meta(self.CACHE_KEY)
+            return json.loads(raw) if raw else None
+        except (ValueError, TypeError):
+            return None
 
     def init(self, name_or_id: str) -> dict[str, Any]:
         """Write ``evals/eval_queries.json`` for a workspace skill from what the usage log holds:
@@ -283,46 +377,90 @@ class Evals:
         return sorted(out.values(), key=lambda w: w["name"])
 
     # --- a change, before it lands ---------------------------------------------------
-    def judge_change(self, skill_id: str, text: str, action: str = "FIX", name: str = "") -> dict[str, Any] | None:
-        """The skill's evals (authored, else learned) on the index as it is and with ``text``
-        as its SKILL.md (a FIX), or with ``text`` added as a new skill ``name`` beside it (a
-        DERIVE: the child may take its parent's requests), in a copy of the index (the real one
-        is not written). None when the skill has no evals or no trial index is available. Under
-        ``eval.guard = "refuse"`` a change that drops the skill's recall below
-        ``eval.min_recall`` raises ``PolicyError``."""
-        cfg = self._settings()
-        if cfg.guard == "off" or self._trial is None:
+    def judge_change(self, sources: str | list[str], text: str, action: str = "FIX",
+                     name: str = "") -> dict[str, Any] | None:
+        """What a change does to the findability of the skills it comes from, on a copy of the
+        index (the real one is not written): each source's evals (authored, else learned) on
+        the index as it is, then with the change in it. A FIX puts ``text`` in place of its
+        skill's SKILL.md; a DERIVE adds ``text`` as a new skill ``name`` beside its parent (the
+        child may take its parent's requests, the parent must still be found); a MERGE writes
+        ``text`` as ``name`` and retires the other sources, and the merged skill must be found
+        for every source's should-trigger queries. None when no source keeps evals or no trial
+        index is available. A change that loses more than one query is a ``warning`` in the
+        result, or under ``evolution.findability = "block"`` a ``PolicyError``."""
+        if self._trial is None:
             return None
-        rec = self._resolve(skill_id)
-        source, queries, findings = self.queries(rec)
-        if not any(q.should_trigger for q in queries):
+        ids = [sources] if isinstance(sources, str) else list(sources)
+        recs = [self._resolve(i) for i in ids]
+        if action != "MERGE":
+            recs = recs[:1]
+        judged = [(rec, *self.queries(rec)[:2]) for rec in recs]
+        judged = [(rec, source, qs) for rec, source, qs in judged if any(q.should_trigger for q in qs)]
+        if not judged:
             return None
         k = 5
-        ids = self._ids(rec)
+        merged = name_key(name) if action == "MERGE" else None
+        retired = {r.id for r in recs if action == "MERGE" and name_key(r.name) != merged}
+        parts: list[tuple[Any, str, SkillEval, SkillEval]] = []
         with self._trial.open() as trial:
-            before = self._score(rec, source, queries, k, trial.search, ids)
+            befores = [self._score(rec, source, qs, k, trial.search) for rec, source, qs in judged]
             if action == "DERIVE":
                 trial.add(name, text)
+            elif action == "MERGE":
+                into = next((r for r in recs if name_key(r.name) == merged), None)
+                if into is not None:
+                    trial.replace(into, text)
+                else:
+                    trial.add(name, text)
             else:
-                trial.replace(rec, text)
-            after = self._score(rec, source, queries, k, trial.search, ids)
-        b = {"found": before.found, "of": before.positives, "false": len(before.false_triggers),
-             "negatives": before.negatives}
-        a = {"found": after.found, "of": after.positives, "false": len(after.false_triggers),
-             "negatives": after.negatives}
-        was = {m.query for m in before.misses}
-        lost = [m.as_dict() for m in after.misses if m.query not in was]
-        below = after.recall is not None and after.recall < cfg.min_recall and after.found < before.found
-        report = {"skill": rec.name, "source": source, "k": k, "before": b, "after": a,
-                  "line": findability_line(b, a), "lost": lost, "worse": after.found < before.found,
-                  "below_floor": below, "min_recall": cfg.min_recall, "guard": cfg.guard}
-        if below and cfg.guard == "refuse":
-            firsts = "; ".join(f"{m['query'][:60]!r} now finds {', '.join(m['first']) or 'nothing'} first"
-                               for m in lost[:2])
-            raise PolicyError(f"{action} of {rec.name} refused: {report['line']} on its {source} evals, below "
-                              f"eval.min_recall {cfg.min_recall:.0%} ({firsts})",
+                trial.replace(recs[0], text)
+
+            def search(q: str, n: int) -> list:
+                hits = trial.search(q, n + len(retired))
+                return [h for h in hits if h.id not in retired][:n]
+
+            for (rec, source, qs), before in zip(judged, befores):
+                if merged is not None:      # the merged skill is found in the sources' place
+                    after = self._score(rec, source, qs, k, search, match=lambda h: name_key(h.name) == merged)
+                else:
+                    after = self._score(rec, source, qs, k, search)
+                parts.append((rec, source, before, after))
+        return self._verdict(action, name, parts, k)
+
+    def _verdict(self, action: str, name: str, parts: list[tuple[Any, str, SkillEval, SkillEval]],
+                 k: int) -> dict[str, Any]:
+        def counts(evs: list[SkillEval]) -> dict[str, int]:
+            return {"found": sum(e.found for e in evs), "of": sum(e.positives for e in evs),
+                    "false": sum(len(e.false_triggers) for e in evs), "negatives": sum(e.negatives for e in evs)}
+
+        b, a = counts([p[2] for p in parts]), counts([p[3] for p in parts])
+        lost: list[dict[str, Any]] = []
+        for rec, _, before, after in parts:
+            was = {m.query for m in before.misses}
+            lost += [{**m.as_dict(), "skill": rec.name} for m in after.misses if m.query not in was]
+        sources = sorted({p[1] for p in parts})
+        setting = self._policy()
+        report: dict[str, Any] = {
+            "skill": parts[0][0].name if action != "MERGE" else name, "action": action,
+            "source": sources[0] if len(sources) == 1 else " and ".join(sources), "k": k, "before": b, "after": a,
+            "line": findability_line(b, a), "lost": lost, "worse": a["found"] < b["found"],
+            "dropped": b["found"] - a["found"], "setting": setting, "warning": None}
+        if action == "MERGE":
+            report["sources"] = [{"skill": rec.name, "source": source, "line": findability_line(counts([bf]),
+                                  counts([af]))} for rec, source, bf, af in parts]
+        if report["dropped"] <= 1:
+            return report
+        firsts = "; ".join(f"{m['query'][:60]!r} now finds {', '.join(m['first']) or 'nothing'} first"
+                           for m in lost[:2])
+        whose = f"{report['skill']}'s" if action != "MERGE" else "its sources'"
+        said = f"{report['line']} on {whose} {report['source']} evals: {report['dropped']} should-trigger queries lost"
+        if setting == "block":
+            raise PolicyError(f"{action} of {report['skill']} refused by evolution.findability = \"block\": {said}"
+                              f" ({firsts})",
                               fix="keep the words its requests use in the name, description or tags (run "
-                                  f"`skillshelf eval {rec.name}`), or set eval.guard = \"warn\" in config.toml")
+                                  f"`skillshelf eval {parts[0][0].name}`), or set [evolution] findability = "
+                                  "\"warn\" in config.toml")
+        report["warning"] = f"warning: {said} ({firsts}); see `skillshelf eval {parts[0][0].name}`"
         return report
 
 

@@ -16,7 +16,7 @@ from ..library import Library
 from ..text import STOPWORDS, visible
 from . import render, supply
 from .auth import can, need
-from .common import error_dict, lib_of, page, reader_of, to_int
+from .common import error_dict, lib_of, page, reader_of, redirect, to_int
 from .security import require_csrf
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_csrf)])
@@ -100,7 +100,18 @@ def curate(request: Request):
     inactive["items"] = first.items
     inactive["here"] = url("inactive", inactive_offset=inactive["offset"]).split("#")[0]
     return page(request, "curate.html", cur=cur, kill=kill, inactive=inactive, rewrite=lists["rewrite"],
-                gaps=lists["gaps"], tick=p.get("tick") or "")
+                gaps=lists["gaps"], tick=p.get("tick") or "", evals=lib.evals.last_all())
+
+
+@router.post("/curate/evals", dependencies=[need("stats")])
+def curate_evals(request: Request):
+    """Run every skill's evals now (``skillshelf eval --all``) and show Curate with the result.
+    Curate itself only reads the last run: a run is one search per query, too slow for a page
+    load on a large library."""
+    run = lib_of(request).evals.run(everything=True)
+    failed = sum(not r.passed for r in run.results)
+    return redirect("/curate#evals", f"ran the evals of {len(run.results)} skills: {failed} failed, "
+                                     f"{len(run.collisions)} collisions")
 
 
 # --- skills table ---------------------------------------------------------------------------
@@ -144,6 +155,11 @@ def skill(request: Request, skill_id: str):
         ctx["html"] = render.markdown(rec.body, rec.id)
     elif tab == "source":
         ctx["source"] = lib.skill_text(rec.id, reader=reader)
+    elif tab == "evals":         # this one skill's evals, run now (one search per query)
+        ctx["evals"] = lib.evals.of_skill(rec.id)
+    elif tab == "usage":         # its outcomes per version: one read of the usage log
+        ctx["outcomes"] = lib.evals.versions(rec.id)
+        ctx["chart"] = version_chart(ctx["outcomes"]["versions"], ctx["outcomes"]["current"])
     elif tab == "history" and ctx["history"]:
         versions = ctx["history"]["versions"]
         a = to_int(request.query_params.get("a"), 0)
@@ -157,6 +173,29 @@ def skill(request: Request, skill_id: str):
                 ctx["compare_error"] = error_dict(exc)
         ctx["a"], ctx["b"] = a, b
     return page(request, "skill.html", **ctx)
+
+
+CHART_H = 80          # the per-version chart: the height of a 100 % bar, in SVG units
+CHART_W = 36          # ... and the room each version takes
+
+
+def version_chart(rows: list[dict[str, Any]], current: int) -> dict[str, Any] | None:
+    """Where each version's bar and interval go in the skill page's per-version chart (an
+    inline SVG drawn by the template): the success rate as a bar, the 95 % Wilson interval as
+    a line across it. None without reports."""
+    rows = [r for r in rows if r["reports"]]
+    if not rows:
+        return None
+
+    def y(rate: float) -> float:
+        return round(10 + CHART_H * (1 - rate), 1)
+
+    bars = [{"version": r["version"], "x": 28 + i * CHART_W, "y": y(r["rate"]), "h": round(CHART_H * r["rate"], 1),
+             "low": y(r["low"]), "high": y(r["high"]), "current": r["version"] == current,
+             "label": f"v{r['version']}: {r['worked']}/{r['reports']} worked ({r['rate']:.0%}, 95% interval "
+                      f"{r['low']:.0%}–{r['high']:.0%})"} for i, r in enumerate(rows)]
+    return {"bars": bars, "width": 28 + len(rows) * CHART_W + 8, "height": CHART_H + 30, "base": 10 + CHART_H,
+            "mid": y(0.5), "top": y(1.0)}
 
 
 @router.get("/file/{skill_id:path}", response_class=HTMLResponse, dependencies=[need("read")])
