@@ -51,9 +51,9 @@ def main() -> int:
     times: list[float] = []
     search = lib.evals._search
 
-    def timed(q: str, k: int) -> list:
+    def timed(q: str, k: int, vector=None) -> list:
         t = time.perf_counter()
-        hits = search(q, k)
+        hits = search(q, k) if vector is None else search(q, k, vector)
         times.append((time.perf_counter() - t) * 1000)
         return hits
 
