@@ -179,18 +179,23 @@ def test_lexical_index_bm25f_against_hand_computed_scores(tmp_path):
         store.set_meta("generation", "3")
     assert set(dict(idx.search(["appl"], 10))) == {1, 2}
     assert store.db.execute("SELECT COUNT(*) FROM lex_delta").fetchone()[0] == 0
-    # the per-term cache drops the least recently used term first, and scores stay exact
+    # the per-term cache keeps the terms searches ask for most: a word asked again and again
+    # stays while one-off words come and go (a least-recently-used cache would drop it for
+    # them), and scores stay exact
     before = {t: dict(idx.search([t], 10)) for t in ("appl", "pie", "red")}
     assert [len(before[t]) for t in ("appl", "pie", "red")] == [2, 1, 1]
     st = idx._ensure()
     st.contrib.clear()
     st.cached = 0
+    idx._asked = {}
     idx.CACHE_ENTRIES = 3
-    idx.search(["appl"], 10)
-    idx.search(["pie"], 10)
-    idx.search(["appl"], 10)                       # used again: now the most recent
-    idx.search(["red"], 10)                        # over the bound: "pie", the least recent, goes
-    assert list(st.contrib) == ["appl", "red"] and st.cached == 3
+    for _ in range(3):
+        idx.search(["appl"], 10)                   # 2 postings, asked three times
+    idx.search(["pie"], 10)                        # 1 posting: at the bound
+    idx.search(["red"], 10)                        # over it: the least asked go, the oldest first,
+    assert list(st.contrib) == ["appl"] and st.cached == 2   # down to nine tenths of the bound
+    idx.search(["pie", "red"], 10)
+    assert set(st.contrib) == {"appl"}            # asked twice each: still below "appl"
     assert {t: dict(idx.search([t], 10)) for t in before} == before
 
 

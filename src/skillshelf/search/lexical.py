@@ -294,6 +294,10 @@ class LexicalIndex:
         self._meta = IndexMeta(store)
         self.weights = np.asarray(weights, dtype=np.float32)
         self._state: _State | None = None
+        # how often searches asked for each term (halved every AGE_EVERY look-ups): what the
+        # cache of weighed postings keeps; kept across generations
+        self._asked: dict[str, int] = {}
+        self._lookups = 0
 
     def _ensure(self, gen: str | None = None) -> _State:
         """The state of the index generation ``gen`` (default: read the current one): a
@@ -321,9 +325,13 @@ class LexicalIndex:
         return self._state
 
     def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        return self._arrays(*self._store_postings.postings_of(term))
+
+    @staticmethod
+    def _arrays(row: tuple[bytes, bytes] | None, delta: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
+        """(docids, [postings, 5] frequencies) of a term's main row and delta postings."""
         ids: list[np.ndarray] = []
         tfs: list[np.ndarray] = []
-        row, delta = self._store_postings.postings_of(term)
         if row:
             ids.append(np.frombuffer(row[0], dtype=np.int32))
             tfs.append(np.frombuffer(row[1], dtype=np.uint16).reshape(-1, NF))
@@ -334,20 +342,78 @@ class LexicalIndex:
             return np.concatenate(ids), np.vstack(tfs)
         return np.zeros(0, dtype=np.int32), np.zeros((0, NF), dtype=np.uint16)
 
-    CACHE_ENTRIES = 4_000_000  # postings kept as ready contributions (~32 MB), per generation
+    # postings kept as ready contributions (9 bytes each: ~72 MB when full), per generation.
+    # At 100k skills one request's terms hold ~300k postings, the 131 requests of the
+    # benchmark ~12M distinct ones; 8M keeps ~85 % of the postings weighed (BENCHMARKS.md).
+    CACHE_ENTRIES = 8_000_000
+    AGE_EVERY = 20_000         # term look-ups between two halvings of the counts
 
     def _contribution(self, st: _State, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(live docids, idf × saturated BM25F frequency, the fields holding it as bits: 1 name,
-        2 description, 4 tags, 8 headings, 16 body) of one term; cached per generation,
-        since agents' requests share most of their words. The least recently used terms
-        go first when the cache is full: the common words, whose long postings cost the
-        most to weigh, stay (at 100k skills one request's terms hold ~300k postings)."""
+        """``_contributions`` of one term."""
+        return self._contributions(st, [term])[0]
+
+    def _contributions(self, st: _State, terms: list[str], *,
+                       asked: bool = False) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per term: (live docids, idf × saturated BM25F frequency, the fields holding it as
+        bits: 1 name, 2 description, 4 tags, 8 headings, 16 body). Cached per generation,
+        since agents' requests share most of their words; the terms not cached are read from
+        the store together. ``asked``: a search asked for these terms (counted).
+
+        When the cache is full the terms searches asked for least often go first (the least
+        recently used among equals), down to nine tenths of the bound. A cache that drops the
+        least recent term first keeps little when the requests' words come round in a cycle
+        longer than it holds (16 % of look-ups hit at 100k skills); by how often a term is
+        asked, the words agents keep using stay whatever the order (BENCHMARKS.md)."""
+        got: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        missing: list[str] = []
         with st.lock:   # searches run in several threads (the MCP server's tool calls)
-            hit = st.contrib.get(term)
-            if hit is not None:
-                st.contrib.move_to_end(term)
-                return hit
-        ids, tfs = self._postings(term)
+            if asked:
+                self._count(terms)
+            for t in dict.fromkeys(terms):
+                hit = st.contrib.get(t)
+                if hit is not None:
+                    st.contrib.move_to_end(t)
+                    got[t] = hit
+                else:
+                    missing.append(t)
+        if missing:
+            read = self._store_postings.postings_of_many(missing)
+            weighed = {t: self._weigh(st, *self._arrays(*read[t])) for t in missing}
+            with st.lock:
+                for t, out in weighed.items():
+                    if t not in st.contrib:
+                        st.cached += len(out[0])
+                        st.contrib[t] = out
+                if st.cached > self.CACHE_ENTRIES:
+                    self._evict(st)
+            got.update(weighed)
+        return [got[t] for t in terms]
+
+    def _count(self, terms: list[str]) -> None:
+        """One more ask for each of ``terms`` (under the state's lock); every ``AGE_EVERY``
+        look-ups the counts are halved, so words no longer asked for lose their place."""
+        asked = self._asked
+        for t in dict.fromkeys(terms):
+            asked[t] = asked.get(t, 0) + 1
+        self._lookups += len(terms)
+        if self._lookups >= self.AGE_EVERY:
+            self._lookups = 0
+            self._asked = {t: n // 2 for t, n in asked.items() if n > 1}
+
+    def _evict(self, st: _State) -> None:
+        """Drop the least asked-for terms (least recent first among equals) until the cache
+        holds at most nine tenths of ``CACHE_ENTRIES`` postings (under the state's lock)."""
+        asked = self._asked
+        order = sorted(enumerate(st.contrib), key=lambda it: (asked.get(it[1], 0), it[0]))
+        low = self.CACHE_ENTRIES * 9 // 10
+        for _, t in order:
+            if st.cached <= low:
+                break
+            st.cached -= len(st.contrib.pop(t)[0])
+
+    @staticmethod
+    def _weigh(st: _State, ids: np.ndarray, tfs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A term's postings weighed against ``st`` (see ``_contributions``)."""
         # Dead docids (replaced or removed versions, until the next compaction) are left
         # in: filtering every posting list costs more than dropping them from the top-k.
         if len(ids) and int(ids.max()) >= len(st.to_skill):   # written after our snapshot
@@ -367,15 +433,7 @@ class LexicalIndex:
         else:
             contrib = np.zeros(0, dtype=np.float32)
         fields = ((tfs > 0) @ _FIELD_BITS).astype(np.uint8)
-        out = (ids, contrib.astype(np.float32, copy=False), fields)
-        with st.lock:
-            if term not in st.contrib:
-                st.cached += df
-                while st.cached > self.CACHE_ENTRIES and st.contrib:
-                    _, (old_ids, _, _) = st.contrib.popitem(last=False)
-                    st.cached -= len(old_ids)
-                st.contrib[term] = out
-        return out
+        return ids, contrib.astype(np.float32, copy=False), fields
 
     def field_matches(self, query_terms: list[str], rowids, gen: str | None = None) -> Matches:
         """Which fields of each skill in ``rowids`` hold each of the request's terms, with
@@ -408,8 +466,7 @@ class LexicalIndex:
         lens[found] = st.lens[docs[found]]
         top = math.log(1 + (st.n + 0.5) / 0.5)
         cols = []
-        for j, t in enumerate(terms):
-            ids, _, fields = self._contribution(st, t)
+        for j, (ids, _, fields) in enumerate(self._contributions(st, terms)):
             df = len(ids)
             idf[j] = math.log(1 + (max(st.n, df) - df + 0.5) / (df + 0.5)) if df else top
             if df:
@@ -437,7 +494,7 @@ class LexicalIndex:
         st = self._ensure(gen)
         if st.n == 0 or not query_terms:
             return []
-        parts = [p for p in (self._contribution(st, t) for t in dict.fromkeys(query_terms)) if len(p[0])]
+        parts = [p for p in self._contributions(st, list(dict.fromkeys(query_terms)), asked=True) if len(p[0])]
         if not parts:
             return []
         # One counting pass over every term's postings (np.bincount: a tight C loop) instead
