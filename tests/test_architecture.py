@@ -144,7 +144,7 @@ def test_both_stores_satisfy_the_protocols(tmp_path):
     import inspect
 
     from skillshelf.store import (catalog, judge, learning, overlay, pg_judge, pg_learning, pg_overlay, pg_pins,
-                                  pg_usage, pg_vectors, pins, protocols, usage, vectors)
+                                  pg_sources, pg_usage, pg_vectors, pins, protocols, usage, vectors)
 
     pairs = {protocols.UsageLogStore: (usage.UsageLog, pg_usage.PgUsageLog),
              protocols.UsageReadStore: (catalog.UsageReads, pg_usage.PgUsageReads),
@@ -153,6 +153,7 @@ def test_both_stores_satisfy_the_protocols(tmp_path):
              protocols.OverlayStore: (overlay.Overlays, pg_overlay.PgOverlays),
              protocols.PinStore: (pins.PinnedContent, pg_pins.PgPinnedContent),
              protocols.TrustStore: (pg_pins.PgTrusts,),
+             protocols.SourceLockStore: (pg_sources.PgSourceLocks,),
              protocols.VectorCacheStore: (vectors.VectorCache, pg_vectors.PgVectorCache)}
     for proto, classes in pairs.items():
         names = [n for n, v in vars(proto).items() if callable(v) and not n.startswith("_")]

@@ -114,7 +114,7 @@ class Library:
         # collections fetched from git or archives, and skillshelf.lock (``Library.sources``)
         self.sources = Sources(lambda: self.config, roots=lambda: self.roots, sync=self.sync, supply=self.supply,
                                records=lambda root: self.list(root=root), evolver=lambda: self.evolver,
-                               review=lambda: self.review, unpack=read_source)
+                               review=lambda: self.review, unpack=read_source, locks=shared.sources)
         # each sync audits what it indexes in its own transactions, then checks pinned collections
         self.indexer = Indexer(self.store, self.searcher, self.model, config=lambda: self.config,
                                roots=lambda: self.roots, auditor=self.supply.auditor,
@@ -129,7 +129,7 @@ class Library:
 
             try:
                 # a change from another server: its skill folders alone are indexed (None: all)
-                self._team = Team.open(self.config, pg=shared.team, index=self.indexer)
+                self._team = Team.open(self.config, pg=shared.team, index=self.indexer, sources=self.sources)
                 self._team.subscribe("overlay", shared.overlays.refresh)
             except BaseException:
                 shared.close()

@@ -82,7 +82,8 @@ def _add(ctx: typer.Context, source: str, name: Optional[str], ref: Optional[str
               + (f" — see `skillshelf audit --root {res['root']}`" if res["findings"] else ""))
     for note in res["notes"][:10]:
         out.print(f"note: {_clean(note)}")
-    out.print(f"locked in {lib.sources.lock_path}")
+    out.print(f"locked in the team store (every server fetches it; exported to {lib.sources.lock_path})"
+              if lib.sources.team else f"locked in {lib.sources.lock_path}")
 
 
 @sources_app.command("add")
@@ -198,7 +199,8 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
                 d = lib.sources.apply(plan, progress=progress).as_dict()
             results.append(d)
             if not json_out:
-                out.print(f"{plan.label}: updated to {d['to'][:12]}; lock moved"
+                out.print(f"{plan.label}: updated to {d['to'][:12]}; "
+                          + ("the team's lock moved: every server fetches it" if lib.sources.team else "lock moved")
                           + (f"; {len(d['held'])} skill(s) held until `skillshelf trust NAME`" if d["held"] else ""))
                 for c in d["changes"]:
                     if c["edit"] == "conflict":

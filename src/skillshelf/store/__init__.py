@@ -17,6 +17,7 @@ from .protocols import (
     LearningStore,
     OverlayStore,
     PinStore,
+    SourceLockStore,
     TrustStore,
     UsageLogStore,
     UsageReadStore,
@@ -48,6 +49,7 @@ class Shared:
     team: PgStore | None = None     # the team store, or None for a local library
     tokens: Tokens | None = None    # the team store's tokens, or None
     vectors: VectorCacheStore | None = None  # store.vectors.VectorCache | store.pg_vectors.PgVectorCache
+    sources: SourceLockStore | None = None  # the team's sources and lock (pg_sources); None: skillshelf.lock
 
     def close(self) -> None:
         """Close the team store's connections (nothing to do for a local library)."""
@@ -77,12 +79,13 @@ def open_shared(config: Any, local: Store) -> Shared:
             if not local.read_only:
                 overlays.refresh()      # this server's copy, before its first sync applies it
             from .pg_pins import PgPinnedContent, PgTrusts
+            from .pg_sources import PgSourceLocks
             from .pg_vectors import PgVectorCache
             from .tokens import Tokens
 
             return Shared(usage=PgUsageLog(pg), usage_reads=PgUsageReads(pg), learning=PgLearningMemory(pg),
                           judge=PgJudgeLog(pg), overlays=overlays, pins=PgPinnedContent(pg), trusts=PgTrusts(pg),
-                          team=pg, tokens=Tokens(pg), vectors=PgVectorCache(pg))
+                          team=pg, tokens=Tokens(pg), vectors=PgVectorCache(pg), sources=PgSourceLocks(pg))
         except BaseException:
             pg.close()
             raise

@@ -271,6 +271,23 @@ def m007_outcome_version(conn: Any) -> None:
     conn.execute("CREATE INDEX out_skill_version ON outcomes(skill_id, version)")
 
 
+def m008_sources(conn: Any) -> None:
+    """The team's sources and their lock (``store.pg_sources``): one row per source, its part of
+    ``skillshelf.lock`` as one TOML document. A curator's ``sources add``, ``update`` or
+    ``remove`` writes it; every server fetches the locked commit itself (change kind
+    ``source``, key: the label)."""
+    conn.execute("""
+    CREATE TABLE sources (
+        label TEXT PRIMARY KEY,           -- the source's label (its folder and root on every server)
+        commit_id TEXT NOT NULL,          -- the exact commit, or the archive's sha256
+        document TEXT NOT NULL,           -- this source's part of skillshelf.lock (TOML, lock-version 1)
+        digest TEXT NOT NULL,             -- sha256 of document: what a compare-and-set compares
+        updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        updated_by TEXT NOT NULL DEFAULT ''
+    );
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("001_team", m001_team),
     ("002_shared_reads", m002_shared_reads),
@@ -279,4 +296,5 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("005_pins", m005_pins),
     ("006_vectors", m006_vectors),
     ("007_outcome_version", m007_outcome_version),
+    ("008_sources", m008_sources),
 ]

@@ -196,6 +196,18 @@ class TrustStore(Protocol):
         ...
 
 
+class SourceLockStore(Protocol):
+    """A team's sources and their lock: each source's part of ``skillshelf.lock`` as one TOML
+    document, by label (``pg_sources.PgSourceLocks``; a local library keeps the file in its home,
+    written by ``supply.sources`` under the home's lock)."""
+
+    def documents(self) -> dict[str, str]:
+        ...
+
+    def replace(self, documents: dict[str, str], *, expect: dict[str, str], by: str) -> list[str]:
+        ...
+
+
 class VectorCacheStore(Protocol):
     """Vectors kept by model key (the model's id and a digest of its weights) and embedded
     text's hash, beside any one index (``vectors.VectorCache``, its ``pg_vectors`` twin: the

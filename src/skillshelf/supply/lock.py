@@ -141,6 +141,24 @@ def write(path: Path, sources: list[SourceEntry]) -> None:
     write_file(path, render(sources))
 
 
+def documents(sources: list[SourceEntry]) -> dict[str, str]:
+    """Each source's part of the lock as a document of its own (label -> TOML): what a team
+    store keeps per source (``store.pg_sources``)."""
+    return {s.label: render([s]) for s in sources}
+
+
+def from_documents(docs: dict[str, str], where: str = "the team store") -> list[SourceEntry]:
+    """The sources of ``documents``, by label."""
+    out = []
+    for label in sorted(docs):
+        got = parse(docs[label], f"{where} (source {label})")
+        if len(got) != 1 or got[0].label != label:
+            raise ValidationError(f"{where}: the lock of source {label} names another source",
+                                  fix="run `skillshelf sources update` from a curator's server to write it again")
+        out.append(got[0])
+    return out
+
+
 # --- what is on disk -----------------------------------------------------------------------------
 
 def _digest(p: Path) -> tuple[str, int] | None:

@@ -6,12 +6,13 @@ read-only root of the library; its bare git repository is kept in ``<home>/sourc
 
 Every change is made in a temporary folder under ``<home>/sources/.tmp/`` and renamed into place,
 the lock written last: a failure or Ctrl-C leaves the previous folder, the previous lock and no
-half-written source. An update merges a person's edits (the workspace copy a FIX made of a source
-skill, ``metadata.origin``) three-way with upstream (``upstream_merge``): a clean merge is a new
-version of the copy, a conflict a draft in the review queue with both sides and the base; the base
-(the upstream text the edit was made from) is kept in ``<home>/sources/.bases/``. A pinned source's
-changed skills are held until trusted, as any pinned root's; merges into copies of its skills
-wait in the review queue too, for the same person to look.
+half-written source. An update keeps a person's edits of the source's skills (``source_edits``:
+merged three-way with upstream, a conflict to the review queue). A pinned source's changed
+skills are held until trusted, as any pinned root's.
+
+With a team store the sources and their lock live in the store and every server fetches the
+locked commits itself (``shared_sources``). Adding, updating and removing a source is a
+curator's (``caller``: a token's ``Caller``; None is the owner: the CLI, a local library).
 
 ``Sources`` is the service the facade exposes as ``Library.sources``."""
 
@@ -21,7 +22,6 @@ import builtins
 import contextlib
 import datetime as _dt
 import functools
-import hashlib
 import json
 import os
 import re
@@ -34,15 +34,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .. import config as configmod, skill as skillmod
+from .. import config as configmod
+from ..access import Caller, authorize
 from ..catalog.roots import make_roots
 from ..checks import Check
 from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationError
-from ..files import MAX_SKILL_BYTES, FileRefused, locked, read_text_bounded, write_file
+from ..files import FileRefused, locked, read_text_bounded, write_file
+from ..store.protocols import SourceLockStore
 from . import fetch as fetchmod, lock as lockmod
 from .fetch import SourceError, Spec
+from .shared_sources import SharedSources
 from .skill_audit import audit_folder
-from .upstream_merge import Merged, merge
+from .source_edits import EditedCopies
 
 LABEL_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 RESERVED = {"workspace", "project", "user"}
@@ -112,13 +115,16 @@ class Sources:
     source added or removed is put in it in place, so every service sees it at once), ``sync``
     (index the roots now), ``supply`` (the ``SupplyChain``: pins, held skills, the audit),
     ``records`` (the skills of a root label), ``evolver`` and ``review`` (() -> evolution's
-    ``Evolver`` and ``ReviewQueue``) and ``unpack`` (the safe archive and folder reader)."""
+    ``Evolver`` and ``ReviewQueue``), ``unpack`` (the safe archive and folder reader) and
+    ``locks`` (the team store's sources; None: ``skillshelf.lock`` in the home is the truth)."""
 
     def __init__(self, config: Callable[[], Any], *, roots: Callable[[], list], sync: Callable[..., Any],
                  supply: Any, records: Callable[[str | None], list], evolver: Callable[[], Any],
-                 review: Callable[[], Any], unpack: Callable[[Path], Any]):
+                 review: Callable[[], Any], unpack: Callable[[Path], Any], locks: SourceLockStore | None = None):
         self._config, self._roots, self._sync, self.supply = config, roots, sync, supply
         self._records, self._evolver, self._review, self._unpack = records, evolver, review, unpack
+        self.shared = SharedSources(self, locks) if locks is not None else None
+        self.edits = EditedCopies(self)
 
     # --- where things are ---------------------------------------------------------------
     @property
@@ -145,8 +151,29 @@ class Sources:
     def _state_path(self) -> Path:
         return self.base / ".state.json"
 
+    @property
+    def team(self) -> bool:
+        """Whether the sources and their lock live in a team store."""
+        return self.shared is not None
+
     def entries(self) -> list[lockmod.SourceEntry]:
-        return lockmod.read(self.lock_path)
+        return lockmod.read(self.lock_path) if self.shared is None else self.shared.entries()
+
+    def _write_lock(self, before: list[lockmod.SourceEntry], after: list[lockmod.SourceEntry], *,
+                    caller: Caller | None = None) -> None:
+        """Move the lock from ``before`` (read under the home's lock) to ``after``."""
+        if self.shared is None:
+            lockmod.write(self.lock_path, after)
+        else:
+            self.shared.write(before, after, caller=caller)
+
+    def follow(self, labels: builtins.list[str] | None = None) -> builtins.list[str]:
+        """A team server: bring this server's sources to the team's lock (``SharedSources.follow``)."""
+        return [] if self.shared is None else self.shared.follow(labels)
+
+    @staticmethod
+    def _may(caller: Caller | None, what: str) -> None:
+        authorize(caller, "sources", what)
 
     def entry(self, label: str) -> lockmod.SourceEntry:
         for e in self.entries():
@@ -251,9 +278,11 @@ class Sources:
         return spec
 
     def add(self, source: str, *, label: str | None = None, ref: str = "", path: str = "",
-            pin: bool = False, submodules: bool = False, progress: dict | None = None) -> dict[str, Any]:
+            pin: bool = False, submodules: bool = False, progress: dict | None = None,
+            caller: Caller | None = None) -> dict[str, Any]:
         """Fetch a source into ``sources/LABEL``, lock it, make it a read-only root, index and audit it.
         ``progress``: the sync's callbacks (``progress``, ``embed_progress``) for the indexing."""
+        self._may(caller, "adding a source")
         spec = self.spec(source, label=label, ref=ref, path=path)
         label = spec.label
         if submodules and spec.kind != "git":
@@ -274,7 +303,7 @@ class Sources:
                 entry = lockmod.SourceEntry(label=label, source=source, kind=spec.kind, url=spec.url,
                                             ref=spec.ref, path=spec.subdir, commit=commit, pinned=pin,
                                             submodules=submodules, updated=_now(), skills=skills)
-                self._install([(entry, tree, tmp / "cache.git")], entries)
+                self._install([(entry, tree, tmp / "cache.git")], entries, caller=caller)
         t0 = time.perf_counter()
         self._reroot()
         report = self._sync(**(progress or {}))
@@ -290,7 +319,7 @@ class Sources:
                 "indexed": getattr(report, "added", None), "names": names, "seconds": timing}
 
     def _install(self, items: list[tuple[lockmod.SourceEntry, Path, Path]],
-                 entries: list[lockmod.SourceEntry]) -> None:
+                 entries: list[lockmod.SourceEntry], *, caller: Caller | None = None) -> None:
         """Rename fetched trees (and their git caches) into place, save the roots, write the lock;
         on any failure (Ctrl-C included) undo what was done, in reverse."""
         done: list[Callable[[], Any]] = []
@@ -309,12 +338,19 @@ class Sources:
                     done.append(functools.partial(shutil.rmtree, target, ignore_errors=True))
                 configmod.add_root(home, dest)
                 done.append(functools.partial(configmod.remove_root, home, dest))
-            lockmod.write(self.lock_path, [*entries, *(e for e, _, _ in items)])
+            self._write_lock(entries, [*entries, *(e for e, _, _ in items)], caller=caller)
         except BaseException:
             for undo in reversed(done):
                 with contextlib.suppress(Exception):
                     undo()
             raise
+        for entry, _, _ in items:
+            self._installed(entry)
+
+    def _installed(self, entry: lockmod.SourceEntry) -> None:
+        """A team server: note the commit now in ``sources/LABEL`` (``follow`` skips it)."""
+        if self.shared is not None:
+            self._set_state(entry.label, installed=entry.commit, team=True, refused=None, failed=None)
 
     # --- list, remove ---------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
@@ -346,9 +382,10 @@ class Sources:
                         "held": sum(1 for sid in held if sid.startswith(root + ":"))})
         return out
 
-    def remove(self, label: str) -> dict[str, Any]:
+    def remove(self, label: str, *, caller: Caller | None = None) -> dict[str, Any]:
         """Forget a source: its root, its folder, its git cache, its kept bases and its lock entry
         (a person's workspace copies of its skills stay)."""
+        self._may(caller, "removing a source")
         with locked(self.home, "sources"):
             entries = self.entries()
             entry = next((e for e in entries if e.label == label), None)
@@ -356,23 +393,36 @@ class Sources:
                 self.entry(label)          # raises, naming the labels
                 raise AssertionError
             root = self._root_label(label)
+            if self.shared is not None:     # the team's lock first: a refusal leaves everything as it was
+                self._write_lock(entries, [e for e in entries if e.label != label], caller=caller)
             if root is not None and any(p["root"] == root for p in self.supply.pinned_roots()):
                 self.supply.unpin(root)
-            with contextlib.suppress(SkillshelfError):
-                configmod.remove_root(self.home, self.folder(label))
-            lockmod.write(self.lock_path, [e for e in entries if e.label != label])
-            for p in (self.folder(label), self._cache(label), self._bases(label)):
-                shutil.rmtree(p, ignore_errors=True)
+            if self.shared is None:
+                self._write_lock(entries, [e for e in entries if e.label != label])
+            self._drop_local(label)
         self._reroot()
         self._sync()
         return {**entry.summary(), "removed": True}
 
+    def _drop_local(self, label: str) -> None:
+        """This server's copy of a source: its saved root, folder, git cache and kept bases."""
+        with contextlib.suppress(SkillshelfError):
+            configmod.remove_root(self.home, self.folder(label))
+        for p in (self.folder(label), self._cache(label), self._bases(label)):
+            shutil.rmtree(p, ignore_errors=True)
+        if self.shared is not None:
+            data = self._state()
+            if data.pop(label, None) is not None:
+                with contextlib.suppress(SkillshelfError):
+                    write_file(self._state_path(), json.dumps(data, indent=2, sort_keys=True))
+
     # --- update ---------------------------------------------------------------------------
     @contextlib.contextmanager
     def planning(self, labels: builtins.list[str] | tuple[str, ...] = (), *,
-                 to: str | None = None) -> Iterator[builtins.list[UpdatePlan]]:
+                 to: str | None = None, caller: Caller | None = None) -> Iterator[builtins.list[UpdatePlan]]:
         """Fetch each source (all when ``labels`` is empty) and say what an update would do; the
         plans hold the fetched files until the ``with`` ends. ``apply`` each one inside it."""
+        self._may(caller, "updating a source")
         entries = self.entries()
         if not entries:
             raise NotFoundError("this library has no sources", fix="add one with `skillshelf sources add SOURCE`")
@@ -435,73 +485,12 @@ class Sources:
                 with contextlib.suppress(OSError):
                     c.findings = [f.as_dict() for f in audit_folder(md)[0] if f.severity in ("medium", "high")]
         plan.seconds["audit"] = time.perf_counter() - t0
-        self._plan_edits(plan)
+        self.edits.plan(plan)
         return plan
 
-    def _copies(self, label: str) -> dict[str, Any]:
-        """The workspace copies of this source's skills: origin id -> record."""
-        root = self._root_label(label) or label
-        out = {}
-        for rec in self._records("workspace"):
-            origin = (rec.metadata or {}).get("origin") or ""
-            if origin.startswith(root + ":"):
-                out[origin.split(":", 1)[1]] = rec
-        return out
-
-    def _base_text(self, entry: lockmod.SourceEntry, path: str) -> str | None:
-        """The upstream text a person's copy was made from: the one kept at the last merge, else the
-        source's SKILL.md at the locked commit (from the git cache; for an archive, the folder's file
-        when it still has the locked digest). None when it cannot be known."""
-        rel = [] if path == "." else path.split("/")
-        with contextlib.suppress(OSError, FileRefused):
-            return read_text_bounded(self._bases(entry.label).joinpath(*rel) / "SKILL.md", MAX_SKILL_BYTES)
-        if entry.kind == "git" and self._cache(entry.label).is_dir():
-            where = "/".join(p for p in (entry.path, path, "SKILL.md") if p and p != ".")
-            res = fetchmod.git(self._cache(entry.label), "show", f"{entry.commit}:{where}", check=False)
-            if res.returncode == 0 and len(res.stdout) <= MAX_SKILL_BYTES:
-                return res.stdout.decode("utf-8", "replace")
-        locked_digest = entry.by_path().get(path)
-        want = locked_digest.digests().get("SKILL.md") if locked_digest else None
-        try:
-            data = read_text_bounded(self.folder(entry.label).joinpath(*rel) / "SKILL.md", MAX_SKILL_BYTES)
-        except (OSError, FileRefused):
-            return None
-        raw = data.encode("utf-8")
-        return data if want and want == ("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw)) else None
-
-    def _plan_edits(self, plan: UpdatePlan) -> None:
-        copies = self._copies(plan.label)
-        tree = plan.tree
-        assert tree is not None
-        for c in plan.changes:
-            rec = copies.get(c.path)
-            if rec is None or c.change != "changed" or "SKILL.md" not in c.files:
-                if rec is not None and c.change == "removed":
-                    c.copy, c.edit, c.note = rec.name, "kept", "removed upstream; your copy stays in the workspace"
-                continue
-            c.copy = rec.name
-            base = self._base_text(plan.old, c.path)
-            try:
-                ours = read_text_bounded(rec.path, MAX_SKILL_BYTES)
-                theirs = read_text_bounded(tree.joinpath(*c.path.split("/")) / "SKILL.md", MAX_SKILL_BYTES)
-            except (OSError, FileRefused) as exc:
-                c.edit, c.note = "conflict", f"cannot read a side: {exc}"
-                continue
-            if base is None:   # never guessed: a wrong base would drop your edit or upstream's change
-                c.edit, c.note = "conflict", "the upstream text your edit was made from is not known"
-                c.sides = ("", ours, theirs, Merged(False, why=c.note))
-                continue
-            m = merge(base, ours, theirs)
-            c.sides = (base, ours, theirs, m)
-            if not m.clean:
-                c.edit, c.note = "conflict", m.why
-            elif m.same:
-                c.edit, c.note = "kept", "your copy already has upstream's change"
-            else:
-                c.edit = "review" if plan.old.pinned else "merged"
-
-    def apply(self, plan: UpdatePlan, *, progress: dict | None = None) -> UpdatePlan:
+    def apply(self, plan: UpdatePlan, *, progress: dict | None = None, caller: Caller | None = None) -> UpdatePlan:
         """Put the fetched files in place, move the lock, index; then merge the edited copies."""
+        self._may(caller, "updating a source")
         if not plan.moved:
             return plan
         with locked(self.home, "sources"):
@@ -513,7 +502,7 @@ class Sources:
             # the bases of the edited copies are kept before anything moves
             for c in plan.changes:
                 if c.sides is not None and c.sides[0]:
-                    self._keep_base(plan.label, c.path, c.sides[0])
+                    self.edits.keep_base(plan.label, c.path, c.sides[0])
             dest, tree = self.folder(plan.label), plan.tree
             assert tree is not None
             aside = tree.parent / "previous"
@@ -523,7 +512,8 @@ class Sources:
             try:
                 os.rename(tree, dest)
                 try:
-                    lockmod.write(self.lock_path, [plan.new if e.label == plan.label else e for e in entries])
+                    self._write_lock(entries, [plan.new if e.label == plan.label else e for e in entries],
+                                     caller=caller)
                 except BaseException:
                     os.rename(dest, tree)
                     raise
@@ -531,6 +521,7 @@ class Sources:
                 if had:
                     os.rename(aside, dest)
                 raise
+            self._installed(plan.new)
             plan.tree = None
             # the previous files are deleted beside the indexing (on a disk with online discard,
             # deleting thousands of files takes longer than indexing the changed skills)
@@ -552,56 +543,18 @@ class Sources:
             plan.seconds["cleanup"] = time.perf_counter() - t0 - plan.seconds["index"]
         plan.applied = True
         t0 = time.perf_counter()
-        self._merge_edits(plan)
+        self.edits.merge(plan)
         plan.seconds["merge"] = time.perf_counter() - t0
         root = self._root_label(plan.label) or plan.label
         plan.held = sorted(sid for sid in self.supply.held() if sid.startswith(root + ":"))
         return plan
 
-    def _keep_base(self, label: str, path: str, text: str) -> None:
-        write_file(self._bases(label).joinpath(*([] if path == "." else path.split("/"))) / "SKILL.md", text)
-
-    def _merge_edits(self, plan: UpdatePlan) -> None:
-        short = plan.new.commit[:7]
-        for c in plan.changes:
-            if c.sides is None:
-                continue
-            base, ours, theirs, m = c.sides
-            if c.edit == "kept":
-                self._keep_base(plan.label, c.path, theirs)
-                continue
-            args: dict[str, Any] = {"action": "FIX", "target_skill_name": f"workspace:{c.copy}",
-                                    "replace_body": True}
-            if c.edit == "merged":
-                args.update(body=m.body, description=m.description, reason=f"merged upstream {short}")
-                try:
-                    self._evolver().apply(args, trigger="upstream")
-                    self._keep_base(plan.label, c.path, theirs)
-                except SkillshelfError as exc:
-                    c.edit, c.note = "failed", f"the merge could not be saved ({exc}); your copy is unchanged"
-                continue
-            # a conflict (or a pinned source's merge): a draft a person approves or rejects
-            taken = m if m.clean else None
-            t = skillmod.parse(theirs).skill
-            args.update(body=taken.body if taken else (t.body if t else ""),
-                        description=taken.description if taken else (t.description if t else ""),
-                        reason=(f"merged upstream {short} into your copy (the source is pinned: approve to apply)"
-                                if taken else f"upstream {short} conflicts with your edit: approve to take "
-                                              "upstream's text (your edit stays in the history), reject to keep yours"),
-                        upstream={"source": plan.label, "commit": plan.new.commit, "skill": c.path,
-                                  "base": base, "yours": ours, "upstream": theirs, "merged": m.marked or None})
-            try:
-                self._review().propose(args)
-                c.note = (c.note + "; " if c.note else "") + f"in the review queue: `skillshelf review show {c.copy}`"
-                if taken:
-                    self._keep_base(plan.label, c.path, theirs)
-            except SkillshelfError as exc:
-                c.note = (c.note + "; " if c.note else "") + f"not queued ({exc}); your copy is unchanged"
-
     # --- restore --------------------------------------------------------------------------
-    def restore(self, lockfile: str | Path, *, progress: dict | None = None) -> dict[str, Any]:
+    def restore(self, lockfile: str | Path, *, progress: dict | None = None,
+                caller: Caller | None = None) -> dict[str, Any]:
         """Fetch every source of a lock file at its locked commit, verify every file's digest and
         size, and only then put them in place (exit 1 naming the file on a mismatch)."""
+        self._may(caller, "restoring sources")
         path = Path(lockfile).expanduser()
         try:
             text = read_text_bounded(path, lockmod.MAX_LOCK_BYTES)
@@ -628,7 +581,7 @@ class Sources:
                                       + (f", and {len(bad) - 1} more" if len(bad) > 1 else ""),
                                       fix="the source is not what was locked; nothing was written")
                 items.append((e, tree, tmp / "cache.git"))
-            self._install(items, entries)
+            self._install(items, entries, caller=caller)
         self._reroot()
         self._sync(**(progress or {}))
         for e in wanted:
@@ -651,10 +604,10 @@ class Sources:
             entries = self.entries()
         except SkillshelfError as exc:
             return [Check("sources", "fail", str(exc))]
+        out = [] if self.shared is None else self.shared.checks(entries)
         if not entries:
-            return []
+            return out
         bad = {}
-        out = []
         for e in entries:
             d = lockmod.check(e, self.folder(e.label))
             if d:

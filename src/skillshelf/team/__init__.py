@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConflictError, StoreError
+from ..errors import ConflictError, SkillshelfError, StoreError
 from ..store.pg_workspace import PgWorkspace
 from .drafts import PgDrafts
 from .mirror import Mirror
@@ -56,11 +56,14 @@ class Team:
     (None: the whole folder was compared again and something changed: sync everything) — or
     the library's indexer, whose ``sync(only=paths)`` is called and whose reads wait for this
     server to have caught up (its ``before_read`` is :meth:`current`);
-    ``follow``: follow the change stream (a server), or only bring everything in now."""
+    ``follow``: follow the change stream (a server), or only bring everything in now;
+    ``sources``: the library's ``Sources``: the team's sources are fetched at start (any this
+    server lacks) and whenever the team's lock moves (changes of kind ``source``)."""
 
     CATCH_UP_WAIT = 20.0    # the longest a read waits for the start's catching up before "retry"
 
-    def __init__(self, config: Any, *, pg: Any = None, index: Any = None, follow: bool = True):
+    def __init__(self, config: Any, *, pg: Any = None, index: Any = None, follow: bool = True,
+                 sources: Any = None):
         from ..store.postgres import PgStore
 
         self._own = pg is None
@@ -94,6 +97,12 @@ class Team:
             self._caught_up.set()
         if indexer is not None:
             indexer.before_read, indexer.lag, indexer.before_sync = self.current, self.lag, self.mirror.settle
+        if sources is not None:
+            self.subscribe("source", sources.follow)
+            try:                        # catching up: what the team's lock names that this server lacks
+                sources.follow(None)
+            except (SkillshelfError, OSError) as exc:    # the next change of the lock tries again
+                print(f"skillshelf: cannot bring in the team's sources ({exc})", file=sys.stderr)
 
     def current(self, wait: float | None = None) -> None:
         """Return once this server's index holds what the store held when it started: its

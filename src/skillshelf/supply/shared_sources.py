@@ -1,0 +1,162 @@
+"""A team's sources: the sources and their lock live in the team store, every server fetches
+the locked commits itself.
+
+The store (``store.protocols.SourceLockStore``) keeps each source's part of ``skillshelf.lock``.
+A curator's ``sources add``, ``update`` and ``remove`` on any server write it (a compare-and-set:
+two curators cannot both move one source from the same commit), and that server's home keeps
+``skillshelf.lock`` as an export of the team's lock, so ``lock --check`` and ``restore`` work as
+in a local library.
+
+Every other server learns of a change from the change stream (kind ``source``) and at its start:
+:meth:`SharedSources.follow` fetches each source it lacks at the locked commit with the same
+hardened fetch, checks every file's digest and size against the lock, and only then puts it in
+place as a read-only root and indexes it. A fetch that does not match is refused: the files the
+server had stay, and ``doctor`` names the source and the file. A source the team removed is
+removed. What this server holds is noted in ``<home>/sources/.state.json`` (``installed``)."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import datetime as _dt
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import config as configmod
+from ..access import Caller
+from ..checks import Check
+from ..errors import SkillshelfError
+from ..files import FileRefused, locked, read_text_bounded, write_file
+from ..store.protocols import SourceLockStore
+from . import lock as lockmod
+from .fetch import Spec
+
+
+class SharedSources:
+    """The team parts of ``src`` (the library's ``Sources``), on the team store ``store``."""
+
+    def __init__(self, src: Any, store: SourceLockStore):
+        self.src, self.store = src, store
+
+    def entries(self) -> builtins.list[lockmod.SourceEntry]:
+        return lockmod.from_documents(self.store.documents())
+
+    def write(self, before: builtins.list[lockmod.SourceEntry], after: builtins.list[lockmod.SourceEntry], *,
+              caller: Caller | None = None) -> None:
+        """Move the team's lock from ``before`` to ``after`` (``ConflictError`` when another server
+        moved one of the sources it changes since ``before`` was read), then export it."""
+        self.store.replace(lockmod.documents(after), expect=lockmod.documents(before),
+                           by=caller.name if caller is not None else "")
+        self.export(after)
+
+    def export(self, entries: builtins.list[lockmod.SourceEntry]) -> None:
+        """The home's ``skillshelf.lock`` as the team's lock (written when it differs)."""
+        path = self.src.lock_path
+        text = lockmod.render(entries)
+        with contextlib.suppress(OSError, FileRefused):
+            if read_text_bounded(path, lockmod.MAX_LOCK_BYTES) == text:
+                return
+        try:
+            write_file(path, text)
+        except SkillshelfError as exc:     # the store holds the truth; the next change writes it again
+            print(f"skillshelf: cannot write the export of the team's lock to {path}: {exc}", file=sys.stderr)
+
+    # --- following the team's lock --------------------------------------------------------
+    def follow(self, labels: builtins.list[str] | None = None) -> builtins.list[str]:
+        """Bring this server's sources to the team's lock (``labels``: the sources the change
+        stream named; None: every one, as at start), then index what changed. Returns the
+        labels this server changed."""
+        changed = self._follow(labels)
+        if changed:
+            self.src._reroot()
+            self.src._sync()
+        return changed
+
+    def _follow(self, labels: builtins.list[str] | None) -> builtins.list[str]:
+        src = self.src
+        changed: builtins.list[str] = []
+        with locked(src.home, "sources"):
+            entries = self.entries()
+            team = {e.label: e for e in entries}
+            state = src._state()
+            mine = {lb for lb, st in state.items() if isinstance(st, dict) and st.get("team")}
+            for label in sorted((set(team) | mine) if labels is None else set(labels)):
+                e = team.get(label)
+                if e is None:
+                    if label in mine:           # removed from the team's lock
+                        src._drop_local(label)
+                        changed.append(label)
+                    continue
+                st = state.get(label) or {}
+                if st.get("installed") == e.commit and src.folder(label).is_dir():
+                    continue
+                if st.get("refused") == e.commit:
+                    continue                    # a commit refused once is refused again: no fetch per change
+                try:
+                    if self._take(e):
+                        changed.append(label)
+                except SkillshelfError as exc:
+                    src._set_state(label, failed=e.commit, why=str(exc), at=_now())
+                    print(f"skillshelf: cannot fetch the team's source {label} at {e.short}: {exc}", file=sys.stderr)
+            self.export(entries)
+        return changed
+
+    def _take(self, e: lockmod.SourceEntry) -> bool:
+        """Fetch one source of the team's lock at its commit, check every file, put it in place
+        (False: refused, nothing moved)."""
+        src = self.src
+        with src._tmp(e.label) as tmp:
+            cache = src._cache(e.label)
+            spec = Spec(e.kind, e.url, e.path, e.ref, e.label)
+            tree = src._fetch(spec, e.label, tmp, commit=e.commit, cache=cache if cache.is_dir() else None,
+                              submodules=e.submodules).tree
+            bad = lockmod.check(e, tree)
+            if bad:
+                why = (f"{bad[0].file} does not match the team's lock ({bad[0].problem})"
+                       + (f", and {len(bad) - 1} more" if len(bad) > 1 else ""))
+                src._set_state(e.label, refused=e.commit, why=why, at=_now())
+                print(f"skillshelf: refused the team's source {e.label} at {e.short}: {why}", file=sys.stderr)
+                return False
+            dest, aside = src.folder(e.label), tmp / "previous"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            had = dest.exists()
+            if had:
+                os.rename(dest, aside)
+            try:
+                os.rename(tree, dest)
+            except BaseException:
+                if had:
+                    os.rename(aside, dest)
+                raise
+            if (tmp / "cache.git").is_dir():
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                shutil.rmtree(cache, ignore_errors=True)
+                os.rename(tmp / "cache.git", cache)
+            if dest.resolve() not in {Path(r).resolve() for r in configmod.saved_roots(src.home)}:
+                configmod.add_root(src.home, dest)
+            src._installed(e)
+        return True
+
+    def checks(self, entries: builtins.list[lockmod.SourceEntry]) -> builtins.list[Check]:
+        """For ``doctor``: the team's sources this server refused (not what the lock says) or
+        could not fetch."""
+        state, out = self.src._state(), []
+        for e in entries:
+            st = state.get(e.label) or {}
+            if st.get("refused") == e.commit:
+                out.append(Check("sources", "fail", f"{e.label}: this server refused the team's lock at {e.short}: "
+                                                    f"{st.get('why')}; it keeps serving the files it had — the "
+                                                    f"source at {e.url} is not what was locked: a curator runs "
+                                                    f"`skillshelf sources update {e.label}` to lock what it holds"))
+            elif st.get("failed") == e.commit and st.get("installed") != e.commit:
+                out.append(Check("sources", "warn", f"{e.label}: this server could not fetch the team's lock at "
+                                                    f"{e.short} ({st.get('why')}); it tries again at its next "
+                                                    "start and when the team's lock moves"))
+        return out
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()

@@ -1,0 +1,129 @@
+"""A person's edits of a source's skills, kept through an update.
+
+A FIX of a source's skill makes a copy in the workspace (``metadata.origin``). When an update
+changes that skill upstream, the copy is merged three-way (``upstream_merge``) with the
+upstream text the edit was made from as the base (kept in ``<home>/sources/.bases/``): a clean
+merge is a new version of the copy, a conflict a draft in the review queue with both sides and
+the base. A pinned source's merges wait in the review queue too, for the same person to look."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from typing import Any
+
+from .. import skill as skillmod
+from ..errors import SkillshelfError
+from ..files import MAX_SKILL_BYTES, FileRefused, read_text_bounded, write_file
+from . import fetch as fetchmod, lock as lockmod
+from .upstream_merge import Merged, merge as merge3way
+
+
+class EditedCopies:
+    """The workspace copies of the skills of ``src`` (the ``Sources`` it serves: its records,
+    roots, folders, git caches, evolver and review queue), planned and merged per update."""
+
+    def __init__(self, src: Any):
+        self.src = src
+
+    def copies(self, label: str) -> dict[str, Any]:
+        """The workspace copies of this source's skills: origin id -> record."""
+        root = self.src._root_label(label) or label
+        out = {}
+        for rec in self.src._records("workspace"):
+            origin = (rec.metadata or {}).get("origin") or ""
+            if origin.startswith(root + ":"):
+                out[origin.split(":", 1)[1]] = rec
+        return out
+
+    def base_text(self, entry: lockmod.SourceEntry, path: str) -> str | None:
+        """The upstream text a person's copy was made from: the one kept at the last merge, else the
+        source's SKILL.md at the locked commit (from the git cache; for an archive, the folder's file
+        when it still has the locked digest). None when it cannot be known."""
+        rel = [] if path == "." else path.split("/")
+        with contextlib.suppress(OSError, FileRefused):
+            return read_text_bounded(self.src._bases(entry.label).joinpath(*rel) / "SKILL.md", MAX_SKILL_BYTES)
+        if entry.kind == "git" and self.src._cache(entry.label).is_dir():
+            where = "/".join(p for p in (entry.path, path, "SKILL.md") if p and p != ".")
+            res = fetchmod.git(self.src._cache(entry.label), "show", f"{entry.commit}:{where}", check=False)
+            if res.returncode == 0 and len(res.stdout) <= MAX_SKILL_BYTES:
+                return res.stdout.decode("utf-8", "replace")
+        locked_digest = entry.by_path().get(path)
+        want = locked_digest.digests().get("SKILL.md") if locked_digest else None
+        try:
+            data = read_text_bounded(self.src.folder(entry.label).joinpath(*rel) / "SKILL.md", MAX_SKILL_BYTES)
+        except (OSError, FileRefused):
+            return None
+        raw = data.encode("utf-8")
+        return data if want and want == ("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw)) else None
+
+    def plan(self, plan: Any) -> None:
+        copies = self.copies(plan.label)
+        tree = plan.tree
+        assert tree is not None
+        for c in plan.changes:
+            rec = copies.get(c.path)
+            if rec is None or c.change != "changed" or "SKILL.md" not in c.files:
+                if rec is not None and c.change == "removed":
+                    c.copy, c.edit, c.note = rec.name, "kept", "removed upstream; your copy stays in the workspace"
+                continue
+            c.copy = rec.name
+            base = self.base_text(plan.old, c.path)
+            try:
+                ours = read_text_bounded(rec.path, MAX_SKILL_BYTES)
+                theirs = read_text_bounded(tree.joinpath(*c.path.split("/")) / "SKILL.md", MAX_SKILL_BYTES)
+            except (OSError, FileRefused) as exc:
+                c.edit, c.note = "conflict", f"cannot read a side: {exc}"
+                continue
+            if base is None:   # never guessed: a wrong base would drop your edit or upstream's change
+                c.edit, c.note = "conflict", "the upstream text your edit was made from is not known"
+                c.sides = ("", ours, theirs, Merged(False, why=c.note))
+                continue
+            m = merge3way(base, ours, theirs)
+            c.sides = (base, ours, theirs, m)
+            if not m.clean:
+                c.edit, c.note = "conflict", m.why
+            elif m.same:
+                c.edit, c.note = "kept", "your copy already has upstream's change"
+            else:
+                c.edit = "review" if plan.old.pinned else "merged"
+
+    def keep_base(self, label: str, path: str, text: str) -> None:
+        write_file(self.src._bases(label).joinpath(*([] if path == "." else path.split("/"))) / "SKILL.md", text)
+
+    def merge(self, plan: Any) -> None:
+        short = plan.new.commit[:7]
+        for c in plan.changes:
+            if c.sides is None:
+                continue
+            base, ours, theirs, m = c.sides
+            if c.edit == "kept":
+                self.keep_base(plan.label, c.path, theirs)
+                continue
+            args: dict[str, Any] = {"action": "FIX", "target_skill_name": f"workspace:{c.copy}",
+                                    "replace_body": True}
+            if c.edit == "merged":
+                args.update(body=m.body, description=m.description, reason=f"merged upstream {short}")
+                try:
+                    self.src._evolver().apply(args, trigger="upstream")
+                    self.keep_base(plan.label, c.path, theirs)
+                except SkillshelfError as exc:
+                    c.edit, c.note = "failed", f"the merge could not be saved ({exc}); your copy is unchanged"
+                continue
+            # a conflict (or a pinned source's merge): a draft a person approves or rejects
+            taken = m if m.clean else None
+            t = skillmod.parse(theirs).skill
+            args.update(body=taken.body if taken else (t.body if t else ""),
+                        description=taken.description if taken else (t.description if t else ""),
+                        reason=(f"merged upstream {short} into your copy (the source is pinned: approve to apply)"
+                                if taken else f"upstream {short} conflicts with your edit: approve to take "
+                                              "upstream's text (your edit stays in the history), reject to keep yours"),
+                        upstream={"source": plan.label, "commit": plan.new.commit, "skill": c.path,
+                                  "base": base, "yours": ours, "upstream": theirs, "merged": m.marked or None})
+            try:
+                self.src._review().propose(args)
+                c.note = (c.note + "; " if c.note else "") + f"in the review queue: `skillshelf review show {c.copy}`"
+                if taken:
+                    self.keep_base(plan.label, c.path, theirs)
+            except SkillshelfError as exc:
+                c.note = (c.note + "; " if c.note else "") + f"not queued ({exc}); your copy is unchanged"

@@ -1,0 +1,156 @@
+"""Sources in a team store (a real PostgreSQL, two or three servers, a local bare git repository
+over ``file://``): the sources and their lock live in the store; a curator's ``sources add``,
+``update`` and ``remove`` (the real CLI on server A) move the team's lock, and server B fetches
+the locked commit itself, checks it against the lock and serves its skills, learning of it from
+the change stream; a server started later fetches what it lacks at start. A fetch that does not
+match the team's lock is refused and named by ``doctor``; readers' and agents' tokens cannot
+add, update or remove a source."""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+from teamlib import team_library, until
+from test_sources_git import ALPHA, Upstream, git, sk
+
+from skillshelf.access import Caller
+from skillshelf.errors import ForbiddenError
+from skillshelf.supply import lock as lockmod
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+WAIT = 30.0
+
+
+def cli(home: Path, url: str, *args: str):
+    r = sk(home, "--store", url, *args, timeout=180)
+    assert "Traceback" not in r.stderr, r.stderr
+    return r
+
+
+def skill_text(lib, name: str) -> str | None:
+    """The text ``lib`` serves for ``name`` from the source ``coll`` (None: not served)."""
+    try:
+        rec = lib.get(name)
+    except Exception:  # noqa: BLE001 -- not found
+        return None
+    return rec.body if rec.id.startswith("coll:") else None
+
+
+def locked_commit(home: Path) -> str | None:
+    p = home / lockmod.LOCK_NAME
+    if not p.exists():
+        return None
+    got = [s for s in tomllib.loads(p.read_text(encoding="utf-8")).get("source", []) if s["label"] == "coll"]
+    return got[0]["commit"] if got else None
+
+
+@pytest.fixture
+def up(tmp_path: Path) -> Upstream:
+    return Upstream(tmp_path / "up")
+
+
+def test_a_curators_add_update_and_remove_reach_every_server(tmp_path, pg_url, up):
+    home_a, home_b, home_c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    b = team_library(home_b, pg_url)
+    c = None
+    try:
+        assert skill_text(b, "alpha") is None
+        # A curator adds the collection on server A, with the real CLI (the owner of the store URL)
+        r = cli(home_a, pg_url, "sources", "add", up.url, "--name", "coll", "--path", "skills")
+        assert r.returncode == 0, r.stdout + r.stderr
+        first = git(up.work, "rev-parse", "HEAD")
+        assert first[:12] in r.stdout
+        # ... B learns it from the change stream, fetches that commit itself and serves its skills
+        assert until(lambda: skill_text(b, "alpha") is not None, WAIT) is not None, "B never served the source"
+        assert "rotate each key" in skill_text(b, "alpha")
+        assert [(e.label, e.commit) for e in b.sources.entries()] == [("coll", first)]
+        assert (home_b / "sources" / "coll" / "alpha" / "SKILL.md").read_text(encoding="utf-8") == ALPHA
+        assert b.sources.check() == []                       # every file as the team's lock says
+        assert locked_commit(home_b) == first                # the home's lock: an export of the team's
+        assert (home_b / lockmod.LOCK_NAME).read_text() == (home_a / lockmod.LOCK_NAME).read_text()
+        assert sk(home_b, "lock", "--check").returncode == 0
+
+        # upstream moves; the curator's update on A moves the team's lock; B follows
+        up.write("skills/alpha/SKILL.md", ALPHA.replace("rotate each key", "rotate each key twice"))
+        up.write("skills/gamma/SKILL.md", "---\nname: gamma\ndescription: Prune stale gadget caches nightly.\n"
+                                          "---\n\n# Gamma\n\nPrune them.\n")
+        second = up.commit("second")
+        up.push()
+        r = cli(home_a, pg_url, "sources", "update", "--yes")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert second[:12] in r.stdout
+        moved = until(lambda: "rotate each key twice" in (skill_text(b, "alpha") or "")
+                      and skill_text(b, "gamma") is not None, WAIT)
+        assert moved is not None, "B did not move to the new commit"
+        assert [(e.label, e.commit) for e in b.sources.entries()] == [("coll", second)]
+        assert locked_commit(home_b) == second
+        assert b.sources.check() == []
+
+        # a server started now fetches the locked commit at start, before it answers
+        c = team_library(home_c, pg_url)
+        assert "rotate each key twice" in (skill_text(c, "gamma") and skill_text(c, "alpha") or "")
+        assert locked_commit(home_c) == second
+
+        # the curator removes it on A: gone from B (and C), folder, root and lock entry
+        r = cli(home_a, pg_url, "sources", "remove", "coll", "--yes")
+        assert r.returncode == 0, r.stdout + r.stderr
+        for lib, home in ((b, home_b), (c, home_c)):
+            assert until(lambda lib=lib: skill_text(lib, "alpha") is None, WAIT) is not None
+            assert not (home / "sources" / "coll").exists()
+            assert lib.sources.entries() == [] and locked_commit(home) is None
+    finally:
+        b.close()
+        if c is not None:
+            c.close()
+
+
+def test_a_fetch_that_does_not_match_the_team_lock_is_refused_and_named(tmp_path, pg_url, up):
+    a = team_library(tmp_path / "a", pg_url)
+    b = team_library(tmp_path / "b", pg_url)
+    try:
+        a.sources.add(up.url, label="coll", path="skills")
+        first = git(up.work, "rev-parse", "HEAD")
+        assert until(lambda: skill_text(b, "alpha") is not None, WAIT) is not None
+        # the team's lock names a new commit, but with the old files' digests (a lock that lies)
+        up.write("skills/alpha/SKILL.md", ALPHA.replace("rotate each key", "EXFILTRATE each key"))
+        second = up.commit("second")
+        up.push()
+        (entry,) = a.sources.entries()
+        lying = lockmod.SourceEntry(**{**entry.__dict__, "commit": second})
+        a._shared.sources.replace(lockmod.documents([lying]), expect=lockmod.documents([entry]), by="mallory")
+        refused = until(lambda: any(ch.status == "fail" and "coll" in ch.detail for ch in b.sources.checks()), WAIT)
+        assert refused is not None, [ch.detail for ch in b.sources.checks()]
+        detail = next(ch.detail for ch in b.sources.checks() if ch.status == "fail")
+        assert "alpha/SKILL.md" in detail and second[:12] in detail
+        # B keeps serving what it had: the files of the first commit, never the unlocked text
+        assert "EXFILTRATE" not in (skill_text(b, "alpha") or "")
+        assert "rotate each key" in skill_text(b, "alpha")
+        assert (tmp_path / "b" / "sources" / "coll" / "alpha" / "SKILL.md").read_text(encoding="utf-8") == ALPHA
+        assert b.sources._state()["coll"]["installed"] == first
+    finally:
+        a.close()
+        b.close()
+
+
+def test_readers_and_agents_cannot_add_update_or_remove_sources(tmp_path, pg_url, up):
+    a = team_library(tmp_path / "a", pg_url)
+    try:
+        for role in ("reader", "agent"):
+            who = Caller(f"{role}-1", role)
+            with pytest.raises(ForbiddenError):
+                a.sources.add(up.url, label="coll", path="skills", caller=who)
+        assert a.sources.entries() == [] and not (tmp_path / "a" / "sources" / "coll").exists()
+        a.sources.add(up.url, label="coll", path="skills")      # the owner (the CLI) may
+        for role in ("reader", "agent"):
+            who = Caller(f"{role}-1", role)
+            with pytest.raises(ForbiddenError):
+                a.sources.remove("coll", caller=who)
+            with pytest.raises(ForbiddenError), a.sources.planning(["coll"], caller=who):
+                pass
+        assert [e.label for e in a.sources.entries()] == ["coll"]
+    finally:
+        a.close()
