@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from skillshelf import Library
-from skillshelf.embeddings.fake import FakeEmbedder
+# pytest-xdist's workers are given COLUMNS=80 / LINES=24; a plain run has neither, and the CLI
+# sizes its tables by COLUMNS (a pipe gets whole names and ids). Tests that want a width set it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
+
+from skillshelf import Library  # noqa: E402
+from skillshelf.embeddings.fake import FakeEmbedder  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SKILLSHELF_CORPUS", REPO.parent / "shared" / "corpus"))
