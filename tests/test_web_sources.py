@@ -111,6 +111,21 @@ def test_the_sources_page_lists_each_source_its_skills_and_drift_from_the_lock(c
     assert ">team</a>" in fetched and first[:12] in fetched
 
 
+def test_a_token_written_into_a_sources_url_is_never_shown(client, lib, monkeypatch):
+    from skillshelf.web.sources import masked
+
+    secret = "https://ann:ghp_S3CRET@git.example.com/team/skills.git"
+    real = lib.sources.list
+    monkeypatch.setattr(lib.sources, "list", lambda: [dict(r, url=secret, source=secret) for r in real()])
+    html = client.get("/sources").text
+    api = client.get("/api/sources").text
+    assert "ghp_S3CRET" not in html and "ghp_S3CRET" not in api
+    assert "https://ann:***@git.example.com/team/skills.git" in html
+    assert masked("https://git.example.com/a/b.git") == "https://git.example.com/a/b.git"
+    assert masked("git@github.com:a/b.git") == "git@github.com:a/b.git"
+    assert masked("https://x-access-token:t0k@github.com:8443/a/b") == "https://x-access-token:***@github.com:8443/a/b"
+
+
 def test_update_shows_the_dry_run_summary_then_applies_it_and_moves_the_lock(client, lib, home, upstream):
     first = locked_commit(home)
     second = move_upstream(upstream)

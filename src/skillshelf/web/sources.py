@@ -8,6 +8,7 @@ the lock only if upstream is still where the summary saw it. The JSON twin is un
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -40,12 +41,29 @@ def source_of(lib: Any):
     return of
 
 
+def masked(url: str) -> str:
+    """A source's URL as the dashboard shows it: a password or token written into it
+    (``https://user:TOKEN@host/…``) is replaced by ``***``, for every role."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+def _listed(lib: Any) -> list[dict[str, Any]]:
+    return [{**s, "url": masked(s["url"]), "source": masked(s["source"])} for s in lib.sources.list()]
+
+
 def _rows(lib: Any) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """Each source as ``sources list`` gives it, with its first skills (id and name, for links)
     and the files of its folder that differ from the lock; and all drifted files."""
     drift = [d.as_dict() for d in lib.sources.check()]
     rows = []
-    for s in lib.sources.list():
+    for s in _listed(lib):
         skills = lib.browse(root=s["root"], limit=SKILLS_SHOWN)
         mine = [d for d in drift if d["source"] == s["label"]]
         rows.append({**s, "skill_links": [{"id": r.id, "name": r.name} for r in skills.items],
@@ -128,7 +146,7 @@ class UpdateBody(BaseModel):
                  "every file that differs from skillshelf.lock")
 def api_sources(request: Request):
     lib = lib_of(request)
-    return {"sources": lib.sources.list(), "drifted": [d.as_dict() for d in lib.sources.check()]}
+    return {"sources": _listed(lib), "drifted": [d.as_dict() for d in lib.sources.check()]}
 
 
 @api.post("/sources/update", dependencies=[need(UPDATE_ACTION)],
