@@ -270,6 +270,15 @@ def test_readers_and_agents_see_no_update_button_and_get_403(tmp_path, pg_url, u
             r = c.post("/api/sources/update", json={"dry_run": True}, headers=bearer(tokens["curator"]))
             assert r.status_code == 200, r.text
             assert r.json()[0]["from"] == first and not r.json()[0]["applied"]
+            second = r.json()[0]["to"]
+            r = post(c, "/sources/team/update", apply="1", **{"from": first, "to": second})
+            assert r.status_code == 200 and "lock moved" in r.text
+        # the team's lock moved, recorded under the curator's token name
+        import psycopg
+
+        with psycopg.connect(pg_url) as conn:
+            row = conn.execute("SELECT commit_id, updated_by FROM sources WHERE label = 'team'").fetchone()
+        assert row == (second, PEOPLE["curator"])
     finally:
         lib.close()
 
