@@ -605,6 +605,63 @@ def test_submodules_are_fetched_only_when_asked(tmp_path, upstream):
     assert (home2 / "sources/full/vendor/skills/gamma/SKILL.md").is_file()
 
 
+def _with_submodule(parent: Upstream, child: Upstream, path: str) -> str:
+    """Commit ``child``'s head into ``parent`` as a submodule at ``path`` (URL ``../<name>.git``,
+    beside ``parent``'s bare repository); ``parent``'s new head."""
+    name = child.bare.parent.name
+    (parent.bare.parent / f"{name}.git").symlink_to(child.bare)
+    (parent.work / ".gitmodules").write_text(f'[submodule "{name}"]\n\tpath = {path}\n\turl = ../{name}.git\n')
+    git(parent.work, "add", ".gitmodules")
+    git(parent.work, "update-index", "--add", "--cacheinfo", f"160000,{git(child.work, 'rev-parse', 'HEAD')},{path}")
+    git(parent.work, "commit", "-q", "-m", "a submodule")     # (not ``commit``: its add -A drops the gitlink)
+    parent.push()
+    return git(parent.work, "rev-parse", "HEAD")
+
+
+def test_a_submodules_own_submodules_are_fetched_with_it(tmp_path, upstream):
+    deep = Upstream(tmp_path / "deep")
+    deep.write("skills/delta/SKILL.md", BETA.replace("beta", "delta").replace("gizmos", "deltas"))
+    deep.commit("delta")
+    deep.push()
+    mid = Upstream(tmp_path / "mid")
+    _with_submodule(mid, deep, "nested")
+    _with_submodule(upstream, mid, "vendor")
+    # mid is fetched as <upstream's folder>/mid.git: its ../deep.git is resolved against that URL, as git does
+    (upstream.bare.parent / "deep.git").symlink_to(deep.bare)
+
+    home = tmp_path / "home"
+    r = sk(home, "sources", "add", upstream.url, "--name", "plain")
+    assert r.returncode == 0 and "vendor: a submodule (pass --submodules" in r.stdout
+    r = sk(home, "sources", "add", upstream.url, "--name", "full", "--submodules")
+    assert r.returncode == 0, r.stderr
+    assert (home / "sources/full/vendor/nested/skills/delta/SKILL.md").is_file()     # two levels down
+    assert "7 skills" in r.stdout        # two of its own, two of vendor's, three of vendor/nested's
+    by = {s["label"]: s for s in lock_of(home)["source"]}
+    assert "vendor/nested/skills/delta" in [s["path"] for s in by["full"]["skill"]]
+    assert sk(home, "lock", "--check").returncode == 0
+    home2 = tmp_path / "home2"                       # restored elsewhere: every digest checked, two levels down too
+    r = sk(home2, "sources", "restore", str(home / "skillshelf.lock"))
+    assert r.returncode == 0, r.stderr
+    assert (home2 / "sources/full/vendor/nested/skills/delta/SKILL.md").is_file()
+
+
+def test_submodules_nested_too_deep_are_left_out_and_named(tmp_path, upstream, monkeypatch):
+    from skillshelf.supply import fetch as fetchmod
+
+    deep = Upstream(tmp_path / "deep")
+    mid = Upstream(tmp_path / "mid")
+    _with_submodule(mid, deep, "nested")
+    head = _with_submodule(upstream, mid, "vendor")
+    monkeypatch.setattr(fetchmod, "MAX_SUBMODULE_DEPTH", 1)
+    cache = tmp_path / "cache.git"
+    fetchmod.init_cache(cache, upstream.url)
+    fetchmod.fetch(cache, upstream.url)
+    notes = fetchmod.export(cache, head, "", tmp_path / "out", url=upstream.url, submodules=True)
+    assert (tmp_path / "out/vendor/skills/alpha/SKILL.md").is_file()
+    assert not (tmp_path / "out/vendor/nested/skills").exists()
+    assert "left out vendor/nested: a submodule nested more than 1 deep" in notes
+
+
 def test_a_submodule_url_is_fetched_only_from_git_transports():
     from skillshelf.supply.fetch import module_url
 

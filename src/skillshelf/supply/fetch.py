@@ -300,28 +300,55 @@ def module_url(parent: str, url: str) -> str | None:
     return None
 
 
+MAX_SUBMODULE_DEPTH = 8     # submodules nested deeper than this are left out (and named)
+MAX_SUBMODULES = 200        # submodules fetched for one source, at every depth together
+
+
 def export(git_dir: Path, commit: str, subdir: str, dest: Path, *, url: str = "",
            submodules: bool = False) -> list[str]:
     """Write the tree of ``commit`` (at ``subdir``) into the new folder ``dest``; notes on what
     was left out (links leading out, submodules). With ``submodules``, each submodule of the tree
     is fetched (into a bare cache beside ``git_dir``, hardened the same way) and its commit's tree
-    written at its path (one level: a submodule's own submodules are left out, and named)."""
+    written at its path, and so are its own submodules, recursively: each URL resolved against its
+    parent's and allowed by the same rule (``module_url``), at most ``MAX_SUBMODULE_DEPTH`` deep and
+    ``MAX_SUBMODULES`` in all (each one left out is named)."""
     tree = f"{commit}:{subdir}" if subdir else commit
     notes = _archive(git_dir, tree, dest)
+    return notes + _modules(git_dir, git_dir, commit, subdir, dest, url=url, fetch_them=submodules, prefix="",
+                            depth=0, budget=[MAX_SUBMODULES])
+
+
+def _modules(root: Path, git_dir: Path, commit: str, subdir: str, dest: Path, *, url: str, fetch_them: bool,
+             prefix: str, depth: int, budget: list[int]) -> list[str]:
+    """The submodules of ``commit`` (at ``subdir``) in ``git_dir``, written under ``dest``; ``root``:
+    the source's own cache (every submodule's cache is kept beside it), ``prefix``: where ``dest``
+    is in the source (for the notes), ``depth``: how many submodules enclose ``git_dir``'s tree."""
+    tree = f"{commit}:{subdir}" if subdir else commit
     links = _gitlinks(git_dir, tree)
     if not links:
-        return notes
-    urls = _module_urls(git_dir, commit) if submodules else {}
+        return []
+    notes: list[str] = []
+    urls = _module_urls(git_dir, commit) if fetch_them else {}
     for path, sha in links:
-        full = f"{subdir}/{path}" if subdir else path
-        where = urls.get(full)
-        sub_url = module_url(url, where) if where else None
-        if not submodules or sub_url is None:
-            why = "pass --submodules to fetch it" if not submodules else \
-                f"its URL {where!r} is not one skillshelf fetches" if where else "it is not in .gitmodules"
-            notes.append(f"left out {path}: a submodule ({why})")
+        shown = prefix + path
+        if any(part in ("", ".", "..") for part in path.split("/")):
+            notes.append(f"left out {shown!r}: a submodule whose path leads out of its folder")
             continue
-        cache = git_dir / "skillshelf-modules" / (hashlib.sha256(sub_url.encode()).hexdigest()[:16] + ".git")
+        where = urls.get(f"{subdir}/{path}" if subdir else path)
+        sub_url = module_url(url, where) if where else None
+        if not fetch_them or sub_url is None:
+            why = "pass --submodules to fetch it" if not fetch_them else \
+                f"its URL {where!r} is not one skillshelf fetches" if where else "it is not in .gitmodules"
+            notes.append(f"left out {shown}: a submodule ({why})")
+            continue
+        if depth >= MAX_SUBMODULE_DEPTH:
+            notes.append(f"left out {shown}: a submodule nested more than {MAX_SUBMODULE_DEPTH} deep")
+            continue
+        if budget[0] <= 0:
+            notes.append(f"left out {shown}: a submodule past the first {MAX_SUBMODULES} of this source")
+            continue
+        budget[0] -= 1
+        cache = root / "skillshelf-modules" / (hashlib.sha256(sub_url.encode()).hexdigest()[:16] + ".git")
         if not cache.is_dir():
             init_cache(cache, sub_url)
         fetch(cache, sub_url)
@@ -329,8 +356,9 @@ def export(git_dir: Path, commit: str, subdir: str, dest: Path, *, url: str = ""
         target = dest.joinpath(*path.split("/"))
         if target.is_dir() and not any(target.iterdir()):
             target.rmdir()
-        notes += [f"{path}: {n}" for n in _archive(cache, got, target)]
-        notes += [f"left out {path}/{p}: a submodule of a submodule" for p, _ in _gitlinks(cache, got)]
+        notes += [f"{shown}: {n}" for n in _archive(cache, got, target)]
+        notes += _modules(root, cache, got, "", target, url=sub_url, fetch_them=True, prefix=shown + "/",
+                          depth=depth + 1, budget=budget)
     return notes
 
 
