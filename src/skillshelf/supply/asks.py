@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from . import patterns as P
-from .rules import MAX_LINES_PER_RULE, RULES, visible
+from .rules import RULES
 
 # the file's Scan (skillshelf.supply.scan), which calls these functions: typed loosely, as importing it
 # here would make a circle
@@ -17,50 +17,9 @@ Scan = Any
 
 
 def check_requests(scan: Scan) -> None:
-    """A request in words to send secrets or files to a URL, and to reveal the agent's
-    instructions or the environment."""
-    seen: set[int] = set()
-    places: list[re.Match] = []
-    for rx, keys in zip(P.DESTINATIONS, _DESTINATION_WORDS):
-        if scan.words.isdisjoint(keys) and not (keys == (b"@",) and scan.has(b"@")):
-            continue
-        for m in rx.finditer(scan.low):
-            if len(places) >= MAX_LINES_PER_RULE:
-                break
-            i = m.start()
-            if rx.pattern.startswith((b"server", b"endpoint", b"collector")) \
-                    and not P.OWNED_PLACE.search(scan.low, max(0, i - 40), i):
-                continue
-            if rx.pattern.startswith(b"@") and not (i and scan.low[i - 1:i].isalnum()):
-                continue
-            places.append(m)
-    places.sort(key=lambda m: m.start())
-    last = -1
-    for m in places:
-        if m.start() < last:
-            continue          # in the sentence looked at already
-        a, b = sentence(scan, m.start(), m.end())
-        last = b
-        if a in seen:
-            continue
-        seen.add(a)
-        sent = scan.low[a:b]
-        if not any(h in sent for h in _SECRET_HINTS):
-            continue
-        hit = P.EXFIL_VERB_FIRST.search(sent) or P.EXFIL_OBJECT_FIRST.search(sent) or P.EXFIL_PUBLISH.search(sent)
-        if hit is None:
-            continue
-        if P.AUTH_USE.search(sent) and P.KEY_OBJECT.search(hit.group()) and not P.SECRET_PATH.search(hit.group()):
-            continue      # a key sent to its own API, in a header
-        at = a + hit.start()
-        if (scan.kind == "markdown" and scan.fence_at(at) is not None) or ("exfil.secrets", scan.line_of(at)) in scan._seen:
-            continue      # a command, not a request in words: the command rules read it
-        sev, note = scan.grade_phrase("exfil.request", at)
-        if scan.kind != "markdown" and not scan.hidden_at(at):
-            sev = "medium"
-        scan.add("exfil.request", sev, at, f"{RULES['exfil.request'].title}: "
-                 f"{visible(scan.data[at:a + hit.end()].decode('utf-8', 'replace'), 100)!r} "
-                 f"to {visible(m.group().decode('utf-8', 'replace'), 80)}{note}")
+    """A request in words to publish secrets (a gist, a paste, an issue), and to reveal the agent's
+    instructions or the environment. A request to send them to a URL is read by the model of
+    intent (``skillshelf.supply.intent``)."""
     if scan.words & _PUBLISH_WORDS:
         for s, e in scan.candidates(P.TRIG_PUBLISH, "secrets published"):
             hit = P.EXFIL_PUBLISH.search(scan.low, s, e)
@@ -158,12 +117,7 @@ def check_link_text(scan: Scan) -> None:
 _SENTENCE_BREAK = re.compile(rb"[.!?;][ \n]|\n(?=[\n\-*#|`])")
 _DISCLOSE_WORDS = frozenset((b"prompt", b"instructions", b"rules", b"configuration", b"environment", b"env", b"keys",
                              b"secrets", b"credentials", b"tokens", b"passwords", b"context"))
-_DESTINATION_WORDS = ((b"http", b"https"), (b"webhook", b"webhooks"), (b"@",), (b"server",), (b"endpoint",))
 _PUBLISH_WORDS = frozenset((b"gist", b"paste", b"pastebin", b"issue", b"comment", b"discussion"))
 _TOKEN_WORDS = frozenset((b"ghp", b"gho", b"ghu", b"ghs", b"ghr", b"github", b"xoxb", b"xoxp", b"xoxa", b"xoxo", b"xoxs",
                           b"xoxr", b"sk", b"rk", b"glpat", b"npm", b"hf", b"slack", b"webhooks", b"private"))
 _TOKEN_STARTS = (b"akia", b"asia", b"aiza", b"aa")
-_SECRET_HINTS = (b"credential", b"key", b"token", b"secret", b"password", b"env", b"cookie",
-                 b"keychain", b"wallet", b"seed", b"history", b"home", b"dotfile", b"/etc/", b".ssh", b".aws", b"id_",
-                 b".netrc", b".npmrc", b".pypirc", b".gnupg", b".kube", b"kubeconfig", b".config/", b".docker",
-                 b".password-store", b"ssh", b"passwd", b"shadow")

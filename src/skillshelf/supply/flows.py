@@ -43,6 +43,8 @@ def _flow(scan: Scan, rs: int, re_: int, budget: int) -> int:
         end = re_ if end < 0 else end
         n += 1
         line = _BRACED.sub(rb"$\1", scan.low[pos:min(end, pos + MAX_LOGICAL_LINE)])
+        if b"{" in line or b"[" in line:       # const { data } = …, [out] = …: the first name destructured
+            line = _DESTRUCTURE.sub(rb"\1\2 =", line)
         if b"[" in line and b"," in line:      # ['curl', '-o', path, url]: read as the command it runs
             line = _LIST_ARGS.sub(b" ", line)
         _flow_line(scan, pos, line, downloads, values)
@@ -66,6 +68,8 @@ def _runs_of_downloads(scan: Scan, at: int, line: bytes, downloads: dict[bytes, 
         k = line.find(target)
         while 0 <= k:
             after = line[k + len(target):k + len(target) + 1]
+            if target.endswith(b"/"):
+                after = b""           # a folder a download was saved into: any file run from it
             if after in (b"", b" ", b"\t", b";", b"&", b"|", b")", b"]", b"'", b'"', b",") \
                     and _RUN_PATH_END.search(line, 0, k):
                 url_note = url if url != "a download" else "a file"
@@ -90,7 +94,9 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
             m = rx.search(line)
             if m is None:
                 continue
-            if m.groupdict().get("t"):
+            if m.groupdict().get("d"):
+                target = m.group("d").strip(b"\"'").rstrip(b"/") + b"/"
+            elif m.groupdict().get("t"):
                 target = m.group("t").strip(b"\"'")
                 if b"://" in target:      # curl -O URL (lower-cased like -o): saved under its last part
                     target = target.rstrip(b"/").rsplit(b"/", 1)[-1].split(b"?")[0]
@@ -146,6 +152,7 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
                 break
 
 
+_DESTRUCTURE = re.compile(rb"^(\s{0,40}(?:const|let|var)\s+)[{\[]\s{0,3}([a-z_][a-z0-9_]{0,40})[^=\n]{0,200}?[}\]]\s{0,3}=(?!=)")
 _BRACED = re.compile(rb"\$\{([a-z_][a-z0-9_]{0,40})\}")
 _RUN_PATH_END = re.compile(b"(?:" + P.RUN_PATH.pattern + rb")[\"']?$")
 _LIST_ARGS = re.compile(rb"['\"]\s{0,3},\s{0,3}['\"]?|\[\s{0,3}['\"]|['\"]\s{0,3}\]|,\s{0,3}")

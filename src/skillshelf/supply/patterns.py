@@ -37,7 +37,7 @@ TRIG_PUBLISH = [re.compile(p) for p in (rb"gist", rb"paste", rb"issue", rb"comme
 # decoders named in code (looked for when their words are in the file)
 TRIG_DECODE = [re.compile(p) for p in (
     rb"atob", rb"b64decode", rb"decode64", rb"decode_base64", rb"fromhex", rb"unhexlify", rb"codecs\.decode", rb"buffer\.from",
-    rb"frombase64string",
+    rb"frombase64string", rb"base64_decode", rb"str_rot13", rb"gzinflate", rb"gzuncompress", rb"hex2bin",
 )]
 # secrets on disk and the whole environment
 TRIG_SECRETS = [re.compile(p) for p in (
@@ -89,7 +89,8 @@ RUNNER = re.compile(rb"\s*(?:sudo(?:\s+-{1,2}[\w-]{1,20}){0,4}\s+)?(?:env\s+(?:[
                     rb"(?=\s*$|\s+-\s|\s+-$|\s*[;)&|`]))")
 # a download's output run at once: eval "$(curl …)", bash <(curl …), sh -c "$(wget …)"
 RUN_SUBST = re.compile(rb"(?:(?<![\w.-])(?:eval|(?:ba|z|k|da)?sh(?:\s+-c)?|iex|invoke-expression|python[0-9.]{0,4}\s+-c|"
-                       rb"exec)\s{0,4}[(\"']{0,3}\s{0,4}(?:\$\(|<\(|`)|(?:^|[\s;&|(])(?:source|\.)\s+[\"']?(?:<\(|\$\(|`))"
+                       rb"exec)\s{0,4}[(\"']{0,3}\s{0,4}(?:\$\(|<\(|`)|(?:^|[\s;&|(])(?:source|\.)\s+[\"']?(?:<\(|\$\(|`)|"
+                       rb"(?<![\w.-])(?:python[0-9.]{0,4}|node|perl|ruby|php|deno\s+run|bun)\s+<\()"
                        rb"\s{0,4}(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)\b")
 # The documented installers of well-known tools, fetched over HTTPS from their vendor: still a
 # download that runs (medium), but not the stranger's script that makes fetch-and-run high.
@@ -441,27 +442,11 @@ SECRET_OBJECT = (rb"(?:(?:~/|\$home/|\$\{home\}/|/home/[\w.-]{1,40}/|/root/|/use
                  rb"(?:user's\s+|the\s+user's\s+|your\s+|the\s+)?home\s+(?:folder|directory|dir)|dotfiles|/etc/(?:passwd|shadow)|"
                  rb"\$?[a-z0-9]{1,20}(?:_[a-z0-9]{1,20}){0,3}_(?:api_key|token|secret|secret_key|password|access_key|"
                  rb"private_key)s?\b|(?:the\s+)?(?:output|result)\s+of\s+[`'\"]?(?:env|printenv|set|export\s+-p)\b))")
-EXFIL_VERB_FIRST = re.compile(rb"\b" + SEND_VERB + rb"\s+(?:(?!(?:for|from|with|about|by|using|via|without|if|when|"
-                              rb"unless|instead|rather)\s)[^\s.!?;]{1,40}\s+){0,8}?" + SECRET_OBJECT)
-EXFIL_OBJECT_FIRST = re.compile(SECRET_OBJECT + rb"(?:\s+[^\s.!?;]{1,40}){0,14}?\s+(?:and\s+|then\s+)?" + SEND_VERB +
-                                rb"\s+(?:it|them|this|that|those|these|its\s+contents?|their\s+contents?|the\s+(?:file|files|"
-                                rb"contents?|archive|zip|tarball|output|result|values?|keys?|data|bundle|dump|summary|copy|list|"
-                                rb"text|body|report)|(?:each|all|every\s+one)\s+of\s+(?:its|their|them|it)|its\s+\w{1,20}|"
-                                rb"their\s+\w{1,20})\b")
 # a secret published where anyone with the link reads it: a gist, a paste, an issue
 EXFIL_PUBLISH = re.compile(rb"\b(?:create|open|make|publish|post|file|start)\s+(?:a\s+|an\s+)?(?:new\s+|secret\s+|public\s+|"
                            rb"private\s+|quick\s+)?(?:gist|paste|pastebin|issue|comment|discussion|public\s+repo\w{0,6})\s+"
                            rb"(?:[^\s.!?;]{1,30}\s+){0,4}?(?:containing|with|holding|that\s+(?:holds|contains|has|includes)|of)\s+"
                            rb"(?:[^\s.!?;]{1,40}\s+){0,4}?" + SECRET_OBJECT)
-# where a sentence sends something: each pattern starts with a literal (fast to find); a bare
-# "server" or "endpoint" counts when the word before says whose (our server, a remote endpoint)
-DESTINATIONS = [re.compile(p) for p in (
-    rb"http[^\s\"'`()<>]{3,200}", rb"webhooks?\b", rb"@[\w-]{1,63}\.[a-z]{2,10}\b", rb"server\b", rb"endpoint\b",
-)]
-OWNED_PLACE = re.compile(rb"\b(?:remote|external|our|my|this|following|collection|telemetry|logging|attacker'?s?|"
-                         rb"private|own)\s+(?:\w{1,20}\s+)?$")
-SECRET_HINT = re.compile(rb"credential|key|token|secret|password|\.env|env\s|environment|cookie|keychain|wallet|seed|"
-                         rb"history|home|dotfile|/etc/|\.ssh|\.aws|id_|\.netrc|\.npmrc|\.pypirc|\.gnupg|\.kube|kubeconfig")
 # sending a key where it belongs: an API's own authentication
 AUTH_USE = re.compile(rb"\b(?:header|headers|authorization|bearer|authenticat\w{0,6}|x-api-key|sign\s+in|log\s+in|login|"
                       rb"oauth|basic\s+auth)\b")
@@ -522,6 +507,9 @@ PRIVATE_KEY_BODY = re.compile(rb"[A-Za-z0-9+/=\r\n]{200,}")
 _Q = rb"[\"']?"
 _TARGET = rb"(?P<t>[\"']?[\w${}~./:%@+-]{1,200}[\"']?)"
 DOWNLOAD_TO = [re.compile(p) for p in (
+    rb"\|\s{0,3}(?:sudo\s+)?tee\s+(?:-a\s+)?" + _TARGET,
+    # saved into a folder under the name it has on the server: the folder is what a later run names
+    rb"(?:^|\s)(?:-p|--directory-prefix)(?:\s+|=)(?P<d>[\"']?[\w${}~./:%@+-]{1,200}[\"']?)",
     rb"(?:^|\s)(?:-[a-z]{0,6}o|--output|--output-document|--remote-name|-outfile|-destination)(?:\s+|=)" + _TARGET,
     rb"(?<![0-9&<>|])>\s{0,3}" + _TARGET,
     rb"(?:urlretrieve|downloadfile)\(\s{0,4}[^,\n]{1,300},\s{0,4}" + _TARGET,
@@ -536,7 +524,7 @@ ASSIGN_LINE = re.compile(rb"^\s{0,40}(?:export\s+|local\s+|const\s+|let\s+|var\s
 DECODED_VALUE = re.compile(rb"base64\s+(?:-\w{0,5}d\b|--decode\b)|b64decode|b32decode|b85decode|a85decode|decode64|"
                            rb"decode_base64|codecs\.decode|zlib\.decompress|marshal\.loads|bytes\.fromhex|unhexlify|"
                            rb"frombase64string|\batob\s{0,3}\(|buffer\.from\([^)\n]{0,2000},\s{0,3}['\"](?:base64|hex)|"
-                           rb"xxd\s+-\w{0,5}r|\brot13\b|\bchr\(")
+                           rb"xxd\s+-\w{0,5}r|\brot13\b|\bchr\(|base64_decode|str_rot13|gzinflate|gzuncompress|hex2bin")
 FETCHED_VALUE = re.compile(rb"\$\(\s{0,4}(?:curl|wget)\b|`\s{0,4}(?:curl|wget)\b|requests\.get\(|httpx\.get\(|urlopen\(|"
                            rb"\bhttps?\.(?:get|request)\(|\brequest\(\s{0,3}['\"]https?:|"
                            rb"\bfetch\(|axios\.get\(|downloadstring\(|invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b|"
@@ -553,7 +541,7 @@ RUN_VALUE = re.compile(rb"(?:^|[\s;&|(])(?:eval|exec|iex|invoke-expression)\s{0,
                        rb"\$\{?(?P<x>[a-z_][a-z0-9_]{0,40})\}?[\"']?\s{0,3}\|\s{0,3}(?:sudo\s+)?(?:ba|z|k|da)?sh\b|"
                        rb"(?:\bexec|\beval|os\.system|os\.popen|subprocess\.[a-z_]{1,20}|\bcompile|new\s+function|\bfunction|"
                        rb"execsync|child_process\.[a-z]{1,12}|\bspawn(?:sync)?|\bsystem|\bpopen|pty\.spawn|runinthiscontext|"
-                       rb"runinnewcontext)\s{0,3}\(\s{0,3}"
+                       rb"runinnewcontext|settimeout|setinterval|passthru|shell_exec|\bassert|proc_open)\s{0,3}\(\s{0,3}\$?"
                        rb"(?:\[\s{0,3}['\"](?:ba|z)?sh['\"]\s{0,3},\s{0,3}['\"]-c['\"]\s{0,3},\s{0,3})?(?P<y>[a-z_][a-z0-9_]{0,40})\b")
 # where a file (the target, read after the match) is run
 RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.|python[0-9.]{0,4}|node|perl|ruby|php|pwsh|"
@@ -563,13 +551,15 @@ RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.
                       rb"(?:^|[\s;(])(?:invoke-item|ii|start)\s+")
 
 # a call that runs code or a command whose argument decodes something (os.system(__import__('base64').b64decode(…)))
-RUN_DECODED_ARG = re.compile(rb"(?:\bexec|\beval|\.system|os\.popen|subprocess\.[a-z_]{1,20}|execsync|child_process\.[a-z]{1,12}|"
+RUN_DECODED_ARG = re.compile(rb"(?:\bexec|\beval|\.system|\bsystem|passthru|shell_exec|\bassert|create_function|proc_open|"
+                             rb"settimeout|setinterval|os\.popen|subprocess\.[a-z_]{1,20}|execsync|child_process\.[a-z]{1,12}|"
                              rb"getattr\([^()\n]{0,60}(?:\([^()\n]{0,40}\)[^()\n]{0,20})?['\"](?:system|popen|exec|eval|run|call|"
                              rb"check_output|spawn)['\"]\s{0,3}\)|"
                              rb"\bspawn(?:sync)?|\bpopen|pty\.spawn|instance_eval|runinthiscontext|runinnewcontext|"
                              rb"new\s+function)(?:\s{0,4}\(|\s+)[^;\n]{0,120}?(?:b64decode|b32decode|b85decode|a85decode|"
                              rb"decode64|decode_base64|decodebytes|unhexlify|fromhex|frombase64string|\batob\s{0,2}\(|"
-                             rb"buffer\.from\([^)\n]{0,2000}['\"](?:base64|hex)['\"]|codecs\.decode|zlib\.decompress)")
+                             rb"buffer\.from\([^)\n]{0,2000}['\"](?:base64|hex)['\"]|codecs\.decode|zlib\.decompress|base64_decode|"
+                             rb"str_rot13|gzinflate|gzuncompress|hex2bin)")
 # decoders a direct run of decoded text uses, beyond CODE_RUN_DECODE's
 CODE_RUN_DECODE_MORE = re.compile(rb"(?:os\.system|os\.popen|subprocess\.[a-z_]{1,20}|execsync|child_process\.[a-z]{1,12}|"
                                   rb"\bspawn(?:sync)?|\bsystem|\beval|\bexec|instance_eval|pty\.spawn)\s{0,4}\(\s{0,4}"

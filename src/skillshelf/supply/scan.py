@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from . import asks, flows, invisible, patterns as P, view
+from . import asks, flows, intent, invisible, patterns as P, view
 from .rules import (
     EXCERPT_BYTES,
     MAX_LINES_PER_RULE,
@@ -387,6 +387,7 @@ class Scan:
         self.check_flows()
         self.check_override()
         self.check_requests()
+        intent.check(self)
         self.check_tokens()
         if self.kind == "markdown":
             self.check_comments()
@@ -675,6 +676,7 @@ class Scan:
         inner.check_flows()
         inner.check_override()
         inner.check_requests()
+        intent.check(inner)
         inner.check_tokens()
         line = line if line is not None else self.line_of(pos)
         found = inner.finish()

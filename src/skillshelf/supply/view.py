@@ -8,10 +8,11 @@ from __future__ import annotations
 import html
 import itertools
 import re
+from dataclasses import replace
 from typing import Any
 
 from . import patterns as P
-from .rules import EXCERPT_BYTES, MAX_LINES_PER_RULE, visible
+from .rules import EXCERPT_BYTES, MAX_LINES_PER_RULE, RANK, visible
 
 # the file's Scan (skillshelf.supply.scan), which calls these functions: typed loosely, as importing it
 # here would make a circle
@@ -38,7 +39,12 @@ def check(scan: Scan) -> None:
     inner = type(scan)(view, scan.file, scan.kind, scan.security_topic, depth=1)
     raw_lines = None
     for f in inner.run():
-        if (f.rule, f.line) in scan._seen or f.line <= 0:
+        if f.line <= 0:
+            continue
+        if (f.rule, f.line) in scan._seen:
+            # found on the raw text too: what the model reads can only make it graver
+            if f.line in stripped:
+                _raise(scan, f)
             continue
         if raw_lines is None:
             raw_lines = scan.data.split(b"\n")
@@ -49,6 +55,16 @@ def check(scan: Scan) -> None:
         elif f.line <= len(raw_lines) and b"$" in raw:
             message = f"{message} (with the file's shell variables filled in)"
         scan.add(f.rule, sev, -1, message, line=f.line, excerpt=raw[:EXCERPT_BYTES])
+
+
+def _raise(scan: Scan, f: Any) -> None:
+    """Make the finding of ``f``'s rule on ``f``'s line high: the invisible characters on that line
+    were hiding what the model reads there."""
+    for i, g in enumerate(scan.findings):
+        if g.rule == f.rule and g.line == f.line and g.severity != "high" and RANK[f.severity] >= RANK[g.severity]:
+            scan.findings[i] = replace(g, severity="high", message=f"{f.message} — once the invisible characters on "
+                                       "this line are removed")
+            return
 
 
 def shown(text: str, limit: int = 600) -> str:

@@ -1,0 +1,429 @@
+"""A small model of intent over sentences: what a sentence asks of the agent, read from the kinds
+of words it joins rather than from fixed phrases. Part of the audit of one file
+(``skillshelf.supply.scan``), which also runs it on the text as a model reads it.
+
+Four intents, each a combination of concepts in one sentence:
+
+- **exfiltration**: something secret (a key, a credentials file, the environment, a home folder)
+  + a way of sending (send, post, paste, include, upload… in several languages) + an outside
+  destination after it (a URL, a host variable, a webhook, an address, a collector). The secret
+  is not an instrument ("using the token in $GITHUB_TOKEN") and the destination is not a source
+  ("copy it from https://…").
+- **concealment**: keeping something from the user (hide, omit, leave out, not tell, shouldn't
+  know, without telling…) or reporting success whatever happened; high when what is kept back
+  is a step of the agent's (a command, a script, a hook, an upload, a change).
+- **override**: a verb that sets instructions aside + the agent's instructions (instructions,
+  rules, system prompt…) + a word saying whose (previous, given, above, system, your…).
+- **disclosure**: a verb that shows + the agent's instructions or the whole environment.
+
+A sentence that negates the concealing verb ("never hide anything from the user"), or one in a
+passage about attacks, is graded low by the file's own context rules (``Scan.grade_phrase``)."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Any
+
+from . import patterns as P
+from .rules import RULES, visible
+
+Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
+
+MAX_ANCHORS = 400          # anchor words looked at in one file, per intent
+_NT = rb"(?:n't|n" + P._u("’") + rb"t)"
+
+# --- concepts -------------------------------------------------------------------------------------
+SEND = re.compile(P.SEND_VERB.replace(b"(?:", b"(?<![/_.$-])\\b(?:", 1) + rb"\b|\bexfiltrat\w{0,5}|\bbeam\w{0,3}\b|"
+                  # the same verbs in a few other languages (the view keeps their accents as UTF-8)
+                  rb"\benv(?:i|\xc3\xad)(?:a|e|ar|en|ez|ame|alo|alos)\b|\benvoy(?:er|ez)\b|\benvoie\b|\bsende[nt]?\b|"
+                  rb"\bschick(?:e|en|t)?\b|\b(?:u|\xc3\xbc)bermittl\w{0,3}|\binvia(?:re)?\b|\bmanda(?:r)?\b|\bsub(?:e|ir|a)\b|"
+                  rb"\bhochladen\b|\bt(?:e|\xc3\xa9)l(?:e|\xc3\xa9)verse[rz]?\b|\bcarica(?:re)?\b")
+# verbs that send only when what they move must be read first: "drop ~/.ssh/id_rsa into the form at …"
+WEAK_SEND = re.compile(rb"\b(?:drop|place|stick|stash|insert|add|store|save|leave|dm|message|text|tweet|mirror|back\s+up|"
+                       rb"sync|commit)\b")
+SECRET = re.compile(P.SECRET_OBJECT + rb"|\b(?:run|running|execute|call)\s+[`'\"]?(?:env|printenv|set|export\s+-p)\b|"
+                    rb"\bkube\s?config\b|\bkube\s+(?:config|credentials)|"
+                    rb"(?:ssh|gpg|pgp|signing|deploy|aws|cloud|gcp|azure)\s+(?:keys?|credentials?|config)\b|"
+                    rb"\.(?:ssh|aws|kube|gnupg|netrc|npmrc|pypirc|git-credentials)\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|"
+                    rb"\$\{?[a-z0-9_]{0,30}(?:key|token|secret|password|passwd|pat|credentials?)\}?\b|"
+                    rb"\bservice[\s-]account\s+(?:key|json|file)|\bkeystore\b|\.pem\b|\bmnemonic\b|"
+                    rb"\brecovery\s+phrase|\bsession\s+cookies?|\bbrowser\s+(?:cookies|passwords|profile)|"
+                    rb"\bcredenciales\b|\bcontrase(?:\xc3\xb1|n)as?\b|\bidentifiants\b|\bzugangsdaten\b|\bpassw(?:o|\xc3\xb6)rter\b")
+# a secret named as what a file *is*: the file must be read to be sent (a key alone may be the user's own)
+SECRET_SOURCE = re.compile(rb"[~/$.]|files?\b|folder|director|environment|env\b|config|history|keychain|wallet|"
+                           rb"cookies|dotfiles|every|all\b|each|whole|entire|contents?")
+DEST = re.compile(rb"https?://[^\s\"'`()<>|\\]{3,200}|\$\{?[a-z0-9_]{0,30}(?:url|uri|host|endpoint|server|hook|webhook|"
+                  rb"collector|remote|target|dest\w{0,10}|addr\w{0,5}|domain|sink)\}?\b|\bwebhooks?\b|"
+                  rb"(?<!garbage\s)\bcollector\b|[\w.+-]{1,64}@[\w-]{1,63}\.[a-z]{2,10}\b|"
+                  rb"\b(?:our|a\s+remote|an\s+external|external|remote|attacker'?s?|third[\s-]party|"
+                  rb"following)\s+(?:\w{1,20}\s+)?(?:server|endpoint|bucket|mirror|backend|host|site|"
+                  rb"inbox|channel|storage|url|address|form|collector)\b|\bthe\s+form\s+(?:at|on)\b|"
+                  rb"\b(?:pastebin|hastebin|requestbin|pipedream|ngrok|webhook\.site|transfer\.sh|discord|telegram)\b|"
+                  rb"\b[a-z0-9-]{2,40}(?:\.[a-z0-9-]{2,40}){0,3}\.(?:com|net|org|io|dev|app|xyz|co|ai|sh|me|site|cloud|"
+                  rb"info|ru|cn|tk|top|online|biz|link|live|tech|us|uk|de)(?:/[^\s)]{0,100})?(?![\w.])")
+# a secret used as an instrument (to authenticate), not as what is sent
+INSTRUMENT = re.compile(rb"\b(?:using|with|via|by|through|authenticat\w{0,6}|auth|login|log\s+in|sign\s+in|as)\s+"
+                        rb"(?:\S+\s+){0,3}$")
+REMOVED = re.compile(rb"\b(?:remov\w{0,4}|redact\w{0,4}|strip\w{0,4}|scrub\w{0,4}|mask\w{0,4}|exclud\w{0,4}|without|minus|"
+                     rb"except|filter\w{0,4}\s+out|saniti[sz]\w{0,4}|censor\w{0,4}|no|never|not|nor)\s+(?:\S+\s+){0,3}$")
+INTO = re.compile(rb"\b(?:to|into|onto)\s+(?:the\s+|your\s+|my\s+|our\s+|a\s+|an\s+)?$")
+SOURCE_BEFORE = re.compile(rb"\b(?:from|von|desde|depuis|da|off)\s+(?:\S+\s+){0,3}$")
+
+# who concealment keeps something from: the user, or what the user reads (the summary, the reply)
+_WHO = (rb"(?:(?:the\s+|a\s+|any\s+|your\s+)?(?:users?|humans?|person|people|owners?|reviewers?|maintainers?|operators?|"
+        rb"anyone|anybody|nobody|no\s+one)\b(?![-'\xe2]|\s+(?:requirement|upload|input|data|media|code|request|interaction|stor|"
+        rb"experience|interface|account|profile|facing|generated|provided|content|agent|name|id\b|role|message|prompt|"
+        rb"session|setting|preference|question|group|base|feedback|flow|journe|research|test|story|stories|guide|doc|"
+        rb"manual|error|action|event|select|choice|intent|query|queries|permission|defined|level|mode|space|home|dir))(?:\s+you(?:'re|\s+are)\s+(?:helping|working\s+(?:for|with)|assisting))?|"
+        rb"(?:your|the)\s+(?:final\s+)?(?:summary|response|reply|answer|explanation|report|output|transcript|"
+        rb"changelog|chat|conversation|status\s+update|walkthrough|recap|notes)\b)")
+_NEG = rb"(?:\b(?:not|never|no|nothing|nobody|none)\b|" + _NT + rb"|\bno\s+circumstances\b)"
+_KNOW = (rb"(?:know|learn|find\s+out|notice|see|realize|realise|suspect|hear|be\s+aware|be\s+told|get\s+wind|"
+         rb"discover|figure\s+out|catch\s+on)\w{0,3}\b")
+_TELL = (rb"(?:tell|say|mention|reveal|disclose|report|inform|notify|alert|explain|discuss|acknowledge|bring\s+(?:\w+\s+)?up|"
+         rb"show|display|include|list|surface|flag|describe|note|talk|admit|let|appear|come\s+up|show\s+up)\w{0,3}\b")
+_HIDE_VERB = (rb"(?:hid(?:e|es)|conceal\w{0,4}|omit\w{0,4}|suppress\w{0,4}|withh(?:o|e)ld\w{0,4}|exclud\w{1,4}|"
+              rb"keep(?:ing)?|cover\w{0,3}\s+up|gloss\w{0,3}\s+over|downplay\w{0,3}|leav(?:e|ing)|strip\w{0,4}|"
+              rb"scrub\w{0,4}|remove|drop)\b")
+_MODAL_NEG = (rb"(?:(?:should|must|shall|may|will|can|could|would|need|ought\s+to|is\s+to|are\s+to|has\s+to|have\s+to)"
+              rb"(?:n't|n" + P._u("’") + rb"t|\s+not|\s+never)|\bwon(?:'|" + P._u("’") + rb")t)")
+_NOT_ASKED = rb"(?!\s+(?:to|how|what|which|where|when|why|if|whether|about\s+(?:each|every|all|how|what))\b)"
+CONCEAL_FORMS = [re.compile(p) for p in (
+    # hide X from the user / leave X out of the summary / keep it from your reply
+    rb"\b" + _HIDE_VERB + rb"(?:\s+[^\s.!?;]{1,30}){0,8}?\s+(?:out\s+of|from)\s+" + _WHO,
+    # don't mention it to the user / do not include this in your summary
+    _NEG + rb"(?:\s+[\w'-]{1,20}){0,4}?\s+" + _TELL + rb"(?:\s+[^\s.!?;]{1,30}){0,8}?\s+(?:to|in|with|into|within)\s+" + _WHO,
+    # don't tell the user (not: "tell the user to …", "tell the user how …")
+    _NEG + rb"(?:\s+[\w'-]{1,20}){0,2}?\s+(?:tell|inform|notify|alert|warn)\w{0,3}\s+" + _WHO + _NOT_ASKED,
+    _NEG + rb"(?:\s+[\w'-]{1,20}){0,2}?\s+let\s+" + _WHO + rb"\s+(?:know|see|find\s+out|notice|learn)\b",
+    # the user shouldn't know / under no circumstances should the user learn
+    _WHO + rb"(?:\s+[\w'-]{1,20}){0,3}?\s+" + _MODAL_NEG + rb"(?:\s+[\w'-]{1,20}){0,2}?\s+(?:" + _KNOW + rb"|" + _TELL + rb")",
+    rb"\bkeep\w{0,3}\s+" + _WHO + rb"\s+(?:in\s+the\s+dark|unaware|uninformed|out\s+of\s+the\s+loop)\b",
+    rb"\b(?:no\s+circumstances|never|at\s+no\s+(?:point|time))\s+(?:should|must|shall|may|can|will|is|are)\s+" + _WHO +
+    rb"(?:\s+[\w'-]{1,20}){0,2}?\s+" + _KNOW,
+    # without telling the user / without the user knowing
+    rb"\bwithout\s+(?:telling|informing|notifying|alerting|letting|showing)\s+" + _WHO + _NOT_ASKED,
+    rb"\bwithout\s+" + _WHO + rb"(?:'s)?\s+(?:knowing|knowledge|noticing|awareness|seeing)",
+    # the user unaware / behind the user's back
+    _WHO + rb"(?:\s+[\w'-]{1,20}){0,3}?\s+(?:stays?|remains?|kept|is|are)\s+(?:unaware|in\s+the\s+dark)\b|"
+    rb"\bbehind\s+" + _WHO + rb"(?:'s|s')?\s+backs?\b",
+    (rb"\b(?:secretly|covertly|discreetly|stealthily)\s+(?:\w{1,20}\s+){0,1}?(?:send|upload|post|add|insert|"
+     rb"push|copy|forward|transmit|append|install|run|execute|exfiltrat\w{0,3}|modify|change|write)\b"),
+)]
+# reporting success whatever happened
+DECEIVE = re.compile(rb"\b(?:report|say|claim|tell|state|confirm|answer|reply|respond|announce|mark)\w{0,3}\s+(?:\w{1,20}\s+){0,4}?"
+                     rb"(?:success\w{0,4}|succeeded|passed|done|complete\w{0,2}|fine|ok|okay|clean|safe|green|"
+                     rb"no\s+(?:issues|problems|errors|changes|warnings))\b[^.!?\n]{0,80}?\b(?:regardless|whatever|"
+                     rb"even\s+if|even\s+when|no\s+matter|even\s+though|irrespective)\b|"
+                     rb"\balways\s+(?:report|say|claim)\w{0,2}\s+(?:\w{1,20}\s+){0,2}?(?:success|that\s+it\s+(?:worked|passed))")
+# what is kept back is a step of the agent's (or a sign of one), not data or formatting
+STEP = re.compile(rb"\b(?:steps?|commands?|curl|wget|scripts?|hooks?|postinstall|preinstall|uploads?|uploaded|uploading|"
+                  rb"downloads?|downloaded|requests?|network|telemetry|mirror\w{0,3}|install\w{0,5}|cron\w{0,3}|"
+                  rb"webhooks?|remote|server|urls?|send\w{0,3}|sent|post(?:ed|ing)?|push\w{0,3}|"
+                  rb"exfil\w{0,8}|copied|this\s+(?:instruction|section|skill|file|part|note|line)|these\s+instructions|"
+                  rb"what\s+(?:you|we)|changes?|modif\w{0,8}|edit(?:s|ed)?|added|wrote|written|bashrc|zshrc|profile|"
+                  rb"backdoor|payload|binary|executable|ran|run(?:s|ning)?|execut\w{0,5}|tarballs?|dependenc\w{0,3}|"
+                  rb"packages?|files?\s+(?:you|we)|http\S{0,200})\b")
+# problems: kept back by a verb that hides them ("leave out the warnings"), not by a rule of display
+PROBLEMS = re.compile(rb"\b(?:warnings?|errors?|failures?|failed|problems?|issues?)\b")
+# the concealing verb negated: "never hide anything from the user", "don't push without telling the user"
+NEGATED = re.compile(_NEG + rb"(?:\s+[\w'-]{1,20}){0,3}?\s*$")
+_CONCEAL_GATE = re.compile(_NEG + rb"|\b(?:hid(?:e|es)|conceal|omit|suppress|withh|exclud|keep|cover|gloss|downplay|leav|"
+                           rb"strip|scrub|remove|drop|without|unaware|dark|behind|secretly|covertly|discreetly|stealthily|"
+                           rb"silently|quietly|regardless|whatever|matter|though|irrespective|always)")
+
+IGNORE = re.compile(rb"\b(?:ignore|disregard|forget|override|overrule|bypass|set\s+aside|abandon|"
+                    rb"discard|stop\s+following|no\s+longer\s+follow|supersede|pay\s+no\s+attention\s+to|throw\s+out)\b")
+DIRECTIVE = re.compile(rb"\b(?:instructions?|rules|guidelines|directives?|directions|system\s+prompt|prompts?|guardrails|"
+                       rb"polic(?:y|ies)|constraints|safeguards|restrictions|programming|training|orders)\b")
+PRIOR = re.compile(rb"\b(?:previous|previously|prior|earlier|above|before|given|original|initial|existing|system|developer|"
+                   rb"safety|your|you\s+(?:were|have\s+been|got|received)|everything|all\s+(?:the\s+)?(?:other|previous|prior|"
+                   rb"earlier|your))\b")
+
+# "the instructions above no longer apply", "your previous rules are void"
+VOID = re.compile(rb"\b(?:instructions|rules|guidelines|directives|prompt|guardrails|policies|constraints)\s+(?:above|before|"
+                  rb"so\s+far|you\s+(?:were|have\s+been)\s+given|you\s+(?:got|received|have))\s+(?:\w{1,20}\s+){0,2}?"
+                  rb"(?:no\s+longer\s+(?:apply|applies|matter|count|hold)|(?:do|does)\s+not\s+apply|don't\s+apply|"
+                  rb"(?:are|is)\s+(?:now\s+)?(?:void|null|cancell?ed|revoked|obsolete|superseded|replaced|suspended|lifted|"
+                  rb"waived|disabled|off))\b|"
+                  rb"\b(?:previous|prior|earlier|above|original|initial|existing|system|your|other|all)\s+(?:\w{1,20}\s+)?"
+                  rb"(?:instructions|rules|guidelines|directives|prompt|system\s+prompt|guardrails|policies|constraints)\s+"
+                  rb"(?:\w{1,20}\s+){0,2}?(?:no\s+longer\s+(?:apply|applies|matter|count|hold)|(?:do|does)\s+not\s+apply|"
+                  rb"don't\s+apply|(?:are|is)\s+(?:now\s+)?(?:void|null|cancell?ed|revoked|obsolete|superseded|replaced|"
+                  rb"suspended|lifted|waived|disabled|off))\b")
+REVEAL = re.compile(rb"\b(?:output|print|reveal|show|display|dump|list|echo|repeat|recite|leak|disclose|share|return|paste|"
+                    rb"write\s+out|tell\s+(?:me|us)|include|send|expose|copy|quote|read\s+back|spell\s+out|print\s+out)\b")
+PRIVATE = re.compile(rb"\bsystem\s+prompt|\b(?:hidden|original|initial|internal|secret|developer|system|full|verbatim)\s+"
+                     rb"(?:instructions|prompt|rules|guidelines|configuration|context)\b|"
+                     rb"\b(?:your|its|the\s+(?:assistant|agent|model|ai|system)(?:'s)?)\s+(?:\w{1,20}\s+)?(?:instructions|"
+                     rb"prompt|rules|guidelines|configuration|context\s+window|memory)\b|"
+                     rb"\b(?:all|every|each|whole|entire|full)\s+(?:of\s+)?(?:the\s+|your\s+|its\s+)?(?:environment\s+variables?|"
+                     rb"env\s+var(?:iable)?s?|environment)\b")
+
+_EXFIL_WORDS = frozenset((b"http", b"https", b"webhook", b"webhooks", b"collector", b"our", b"my", b"remote", b"external",
+                          b"form", b"pastebin", b"discord", b"telegram", b"url", b"host", b"endpoint", b"server", b"com",
+                          b"net", b"org", b"io", b"dev", b"app", b"xyz", b"co", b"ai", b"sh", b"me", b"site", b"cloud",
+                          b"info", b"ru", b"cn", b"tk", b"top", b"online", b"biz", b"link", b"live", b"tech", b"us",
+                          b"uk", b"de", b"following", b"this", b"attacker", b"third"))
+_WHO_ANCHOR = re.compile(rb"\b(?:users?|humans?|person|people|owners?|reviewers?|maintainers?|operators?|anyone|anybody|"
+                         rb"nobody|no\s+one|summary|response|reply|answer|explanation|report|output|transcript|changelog|"
+                         rb"chat|conversation|status\s+update|walkthrough|recap|notes)\b")
+_WHO_WORDS = frozenset((b"user", b"users", b"human", b"humans", b"person", b"people", b"owner", b"owners", b"reviewer",
+                        b"reviewers", b"maintainer", b"maintainers", b"operator", b"operators", b"anyone", b"anybody",
+                        b"nobody", b"one", b"summary", b"response", b"reply", b"answer", b"explanation", b"report",
+                        b"output", b"transcript", b"changelog", b"chat", b"conversation", b"status", b"walkthrough",
+                        b"recap", b"notes"))
+_DECEIVE_WORDS = frozenset((b"regardless", b"whatever", b"matter", b"though", b"irrespective", b"always"))
+_HIDE_WORDS = frozenset((b"hide", b"hides", b"hiding", b"hidden", b"conceal", b"conceals", b"concealed", b"concealing",
+                         b"omit", b"omits", b"omitting", b"suppress", b"cover", b"gloss", b"downplay", b"leave", b"leaving",
+                         b"keep", b"keeping", b"without", b"unaware", b"behind", b"act", b"pretend", b"secretly",
+                         b"covertly", b"discreetly", b"stealthily", b"regardless", b"whatever", b"matter", b"though",
+                         b"irrespective", b"always", b"not", b"never", b"t", b"no", b"nothing", b"nobody", b"none"))
+_IGNORE_WORDS = frozenset((b"ignore", b"disregard", b"forget", b"override", b"overrule", b"bypass", b"set", b"abandon",
+                           b"discard", b"stop", b"longer", b"supersede", b"pay", b"throw"))
+_SECRET_WORDS = frozenset((b"credential", b"credentials", b"key", b"keys", b"token", b"tokens", b"secret", b"secrets",
+                           b"password", b"passwords", b"env", b"environment", b"ssh", b"aws", b"kube", b"kubeconfig",
+                           b"netrc", b"npmrc", b"pypirc", b"gnupg", b"id_rsa", b"id_ed25519", b"id_ecdsa", b"id_dsa", b"cookies",
+                           b"keychain", b"wallet", b"seed", b"history", b"bash_history", b"zsh_history", b"home", b"dotfiles",
+                           b"passwd", b"shadow", b"pem", b"keystore", b"mnemonic", b"recovery", b"session", b"browser",
+                           b"service", b"config", b"credenciales", b"identifiants", b"zugangsdaten", b"git", b"docker",
+                           b"password", b"gcloud", b"gh", b"output"))
+_WORD_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in range(256))
+_SEND_WORDS = frozenset((
+    b"send sends sending sent post posting posts upload uploading uploads transmit forward exfiltrate exfiltrating exfil "
+    b"submit beacon leak mail email e pipe attach include including paste push sync copy deliver report ship relay put write "
+    b"pass passing give provide supply feed publish hand append embed encode share sharing curl scp rsync sftp ftp transfer "
+    b"dump stream broadcast expose beam env envi enviar envoyer envoyez envoie senden sende sendet schicke schicken schickt "
+    b"bermitteln invia inviare manda mandar sube subir suba hochladen t l verser carica caricare").split())
+_WEAK_SEND_WORDS = frozenset(b"drop place stick stash insert add store save leave dm message text tweet mirror back sync "
+                             b"commit".split())
+_CONCEAL_WORDS = frozenset((
+    b"not never no nothing nobody none t circumstances hide hides conceal concealed conceals concealing omit omits omitted "
+    b"omitting suppress suppressed withhold withheld exclude excluded keep keeping cover gloss downplay leave leaving strip "
+    b"scrub remove drop without unaware dark behind secretly covertly discreetly stealthily regardless whatever matter "
+    b"though irrespective always").split())
+_DIRECTIVE_WORDS = frozenset((
+    b"instruction instructions rules guidelines directive directives directions prompt prompts guardrails policy policies "
+    b"constraints safeguards restrictions programming training orders").split())
+_SHOW_WORDS = frozenset((
+    b"output print reveal show display dump list echo repeat recite leak disclose share return paste write tell include "
+    b"send expose copy quote read spell").split())
+_REVEAL_WORDS = frozenset((b"prompt", b"instructions", b"rules", b"guidelines", b"configuration", b"context", b"memory",
+                           b"environment", b"env"))
+_WHO_WORDS = _WHO_WORDS - {b"one"}
+# what ends a sentence, and how far past its start the next sentence begins
+_ENDS = tuple((d.encode(), len(d)) for d in (". ", ".\n", "! ", "!\n", "? ", "?\n", "; ", "\n\n", "\n- ", "\n* ", "\n#",
+                                              "\n|", "\n>", "](", "\n```", "\n1. ", "\n2. ", "\n3. ", "\n4. ",
+                                              "\n5. ", ".\"", ".)", ".*", "\n+ "))
+_BREAK = re.compile(rb"[.!?;\n\]](?:(?<=[.!?;])[ \n\t\"')\]]|(?<=\n)[ \t]{0,8}(?:\n|[-*+#|>]|\d{1,3}[.)]\s|```|~~~)|(?<=\])\()")
+
+
+def sentence(low: bytes, s: int, e: int) -> tuple[int, int]:
+    """The sentence around ``s``..``e``: it ends at a full stop, a blank line, a list item, a
+    heading, a table row, a fence or where a link's text ends, and at most 400 bytes either side."""
+    lo, hi = max(0, s - 400), min(len(low), e + 400)
+    return _Sentences(low[lo:hi]).around(s - lo, e - lo, lo)
+
+
+class _Sentences:
+    """Where the sentences of a text begin, found in one pass."""
+
+    def __init__(self, low: bytes):
+        self.n = len(low)
+        self.starts = [0] + [m.start() + (2 if m.group() == b"](" else 1) for m in _BREAK.finditer(low)]
+
+    def around(self, s: int, e: int, offset: int = 0) -> tuple[int, int]:
+        i = bisect.bisect_right(self.starts, s) - 1
+        a = max(self.starts[i], s - 400, 0)
+        j = bisect.bisect_right(self.starts, e)
+        b = min(self.starts[j] if j < len(self.starts) else self.n, e + 400, self.n)
+        return a + offset, b + offset
+
+
+def _sentences(scan: Scan) -> _Sentences:
+    got = scan.__dict__.get("_intent_sentences")
+    if got is None:
+        got = scan.__dict__["_intent_sentences"] = _Sentences(scan.low)
+    return got
+
+
+def _anchors(scan: Scan, words: frozenset[bytes], seen: set[int]) -> list[tuple[int, int, int]]:
+    """(anchor offset, sentence start, sentence end) for each sentence holding one of ``words``
+    (whole words of the lower-cased text, found with ``bytes.find``), once each, in order."""
+    low = scan.low
+    sentences = _sentences(scan)
+    hits: list[int] = []
+    for w in words & scan.words:
+        i = low.find(w)
+        n = 0
+        while i >= 0 and n < MAX_ANCHORS:
+            j = i + len(w)
+            if (i == 0 or not low[i - 1:i].isalnum()) and not low[j:j + 1].isalnum():
+                hits.append(i)
+                n += 1
+            i = low.find(w, j)
+    hits.sort()
+    out: list[tuple[int, int, int]] = []
+    for i in hits[:MAX_ANCHORS]:
+        if out and i < out[-1][2]:
+            continue
+        a, b = sentences.around(i, i + 1)
+        if a in seen:
+            continue
+        seen.add(a)
+        out.append((i, a, b))
+    return out
+
+
+def _words(sent: bytes) -> set[bytes]:
+    return set(sent.translate(_WORD_BYTES).split())
+
+
+def exfiltration(sent: bytes) -> tuple[int, int, bytes] | None:
+    """(start, end, the destination) of a request in ``sent`` to send a secret out, or None."""
+    w = _words(sent)
+    if (w.isdisjoint(_SEND_WORDS) and w.isdisjoint(_WEAK_SEND_WORDS)) or (w.isdisjoint(_EXFIL_WORDS) and b"@" not in sent and b"$" not in sent):
+        return None
+    if b"\\\n" in sent:
+        return None           # a command continued over lines: the command rules read it
+    for sec in SECRET.finditer(sent):
+        if sec.start() and sent[sec.start() - 1:sec.start()] in (b"/", b"-", b"_") and sec.group()[:1] not in b".~$":
+            continue          # part of a path or a name (/forgot-password), not a secret
+        if INSTRUMENT.search(sent, max(0, sec.start() - 60), sec.start()) \
+                or INTO.search(sent, max(0, sec.start() - 30), sec.start()) \
+                or REMOVED.search(sent, max(0, sec.start() - 60), sec.start()):
+            continue          # what authenticates, where something is put, or what is taken out first
+        if sec.group().endswith(b"environment") and re.match(rb"\s+variable\b(?!s)", sent[sec.end():sec.end() + 12]) \
+                and not re.search(rb"\b(?:every|each|all|any)\s+$", sent[max(0, sec.start() - 12):sec.start()]):
+            continue      # where one named value is kept, not the whole environment
+        # a way of sending near the secret (before it, or after it: "read X and post it to …")
+        sends = [v for v in SEND.finditer(sent) if abs(v.start() - sec.start()) <= 240]
+        if SECRET_SOURCE.search(sec.group()):
+            sends += [v for v in WEAK_SEND.finditer(sent) if abs(v.start() - sec.start()) <= 240]
+        if not sends:
+            continue
+        first = min(v.start() for v in sends)
+        for d in DEST.finditer(sent, first):
+            if d.start() <= sec.end() and d.start() >= sec.start():
+                continue      # the destination is the secret itself (a path to a file)
+            if not any(v.end() <= d.start() for v in sends):
+                continue
+            if SOURCE_BEFORE.search(sent, max(0, d.start() - 40), d.start()):
+                continue      # where something comes from, not where it goes
+            if P.AUTH_USE.search(sent) and P.KEY_OBJECT.search(sec.group()) \
+                    and not SECRET_SOURCE.search(sec.group()):
+                break         # a key sent to its own API, in a header
+            return min(first, sec.start()), d.end(), d.group()
+    return None
+
+
+_UNNEGATED = (CONCEAL_FORMS[0], CONCEAL_FORMS[5], CONCEAL_FORMS[7], CONCEAL_FORMS[8], CONCEAL_FORMS[10])
+
+
+def concealment(sent: bytes) -> tuple[int, str] | None:
+    """(offset, 'high' | 'medium') of a request in ``sent`` to keep something from the user, or
+    to report success whatever happened; high when what is kept back is a step of the agent's."""
+    w = _words(sent)
+    if w.isdisjoint(_CONCEAL_WORDS):
+        return None
+    dec = DECEIVE.search(sent) if not w.isdisjoint(_DECEIVE_WORDS) else None
+    if dec is not None:
+        return dec.start(), "high"
+    if not _CONCEAL_GATE.search(sent):
+        return None
+    for rx in CONCEAL_FORMS:
+        m = rx.search(sent)
+        if m is None:
+            continue
+        if not rx.pattern.startswith(rb"\bwithout") and re.search(rb"\bwithout\b", m.group()):
+            continue          # "never push without telling the user": two negations, a safeguard
+        lead = sent[max(0, m.start() - 60):m.start()]
+        if rx in _UNNEGATED and NEGATED.search(lead):
+            continue          # "never hide errors from the user": a safeguard
+        if rx.pattern.startswith(rb"\bwithout") and (NEGATED.search(sent, 0, m.start()) or
+                                                      re.search(rb"\b(?:never|not|don't|avoid|no)\b", sent[:m.start()])):
+            continue          # "never push without telling the user"
+        step = STEP.search(sent) or (rx is CONCEAL_FORMS[0] and PROBLEMS.search(sent))
+        return m.start(), ("high" if step else "medium")
+    return None
+
+
+def override(sent: bytes) -> int | None:
+    if _words(sent).isdisjoint(_DIRECTIVE_WORDS):
+        return None
+    void = VOID.search(sent)
+    if void is not None:
+        return void.start()
+    for v in IGNORE.finditer(sent):
+        d = DIRECTIVE.search(sent, v.end(), v.end() + 120)
+        if d is None:
+            continue
+        if P.DEFENSIVE_OBJECT.match(sent, d.end()) or re.match(rb"\s{0,3}(?:in|from|found|inside|within|embedded)\b",
+                                                                sent[d.end():]):
+            continue
+        if PRIOR.search(sent, v.end(), d.start()) or PRIOR.match(sent, d.end() + 1) \
+                or PRIOR.search(sent, d.end(), d.end() + 40):
+            return v.start()
+    return None
+
+
+def disclosure(sent: bytes) -> int | None:
+    if _words(sent).isdisjoint(_SHOW_WORDS):
+        return None
+    for p in PRIVATE.finditer(sent):
+        for v in REVEAL.finditer(sent, max(0, p.start() - 120), p.start()):
+            return v.start()
+    return None
+
+
+def check(scan: Scan) -> None:
+    """Read each sentence that could carry one of the four intents and report what it asks."""
+    if scan.kind == "script" and not scan.hidden_why:
+        return            # code: the command rules read it; text a script prints is graded by them
+    words = scan.words
+    low = scan.low
+    if words & _SECRET_WORDS and (words & _SEND_WORDS or words & _WEAK_SEND_WORDS) and (words & _EXFIL_WORDS or scan.has(b"@", b"$")):
+        for at, a, b in _anchors(scan, _SECRET_WORDS, set()):
+            hit = exfiltration(low[a:b])
+            if hit is None:
+                continue
+            s = a + hit[0]
+            if (scan.kind == "markdown" and scan.fence_at(s) is not None) \
+                    or ("exfil.secrets", scan.line_of(s)) in scan._seen:
+                continue          # a command, not a request in words: the command rules read it
+            _add(scan, "exfil.request", s, f"{RULES['exfil.request'].title}: "
+                 f"{visible(scan.data[s:a + hit[1]].decode('utf-8', 'replace'), 120)!r}")
+    if words & _WHO_WORDS or words & _DECEIVE_WORDS:
+        for at, a, b in _anchors(scan, _WHO_WORDS | _DECEIVE_WORDS, set()):
+            kept = concealment(low[a:b])
+            if kept is None:
+                continue
+            s = a + kept[0]
+            if scan.kind == "markdown" and scan.fence_at(s) is not None:
+                continue
+            _add(scan, "override.conceal", s, f"{RULES['override.conceal'].title}: "
+                 f"{visible(scan.data[a:b].decode('utf-8', 'replace'), 120)!r}", cap=kept[1])
+    if words & _IGNORE_WORDS:
+        for at, a, b in _anchors(scan, _IGNORE_WORDS, set()):
+            v = override(low[a:b])
+            if v is None or (scan.kind == "markdown" and scan.fence_at(a + v) is not None):
+                continue
+            _add(scan, "override.instructions", a + v, f"{RULES['override.instructions'].title}: "
+                 f"{visible(scan.data[a:b].decode('utf-8', 'replace'), 120)!r}")
+    if words & _REVEAL_WORDS:
+        for at, a, b in _anchors(scan, _REVEAL_WORDS, set()):
+            v = disclosure(low[a:b])
+            if v is None or (scan.kind == "markdown" and scan.fence_at(a + v) is not None):
+                continue
+            _add(scan, "override.disclose", a + v, f"{RULES['override.disclose'].title}: "
+                 f"{visible(scan.data[a:b].decode('utf-8', 'replace'), 120)!r}")
+
+
+def _add(scan: Scan, rule: str, at: int, message: str, cap: str = "high") -> None:
+    if (rule, scan.line_of(at)) in scan._seen:
+        return
+    sev, note = scan.grade_phrase(rule, at)
+    if sev == "high" and cap == "medium" and not scan.hidden_at(at):
+        sev, note = "medium", " (what it keeps back is not a step of the agent's)"
+    scan.add(rule, sev, at, message + note)
