@@ -161,6 +161,28 @@ def test_update_shows_the_dry_run_summary_then_applies_it_and_moves_the_lock(cli
     assert second[:12] in listed and "up to date" in listed and "gamma" in listed
 
 
+def test_a_pinned_sources_changed_skill_is_counted_held_after_apply(tmp_path, upstream):
+    from skillshelf.web import create_app
+
+    home = tmp_path / "pinned-home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "team", "--pin").returncode == 0
+    first, second = locked_commit(home), move_upstream(upstream)
+    lib = Library(home=home, embedder=FakeEmbedder(), auto_sync=False)
+    try:
+        with TestClient(create_app(lib, port=7788), base_url=BASE, follow_redirects=False) as c:
+            c.get("/")
+            listed = main_of(c.get("/sources").text)
+            assert "pinned" in listed and "none held" in listed
+            html = main_of(post(c, "/sources/team/update", apply="1", **{"from": first, "to": second}).text)
+            # beta changed and gamma appeared since the pin: both wait for a person
+            assert "lock moved" in html and "2 skills held until a person accepts them" in html
+            listed = main_of(c.get("/sources").text)
+            assert '<a href="/held"><span class="badge warn">2 held</span></a>' in listed
+            assert set(lib.supply.held()) == {lib.get("beta").id, lib.get("gamma").id}
+    finally:
+        lib.close()
+
+
 def test_apply_refuses_when_upstream_moved_since_the_summary(client, home, upstream):
     first = locked_commit(home)
     seen = move_upstream(upstream)
