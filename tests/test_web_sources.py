@@ -217,6 +217,25 @@ def test_a_persons_edit_is_shown_as_merged_before_and_after(client, lib, home, u
     assert "(staging first)" in mine and "for a week" in mine
 
 
+def test_a_conflict_is_shown_before_and_leaves_your_copy_for_the_review_queue(client, lib, home, upstream):
+    first = locked_commit(home)
+    rec = lib.get("alpha")
+    lib.save("FIX", target_skill_name="alpha", body=rec.body.replace("Step two: rotate each key.",
+                                                                    "Step two: rotate each key by hand."),
+             replace_body=True, by="person", reason="my edit")
+    mine = (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8")
+    upstream.write("skills/alpha/SKILL.md", upstream.read("skills/alpha/SKILL.md").replace(
+        "Step two: rotate each key.", "Step two: run rotate-all."))
+    second = upstream.commit("conflict")
+    upstream.push()
+    row = main_of(post(client, "/sources/team/update").text).split('class="change-changed"', 1)[1].split("</tr>")[0]
+    assert "conflict" in row and "alpha" in row and "left as it is" in row
+    html = main_of(post(client, "/sources/team/update", apply="1", **{"from": first, "to": second}).text)
+    assert "lock moved" in html and "review queue" in html
+    assert (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8") == mine        # untouched
+    assert any(d["name"] == "alpha" for d in lib.review.list())
+
+
 def test_an_unreachable_source_is_one_message_on_the_sources_page(client, home, upstream):
     shutil.rmtree(upstream.bare)
     r = post(client, "/sources/team/update")
