@@ -130,6 +130,8 @@ class JudgeConfig:
                              " fetched")
     tokenizer_path: str = _f("", "local: its tokenizer.json (default: the bundled MiniLM WordPiece tokenizer, the"
                                  " vocabulary of the ms-marco MiniLM cross-encoders)")
+    audit: bool = _f(False, "also ask the chat model (ollama / openai) for a second opinion on each skill the audit"
+                            " rules did not find high: it can add a finding, never remove one (off by default)")
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,7 @@ class Library:
         self.searcher.learner = Learner(self.store, memory=shared.learning)
         # what a skill asks an agent to do (the audit), collections pinned by their owner, and
         # what is held back from agents until a person has looked (``Library.supply``)
-        self.supply = SupplyChain(Auditor(Audits(self.store, trusts=shared.trusts)),
+        self.supply = SupplyChain(Auditor(Audits(self.store, trusts=shared.trusts), opinion=self._judge.opinion),
                                   Pins(shared.pins or PinnedContent(self.store), exclude=(self.config.home,),
                                        locate=lambda label: next((r.path for r in self.roots if r.label == label), None)),
                                   resolve=self.get, records=lambda root: self.list(root=root),

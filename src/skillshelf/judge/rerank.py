@@ -45,6 +45,7 @@ from ..errors import ConfigError, ValidationError, write_failure
 from ..search.pipeline import Hit, SearchResult
 from ..store import now
 from ..store.protocols import JudgeLogStore
+from .audit_opinion import AuditOpinion
 from .backends import ChatBackend, CrossEncoderBackend, make_backend
 from .prompts import (JudgeFailure, JudgeTimeout, Verdict, build_filter_prompt, build_rerank_prompt, clean_text,
     parse_answer, validate_ranking, validate_verdicts)
@@ -237,6 +238,8 @@ class Judge:
         self._descriptions = descriptions
         self._backend: Any = None
         self._backend_cfg: JudgeConfig | None = None
+        # the audit's optional model pass (judge.audit), on the same settings
+        self.opinion = AuditOpinion(config)
 
     def configured(self) -> bool:
         """True when a judge backend is set (``judge.backend`` is not ``none``)."""

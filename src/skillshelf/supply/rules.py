@@ -93,6 +93,10 @@ RULES: dict[str, Rule] = {r.id: r for r in (
     Rule("encoded.blob", "low", "a long encoded blob",
          "A long base64 blob cannot be read by a reviewer; if it decodes to instructions or a command, those "
          "are hidden."),
+    Rule("model.opinion", "high", "a model judged the skill hostile",
+         "The optional model pass (judge.audit) read the skill as an agent would and judged that it asks for "
+         "something its user would not want, in words the rules did not recognise. A model can be wrong: read the "
+         "line it names."),
     Rule("files.binary", "medium", "a bundled executable binary",
          "A compiled program shipped in a skill cannot be reviewed; the skill may tell the agent to run it."),
     Rule("files.not-audited", "medium", "a file too large or too many files to audit",

@@ -24,7 +24,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import NotFoundError
 from ..files import MAX_RESOURCE_BYTES, MAX_SKILL_BYTES, FileRefused, read_bounded
@@ -34,6 +34,8 @@ from . import file_audit as audit
 from .file_audit import RULES, RULES_VERSION, Finding, severity_at_least
 
 MAX_FILES = 2_000
+OPINION_FILES = 6               # files the optional model pass reads: the SKILL.md and the first scripts
+MAX_OPINION_BYTES = 200_000
 MAX_HASH_BYTES = MAX_RESOURCE_BYTES
 NOT_WALKED = {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox",
               ".cache", ".idea"}
@@ -265,12 +267,46 @@ def _walk_differs(skill_md: str | Path, prev: dict[str, tuple[int, int]]) -> boo
     return any(prev.get(f.file) != (f.size, f.mtime_ns) for f in walk.files)
 
 
+class Opinion(Protocol):
+    """The optional model pass (``skillshelf.judge.audit_opinion.AuditOpinion``): given a skill's
+    files (name, text), the findings a model adds, as dicts."""
+
+    def enabled(self) -> bool: ...
+
+    def label(self) -> str: ...
+
+    def __call__(self, skill_md: str | Path, files: list[tuple[str, str]]) -> list[dict[str, Any]]: ...
+
+
 class Auditor:
     """Audits skills and keeps the results by content in ``audits`` (``store.audit.Audits`` or
     another backend's class with the same methods)."""
 
-    def __init__(self, audits: Audits | Store):
+    def __init__(self, audits: Audits | Store, *, opinion: Opinion | None = None):
         self.audits = Audits(audits) if isinstance(audits, Store) else audits
+        self.opinion = opinion
+
+    def rules_version(self) -> str:
+        """The rules a stored audit was made with: the rules' version, and the model when the
+        optional model pass is on (changing either audits again)."""
+        label = self.opinion.label() if self.opinion is not None else ""
+        return f"{RULES_VERSION}+{label}" if label else RULES_VERSION
+
+    def _opinion(self, skill_md: str | Path, findings: list[Finding], states: list[dict[str, Any]]) -> list[Finding]:
+        """The model's findings on a skill the rules did not find high (the SKILL.md and the first
+        few scripts beside it, read bounded); none when the pass is off."""
+        if self.opinion is None or not self.opinion.enabled() or audit.risk(findings) == "high":
+            return []
+        base = Path(skill_md).parent
+        names = [Path(skill_md).name] + [s["file"] for s in states if s["file"] != Path(skill_md).name
+                                          and audit.file_kind(s["file"]) == "script"][:OPINION_FILES - 1]
+        files: list[tuple[str, str]] = []
+        for name in names:
+            try:
+                files.append((name, read_bounded(base / name, MAX_OPINION_BYTES).decode("utf-8", "replace")))
+            except (OSError, FileRefused):
+                continue
+        return [Finding.from_dict(d) for d in self.opinion(skill_md, files)]
 
     def audit_skill(self, skill_id: str, skill_md: str | Path, *, skill_md_bytes: bytes | None = None,
                     tx=None, force: bool = False) -> SkillAudit:
@@ -278,7 +314,8 @@ class Auditor:
         result; inside the caller's transaction ``tx`` when given (indexing's)."""
         previous = {} if force else self.audits.file_states(skill_id, tx)
         stored = None if force else self.audits.get(skill_id)
-        reuse = bool(stored and stored["rules_version"] == RULES_VERSION)
+        version = self.rules_version()
+        reuse = bool(stored and stored["rules_version"] == version)
         if reuse and previous:
             # findings of other files depend on the SKILL.md (a skill about security quotes attacks)
             md = Path(skill_md).name
@@ -292,12 +329,16 @@ class Auditor:
                 reuse = old_md.get("sha256") == hashlib.sha256(skill_md_bytes).hexdigest()
         findings, states = audit_folder(skill_md, skill_md_bytes=skill_md_bytes, previous=previous, reuse=reuse)
         key = content_key((s["file"], s["sha256"], s["size"], s["mtime_ns"]) for s in states)
+        if stored and stored["content_key"] == key and stored["rules_version"] == version:
+            findings += [Finding.from_dict(d) for d in stored["findings"] if d.get("rule") == "model.opinion"]
+        else:
+            findings += self._opinion(skill_md, findings, states)
         rk = audit.risk(findings)
         at = now()
         dicts = [f.as_dict() for f in findings]
-        if not (stored and stored["content_key"] == key and stored["rules_version"] == RULES_VERSION
+        if not (stored and stored["content_key"] == key and stored["rules_version"] == version
                 and stored["findings"] == dicts and _same_states(previous, states)):
-            self.audits.save(skill_id, content_key=key, rules_version=RULES_VERSION, risk=rk, findings=dicts,
+            self.audits.save(skill_id, content_key=key, rules_version=version, risk=rk, findings=dicts,
                              files=states, at=at, tx=tx)
         else:
             at = stored["audited_at"]
@@ -313,14 +354,15 @@ class Auditor:
         skills = list(skills)
         # many skills (a full sync): what was audited is read in two queries, not two per skill
         known = self.audits.all_file_stats() if len(skills) > 50 else None
+        version = self.rules_version()
         for sid, path in skills:
             if known is not None:
-                if known[0].get(sid) == RULES_VERSION and not _walk_differs(path, known[1].get(sid, {})):
+                if known[0].get(sid) == version and not _walk_differs(path, known[1].get(sid, {})):
                     continue
                 before = self.audits.get(sid)
             else:
                 before = self.audits.get(sid)
-                if before is not None and before["rules_version"] == RULES_VERSION \
+                if before is not None and before["rules_version"] == version \
                         and not self._stat_changed(sid, path):
                     continue
             after = self.audit_skill(sid, path)
