@@ -673,6 +673,44 @@ def test_a_submodule_url_is_fetched_only_from_git_transports():
     assert module_url("file:///srv/super.git", "../lib.git") == "file:///srv/lib.git"
 
 
+def test_your_edits_of_a_skills_other_files_are_merged_with_upstream(tmp_path, upstream):
+    upstream.write("skills/beta/references/notes.md", "# Notes\n\nDeploy on Tuesdays.\n")
+    upstream.commit("notes")
+    upstream.push()
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "team").returncode == 0
+    edit_as_person(home, "beta", "Run the gizmo deploy.", "Run the gizmo deploy (my way).")
+    copy = home / "skills" / "beta"
+    # the person's own versions of two of the skill's files, beside their copy's SKILL.md
+    (copy / "scripts").mkdir()
+    (copy / "scripts" / "deploy.sh").write_text("#!/bin/sh\necho deploy\necho mine\n", encoding="utf-8")
+    (copy / "references").mkdir()
+    (copy / "references" / "notes.md").write_text("# Notes\n\nDeploy on Fridays.\n", encoding="utf-8")
+    upstream.write("skills/beta/scripts/deploy.sh", "#!/bin/sh\nset -e\necho deploy\n")      # apart from yours
+    upstream.write("skills/beta/references/notes.md", "# Notes\n\nDeploy on Mondays.\n")     # the line you changed
+    second = upstream.commit("upstream's changes")
+    upstream.push()
+
+    r = sk(home, "sources", "update", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "scripts/deploy.sh: upstream's change merged into it" in r.stdout
+    assert "references/notes.md: CONFLICT" in r.stdout
+    assert (copy / "scripts" / "deploy.sh").read_text(encoding="utf-8") == "#!/bin/sh\nset -e\necho deploy\necho mine\n"
+    assert (copy / "references" / "notes.md").read_text(encoding="utf-8") == "# Notes\n\nDeploy on Fridays.\n"
+    assert "Mondays" in (home / "sources/team/skills/beta/references/notes.md").read_text(encoding="utf-8")
+
+    # the next update merges from what upstream had at the last one (the base kept), not from the first
+    upstream.write("skills/beta/scripts/deploy.sh", "#!/bin/bash\nset -e\necho deploy\n")
+    upstream.commit("bash")
+    upstream.push()
+    r = sk(home, "sources", "update", "--yes", "--json")
+    assert r.returncode == 0, r.stderr
+    (plan,) = json.loads(r.stdout)
+    (beta,) = [c for c in plan["changes"] if c["path"] == "skills/beta"]
+    assert beta["file_edits"] == [{"file": "scripts/deploy.sh", "edit": "merged", "note": ""}], (beta, second)
+    assert (copy / "scripts" / "deploy.sh").read_text(encoding="utf-8") == "#!/bin/bash\nset -e\necho deploy\necho mine\n"
+
+
 def test_a_pinned_sources_merge_into_your_copy_waits_for_a_person(tmp_path, upstream):
     home = tmp_path / "home"
     assert sk(home, "sources", "add", upstream.url, "--name", "team", "--pin").returncode == 0

@@ -160,6 +160,12 @@ def _print_plan(p: dict[str, Any]) -> None:
                     "kept": f"your copy {c['copy']}: kept",
                     "failed": f"your copy {c['copy']}: left as it is — the merge could not be saved"}[c["edit"]]
             out.print(f"      {what}" + (f" ({_clean(c['note'])})" if c["note"] else ""))
+        for fe in c.get("file_edits") or []:
+            what = {"merged": "upstream's change merged into it", "kept": "kept",
+                    "conflict": "CONFLICT — your file is left as it is", "pinned": "left as it is (pinned source)",
+                    "failed": "left as it is — the merge could not be written"}[fe["edit"]]
+            out.print(f"      your copy {c['copy']}: {_clean(fe['file'])}: {what}"
+                      + (f" ({_clean(fe['note'])})" if fe["note"] else ""))
     for note in p["notes"][:10]:
         out.print(f"  note: {_clean(note)}")
 
@@ -208,6 +214,10 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
                                   f"queue (`skillshelf review show {c['copy']}`)")
                     elif c["edit"] in ("review", "failed"):
                         out.print(f"  {c['copy']}: {_clean(c['note'])}")
+                    for fe in c["file_edits"]:
+                        if fe["edit"] in ("conflict", "failed"):
+                            out.print(f"  conflict: {c['copy']}/{_clean(fe['file'])} kept as you left it "
+                                      f"({_clean(fe['note'])})")
     if json_out:
         _json(results)
     if failed:

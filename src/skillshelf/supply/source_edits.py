@@ -4,19 +4,68 @@ A FIX of a source's skill makes a copy in the workspace (``metadata.origin``). W
 changes that skill upstream, the copy is merged three-way (``upstream_merge``) with the
 upstream text the edit was made from as the base (kept in ``<home>/sources/.bases/``): a clean
 merge is a new version of the copy, a conflict a draft in the review queue with both sides and
-the base. A pinned source's merges wait in the review queue too, for the same person to look."""
+the base. A pinned source's merges wait in the review queue too, for the same person to look.
+
+The copy's other files (``scripts/``, ``references/``: a person put their own version beside the
+copy's SKILL.md) are merged the same way when upstream changes them, each with the upstream file
+the edit was made from as its base: a clean merge is written into the copy, a conflict leaves
+the person's file as it is (upstream's is in the source's folder, to compare), and a pinned
+source's changes are not merged into them."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .. import skill as skillmod
-from ..errors import SkillshelfError
-from ..files import MAX_SKILL_BYTES, FileRefused, read_text_bounded, write_file
+from ..errors import SkillshelfError, ValidationError
+from ..files import (
+    MAX_RESOURCE_BYTES,
+    MAX_SKILL_BYTES,
+    FileRefused,
+    contained,
+    read_bounded,
+    read_text_bounded,
+    write_file,
+)
 from . import fetch as fetchmod, lock as lockmod
-from .upstream_merge import Merged, merge as merge3way
+from .upstream_merge import Merged, merge as merge3way, merge_file
+
+
+@dataclass
+class FileEdit:
+    """One of a copy's other files that upstream changed: ``edit`` is merged | kept | conflict |
+    pinned | failed (the merge could not be written)."""
+
+    file: str                     # relative to the skill's folder
+    edit: str
+    note: str = ""
+    target: Path | None = None    # the copy's file
+    data: bytes | None = None     # what is written there (merged)
+    theirs: bytes | None = None   # upstream's new file (the next base)
+
+    def as_dict(self) -> dict[str, str]:
+        return {"file": self.file, "edit": self.edit, "note": self.note}
+
+
+def _inside(folder: Path, rel: str) -> Path | None:
+    """``folder``/``rel`` when it stays inside ``folder`` (``rel`` comes from the lock), else None."""
+    try:
+        return contained(folder, folder.joinpath(*rel.split("/")))
+    except ValidationError:
+        return None
+
+
+def _read(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return read_bounded(path, MAX_RESOURCE_BYTES)
+    except (OSError, FileRefused):
+        return None
 
 
 class EditedCopies:
@@ -63,6 +112,9 @@ class EditedCopies:
         assert tree is not None
         for c in plan.changes:
             rec = copies.get(c.path)
+            if rec is not None and c.change == "changed":
+                c.file_edits = self.plan_files(plan, c.path, c.files, Path(rec.path).parent)
+                c.copy = rec.name if c.file_edits else c.copy
             if rec is None or c.change != "changed" or "SKILL.md" not in c.files:
                 if rec is not None and c.change == "removed":
                     c.copy, c.edit, c.note = rec.name, "kept", "removed upstream; your copy stays in the workspace"
@@ -88,12 +140,81 @@ class EditedCopies:
             else:
                 c.edit = "review" if plan.old.pinned else "merged"
 
-    def keep_base(self, label: str, path: str, text: str) -> None:
-        write_file(self.src._bases(label).joinpath(*([] if path == "." else path.split("/"))) / "SKILL.md", text)
+    def base_bytes(self, entry: lockmod.SourceEntry, path: str, file: str) -> bytes | None:
+        """The upstream file ``file`` of the skill at ``path`` that a person's copy of it was made
+        from: the one kept at the last merge, else the file at the locked commit (the git cache),
+        else the source folder's when it still has the locked digest. None when it cannot be known."""
+        rel = [] if path == "." else path.split("/")
+        kept = _read(_inside(self.src._bases(entry.label).joinpath(*rel), file))
+        if kept is not None:
+            return kept
+        if entry.kind == "git" and self.src._cache(entry.label).is_dir():
+            where = "/".join(p for p in (entry.path, path, file) if p and p != ".")
+            res = fetchmod.git(self.src._cache(entry.label), "show", f"{entry.commit}:{where}", check=False)
+            if res.returncode == 0 and len(res.stdout) <= MAX_RESOURCE_BYTES:
+                return res.stdout
+        skill = entry.by_path().get(path)
+        want = skill.digests().get(file) if skill else None
+        data = _read(_inside(self.src.folder(entry.label).joinpath(*rel), file))
+        if data is None or want != ("sha256:" + hashlib.sha256(data).hexdigest(), len(data)):
+            return None
+        return data
+
+    def plan_files(self, plan: Any, path: str, files: list[str], copy_dir: Path) -> list[FileEdit]:
+        """What an update does to the files (other than SKILL.md) of the copy at ``copy_dir`` that
+        upstream changed: the copy's own versions are merged with upstream's; a file the copy does
+        not have is served from the source as it is."""
+        tree = plan.tree.joinpath(*([] if path == "." else path.split("/")))
+        out = []
+        for f in files:
+            mine = _inside(copy_dir, f) if f != "SKILL.md" else None
+            if mine is None or not mine.is_file():
+                continue
+            ours = _read(mine)
+            theirs = _read(_inside(tree, f))
+            where = f"sources/{plan.label}/{f if path == '.' else path + '/' + f}"
+            if ours is None:
+                out.append(FileEdit(f, "conflict", "your file cannot be read: it is left as it is", mine))
+                continue
+            if theirs is None:
+                out.append(FileEdit(f, "kept", "removed upstream; your file stays", mine))
+                continue
+            base = self.base_bytes(plan.old, path, f)
+            m = merge_file(base, ours, theirs) if base is not None else \
+                merge_file(ours, ours, theirs) if ours == theirs else None
+            if m is None or not m.clean:
+                why = m.why if m is not None else "the upstream file your edit was made from is not known"
+                out.append(FileEdit(f, "conflict", f"{why}: your file is left as it is; upstream's is {where}", mine))
+            elif m.same:
+                out.append(FileEdit(f, "kept", "your file already has upstream's change", mine, theirs=theirs))
+            elif plan.old.pinned:
+                out.append(FileEdit(f, "pinned", f"the source is pinned: upstream's change is not merged into your "
+                                                 f"file (upstream's is {where})", mine))
+            else:
+                out.append(FileEdit(f, "merged", "", mine, m.data, theirs))
+        return out
+
+    def keep_base(self, label: str, path: str, text: str | bytes, file: str = "SKILL.md") -> None:
+        base = self.src._bases(label).joinpath(*([] if path == "." else path.split("/")))
+        target = _inside(base, file) if file != "SKILL.md" else base / "SKILL.md"
+        if target is not None:
+            write_file(target, text)
+
+    def merge_files(self, plan: Any, c: Any) -> None:
+        """Write the merged files into the copy and keep upstream's as the next base."""
+        for fe in c.file_edits:
+            try:
+                if fe.edit == "merged" and fe.target is not None and fe.data is not None:
+                    write_file(fe.target, fe.data)
+                if fe.edit in ("merged", "kept") and fe.theirs is not None:
+                    self.keep_base(plan.label, c.path, fe.theirs, fe.file)
+            except SkillshelfError as exc:
+                fe.edit, fe.note = "failed", f"the merge could not be written ({exc}); your file is unchanged"
 
     def merge(self, plan: Any) -> None:
         short = plan.new.commit[:7]
         for c in plan.changes:
+            self.merge_files(plan, c)
             if c.sides is None:
                 continue
             base, ours, theirs, m = c.sides

@@ -67,10 +67,13 @@ class SkillChange:
     note: str = ""
     # (base, your copy, upstream's new text, the merge) of a copy's SKILL.md
     sides: tuple[str, str, str, Any] | None = field(default=None, repr=False)
+    # the copy's other files upstream changed too (``source_edits.FileEdit``: merged | kept | conflict | pinned)
+    file_edits: list[Any] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "change": self.change, "files": self.files, "findings": self.findings,
-                "edit": self.edit, "copy": self.copy, "note": self.note}
+                "edit": self.edit, "copy": self.copy, "note": self.note,
+                "file_edits": [f.as_dict() for f in self.file_edits]}
 
 
 class Fetched(NamedTuple):

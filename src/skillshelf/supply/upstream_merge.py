@@ -4,7 +4,11 @@ The base is the upstream text the edit was made from. The body is merged line by
 ``merge3`` (the Bazaar / Breezy merge, maintained on PyPI); the description is taken from the
 side that changed it (a conflict when both changed it differently). The rest of the frontmatter
 is the edited copy's own (its version, origin and lineage). A conflict never produces a text to
-write: :class:`Merged` then carries the whole file with conflict markers for a person to read."""
+write: :class:`Merged` then carries the whole file with conflict markers for a person to read.
+
+A skill's other files (``scripts/``, ``references/``) that a person changed in the copy are
+merged the same way, line by line (:func:`merge_file`); a file that is not UTF-8 text merges
+only when one side left it as it was."""
 
 from __future__ import annotations
 
@@ -54,3 +58,29 @@ def merge(base: str, ours: str, theirs: str) -> Merged:
         return Merged(False, marked=_marked(base, ours, theirs), why=" and ".join(conflicts) + " changed on both sides")
     body = "".join(m.merge_lines())
     return Merged(True, desc, body, same=(desc == o.description and body == o.body))
+
+
+@dataclass
+class FileMerged:
+    clean: bool
+    data: bytes = b""         # the merged file (clean)
+    same: bool = False        # your file already is what the merge gives (nothing to write)
+    why: str = ""             # what conflicts
+
+
+def merge_file(base: bytes, ours: bytes, theirs: bytes) -> FileMerged:
+    """Merge upstream's move from ``base`` to ``theirs`` into the edited ``ours`` (any file of a
+    skill but its SKILL.md)."""
+    if ours == theirs or theirs == base:
+        return FileMerged(True, ours, same=True)      # you have upstream's, or upstream left it as it was
+    if ours == base:
+        return FileMerged(True, theirs)               # you had not changed it: upstream's
+    try:
+        b, o, t = (x.decode("utf-8") for x in (base, ours, theirs))
+    except UnicodeDecodeError:
+        return FileMerged(False, why="both sides changed a file that is not UTF-8 text")
+    m = merge3.Merge3(_lines(b), _lines(o), _lines(t))
+    conflicts = [r[0] for r in m.merge_regions()].count("conflict")
+    if conflicts:
+        return FileMerged(False, why=f"{conflicts} part(s) of it changed on both sides")
+    return FileMerged(True, "".join(m.merge_lines()).encode("utf-8"))
