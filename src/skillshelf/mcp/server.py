@@ -103,9 +103,10 @@ class SaveOut(BaseModel):
     changelog: dict[str, Any] | None = None
     duplicates: list[dict[str, Any]] = Field(default_factory=list)
     message: str = ""
-    # the skill's trigger evals before and after the change (found/of, the line, the queries lost and
-    # what came first on each, a warning when more than one was lost); None when it keeps no evals
-    findability: dict[str, Any] | None = None
+    # the result also carries ``findability``: the skill's trigger evals before and after the change
+    # (found/of, the line, the queries lost and what came first on each, a warning when more than one
+    # was lost), null when it keeps none. Not declared: the schema every client reads with tools/list is
+    # capped in size, and an object schema without additionalProperties takes extra keys
 
 
 class Out(BaseModel):
