@@ -17,7 +17,7 @@ from teamlib import team_library, until
 from test_sources_git import ALPHA, Upstream, git, sk
 
 from skillshelf.access import Caller
-from skillshelf.errors import ForbiddenError
+from skillshelf.errors import ConflictError, ForbiddenError
 from skillshelf.supply import lock as lockmod
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -154,3 +154,31 @@ def test_readers_and_agents_cannot_add_update_or_remove_sources(tmp_path, pg_url
         assert [e.label for e in a.sources.entries()] == ["coll"]
     finally:
         a.close()
+
+
+def test_two_curators_cannot_both_move_one_source(tmp_path, pg_url, up):
+    a = team_library(tmp_path / "a", pg_url)
+    b = team_library(tmp_path / "b", pg_url)
+    try:
+        a.sources.add(up.url, label="coll", path="skills")
+        assert until(lambda: skill_text(b, "alpha") is not None, WAIT) is not None
+        up.write("skills/alpha/SKILL.md", ALPHA.replace("rotate each key", "rotate each key twice"))
+        second = up.commit("second")
+        up.push()
+        (before,) = a.sources.entries()
+        with a.sources.planning(["coll"]) as plans_a:
+            with b.sources.planning(["coll"]) as plans_b:       # both planned from the same commit
+                b.sources.apply(plans_b[0])
+            with pytest.raises(ConflictError):
+                a.sources.apply(plans_a[0])
+        assert [e.commit for e in a.sources.entries()] == [second]
+        # the store's own compare-and-set: a change made from a lock read before is refused
+        stale = lockmod.SourceEntry(**{**before.__dict__, "ref": "elsewhere"})
+        with pytest.raises(ConflictError):
+            a._shared.sources.replace(lockmod.documents([stale]), expect=lockmod.documents([before]), by="late")
+        assert [(e.commit, e.ref) for e in b.sources.entries()] == [(second, "")]
+        # A follows B's update like any server
+        assert until(lambda: "rotate each key twice" in (skill_text(a, "alpha") or ""), WAIT) is not None
+    finally:
+        a.close()
+        b.close()
