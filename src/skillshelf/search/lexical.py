@@ -308,12 +308,17 @@ class LexicalIndex:
         if self._state is not None and self._state.gen == gen:
             return self._state
         rows = self._store_postings.live_docs()
-        top = max((r[0] for r in rows), default=0) + 1
+        docids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        top = int(docids.max(initial=0)) + 1
         to_skill = np.full(top, -1, dtype=np.int64)
         lens = np.zeros((top, NF), dtype=np.float32)
-        for docid, rid, blob in rows:
-            to_skill[docid] = rid
-            lens[docid] = np.frombuffer(blob, dtype=np.float32)
+        to_skill[docids] = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        blobs = b"".join(r[2] for r in rows)
+        if len(blobs) == len(rows) * NF * 4:   # every row's lengths at once (a loop: ~0.1 s at 100k)
+            lens[docids] = np.frombuffer(blobs, dtype=np.float32).reshape(len(rows), NF)
+        else:
+            for docid, _, blob in rows:
+                lens[docid] = np.frombuffer(blob, dtype=np.float32)
         live = to_skill >= 0
         avg = lens[live].mean(axis=0) if live.any() else np.ones(NF, dtype=np.float32)
         avg[avg == 0] = 1.0
