@@ -86,13 +86,13 @@ def test_curate_lists_failing_skills_and_collisions_from_the_last_run(tmp_path):
     with Library(h, embedder=FakeEmbedder(), auto_sync=False) as lib, client(lib) as c:
         lib.sync()
         page = c.get("/curate").text
-        assert 'id="evals"' in page and "No run yet" in page
+        assert 'id="evals"' in page and "no run yet" in page
     p = sk(h, "eval", "--all", "--k", "1")
     assert p.returncode == 1 and "collision: cors-fix and nextjs-api-routes" in p.stdout
     with Library(h, embedder=FakeEmbedder(), auto_sync=False) as lib, client(lib) as c:
         page = c.get("/curate").text
         panel = page.split('id="evals"')[1].split("</section>")[0]
-        assert "No run yet" not in panel and "top 1" in panel
+        assert "no run yet" not in panel and "top 1" in panel
         assert ">cors-fix</a>" in panel and ">nextjs-api-routes</a>" in panel and "0/1" in panel
         assert "“Write Next.js API routes with typed request handlers” — nextjs-api-routes" in panel
         assert re.search(r"cors-fix</a> and <a [^>]*>nextjs-api-routes</a> <span class=\"muted small\">2 queries", panel)
