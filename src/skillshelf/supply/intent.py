@@ -67,21 +67,29 @@ INSTRUMENT = re.compile(rb"\b(?:using|with|via|by|through|authenticat\w{0,6}|aut
                         rb"(?:\S+\s+){0,3}$")
 REMOVED = re.compile(rb"\b(?:remov\w{0,4}|redact\w{0,4}|strip\w{0,4}|scrub\w{0,4}|mask\w{0,4}|exclud\w{0,4}|without|minus|"
                      rb"except|filter\w{0,4}\s+out|saniti[sz]\w{0,4}|censor\w{0,4}|no|never|not|nor)\s+(?:\S+\s+){0,3}$")
+# "before the first push": a sending word used as a noun
+NOUN_BEFORE = re.compile(rb"\b(?:a|an|the|first|each|every|this|that|next|last|your|my|our|their|its)\s+$")
+# this machine is not an outside place
+LOCAL = re.compile(rb"https?://(?:localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|0\.0\.0\.0|\[::1\])(?![\w.-])")
+PLACE = re.compile(rb"\b(?:to|into|onto|on|in|at|via)\s+")
 INTO = re.compile(rb"\b(?:to|into|onto)\s+(?:the\s+|your\s+|my\s+|our\s+|a\s+|an\s+)?$")
 SOURCE_BEFORE = re.compile(rb"\b(?:from|von|desde|depuis|da|off)\s+(?:\S+\s+){0,3}$")
 
 # who concealment keeps something from: the user, or what the user reads (the summary, the reply)
 _WHO = (rb"(?:(?:the\s+|a\s+|any\s+|your\s+)?(?:users?|humans?|person|people|owners?|reviewers?|maintainers?|operators?|"
+        rb"developers?|admins?|administrators?|clients?|customers?|boss|manager|team|"
         rb"anyone|anybody|nobody|no\s+one)\b(?![-'\xe2]|\s+(?:requirement|upload|input|data|media|code|request|interaction|stor|"
         rb"experience|interface|account|profile|facing|generated|provided|content|agent|name|id\b|role|message|prompt|"
         rb"session|setting|preference|question|group|base|feedback|flow|journe|research|test|story|stories|guide|doc|"
         rb"manual|error|action|event|select|choice|intent|query|queries|permission|defined|level|mode|space|home|dir))(?:\s+you(?:'re|\s+are)\s+(?:helping|working\s+(?:for|with)|assisting))?|"
         rb"(?:your|the)\s+(?:final\s+)?(?:summary|response|reply|answer|explanation|report|output|transcript|"
-        rb"changelog|chat|conversation|status\s+update|walkthrough|recap|notes)\b)")
+        rb"changelog|chat|conversation|status\s+update|walkthrough|recap|notes)\b|"
+        rb"when\s+you\s+(?:summari[sz]e|report|reply|respond|answer|explain|describe|write\s+(?:up|the\s+summary|"
+        rb"your\s+summary))\b)")
 _NEG = rb"(?:\b(?:not|never|no|nothing|nobody|none)\b|" + _NT + rb"|\bno\s+circumstances\b)"
-_KNOW = (rb"(?:know|learn|find\s+out|notice|see|realize|realise|suspect|hear|be\s+aware|be\s+told|get\s+wind|"
-         rb"discover|figure\s+out|catch\s+on)\w{0,3}\b")
-_TELL = (rb"(?:tell|say|mention|reveal|disclose|report|inform|notify|alert|explain|discuss|acknowledge|bring\s+(?:\w+\s+)?up|"
+_KNOW = (rb"(?:know|learn|finds?\s+out|found\s+out|notice|see|realize|realise|suspect|hear|be\s+aware|be\s+told|get\s+wind|"
+         rb"discover|figures?\s+out|catch\s+on)\w{0,3}\b")
+_TELL = (rb"(?:tell|say|mention|reveal|disclose|report|inform|notify|alert|explain|discuss|acknowledge|bring\s+(?:\w+\s+){0,3}?up|"
          rb"show|display|include|list|surface|flag|describe|note|talk|admit|let|appear|come\s+up|show\s+up)\w{0,3}\b")
 _HIDE_VERB = (rb"(?:hid(?:e|es)|conceal\w{0,4}|omit\w{0,4}|suppress\w{0,4}|withh(?:o|e)ld\w{0,4}|exclud\w{1,4}|"
               rb"keep(?:ing)?|cover\w{0,3}\s+up|gloss\w{0,3}\s+over|downplay\w{0,3}|leav(?:e|ing)|strip\w{0,4}|"
@@ -93,7 +101,8 @@ CONCEAL_FORMS = [re.compile(p) for p in (
     # hide X from the user / leave X out of the summary / keep it from your reply
     rb"\b" + _HIDE_VERB + rb"(?:\s+[^\s.!?;]{1,30}){0,8}?\s+(?:out\s+of|from)\s+" + _WHO,
     # don't mention it to the user / do not include this in your summary
-    _NEG + rb"(?:\s+[\w'-]{1,20}){0,4}?\s+" + _TELL + rb"(?:\s+[^\s.!?;]{1,30}){0,8}?\s+(?:to|in|with|into|within)\s+" + _WHO,
+    _NEG + rb"(?:\s+[\w'-]{1,20}){0,4}?\s+" + _TELL + rb"(?:\s+[^\s.!?;]{1,30}){0,8}?\s+(?:(?:to|in|with|into|within)\s+"
+    + _WHO + rb"|when\s+you\s+(?:summari[sz]e|report|reply|respond|answer|explain|describe|write))",
     # don't tell the user (not: "tell the user to …", "tell the user how …")
     _NEG + rb"(?:\s+[\w'-]{1,20}){0,2}?\s+(?:tell|inform|notify|alert|warn)\w{0,3}\s+" + _WHO + _NOT_ASKED,
     _NEG + rb"(?:\s+[\w'-]{1,20}){0,2}?\s+let\s+" + _WHO + rb"\s+(?:know|see|find\s+out|notice|learn)\b",
@@ -102,9 +111,15 @@ CONCEAL_FORMS = [re.compile(p) for p in (
     rb"\bkeep\w{0,3}\s+" + _WHO + rb"\s+(?:in\s+the\s+dark|unaware|uninformed|out\s+of\s+the\s+loop)\b",
     rb"\b(?:no\s+circumstances|never|at\s+no\s+(?:point|time))\s+(?:should|must|shall|may|can|will|is|are)\s+" + _WHO +
     rb"(?:\s+[\w'-]{1,20}){0,2}?\s+" + _KNOW,
+    rb"\b(?:make\s+sure|ensure|see\s+to\s+it)\s+(?:that\s+)?" + _WHO + rb"\s+(?:never|doesn't|does\s+not|won't|can't|"
+    rb"cannot|will\s+not)\s+(?:\w{1,20}\s+)?" + _KNOW,
     # without telling the user / without the user knowing
-    rb"\bwithout\s+(?:telling|informing|notifying|alerting|letting|showing)\s+" + _WHO + _NOT_ASKED,
+    rb"\bwithout\s+(?:telling|informing|notifying|alerting|letting|showing|saying|mentioning|warning)\b"
+    rb"(?:\s+[^\s.!?;]{1,30}){0,4}?\s+(?:to\s+)?" + _WHO + _NOT_ASKED,
     rb"\bwithout\s+" + _WHO + rb"(?:'s)?\s+(?:knowing|knowledge|noticing|awareness|seeing)",
+    # when you write the summary, omit the edit
+    _WHO + rb"[^.!?;\n]{0,80}?\b(?:omit\w{0,3}|leav(?:e|ing)\s+out|skip\s+(?:over\s+)?|exclud\w{1,3}|hid(?:e|ing)|"
+    rb"conceal\w{0,3}|gloss\w{0,3}\s+over)\b",
     # the user unaware / behind the user's back
     _WHO + rb"(?:\s+[\w'-]{1,20}){0,3}?\s+(?:stays?|remains?|kept|is|are)\s+(?:unaware|in\s+the\s+dark)\b|"
     rb"\bbehind\s+" + _WHO + rb"(?:'s|s')?\s+backs?\b",
@@ -116,7 +131,11 @@ DECEIVE = re.compile(rb"\b(?:report|say|claim|tell|state|confirm|answer|reply|re
                      rb"(?:success\w{0,4}|succeeded|passed|done|complete\w{0,2}|fine|ok|okay|clean|safe|green|"
                      rb"no\s+(?:issues|problems|errors|changes|warnings))\b[^.!?\n]{0,80}?\b(?:regardless|whatever|"
                      rb"even\s+if|even\s+when|no\s+matter|even\s+though|irrespective)\b|"
-                     rb"\balways\s+(?:report|say|claim)\w{0,2}\s+(?:\w{1,20}\s+){0,2}?(?:success|that\s+it\s+(?:worked|passed))")
+                     rb"\balways\s+(?:report|say|claim)\w{0,2}\s+(?:\w{1,20}\s+){0,2}?(?:success|that\s+it\s+(?:worked|passed))|"
+                     # "if the tests fail, tell the user they passed"
+                     rb"\b(?:if|when|even\s+if|should)\s+(?:\w{1,20}\s+){0,4}?(?:fails?|failed|errors?|breaks?|crash\w{0,2})\b"
+                     rb"[^.!?\n]{0,60}?\b(?:tell|say|report|claim|state|confirm|answer)\w{0,2}\s+(?:\w{1,20}\s+){0,5}?"
+                     rb"(?:passed|succeeded|worked|fine|ok|okay|green|success)\b")
 # what is kept back is a step of the agent's (or a sign of one), not data or formatting
 STEP = re.compile(rb"\b(?:steps?|commands?|curl|wget|scripts?|hooks?|postinstall|preinstall|uploads?|uploaded|uploading|"
                   rb"downloads?|downloaded|requests?|network|telemetry|mirror\w{0,3}|install\w{0,5}|cron\w{0,3}|"
@@ -131,11 +150,12 @@ PROBLEMS = re.compile(rb"\b(?:warnings?|errors?|failures?|failed|problems?|issue
 NEGATED = re.compile(_NEG + rb"(?:\s+[\w'-]{1,20}){0,3}?\s*$")
 _CONCEAL_GATE = re.compile(_NEG + rb"|\b(?:hid(?:e|es)|conceal|omit|suppress|withh|exclud|keep|cover|gloss|downplay|leav|"
                            rb"strip|scrub|remove|drop|without|unaware|dark|behind|secretly|covertly|discreetly|stealthily|"
-                           rb"silently|quietly|regardless|whatever|matter|though|irrespective|always)")
+                           rb"silently|quietly|regardless|whatever|matter|though|irrespective|always|fail|error|sure|ensure)")
 
 IGNORE = re.compile(rb"\b(?:ignore|disregard|forget|override|overrule|bypass|set\s+aside|abandon|"
                     rb"discard|stop\s+following|no\s+longer\s+follow|supersede|pay\s+no\s+attention\s+to|throw\s+out)\b")
-DIRECTIVE = re.compile(rb"\b(?:instructions?|rules|guidelines|directives?|directions|system\s+prompt|prompts?|guardrails|"
+DIRECTIVE = re.compile(rb"\b(?:instructions?|rules|guidelines|guidance|advice|briefing|directives?|directions|system\s+prompt|"
+                       rb"prompts?|guardrails|"
                        rb"polic(?:y|ies)|constraints|safeguards|restrictions|programming|training|orders)\b")
 PRIOR = re.compile(rb"\b(?:previous|previously|prior|earlier|above|before|given|original|initial|existing|system|developer|"
                    rb"safety|your|you\s+(?:were|have\s+been|got|received)|everything|all\s+(?:the\s+)?(?:other|previous|prior|"
@@ -173,8 +193,11 @@ _WHO_WORDS = frozenset((b"user", b"users", b"human", b"humans", b"person", b"peo
                         b"reviewers", b"maintainer", b"maintainers", b"operator", b"operators", b"anyone", b"anybody",
                         b"nobody", b"one", b"summary", b"response", b"reply", b"answer", b"explanation", b"report",
                         b"output", b"transcript", b"changelog", b"chat", b"conversation", b"status", b"walkthrough",
-                        b"recap", b"notes"))
-_DECEIVE_WORDS = frozenset((b"regardless", b"whatever", b"matter", b"though", b"irrespective", b"always"))
+                        b"recap", b"notes", b"developer", b"developers", b"admin", b"admins", b"administrator",
+                        b"client", b"clients", b"customer", b"customers", b"boss", b"manager", b"team", b"summarise",
+                        b"summarize"))
+_DECEIVE_WORDS = frozenset((b"regardless", b"whatever", b"matter", b"though", b"irrespective", b"always", b"fail",
+                            b"fails", b"failed"))
 _HIDE_WORDS = frozenset((b"hide", b"hides", b"hiding", b"hidden", b"conceal", b"conceals", b"concealed", b"concealing",
                          b"omit", b"omits", b"omitting", b"suppress", b"cover", b"gloss", b"downplay", b"leave", b"leaving",
                          b"keep", b"keeping", b"without", b"unaware", b"behind", b"act", b"pretend", b"secretly",
@@ -202,10 +225,10 @@ _CONCEAL_WORDS = frozenset((
     b"not never no nothing nobody none t circumstances hide hides conceal concealed conceals concealing omit omits omitted "
     b"omitting suppress suppressed withhold withheld exclude excluded keep keeping cover gloss downplay leave leaving strip "
     b"scrub remove drop without unaware dark behind secretly covertly discreetly stealthily regardless whatever matter "
-    b"though irrespective always").split())
+    b"though irrespective always fail fails failed error errors ensure sure").split())
 _DIRECTIVE_WORDS = frozenset((
-    b"instruction instructions rules guidelines directive directives directions prompt prompts guardrails policy policies "
-    b"constraints safeguards restrictions programming training orders").split())
+    b"instruction instructions rules guidelines guidance advice briefing directive directives directions prompt prompts "
+    b"guardrails policy policies constraints safeguards restrictions programming training orders").split())
 _SHOW_WORDS = frozenset((
     b"output print reveal show display dump list echo repeat recite leak disclose share return paste write tell include "
     b"send expose copy quote read spell").split())
@@ -280,6 +303,13 @@ def _words(sent: bytes) -> set[bytes]:
     return set(sent.translate(_WORD_BYTES).split())
 
 
+def _first_place(sent: bytes, verb_end: int, dest: int) -> bool:
+    """Whether the first place named after a weak verb ("drop it into …") is the destination at
+    ``dest`` ("add .env to .gitignore before the push to https://…" names .gitignore first)."""
+    p = PLACE.search(sent, verb_end, dest + 1)
+    return p is not None and dest - p.end() <= 25 and verb_end <= dest
+
+
 def exfiltration(sent: bytes) -> tuple[int, int, bytes] | None:
     """(start, end, the destination) of a request in ``sent`` to send a secret out, or None."""
     w = _words(sent)
@@ -298,18 +328,21 @@ def exfiltration(sent: bytes) -> tuple[int, int, bytes] | None:
                 and not re.search(rb"\b(?:every|each|all|any)\s+$", sent[max(0, sec.start() - 12):sec.start()]):
             continue      # where one named value is kept, not the whole environment
         # a way of sending near the secret (before it, or after it: "read X and post it to …")
-        sends = [v for v in SEND.finditer(sent) if abs(v.start() - sec.start()) <= 240]
+        sends = [v for v in SEND.finditer(sent) if abs(v.start() - sec.start()) <= 240
+                 and not NOUN_BEFORE.search(sent, max(0, v.start() - 20), v.start())]
         if SECRET_SOURCE.search(sec.group()):
-            sends += [v for v in WEAK_SEND.finditer(sent) if abs(v.start() - sec.start()) <= 240]
-        if not sends:
+            weak = [v for v in WEAK_SEND.finditer(sent) if abs(v.start() - sec.start()) <= 240]
+        else:
+            weak = []
+        if not sends and not weak:
             continue
-        first = min(v.start() for v in sends)
+        first = min(v.start() for v in sends + weak)
         for d in DEST.finditer(sent, first):
             if d.start() <= sec.end() and d.start() >= sec.start():
                 continue      # the destination is the secret itself (a path to a file)
-            if not any(v.end() <= d.start() for v in sends):
+            if not any(v.end() <= d.start() for v in sends) and not any(_first_place(sent, v.end(), d.start()) for v in weak):
                 continue
-            if SOURCE_BEFORE.search(sent, max(0, d.start() - 40), d.start()):
+            if SOURCE_BEFORE.search(sent, max(0, d.start() - 40), d.start()) or LOCAL.match(d.group()):
                 continue      # where something comes from, not where it goes
             if P.AUTH_USE.search(sent) and P.KEY_OBJECT.search(sec.group()) \
                     and not SECRET_SOURCE.search(sec.group()):
@@ -318,7 +351,10 @@ def exfiltration(sent: bytes) -> tuple[int, int, bytes] | None:
     return None
 
 
-_UNNEGATED = (CONCEAL_FORMS[0], CONCEAL_FORMS[5], CONCEAL_FORMS[7], CONCEAL_FORMS[8], CONCEAL_FORMS[10])
+# "… never finds out it exists": what is kept back was named before
+_BACK_REFERENCE = re.compile(rb"\s+(?:about\s+)?(?:it|this|that|them|these|those)\b")
+_WITHOUT = tuple(rx for rx in CONCEAL_FORMS if rx.pattern.startswith(rb"\bwithout"))
+_UNNEGATED = (CONCEAL_FORMS[0], CONCEAL_FORMS[5], CONCEAL_FORMS[6], *_WITHOUT)
 
 
 def concealment(sent: bytes) -> tuple[int, str] | None:
@@ -344,7 +380,10 @@ def concealment(sent: bytes) -> tuple[int, str] | None:
         if rx.pattern.startswith(rb"\bwithout") and (NEGATED.search(sent, 0, m.start()) or
                                                       re.search(rb"\b(?:never|not|don't|avoid|no)\b", sent[:m.start()])):
             continue          # "never push without telling the user"
-        step = STEP.search(sent) or (rx is CONCEAL_FORMS[0] and PROBLEMS.search(sent))
+        # what is kept back comes after the words that keep it back ("hide the curl command from …"),
+        # or before "without telling …" ("push the branch without telling the user")
+        at = 0 if rx in _WITHOUT or _BACK_REFERENCE.match(sent, m.end()) else m.start()
+        step = STEP.search(sent, at) or (rx is CONCEAL_FORMS[0] and PROBLEMS.search(sent, at))
         return m.start(), ("high" if step else "medium")
     return None
 
@@ -362,7 +401,7 @@ def override(sent: bytes) -> int | None:
         if P.DEFENSIVE_OBJECT.match(sent, d.end()) or re.match(rb"\s{0,3}(?:in|from|found|inside|within|embedded)\b",
                                                                 sent[d.end():]):
             continue
-        if PRIOR.search(sent, v.end(), d.start()) or PRIOR.match(sent, d.end() + 1) \
+        if d.group().startswith(b"system") or PRIOR.search(sent, v.end(), d.start()) or PRIOR.match(sent, d.end() + 1) \
                 or PRIOR.search(sent, d.end(), d.end() + 40):
             return v.start()
     return None

@@ -548,7 +548,9 @@ RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.
                       rb"powershell|exec|nohup|start-process)\s+(?:-{1,2}[\w-]{1,20}\s+){0,3}|"
                       rb"\[\s{0,3}['\"](?:ba|z)?sh['\"]\s{0,3},\s{0,3}|(?:os\.system|os\.startfile|subprocess\.[a-z_]{1,20}|"
                       rb"os\.exec\w{1,4})\(\s{0,3}\[?\s{0,3}|^\s{0,20}(?:sudo\s+)?|&&\s{0,3}|;\s{0,3}|(?:^|[\s;(])&\s{1,3}|"
-                      rb"(?:^|[\s;(])(?:invoke-item|ii|start)\s+")
+                      rb"(?:^|[\s;(])(?:invoke-item|ii|start)\s+|"
+                      # the running interpreter as the program: [sys.executable, path], [process.execPath, path]
+                      rb"(?:sys\.executable|process\.execpath)\s{0,3},?\s{0,3}")
 
 # a call that runs code or a command whose argument decodes something (os.system(__import__('base64').b64decode(…)))
 RUN_DECODED_ARG = re.compile(rb"(?:\bexec|\beval|\.system|\bsystem|passthru|shell_exec|\bassert|create_function|proc_open|"

@@ -645,8 +645,10 @@ class Scan:
                     if rule == "override.conceal" and sev == "high" and not self.hidden_at(at):
                         end = s + m.end()
                         stop = [i for i in (self.low.find(b".", end, end + 60), self.low.find(b"\n", end, end + 60)) if i >= 0]
-                        # what is kept back is named in the phrase, after it, or earlier in its sentence
-                        begin = asks.sentence(self, at, at)[0] if at - s < 200 else at
+                        # what is kept back is named in the phrase, after it, or (when the phrase names no
+                        # object of its own: "it", "this", "without telling…") earlier in its sentence
+                        names_object = _OWN_OBJECT.match(phrase) and not _PRONOUN.search(phrase)
+                        begin = at if names_object else asks.sentence(self, at, at)[0] if at - s < 200 else at
                         if not P.CONCEAL_ACTION.search(self.low, max(begin, at - 200), min(stop) if stop else end + 60):
                             sev, note = "medium", " (what it keeps back is not an action of the agent's)"
                     self.add(rule, sev, at, f"{RULES[rule].title}: {self._shown(at, phrase)!r}{note}")
@@ -694,6 +696,9 @@ _EMAIL = re.compile(rb"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,5}")
 
 
 
+# "hide the spinner from the user": the phrase names what it keeps back
+_OWN_OBJECT = re.compile(rb"(?:hide|conceal|keep)\s+(?:the|a|an|any|all|your)\s")
+_PRONOUN = re.compile(rb"\b(?:it|this|that|them|these|those|anything|everything)\b")
 _WORD_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in range(256))
 _CONCEAL_WORDS = frozenset((b"not", b"t", b"never", b"need", b"without", b"keep", b"silently", b"quietly", b"secretly",
                             b"omit", b"leave", b"exclude", b"stay", b"say", b"remain"))
