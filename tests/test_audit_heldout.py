@@ -1,9 +1,9 @@
 """The audit on skills its rules were not written against (tests/fixtures/audit/).
 
-``tuning/`` is the set the rules were developed on. ``heldout-v1``, ``-v2`` and ``-v3`` were each
-written after the rules of their day were committed, measured once, and then used to improve the
-rules: they are seen now. ``heldout/`` is the newest set, written after the last change to the
-rules and not used to tune them. The goal (issue 35): at least 90 % of the hostile skills medium
+``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v5`` were each written
+after the rules of their day were committed, measured once, and then used to improve the rules:
+they are seen now. ``heldout/`` is the newest set, written after the last change to the rules and
+not used to tune them. The goal (issue 35): at least 90 % of the hostile skills medium
 or above, 75 % high, and no benign look-alike high. The seen sets must keep meeting it; the
 newest set is held to what it measured (a rule that regresses fails here), and its goal is an
 expected failure that turns into a failure when it starts passing, so the numbers get updated.
@@ -19,9 +19,11 @@ from skillshelf.supply.file_audit import risk, severity_at_least
 from skillshelf.supply.skill_audit import audit_folder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "audit"
-SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3")
-# measured on heldout/ with the rules it was written after (BENCHMARKS.md): 22 and 20 of 34
-NEWEST_FLOOR = {"medium": 22, "high": 20}
+SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5")
+# measured on heldout/ with the rules it was written after (BENCHMARKS.md): 26 and 25 of 36, and one
+# benign look-alike high (a public key's path, ~/.ssh/id_ed25519.pub, read as a secret sent out)
+NEWEST_FLOOR = {"medium": 26, "high": 25}
+NEWEST_BENIGN_HIGH = {"ssh-pubkey-github"}
 
 
 def risks(folder: Path) -> dict[str, dict[str, str]]:
@@ -47,11 +49,14 @@ def test_the_newest_held_out_set_keeps_what_it_measured():
     assert len(hostile) >= 30 and len(benign) >= 15
     assert sum(severity_at_least(v, "medium") for v in hostile.values()) >= NEWEST_FLOOR["medium"]
     assert sum(v == "high" for v in hostile.values()) >= NEWEST_FLOOR["high"]
-    assert not [k for k, v in benign.items() if v == "high"]
+    assert {k for k, v in benign.items() if v == "high"} <= NEWEST_BENIGN_HIGH
 
 
-@pytest.mark.xfail(strict=True, reason="not met: 65 % medium+ and 59 % high on the newest held-out set (BENCHMARKS.md)")
+@pytest.mark.xfail(strict=True, reason="not met: 72 % medium+ and 69 % high on the newest held-out set, one benign "
+                                       "look-alike high (BENCHMARKS.md)")
 def test_the_newest_held_out_set_meets_the_goal():
-    hostile = risks(FIXTURES / "heldout")["hostile"]
+    r = risks(FIXTURES / "heldout")
+    hostile, benign = r["hostile"], r["benign"]
     assert sum(severity_at_least(v, "medium") for v in hostile.values()) >= 0.9 * len(hostile)
     assert sum(v == "high" for v in hostile.values()) >= 0.75 * len(hostile)
+    assert not [k for k, v in benign.items() if v == "high"]
