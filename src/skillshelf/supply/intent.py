@@ -126,6 +126,16 @@ CONCEAL_FORMS = [re.compile(p) for p in (
     (rb"\b(?:secretly|covertly|discreetly|stealthily)\s+(?:\w{1,20}\s+){0,1}?(?:send|upload|post|add|insert|"
      rb"push|copy|forward|transmit|append|install|run|execute|exfiltrat\w{0,3}|modify|change|write)\b"),
 )]
+_HIDE_WORDS_ = b"hide hides conceal concealed concealing conceals omit omits omitted omitting suppress suppressed " \
+    b"suppressing withhold withheld withholding exclude excluded excluding excludes keep keeping cover covering gloss " \
+    b"glossing downplay leave leaving strip stripping scrub scrubbing remove drop skip hiding"
+_NEG_WORDS = b"not never no nothing nobody none t circumstances won"
+# the words each form needs (one of): a form is tried only on a sentence holding one
+_FORM_WORDS = [frozenset(w.split()) for w in (
+    _HIDE_WORDS_, _NEG_WORDS, _NEG_WORDS, _NEG_WORDS, _NEG_WORDS, b"keep keeps keeping kept", b"circumstances never no",
+    b"sure ensure see", b"without", b"without", _HIDE_WORDS_, b"unaware dark behind",
+    b"secretly covertly discreetly stealthily",
+)]
 # reporting success whatever happened
 DECEIVE = re.compile(rb"\b(?:report|say|claim|tell|state|confirm|answer|reply|respond|announce|mark)\w{0,3}\s+(?:\w{1,20}\s+){0,4}?"
                      rb"(?:success\w{0,4}|succeeded|passed|done|complete\w{0,2}|fine|ok|okay|clean|safe|green|"
@@ -148,10 +158,6 @@ STEP = re.compile(rb"\b(?:steps?|commands?|curl|wget|scripts?|hooks?|postinstall
 PROBLEMS = re.compile(rb"\b(?:warnings?|errors?|failures?|failed|problems?|issues?)\b")
 # the concealing verb negated: "never hide anything from the user", "don't push without telling the user"
 NEGATED = re.compile(_NEG + rb"(?:\s+[\w'-]{1,20}){0,3}?\s*$")
-_CONCEAL_GATE = re.compile(_NEG + rb"|\b(?:hid(?:e|es)|conceal|omit|suppress|withh|exclud|keep|cover|gloss|downplay|leav|"
-                           rb"strip|scrub|remove|drop|without|unaware|dark|behind|secretly|covertly|discreetly|stealthily|"
-                           rb"silently|quietly|regardless|whatever|matter|though|irrespective|always|fail|error|sure|ensure)")
-
 IGNORE = re.compile(rb"\b(?:ignore|disregard|forget|override|overrule|bypass|set\s+aside|abandon|"
                     rb"discard|stop\s+following|no\s+longer\s+follow|supersede|pay\s+no\s+attention\s+to|throw\s+out)\b")
 DIRECTIVE = re.compile(rb"\b(?:instructions?|rules|guidelines|guidance|advice|briefing|directives?|directions|system\s+prompt|"
@@ -197,7 +203,7 @@ _WHO_WORDS = frozenset((b"user", b"users", b"human", b"humans", b"person", b"peo
                         b"client", b"clients", b"customer", b"customers", b"boss", b"manager", b"team", b"summarise",
                         b"summarize"))
 _DECEIVE_WORDS = frozenset((b"regardless", b"whatever", b"matter", b"though", b"irrespective", b"always", b"fail",
-                            b"fails", b"failed"))
+                            b"fails", b"failed", b"error", b"errors", b"break", b"breaks", b"crash", b"crashes"))
 _HIDE_WORDS = frozenset((b"hide", b"hides", b"hiding", b"hidden", b"conceal", b"conceals", b"concealed", b"concealing",
                          b"omit", b"omits", b"omitting", b"suppress", b"cover", b"gloss", b"downplay", b"leave", b"leaving",
                          b"keep", b"keeping", b"without", b"unaware", b"behind", b"act", b"pretend", b"secretly",
@@ -366,9 +372,9 @@ def concealment(sent: bytes) -> tuple[int, str] | None:
     dec = DECEIVE.search(sent) if not w.isdisjoint(_DECEIVE_WORDS) else None
     if dec is not None:
         return dec.start(), "high"
-    if not _CONCEAL_GATE.search(sent):
-        return None
-    for rx in CONCEAL_FORMS:
+    for rx, need in zip(CONCEAL_FORMS, _FORM_WORDS):
+        if w.isdisjoint(need):
+            continue
         m = rx.search(sent)
         if m is None:
             continue
