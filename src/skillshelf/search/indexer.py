@@ -189,7 +189,7 @@ class Indexer:
 
     # --- syncing --------------------------------------------------------------------
     def sync(self, *, progress=None, embed: bool = True, embed_progress=None,
-             full: bool = True, only=None) -> indexmod.SyncReport:
+             full: bool = True, only=None, settle: bool = False) -> indexmod.SyncReport:
         """Bring the index up to date with the files (every root), then embed what lacks a
         vector (``embed``). ``progress``/``embed_progress`` see (done, total) of the files and
         of the texts. Stops with ``Stopped`` at the next file or batch once ``close`` is called.
@@ -200,11 +200,16 @@ class Indexer:
         ``only``: the skill folders known to have changed (a team store's follower): only their
         skills are indexed, audited (their other files too) and checked against pins, as a full
         sync would; the other rows, the watcher's changes and the rescan schedule are left
-        alone (None, or more than ``ONLY_MAX`` folders: every root)."""
+        alone (None, or more than ``ONLY_MAX`` folders: every root). ``settle`` (the watcher's
+        syncs): with ``only``, the store hook (``before_sync``: a team server keeps its copy's
+        edits as versions first) runs as before a sync of every root, and the folders it
+        brought in are synced too."""
         with self._sync_lock:
             self._check_stop()
             t0 = time.perf_counter()
             cfg = self._config()
+            if only is not None and settle and self.before_sync is not None:
+                only = set(only) | {Path(p) for p in (self.before_sync() or ())}
             parts = None if only is None or len(only) > ONLY_MAX else \
                 scope(self._roots(), only, exclude=(cfg.home,))
             if parts is None:
@@ -499,10 +504,10 @@ class Indexer:
             if pending:
                 pending, since = False, 0.0
                 folders, changed = _folders(changed), set()
-                # A local library syncs only the folders the watcher named (a walk of every root
-                # costs seconds at 100k skills); a team server's sync also runs its store hook
-                # (``before_sync``), which only a sync of every root calls.
-                self._background_sync(full=False, only=folders if self.before_sync is None else None)
+                # Only the folders the watcher named are synced (a walk of every root costs
+                # seconds at 100k skills); on a team server the store hook runs first
+                # (``before_sync``: an edit in its copy of the workspace is kept as a version).
+                self._background_sync(full=False, only=folders, settle=True)
             elif now >= next_full:
                 self._background_sync()
             else:
@@ -539,7 +544,7 @@ class Indexer:
         w = self._watcher
         return interval if w is not None and not w.unwatched else min(interval, UNWATCHED_RESCAN)
 
-    def _background_sync(self, *, full: bool = True, only: set[Path] | None = None) -> None:
+    def _background_sync(self, *, full: bool = True, only: set[Path] | None = None, settle: bool = False) -> None:
         """One sync off the request path, its progress kept for ``status``; the search
         state is reloaded here after a change, not in the next query (at 100k skills that is
         seconds an agent would otherwise wait for)."""
@@ -556,7 +561,7 @@ class Indexer:
 
         p.update(phase="scanning", done=0, total=0)
         try:
-            rep = self.sync(progress=reading, embed_progress=embedding, full=full, only=only)
+            rep = self.sync(progress=reading, embed_progress=embedding, full=full, only=only, settle=settle)
             if rep.changed or rep.embedded or p["first"]:
                 self.searcher.warm(self.embedder.state()[0])
             p.update(state="ready", error=None)
