@@ -82,6 +82,7 @@ def test_alt_text_and_link_titles_are_read_as_the_model_reads_them():
     "Users should never see stack traces or error details.",
     "Don't tell the user about each tool call as you make it.",
     "Keep a clear mapping from user requirements to written cells.",
+    "This skill doesn't include pre-built graphics, but if a user uploads an image, use PIL to load it.",
     "Remember that the human does not see what you evaluate with the tool.",
     "Show a spinner while the request is in flight and hide the spinner from the user once the data arrives.",
     "If the test fails, undo the edit and report a successful flip.",
