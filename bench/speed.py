@@ -74,7 +74,9 @@ def _measure_search(corpus: Path, home: Path, roots: list[Path], rounds: int) ->
     time warm searches over all requests, each followed by the floor: one query embedding
     plus one exact float32 scoring pass over an n x 384 matrix (the library's metadata
     vectors), so both see the same phase of the machine. Peak RSS is read before the floor's
-    matrix is made (it is the benchmark's, not the library's)."""
+    matrix is made (it is the benchmark's, not the library's). Besides p50 and p99 over the
+    floor's p50 (the goal's figures): the floor's own p99, and the paired ratios (each search
+    over the floor timed right after it), which a busy machine moves less."""
     from skillshelf import Library
 
     t0 = time.perf_counter()
@@ -99,12 +101,16 @@ def _measure_search(corpus: Path, home: Path, roots: list[Path], rounds: int) ->
             t = time.perf_counter()
             _ = mat @ emb.embed(q)
             floor.append((time.perf_counter() - t) * 1000)
-    f50 = float(np.percentile(floor, 50))
+    f50, f99 = float(np.percentile(floor, 50)), float(np.percentile(floor, 99))
     p50, p99 = float(np.percentile(lat, 50)), float(np.percentile(lat, 99))
+    # each search over the floor timed right after it (the same phase of a busy machine)
+    paired = np.asarray(lat) / np.asarray(floor)
     return {"skills": lib.count(), "cold_open_and_first_search_s": round(cold, 2), "degraded": first.degraded,
             "p50_ms": round(p50, 2), "p99_ms": round(p99, 2), "floor_ms": round(f50, 2),
             "floor_matrix": f"{mat.shape[0]}x{mat.shape[1]}", "p50_over_floor": round(p50 / f50, 2),
-            "p99_over_floor": round(p99 / f50, 2), "rss_mb": round(rss)}
+            "p99_over_floor": round(p99 / f50, 2), "floor_p99_ms": round(f99, 2),
+            "paired_p50_over_floor": round(float(np.percentile(paired, 50)), 2),
+            "paired_p99_over_floor": round(float(np.percentile(paired, 99)), 2), "rss_mb": round(rss)}
 
 
 def part_search(corpus: Path, home: Path, rounds: int = 3) -> dict:
@@ -244,7 +250,7 @@ def main() -> None:
     for part in parts:
         cmd = [sys.executable, __file__, "--corpus", str(corpus), "--home", str(home), "--scale", str(args.scale),
                "--part", part]
-        out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ})
+        out = subprocess.run(cmd, check=False, capture_output=True, text=True, env={**os.environ})
         if out.returncode != 0:
             print(out.stderr, file=sys.stderr)
             raise SystemExit(f"part {part} failed")
@@ -256,7 +262,8 @@ def main() -> None:
     for part, suffix in (("search", "5k"), ("scale-search", "100k"), ("scale-reopen", "100k_reopen")):
         r = results.get(part)
         if r:
-            for k in ("p50_ms", "p99_ms", "floor_ms", "p50_over_floor", "p99_over_floor", "rss_mb"):
+            for k in ("p50_ms", "p99_ms", "floor_ms", "p50_over_floor", "p99_over_floor", "floor_p99_ms",
+                      "paired_p50_over_floor", "paired_p99_over_floor", "rss_mb"):
                 summary[f"{k}_{suffix}"] = r[k]
             summary[f"skills_{suffix}"] = r["skills"]
     print(json.dumps(summary))

@@ -10,6 +10,15 @@ speak raw JSON-RPC over httpx (one keep-alive connection each, as an MCP client 
 first hit) -> ``report_outcome`` (with the search's query_id). Every request carries its token,
 so each one is checked against the store.
 
+With ``--corpus`` the root is ``--skills`` real SKILL.md files made from the corpus (copies of
+it under ``c00/``, ``c01/`` …, as ``bench/large_library.py`` writes them; kept in ``--root`` for
+the next run) instead of short generated ones. The first server's home is indexed once (``sync``,
+lexical only: the servers run without a model) and copied to every other server's home: the
+same root, the same store, so each starts from the index it would have built itself (at 100k
+skills one first index takes ~11 minutes here). Each server then starts as usual (the search
+state, a rescan of the root, the watcher) and the run begins once every one answers and has
+gone idle (``--no-settle``: as soon as they answer, their first rescan still running).
+
 An error is any call that is not a tool result without ``isError``: an HTTP status other than
 200, a JSON-RPC error, an ``isError`` result, a timeout or a dropped connection. At the end the
 store is asked how many outcomes it holds, under which names: every acknowledged report must be
@@ -17,6 +26,7 @@ there, under its client's token name.
 
     python bench/team_load.py                                  # 50 clients, 2 servers, 60 s
     python bench/team_load.py --clients 20 --duration 30 --json
+    python bench/team_load.py --servers 3 --corpus ../shared/corpus --skills 100000 --root .bench-home-load/root
     SKILLSHELF_TEST_PG=postgresql://… python bench/team_load.py
 """
 
@@ -91,7 +101,7 @@ def start_servers(root: Path, homes: list[Path], env: dict[str, str]) -> list[tu
                              stderr=subprocess.PIPE)
         procs.append((p, port))
     for p, port in procs:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 900     # at 100k skills a start (state, rescan) takes a while
         while True:
             try:
                 httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
@@ -101,6 +111,38 @@ def start_servers(root: Path, homes: list[Path], env: dict[str, str]) -> list[tu
                     raise SystemExit(f"a server did not start: {p.stderr.read().decode(errors='replace')[-2000:]}")
                 time.sleep(0.2)
     return procs
+
+
+def settle(pids: list[int], quiet: float = 3.0, limit: float = 900.0) -> float:
+    """Seconds until every server has been idle (under 5 % of a core) for ``quiet`` seconds:
+    a server answers as soon as it listens, then rescans its roots and loads its search state
+    in the background (at 100k skills, tens of seconds of CPU each)."""
+    t0 = time.monotonic()
+    calm = None
+    last = [cpu_seconds(p) for p in pids]
+    while time.monotonic() - t0 < limit:
+        time.sleep(0.5)
+        now = [cpu_seconds(p) for p in pids]
+        busy = any(b - a > 0.025 for a, b in zip(last, now))
+        last = now
+        if busy:
+            calm = None
+        elif calm is None:
+            calm = time.monotonic()
+        elif time.monotonic() - calm >= quiet:
+            return time.monotonic() - t0
+    raise SystemExit("the servers did not settle")
+
+
+def peak_rss_mb(pid: int) -> float:
+    """Peak resident memory of a process in MB (Linux ``VmHWM``)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
 
 
 def parse(resp) -> dict:
@@ -197,6 +239,10 @@ def main() -> None:
     ap.add_argument("--servers", type=int, default=2)
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--skills", type=int, default=300)
+    ap.add_argument("--corpus", type=Path, help="make the root from this corpus' SKILL.md files")
+    ap.add_argument("--root", type=Path, help="where the corpus root is written (kept for the next run)")
+    ap.add_argument("--no-settle", action="store_true",
+                    help="start the clients as soon as the servers answer (their first rescan still running)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -210,22 +256,37 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="skillshelf-load-"))
     procs: list[tuple] = []
     try:
-        root = work / "root"
-        write_root(root, args.skills)
+        if args.corpus:
+            from large_library import generate
+
+            root = (args.root or work / "root").resolve()
+            generate(args.corpus.resolve(), root, args.skills)
+        else:
+            root = work / "root"
+            write_root(root, args.skills)
         homes = [work / f"server-{i}" for i in range(args.servers)]
-        for home in homes:       # each server's index built before it starts: the run measures serving
-            with Library(home=home, roots=[root], embedder="none", auto_sync=False, store=url) as lib:
-                lib.sync()
+        t = time.perf_counter()   # the index built before the servers start: the run measures serving
+        with Library(home=homes[0], roots=[root], embedder="none", auto_sync=False, store=url) as lib:
+            lib.sync()
+            indexed = lib.count()
+        index_s = time.perf_counter() - t
+        for home in homes[1:]:
+            shutil.copytree(homes[0], home)
         with Library(home=homes[0], roots=[root], embedder="none", auto_sync=False, store=url) as lib:
             tokens = [lib.add_token(f"agent-{i:03d}", "agent") for i in range(args.clients)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
         env |= {"SKILLSHELF_STORE": url, "SKILLSHELF_EMBEDDER": "none"}
+        t = time.perf_counter()
         procs = start_servers(root, homes, env)
+        if not args.no_settle:
+            settle([p.pid for p, _ in procs])
+        start_s = time.perf_counter() - t
         urls = [f"http://127.0.0.1:{port}/mcp" for _, port in procs]
         load = os.getloadavg()[0]
         cpu0 = [cpu_seconds(p.pid) for p, _ in procs]
         stats, took = asyncio.run(drive(urls, tokens, args.duration))
         cpu = [cpu_seconds(p.pid) - c for (p, _), c in zip(procs, cpu0)]
+        rss = [peak_rss_mb(p.pid) for p, _ in procs]
         with psycopg.connect(url, autocommit=True) as conn:
             stored = dict(conn.execute("SELECT client, count(*) FROM outcomes GROUP BY client").fetchall())
     finally:
@@ -245,7 +306,8 @@ def main() -> None:
     missing = {k: n - stored.get(k, 0) for k, n in acked.items() if stored.get(k, 0) < n}
     foreign = sorted(set(stored) - {f"agent-{i:03d}" for i in range(args.clients)})
     out = {
-        "clients": args.clients, "servers": args.servers, "skills": args.skills, "seconds": round(took, 1),
+        "clients": args.clients, "servers": args.servers, "skills": indexed, "first_index_s": round(index_s, 1),
+        "servers_start_s": round(start_s, 1), "seconds": round(took, 1),
         "calls": len(every), "calls_per_s": round(len(every) / took, 1), "loops_per_s": round(stats["loops"] / took, 1),
         "p50_ms": round(1000 * statistics.median(every), 1) if every else None,
         "p99_ms": round(1000 * pct(every, 99), 1) if every else None,
@@ -255,13 +317,16 @@ def main() -> None:
         "searches_without_hits": stats["no_hits"],
         "outcomes_acknowledged": sum(acked.values()), "outcomes_stored": sum(stored.values()),
         "outcomes_missing_by_token": missing, "outcomes_under_other_names": foreign,
-        "server_cpu_s": [round(c, 1) for c in cpu], "cores": os.cpu_count(), "load_before": round(load, 2),
+        "server_cpu_s": [round(c, 1) for c in cpu],
+        "server_peak_rss_mb": [round(r) for r in rss], "cores": os.cpu_count(), "load_before": round(load, 2),
     }
     if args.json:
         print(json.dumps(out, indent=2))
         return
     print(f"{args.clients} MCP clients over HTTP, {args.servers} servers on one team store, {took:.0f} s "
-          f"({args.skills} skills, {os.cpu_count()} cores)")
+          f"({indexed} skills, {os.cpu_count()} cores)")
+    print(f"  first index {out['first_index_s']} s (once, copied to every home); servers answering"
+          f"{'' if args.no_settle else ' and idle'} after {out['servers_start_s']} s")
     print(f"  {out['calls']} tool calls: {out['calls_per_s']}/s ({out['loops_per_s']} search->get->report loops/s); "
           f"p50 {out['p50_ms']} ms, p99 {out['p99_ms']} ms")
     for k, v in out["per_tool"].items():
@@ -269,7 +334,8 @@ def main() -> None:
     print(f"  errors: {out['errors']}" + (f"  e.g. {out['error_samples']}" if out["errors"] else ""))
     print(f"  outcomes: {out['outcomes_acknowledged']} acknowledged, {out['outcomes_stored']} in the store"
           f"{', missing ' + str(missing) if missing else ''}{', under other names ' + str(foreign) if foreign else ''}")
-    print(f"  server CPU: {out['server_cpu_s']} s")
+    print(f"  server CPU: {out['server_cpu_s']} s; peak RSS {out['server_peak_rss_mb']} MB; load before "
+          f"{out['load_before']}")
 
 
 if __name__ == "__main__":
