@@ -53,8 +53,11 @@ class SharedSources:
         self.export(after)
 
     def export(self, entries: builtins.list[lockmod.SourceEntry]) -> None:
-        """The home's ``skillshelf.lock`` as the team's lock (written when it differs)."""
+        """The home's ``skillshelf.lock`` as the team's lock (written when it differs; not at all
+        while the team has no sources and the home no lock)."""
         path = self.src.lock_path
+        if not entries and not path.exists():
+            return
         text = lockmod.render(entries)
         with contextlib.suppress(OSError, FileRefused):
             if read_text_bounded(path, lockmod.MAX_LOCK_BYTES) == text:
