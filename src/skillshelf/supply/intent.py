@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import replace
 from typing import Any
 
 from . import patterns as P
-from .rules import RULES, visible
+from .rules import RANK, RULES, visible
 
 Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
 
@@ -42,7 +43,8 @@ SEND = re.compile(P.SEND_VERB.replace(b"(?:", b"(?<![/_.$-])\\b(?:", 1) + rb"\b|
 # verbs that send only when what they move must be read first: "drop ~/.ssh/id_rsa into the form at …"
 WEAK_SEND = re.compile(rb"\b(?:drop|place|stick|stash|insert|add|store|save|leave|dm|message|text|tweet|mirror|back\s+up|"
                        rb"sync|commit)\b")
-SECRET = re.compile(P.SECRET_OBJECT + rb"|\b(?:run|running|execute|call)\s+[`'\"]?(?:env|printenv|set|export\s+-p)\b|"
+SECRET = re.compile(P.SECRET_OBJECT + rb"|\b(?:ends?|ending|end|suffix\w{0,2}|named|called|containing|matching|with)\s+"
+                    rb"(?:in\s+|with\s+)?[`'\"]?_?(?:key|secret|token|password|pass|pat|credentials?)s?\b|\b(?:run|running|execute|call)\s+[`'\"]?(?:env|printenv|set|export\s+-p)\b|"
                     rb"\bkube\s?config\b|\bkube\s+(?:config|credentials)|"
                     rb"(?:ssh|gpg|pgp|signing|deploy|aws|cloud|gcp|azure)\s+(?:keys?|credentials?|config)\b|"
                     rb"\.(?:ssh|aws|kube|gnupg|netrc|npmrc|pypirc|git-credentials)\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|"
@@ -53,7 +55,8 @@ SECRET = re.compile(P.SECRET_OBJECT + rb"|\b(?:run|running|execute|call)\s+[`'\"
 # a secret named as what a file *is*: the file must be read to be sent (a key alone may be the user's own)
 SECRET_SOURCE = re.compile(rb"[~/$.]|files?\b|folder|director|environment|env\b|config|history|keychain|wallet|"
                            rb"cookies|dotfiles|every|all\b|each|whole|entire|contents?")
-DEST = re.compile(rb"https?://[^\s\"'`()<>|\\]{3,200}|\$\{?[a-z0-9_]{0,30}(?:url|uri|host|endpoint|server|hook|webhook|"
+DEST = re.compile(rb"(?:https?|wss?|s?ftps?|ssh|tcp|udp)://[^\s\"'`()<>|\\]{3,200}|[\w.-]{1,64}@(?:\d{1,3}\.){3}\d{1,3}\b|"
+                  rb"[\w.-]{1,64}@[\w.-]{1,100}:[~/][^\s]{0,100}|\$\{?[a-z0-9_]{0,30}(?:url|uri|host|endpoint|server|hook|webhook|"
                   rb"collector|remote|target|dest\w{0,10}|addr\w{0,5}|domain|sink)\}?\b|\bwebhooks?\b|"
                   rb"(?<!garbage\s)\bcollector\b|[\w.+-]{1,64}@[\w-]{1,63}\.[a-z]{2,10}\b|"
                   rb"\b(?:our|a\s+remote|an\s+external|external|remote|attacker'?s?|third[\s-]party|"
@@ -72,6 +75,11 @@ NOUN_BEFORE = re.compile(rb"\b(?:a|an|the|first|each|every|this|that|next|last|y
 # this machine is not an outside place
 LOCAL = re.compile(rb"https?://(?:localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|0\.0\.0\.0|\[::1\])(?![\w.-])")
 PLACE = re.compile(rb"\b(?:to|into|onto|on|in|at|via)\s+")
+# a file by its path (~/.aws/credentials, .env, $HOME/.ssh), not a word for a secret
+_FILE_LIKE = re.compile(rb"[~$./]|\w{1,20}/")
+# a link given as a reference, not a destination
+REFERENCE_BEFORE = re.compile(rb"\b(?:from|see|docs?|documentation|guide|details|reference|info|instructions|described|"
+                              rb"explained|per|at)\b[^\s]{0,3}\s+(?:\S+\s+){0,3}$")
 INTO = re.compile(rb"\b(?:to|into|onto)\s+(?:the\s+|your\s+|my\s+|our\s+|a\s+|an\s+)?$")
 SOURCE_BEFORE = re.compile(rb"\b(?:from|von|desde|depuis|da|off)\s+(?:\S+\s+){0,3}$")
 
@@ -82,10 +90,15 @@ _WHO = (rb"(?:(?:the\s+|a\s+|any\s+|your\s+)?(?:users?|humans?|person|people|own
         rb"experience|interface|account|profile|facing|generated|provided|content|agent|name|id\b|role|message|prompt|"
         rb"session|setting|preference|question|group|base|feedback|flow|journe|research|test|story|stories|guide|doc|"
         rb"manual|error|action|event|select|choice|intent|query|queries|permission|defined|level|mode|space|home|dir))(?:\s+you(?:'re|\s+are)\s+(?:helping|working\s+(?:for|with)|assisting))?|"
-        rb"(?:your|the)\s+(?:final\s+)?(?:summary|response|reply|answer|explanation|report|output|transcript|"
-        rb"changelog|chat|conversation|status\s+update|walkthrough|recap|notes)\b|"
+        rb"(?:your|the)\s+(?:final\s+|last\s+|closing\s+)?(?:summary|response|reply|answer|explanation|report|output|"
+        rb"transcript|changelog|chat|conversation|status\s+update|walkthrough|recap|notes|messages?|commit\s+messages?|"
+        rb"pr\s+description|handoff)\b|"
         rb"when\s+you\s+(?:summari[sz]e|report|reply|respond|answer|explain|describe|write\s+(?:up|the\s+summary|"
         rb"your\s+summary))\b)")
+# what the user reads of the agent's work
+_REPORT = (rb"(?:\b(?:your|the)\s+(?:final\s+|last\s+|closing\s+)?(?:summary|response|reply|answer|explanation|report|"
+           rb"transcript|changelog|status\s+update|walkthrough|recap|messages?|commit\s+messages?|pr\s+description|"
+           rb"handoff)\b|\bwhen\s+you\s+(?:summari[sz]e|report|reply|respond|answer|explain|describe|write))")
 _NEG = rb"(?:\b(?:not|never|no|nothing|nobody|none)\b|" + _NT + rb"|\bno\s+circumstances\b)"
 _KNOW = (rb"(?:know|learn|finds?\s+out|found\s+out|notice|see|realize|realise|suspect|hear|be\s+aware|be\s+told|get\s+wind|"
          rb"discover|figures?\s+out|catch\s+on)\w{0,3}\b")
@@ -94,8 +107,10 @@ _TELL = (rb"(?:tell|say|mention|reveal|disclose|report|inform|notify|alert|expla
 _HIDE_VERB = (rb"(?:hid(?:e|es)|conceal\w{0,4}|omit\w{0,4}|suppress\w{0,4}|withh(?:o|e)ld\w{0,4}|exclud\w{1,4}|"
               rb"keep(?:ing)?|cover\w{0,3}\s+up|gloss\w{0,3}\s+over|downplay\w{0,3}|leav(?:e|ing)|strip\w{0,4}|"
               rb"scrub\w{0,4}|remove|drop)\b")
-_MODAL_NEG = (rb"(?:(?:should|must|shall|may|will|can|could|would|need|ought\s+to|is\s+to|are\s+to|has\s+to|have\s+to)"
-              rb"(?:n't|n" + P._u("’") + rb"t|\s+not|\s+never)|\bwon(?:'|" + P._u("’") + rb")t)")
+_MODAL_NEG = (rb"(?:(?:should|must|shall|will|need|ought\s+to|is\s+to|are\s+to|has\s+to|have\s+to)"
+              rb"(?:n't|n" + P._u("’") + rb"t|\s+not|\s+never)|\bwon(?:'|" + P._u("’") + rb")t|"
+              # no need for them to know: "the user doesn't need to hear about it"
+              rb"(?:does|do)(?:n't|n" + P._u("’") + rb"t|\s+not)\s+need\s+to|has\s+no\s+need\s+to|needn't)")
 _NOT_ASKED = rb"(?!\s+(?:to|how|what|which|where|when|why|if|whether|about\s+(?:each|every|all|how|what))\b)"
 CONCEAL_FORMS = [re.compile(p) for p in (
     # hide X from the user / leave X out of the summary / keep it from your reply
@@ -118,11 +133,24 @@ CONCEAL_FORMS = [re.compile(p) for p in (
     rb"(?:\s+[^\s.!?;]{1,30}){0,4}?\s+(?:to\s+)?" + _WHO + _NOT_ASKED,
     rb"\bwithout\s+" + _WHO + rb"(?:'s)?\s+(?:knowing|knowledge|noticing|awareness|seeing)",
     # when you write the summary, omit the edit
-    _WHO + rb"[^.!?;\n]{0,80}?\b(?:omit\w{0,3}|leav(?:e|ing)\s+out|skip\s+(?:over\s+)?|exclud\w{1,3}|hid(?:e|ing)|"
+    _REPORT + rb"[^.!?;\n]{0,80}?\b(?:omit\w{0,3}|leav(?:e|ing)\s+out|exclud\w{1,3}|hid(?:e|ing)|"
     rb"conceal\w{0,3}|gloss\w{0,3}\s+over)\b",
     # the user unaware / behind the user's back
     _WHO + rb"(?:\s+[\w'-]{1,20}){0,3}?\s+(?:stays?|remains?|kept|is|are)\s+(?:unaware|in\s+the\s+dark)\b|"
     rb"\bbehind\s+" + _WHO + rb"(?:'s|s')?\s+backs?\b",
+    # if asked, pretend / say there was none / only mention …
+    (rb"\b(?:if|when|should|in\s+case)\s+(?:\w{1,20}\s+){0,3}?ask(?:s|ed)?\b[^.!?\n]{0,80}?\b(?:pretend|claim|deny|"
+     rb"say|tell|answer|reply|respond|insist|state)\w{0,3}\b[^.!?\n]{0,60}?(?:\b(?:only|nothing|none|merely)\b|"
+     rb"\bno\s+(?!longer)\w{1,20}\b|\b(?:you|we|it)\s+(?:didn't|did\s+not|never|haven't|have\s+not)\b)"),
+    # covering tracks: so nobody can tell it happened; erase the history of it
+    (rb"\bso\s+(?:that\s+)?(?:nobody|no\s+one|no-one|the\s+user|the\s+developer|they|anyone)\s+(?:\w{1,20}\s+)?"
+     rb"(?:can(?:not|'t)?|could(?:n't)?|will|won't|would(?:n't)?)?\s*(?:never\s+|not\s+)?(?:tell|know|notice|see|find\s+out|"
+     rb"discover|realize|realise|spot|trace)\b|"
+     rb"\b(?:delete|erase|clear|wipe|remove|scrub|truncate)\s+(?:\w{1,20}\s+){0,4}?(?:shell\s+)?(?:history|logs?|traces?|"
+     rb"evidence|records?)\s+(?:entries\s+)?(?:of|for|about)\s+(?:it|this|that|them|the\s+\w{1,20})\b"),
+    # this stays between us
+    (rb"\b(?:stays?|remains?|kept|keep\s+(?:it|this|that))\s+between\s+(?:us|you\s+and\s+me|ourselves)\b|"
+     rb"\boff\s+the\s+record\b|\bour\s+(?:little\s+)?secret\b"),
     (rb"\b(?:secretly|covertly|discreetly|stealthily)\s+(?:\w{1,20}\s+){0,1}?(?:send|upload|post|add|insert|"
      rb"push|copy|forward|transmit|append|install|run|execute|exfiltrat\w{0,3}|modify|change|write)\b"),
 )]
@@ -134,6 +162,7 @@ _NEG_WORDS = b"not never no nothing nobody none t circumstances won"
 _FORM_WORDS = [frozenset(w.split()) for w in (
     _HIDE_WORDS_, _NEG_WORDS, _NEG_WORDS, _NEG_WORDS, _NEG_WORDS, b"keep keeps keeping kept", b"circumstances never no",
     b"sure ensure see", b"without", b"without", _HIDE_WORDS_, b"unaware dark behind",
+    b"ask asks asked", b"so delete erase clear wipe remove scrub truncate", b"between off secret",
     b"secretly covertly discreetly stealthily",
 )]
 # reporting success whatever happened
@@ -153,7 +182,9 @@ STEP = re.compile(rb"\b(?:steps?|commands?|curl|wget|scripts?|hooks?|postinstall
                   rb"exfil\w{0,8}|copied|this\s+(?:instruction|section|skill|file|part|note|line)|these\s+instructions|"
                   rb"what\s+(?:you|we)|changes?|modif\w{0,8}|edit(?:s|ed)?|added|wrote|written|bashrc|zshrc|profile|"
                   rb"backdoor|payload|binary|executable|ran|run(?:s|ning)?|execut\w{0,5}|tarballs?|dependenc\w{0,3}|"
-                  rb"packages?|files?\s+(?:you|we)|http\S{0,200})\b")
+                  rb"packages?|files?\s+(?:you|we)|http\S{0,200}|append\w{0,3}|regist\w{0,6}|replac\w{1,3}|overwr\w{1,5}|"
+                  rb"patch\w{0,3}|inject\w{0,3}|insert\w{0,3}|creat\w{1,3}|delet\w{1,3}|remov\w{1,3}|configur\w{1,3}|"
+                  rb"enabl\w{1,3}|disabl\w{1,3}|authorized_keys|crontab|registry)\b")
 # problems: kept back by a verb that hides them ("leave out the warnings"), not by a rule of display
 PROBLEMS = re.compile(rb"\b(?:warnings?|errors?|failures?|failed|problems?|issues?)\b")
 # the concealing verb negated: "never hide anything from the user", "don't push without telling the user"
@@ -187,7 +218,7 @@ PRIVATE = re.compile(rb"\bsystem\s+prompt|\b(?:hidden|original|initial|internal|
                      rb"\b(?:all|every|each|whole|entire|full)\s+(?:of\s+)?(?:the\s+|your\s+|its\s+)?(?:environment\s+variables?|"
                      rb"env\s+var(?:iable)?s?|environment)\b")
 
-_EXFIL_WORDS = frozenset((b"http", b"https", b"webhook", b"webhooks", b"collector", b"our", b"my", b"remote", b"external",
+_EXFIL_WORDS = frozenset((b"http", b"https", b"ws", b"wss", b"ftp", b"sftp", b"ssh", b"webhook", b"webhooks", b"collector", b"our", b"my", b"remote", b"external",
                           b"form", b"pastebin", b"discord", b"telegram", b"url", b"host", b"endpoint", b"server", b"com",
                           b"net", b"org", b"io", b"dev", b"app", b"xyz", b"co", b"ai", b"sh", b"me", b"site", b"cloud",
                           b"info", b"ru", b"cn", b"tk", b"top", b"online", b"biz", b"link", b"live", b"tech", b"us",
@@ -197,13 +228,15 @@ _WHO_ANCHOR = re.compile(rb"\b(?:users?|humans?|person|people|owners?|reviewers?
                          rb"chat|conversation|status\s+update|walkthrough|recap|notes)\b")
 _WHO_WORDS = frozenset((b"user", b"users", b"human", b"humans", b"person", b"people", b"owner", b"owners", b"reviewer",
                         b"reviewers", b"maintainer", b"maintainers", b"operator", b"operators", b"anyone", b"anybody",
-                        b"nobody", b"one", b"summary", b"response", b"reply", b"answer", b"explanation", b"report",
+                        b"nobody", b"summary", b"response", b"reply", b"answer", b"explanation", b"report",
                         b"output", b"transcript", b"changelog", b"chat", b"conversation", b"status", b"walkthrough",
                         b"recap", b"notes", b"developer", b"developers", b"admin", b"admins", b"administrator",
                         b"client", b"clients", b"customer", b"customers", b"boss", b"manager", b"team", b"summarise",
-                        b"summarize"))
+                        b"summarize", b"message", b"messages", b"handoff", b"asked", b"ask", b"asks", b"nobody"))
 _DECEIVE_WORDS = frozenset((b"regardless", b"whatever", b"matter", b"though", b"irrespective", b"always", b"fail",
                             b"fails", b"failed", b"error", b"errors", b"break", b"breaks", b"crash", b"crashes"))
+# covering tracks and secrecy name no one: "clear the log entries for it so no one can tell"
+_TRACE_WORDS = frozenset((b"erase", b"wipe", b"scrub", b"truncate", b"clear", b"delete", b"between", b"secret"))
 _HIDE_WORDS = frozenset((b"hide", b"hides", b"hiding", b"hidden", b"conceal", b"conceals", b"concealed", b"concealing",
                          b"omit", b"omits", b"omitting", b"suppress", b"cover", b"gloss", b"downplay", b"leave", b"leaving",
                          b"keep", b"keeping", b"without", b"unaware", b"behind", b"act", b"pretend", b"secretly",
@@ -225,13 +258,15 @@ _SEND_WORDS = frozenset((
     b"pass passing give provide supply feed publish hand append embed encode share sharing curl scp rsync sftp ftp transfer "
     b"dump stream broadcast expose beam env envi enviar envoyer envoyez envoie senden sende sendet schicke schicken schickt "
     b"bermitteln invia inviare manda mandar sube subir suba hochladen t l verser carica caricare").split())
+_CONCEAL_ANCHORS = _WHO_WORDS | _DECEIVE_WORDS | _TRACE_WORDS
 _WEAK_SEND_WORDS = frozenset(b"drop place stick stash insert add store save leave dm message text tweet mirror back sync "
                              b"commit".split())
 _CONCEAL_WORDS = frozenset((
     b"not never no nothing nobody none t circumstances hide hides conceal concealed conceals concealing omit omits omitted "
     b"omitting suppress suppressed withhold withheld exclude excluded keep keeping cover gloss downplay leave leaving strip "
     b"scrub remove drop without unaware dark behind secretly covertly discreetly stealthily regardless whatever matter "
-    b"though irrespective always fail fails failed error errors ensure sure").split())
+    b"though irrespective always fail fails failed error errors ensure sure ask asks asked so delete erase clear wipe "
+    b"between off secret").split())
 _DIRECTIVE_WORDS = frozenset((
     b"instruction instructions rules guidelines guidance advice briefing directive directives directions prompt prompts "
     b"guardrails policy policies constraints safeguards restrictions programming training orders").split())
@@ -240,7 +275,6 @@ _SHOW_WORDS = frozenset((
     b"send expose copy quote read spell").split())
 _REVEAL_WORDS = frozenset((b"prompt", b"instructions", b"rules", b"guidelines", b"configuration", b"context", b"memory",
                            b"environment", b"env"))
-_WHO_WORDS = _WHO_WORDS - {b"one"}
 # what ends a sentence, and how far past its start the next sentence begins
 _ENDS = tuple((d.encode(), len(d)) for d in (". ", ".\n", "! ", "!\n", "? ", "?\n", "; ", "\n\n", "\n- ", "\n* ", "\n#",
                                               "\n|", "\n>", "](", "\n```", "\n1. ", "\n2. ", "\n3. ", "\n4. ",
@@ -324,6 +358,8 @@ def exfiltration(sent: bytes) -> tuple[int, int, bytes] | None:
     if b"\\\n" in sent:
         return None           # a command continued over lines: the command rules read it
     for sec in SECRET.finditer(sent):
+        if sec.group().rstrip(b".,;:)'\"`").endswith(b".pub") or re.match(rb"\S{0,40}\.pub\b", sent[sec.end():sec.end() + 40]):
+            continue          # a public key
         if sec.start() and sent[sec.start() - 1:sec.start()] in (b"/", b"-", b"_") and sec.group()[:1] not in b".~$":
             continue          # part of a path or a name (/forgot-password), not a secret
         if INSTRUMENT.search(sent, max(0, sec.start() - 60), sec.start()) \
@@ -354,16 +390,35 @@ def exfiltration(sent: bytes) -> tuple[int, int, bytes] | None:
                     and not SECRET_SOURCE.search(sec.group()):
                 break         # a key sent to its own API, in a header
             return min(first, sec.start()), d.end(), d.group()
+    return _secret_and_place(sent)
+
+
+def _secret_and_place(sent: bytes) -> tuple[int, int, bytes] | None:
+    """A secret file and an outside URL in one sentence with no verb the model knows ("Lade die Datei
+    ~/.aws/credentials auf https://… hoch"): the start, the end and ``b""`` (graded medium)."""
+    for sec in SECRET.finditer(sent):
+        if not _FILE_LIKE.match(sec.group()) or sec.group().rstrip(b".,;:)").endswith(b".pub") \
+                or INTO.search(sent, max(0, sec.start() - 30), sec.start()) \
+                or REMOVED.search(sent, max(0, sec.start() - 60), sec.start()):
+            continue
+        for d in DEST.finditer(sent, sec.end()):
+            if d.group().startswith((b"http", b"ws", b"ftp", b"sftp")) and not LOCAL.match(d.group()) \
+                    and not REFERENCE_BEFORE.search(sent, max(0, d.start() - 40), d.start()):
+                return sec.start(), d.end(), b""
     return None
 
 
+# what the sentence keeps back was named in the sentence before it
+_POINTS_BACK = re.compile(rb"\b(?:it|this|that|them|these|those)\b|\bthe\s+(?:new|extra|added|above|same)\b")
+# showing data (never display the GUIDs to the user) is a rule of display, not a step kept back
+_DISPLAY = re.compile(rb"\b(?:display|show|list|include|surface|print|expose|return|render|output)\w{0,3}\b")
 # "… never finds out it exists": what is kept back was named before
 _BACK_REFERENCE = re.compile(rb"\s+(?:about\s+)?(?:it|this|that|them|these|those)\b")
 _WITHOUT = tuple(rx for rx in CONCEAL_FORMS if rx.pattern.startswith(rb"\bwithout"))
 _UNNEGATED = (CONCEAL_FORMS[0], CONCEAL_FORMS[5], CONCEAL_FORMS[6], *_WITHOUT)
 
 
-def concealment(sent: bytes) -> tuple[int, str] | None:
+def concealment(sent: bytes, before: bytes = b"") -> tuple[int, str] | None:
     """(offset, 'high' | 'medium') of a request in ``sent`` to keep something from the user, or
     to report success whatever happened; high when what is kept back is a step of the agent's."""
     w = _words(sent)
@@ -390,6 +445,8 @@ def concealment(sent: bytes) -> tuple[int, str] | None:
         # or before "without telling …" ("push the branch without telling the user")
         at = 0 if rx in _WITHOUT or _BACK_REFERENCE.match(sent, m.end()) else m.start()
         step = STEP.search(sent, at) or (rx is CONCEAL_FORMS[0] and PROBLEMS.search(sent, at))
+        if not step and before and _POINTS_BACK.search(sent) and not _DISPLAY.search(m.group()):
+            step = STEP.search(before)      # "Append the key. Your final message must never mention the new key."
         return m.start(), ("high" if step else "medium")
     return None
 
@@ -438,10 +495,12 @@ def check(scan: Scan) -> None:
                     or ("exfil.secrets", scan.line_of(s)) in scan._seen:
                 continue          # a command, not a request in words: the command rules read it
             _add(scan, "exfil.request", s, f"{RULES['exfil.request'].title}: "
-                 f"{visible(scan.data[s:a + hit[1]].decode('utf-8', 'replace'), 120)!r}")
-    if words & _WHO_WORDS or words & _DECEIVE_WORDS:
-        for at, a, b in _anchors(scan, _WHO_WORDS | _DECEIVE_WORDS, set()):
-            kept = concealment(low[a:b])
+                 f"{visible(scan.data[s:a + hit[1]].decode('utf-8', 'replace'), 120)!r}"
+                 + ("" if hit[2] else " (a secret file and an outside address in one sentence, with no verb of sending "
+                                      "the audit knows)"), cap="high" if hit[2] else "medium")
+    if words & _CONCEAL_ANCHORS:
+        for at, a, b in _anchors(scan, _CONCEAL_ANCHORS, set()):
+            kept = concealment(low[a:b], low[max(0, a - 300):a])
             if kept is None:
                 continue
             s = a + kept[0]
@@ -466,9 +525,15 @@ def check(scan: Scan) -> None:
 
 
 def _add(scan: Scan, rule: str, at: int, message: str, cap: str = "high") -> None:
-    if (rule, scan.line_of(at)) in scan._seen:
-        return
     sev, note = scan.grade_phrase(rule, at)
     if sev == "high" and cap == "medium" and not scan.hidden_at(at):
-        sev, note = "medium", " (what it keeps back is not a step of the agent's)"
+        sev, note = "medium", " (what it keeps back is not a step of the agent's)" if rule == "override.conceal" else ""
+    line = scan.line_of(at)
+    if (rule, line) in scan._seen:
+        # a second sentence on the line: it replaces the first one's finding when it is graver
+        for i, f in enumerate(scan.findings):
+            if f.rule == rule and f.line == line and RANK[sev] > RANK[f.severity]:
+                scan.findings[i] = replace(f, severity=sev, message=message + note)
+                break
+        return
     scan.add(rule, sev, at, message + note)

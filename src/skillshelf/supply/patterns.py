@@ -32,6 +32,7 @@ TRIG_COMMANDS = [re.compile(p) for p in (
     rb"<\(\s{0,4}(?:curl|wget|iwr|irm)", rb"`\s{0,4}(?:curl|wget)", rb"iex\b", rb"invoke-", rb"exec\s{0,4}\(",
     rb"eval\s{0,4}\(", rb"atob", rb"-e(?:nc|ncodedcommand|c)?\s+[a-z0-9+/=]{40}",
     rb"&&\s{0,4}(?:sudo\s+)?(?:(?:ba|z|k)?sh\s|\./|chmod|python)", rb"download(?:string|file)", rb"instance_eval",
+    rb"deno\s+run", rb"npx\s", rb"bunx\s", rb"dlx\s",
 )] + [_CHMOD]
 TRIG_PUBLISH = [re.compile(p) for p in (rb"gist", rb"paste", rb"issue", rb"comment", rb"discussion", rb"public\s+repo")]
 # decoders named in code (looked for when their words are in the file)
@@ -107,6 +108,9 @@ KNOWN_INSTALLERS = (
     "dot.net/v1/dotnet-install", "cli.github.com/", "opencode.ai/install", "get.jetify.com/devbox",
     "install.pi-hole.net",
 )
+# a runner given a URL runs the code it downloads: deno run https://…, npx https://…
+REMOTE_RUN = re.compile(rb"(?:^|[\s;&|(`])(?:deno\s+run|npx|bunx|pnpm\s+dlx|yarn\s+dlx)\s+(?:-{1,2}[\w=.,:/-]{1,40}\s+){0,8}"
+                        rb"https?://")
 PS_RUN = re.compile(rb"(?:iex|invoke-expression)\s{0,4}[(\"']{0,3}\s{0,4}\(?\s{0,4}(?:iwr|irm|invoke-webrequest|"
                     rb"invoke-restmethod|new-object\s+(?:system\.)?net\.webclient)\b")
 RUN_FETCHED_ARG = re.compile(rb"(?:\bexec|\beval|instance_eval|new\s+function|runinthiscontext|\biex|invoke-expression)"
@@ -291,7 +295,7 @@ SECURITY_TOPIC = re.compile(rb"inject|jailbreak|red[\s-]?team|security|guardrail
 INSTRUCTION_LIKE = re.compile(rb"\b(?:you|your|assistant|agent|claude|chatgpt|gpt|llm|ai|model|always|never|must|"
                               rb"should|do\s+not|don'?t|ignore|instead|run|execute|send|upload|download|install|"
                               rb"delete|remove|fetch|read|open|call|use)\b")
-URL = re.compile(rb"https?://[^\s\"'`()<>|\\]{1,200}")
+URL = re.compile(rb"(?:https?|wss?|s?ftps?|ssh|git|s3|gs|tcp|udp)://[^\s\"'`()<>|\\]{1,200}")
 ACTION = re.compile(rb"\b(?:send|upload|post|fetch|download|run|execute|curl|wget|visit|open|copy|include|attach|"
                     rb"exfiltrate|forward|share|submit|paste)\b")
 

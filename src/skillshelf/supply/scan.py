@@ -529,7 +529,7 @@ class Scan:
                 runner = (r.group("sh") or r.group("interp") or b"a shell").strip().decode()
                 return self._report_fetch(off + m.start(), s, e, P.url_in(st), f"pipes {{url}} into {runner}")
         m = P.RUN_SUBST.search(line) or P.PS_RUN.search(line) or P.CODE_RUN_FETCH.search(line) \
-            or P.RUN_FETCHED_ARG.search(line)
+            or P.RUN_FETCHED_ARG.search(line) or P.REMOTE_RUN.search(line)
         if m is not None:
             return self._report_fetch(s + m.start(), s, e, P.url_in(line[m.start():]), "runs what it downloads from {url}")
         parts = P.COMMAND_SEP.split(line)
