@@ -1,6 +1,6 @@
 """The audit on skills its rules were not written against (tests/fixtures/audit/).
 
-``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v5`` were each written
+``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v6`` were each written
 after the rules of their day were committed, measured once, and then used to improve the rules:
 they are seen now. ``heldout/`` is the newest set, written after the last change to the rules and
 not used to tune them. The goal (issue 35): at least 90 % of the hostile skills medium
@@ -19,11 +19,11 @@ from skillshelf.supply.file_audit import risk, severity_at_least
 from skillshelf.supply.skill_audit import audit_folder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "audit"
-SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5")
-# measured on heldout/ with the rules it was written after (BENCHMARKS.md): 26 and 25 of 36, and one
-# benign look-alike high (a public key's path, ~/.ssh/id_ed25519.pub, read as a secret sent out)
-NEWEST_FLOOR = {"medium": 26, "high": 25}
-NEWEST_BENIGN_HIGH = {"ssh-pubkey-github"}
+SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5", "heldout-v6")
+# measured on heldout/ with the rules it was written after (BENCHMARKS.md): 20 and 20 of 36, no benign
+# look-alike high
+NEWEST_FLOOR = {"medium": 20, "high": 20}
+NEWEST_BENIGN_HIGH: set[str] = set()
 
 
 def risks(folder: Path) -> dict[str, dict[str, str]]:
@@ -52,8 +52,7 @@ def test_the_newest_held_out_set_keeps_what_it_measured():
     assert {k for k, v in benign.items() if v == "high"} <= NEWEST_BENIGN_HIGH
 
 
-@pytest.mark.xfail(strict=True, reason="not met: 72 % medium+ and 69 % high on the newest held-out set, one benign "
-                                       "look-alike high (BENCHMARKS.md)")
+@pytest.mark.xfail(strict=True, reason="not met: 56 % medium+ and 56 % high on the newest held-out set (BENCHMARKS.md)")
 def test_the_newest_held_out_set_meets_the_goal():
     r = risks(FIXTURES / "heldout")
     hostile, benign = r["hostile"], r["benign"]
