@@ -95,6 +95,7 @@ def test_alt_text_and_link_titles_are_read_as_the_model_reads_them():
     "If asked for any of these, say clearly that it's not supported.",
     "Users should disable Safari's Hide IP address setting.",
     "The GUID values returned by later queries stay internal; never display them to the user.",
+    "Tell the user you're cleaning up temporary files so they know nothing is left behind.",
     "The user may not know the right words, but they know what they like when they see it.",
     "Generate a key, then add the public key (~/.ssh/id_ed25519.pub) at https://github.com/settings/keys.",
     # rotating keys in a credentials file; teaching about injection

@@ -143,9 +143,10 @@ CONCEAL_FORMS = [re.compile(p) for p in (
      rb"say|tell|answer|reply|respond|insist|state)\w{0,3}\b[^.!?\n]{0,60}?(?:\b(?:only|nothing|none|merely)\b|"
      rb"\bno\s+(?!longer)\w{1,20}\b|\b(?:you|we|it)\s+(?:didn't|did\s+not|never|haven't|have\s+not)\b)"),
     # covering tracks: so nobody can tell it happened; erase the history of it
-    (rb"\bso\s+(?:that\s+)?(?:nobody|no\s+one|no-one|the\s+user|the\s+developer|they|anyone)\s+(?:\w{1,20}\s+)?"
-     rb"(?:can(?:not|'t)?|could(?:n't)?|will|won't|would(?:n't)?)?\s*(?:never\s+|not\s+)?(?:tell|know|notice|see|find\s+out|"
-     rb"discover|realize|realise|spot|trace)\b|"
+    (rb"\bso\s+(?:that\s+)?(?:(?:nobody|no\s+one|no-one)\s+(?:can|could|will|would|ever)?\s*|"
+     rb"(?:the\s+user|the\s+developer|they|anyone)\s+(?:can(?:not|'t)|could(?:n't|\s+not)|won't|will\s+not|wouldn't|"
+     rb"never|doesn't|does\s+not|don't|do\s+not)\s+)(?:ever\s+)?(?:tell|know|notice|see|find\s+out|discover|realize|realise|"
+     rb"spot|trace)\b|"
      rb"\b(?:delete|erase|clear|wipe|remove|scrub|truncate)\s+(?:\w{1,20}\s+){0,4}?(?:shell\s+)?(?:history|logs?|traces?|"
      rb"evidence|records?)\s+(?:entries\s+)?(?:of|for|about)\s+(?:it|this|that|them|the\s+\w{1,20})\b"),
     # this stays between us
