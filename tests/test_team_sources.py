@@ -182,3 +182,25 @@ def test_two_curators_cannot_both_move_one_source(tmp_path, pg_url, up):
     finally:
         a.close()
         b.close()
+
+
+def test_a_home_that_joins_a_team_keeps_its_own_lock(tmp_path, pg_url, up):
+    from skillshelf import Library
+    from skillshelf.embeddings.fake import FakeEmbedder
+
+    home = tmp_path / "mine"
+    lib = Library(home=home, embedder=FakeEmbedder(), auto_sync=False)
+    try:
+        lib.sources.add(up.url, label="mine", path="skills")
+    finally:
+        lib.close()
+    before = (home / lockmod.LOCK_NAME).read_text(encoding="utf-8")
+    joined = team_library(home, pg_url)
+    try:
+        assert joined.sources.entries() == []                  # the team's lock is the team's
+        assert (home / (lockmod.LOCK_NAME + ".local")).read_text(encoding="utf-8") == before
+        warn = [ch.detail for ch in joined.sources.checks() if ch.status == "warn" and "mine" in ch.detail]
+        assert warn and "not in the team's lock" in warn[0], [ch.detail for ch in joined.sources.checks()]
+        assert (home / "sources" / "mine" / "alpha" / "SKILL.md").is_file()     # still this server's root
+    finally:
+        joined.close()

@@ -58,6 +58,7 @@ class SharedSources:
         path = self.src.lock_path
         if not entries and not path.exists():
             return
+        self._keep_local(entries)
         text = lockmod.render(entries)
         with contextlib.suppress(OSError, FileRefused):
             if read_text_bounded(path, lockmod.MAX_LOCK_BYTES) == text:
@@ -66,6 +67,26 @@ class SharedSources:
             write_file(path, text)
         except SkillshelfError as exc:     # the store holds the truth; the next change writes it again
             print(f"skillshelf: cannot write the export of the team's lock to {path}: {exc}", file=sys.stderr)
+
+    @property
+    def local_lock(self) -> Path:
+        """Where the lock of a home used as a local library is kept once the team's replaces it."""
+        return self.src.lock_path.with_name(lockmod.LOCK_NAME + ".local")
+
+    def _keep_local(self, entries: builtins.list[lockmod.SourceEntry]) -> None:
+        """The first export into a home that was a local library's: its own lock, naming sources the
+        team's lock lacks, is kept as ``skillshelf.lock.local`` (never overwritten, ``checks`` names them)."""
+        state = self.src._state()
+        if (state.get("_team") or {}).get("exported") or not self.src.lock_path.exists():
+            return
+        try:
+            local = lockmod.read(self.src.lock_path)
+        except SkillshelfError:
+            local = []
+        team = {e.label for e in entries}
+        if any(e.label not in team for e in local) and not self.local_lock.exists():
+            write_file(self.local_lock, lockmod.render(local))
+        self.src._set_state("_team", exported=True)
 
     # --- following the team's lock --------------------------------------------------------
     def follow(self, labels: builtins.list[str] | None = None) -> builtins.list[str]:
@@ -147,6 +168,15 @@ class SharedSources:
         """For ``doctor``: the team's sources this server refused (not what the lock says) or
         could not fetch."""
         state, out = self.src._state(), []
+        team = {e.label for e in entries}
+        with contextlib.suppress(SkillshelfError):
+            mine = [e.label for e in lockmod.read(self.local_lock) if e.label not in team]
+            if mine:
+                out.append(Check("sources", "warn", f"{', '.join(mine)}: sources of this home from before it joined "
+                                                    f"the team store, not in the team's lock (kept in "
+                                                    f"{self.local_lock}); they stay roots of this server only — "
+                                                    "`skillshelf sources add` them on a curator's server to "
+                                                    "share them"))
         for e in entries:
             st = state.get(e.label) or {}
             if st.get("refused") == e.commit:
