@@ -101,7 +101,7 @@ class Team:
             self.subscribe("source", sources.follow)
             try:                        # catching up: what the team's lock names that this server lacks
                 sources.follow(None)
-            except (SkillshelfError, OSError) as exc:    # the next change of the lock tries again
+            except (SkillshelfError, OSError, sqlite3.Error) as exc:    # the next change of the lock tries again
                 print(f"skillshelf: cannot bring in the team's sources ({exc})", file=sys.stderr)
 
     def current(self, wait: float | None = None) -> None:
