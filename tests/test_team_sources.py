@@ -204,3 +204,26 @@ def test_a_home_that_joins_a_team_keeps_its_own_lock(tmp_path, pg_url, up):
         assert (home / "sources" / "mine" / "alpha" / "SKILL.md").is_file()     # still this server's root
     finally:
         joined.close()
+
+
+def test_a_server_whose_copy_drifted_still_takes_the_next_commit(tmp_path, pg_url, up):
+    a = team_library(tmp_path / "a", pg_url)
+    b = team_library(tmp_path / "b", pg_url)
+    try:
+        a.sources.add(up.url, label="coll", path="skills")
+        assert until(lambda: skill_text(b, "alpha") is not None, WAIT) is not None
+        # someone edited B's copy of the source by hand; the next commit is made from B's folder ...
+        beta = tmp_path / "b" / "sources" / "coll" / "beta" / "SKILL.md"
+        beta.write_text(beta.read_text(encoding="utf-8") + "\nA local edit.\n", encoding="utf-8")
+        up.write("skills/alpha/SKILL.md", ALPHA.replace("rotate each key", "rotate each key twice"))
+        second = up.commit("second")
+        up.push()
+        with a.sources.planning(["coll"]) as plans:
+            a.sources.apply(plans[0])
+        # ... and checked against the lock: the drifted file is caught, the whole tree taken, nothing refused
+        assert until(lambda: b.sources._state().get("coll", {}).get("installed") == second, WAIT) is not None
+        assert "A local edit." not in beta.read_text(encoding="utf-8")
+        assert b.sources.check() == [] and not [ch for ch in b.sources.checks() if ch.status == "fail"]
+    finally:
+        a.close()
+        b.close()

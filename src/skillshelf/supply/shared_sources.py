@@ -135,9 +135,17 @@ class SharedSources:
         with src._tmp(e.label) as tmp:
             cache = src._cache(e.label)
             spec = Spec(e.kind, e.url, e.path, e.ref, e.label)
-            tree = src._fetch(spec, e.label, tmp, commit=e.commit, cache=cache if cache.is_dir() else None,
-                              submodules=e.submodules).tree
-            bad = lockmod.check(e, tree)
+            had = (src._state().get(e.label) or {}).get("installed")
+            # the new tree made from the one this server holds (unchanged files linked), as an update does
+            previous = (had, src.folder(e.label)) if had and cache.is_dir() and src.folder(e.label).is_dir() else None
+            got = src._fetch(spec, e.label, tmp, commit=e.commit, cache=cache if cache.is_dir() else None,
+                             submodules=e.submodules, previous=previous)
+            bad = lockmod.check(e, got.tree)
+            if bad and got.changed is not None:     # this server's folder may have drifted: the whole tree
+                shutil.rmtree(got.tree)
+                got = src._fetch(spec, e.label, tmp, commit=e.commit, cache=cache, submodules=e.submodules)
+                bad = lockmod.check(e, got.tree)
+            tree = got.tree
             if bad:
                 why = (f"{bad[0].file} does not match the team's lock ({bad[0].problem})"
                        + (f", and {len(bad) - 1} more" if len(bad) > 1 else ""))
@@ -146,13 +154,13 @@ class SharedSources:
                 return False
             dest, aside = src.folder(e.label), tmp / "previous"
             dest.parent.mkdir(parents=True, exist_ok=True)
-            had = dest.exists()
-            if had:
+            there = dest.exists()
+            if there:
                 os.rename(dest, aside)
             try:
                 os.rename(tree, dest)
             except BaseException:
-                if had:
+                if there:
                     os.rename(aside, dest)
                 raise
             if (tmp / "cache.git").is_dir():
