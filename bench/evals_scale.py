@@ -9,10 +9,11 @@ description, its section headings as requests) and ten should-not ones (five nea
 of skills whose names share a word with it, in other folders; five of skills picked at random). They are given
 to the evals service in place of eval files (nothing is written into the corpus copy).
 
-Three timings over the same queries:
+Timings over the same queries (batched and unbatched alternated, ``--rounds`` times each, as the load varies):
   batched   `eval --all` as it runs: every query embedded in batches first, each search given its vector;
   unbatched the same run with the batch turned off: each search embeds its own query (as before);
-  plain     `Library.search(q, limit=10, log=False)` per query, the way an agent's search runs (for per-query ms).
+  plain     `Library.search(q, limit=10, log=False)` per query, the way an agent's search runs (for per-query ms);
+  and the query embedding alone, in one batch and one at a time.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=34)
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--plain", type=int, default=1000, help="queries timed through plain search")
+    ap.add_argument("--rounds", type=int, default=2, help="batched and unbatched runs, alternated (the load varies)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
@@ -115,7 +117,9 @@ def main() -> int:
 
     embed = lib.evals._embed
     out: dict[str, float | int] = {"skills": lib.count(), "sampled": len(sets), "queries": nq}
-    for label, batch in (("batched", embed), ("unbatched", None), ("batched_again", embed)):
+    rounds = [(f"{name}{i}", batch) for i in range(1, args.rounds + 1)
+              for name, batch in (("batched", embed), ("unbatched", None))]
+    for label, batch in rounds:
         lib.evals._embed = batch
         t0 = time.perf_counter()
         run = lib.evals.run([], everything=True, k=args.k)
@@ -148,15 +152,22 @@ def main() -> int:
         emb.embed(q)
     out["embed_one_ms_per_query"] = round((time.perf_counter() - t0) * 1000 / 500, 2)
 
+    # plain search against a search given its vector, paired query by query (each pair in a random order), so
+    # the load on a shared machine falls on both alike
     plain = rng.sample(qs, min(args.plain, len(qs)))
-    times = []
+    vecs = dict(zip(plain, emb.embed_batch(plain)))
+    own: list[float] = []
+    given: list[float] = []
     for q in plain:
-        t = time.perf_counter()
-        lib.search(q, limit=10, log=False)
-        times.append((time.perf_counter() - t) * 1000)
-    out["plain_p50_ms"] = round(statistics.median(times), 2)
-    out["plain_mean_ms"] = round(statistics.fmean(times), 2)
-    out["plain_p95_ms"] = round(sorted(times)[int(len(times) * 0.95)], 2)
+        for with_vector in rng.sample([False, True], 2):
+            t = time.perf_counter()
+            lib.search(q, limit=10, log=False, query_vector=vecs[q] if with_vector else None)
+            (given if with_vector else own).append((time.perf_counter() - t) * 1000)
+    for label, times in (("plain", own), ("given_vector", given)):
+        out[f"{label}_p50_ms"] = round(statistics.median(times), 2)
+        out[f"{label}_mean_ms"] = round(statistics.fmean(times), 2)
+        out[f"{label}_p95_ms"] = round(sorted(times)[int(len(times) * 0.95)], 2)
+    out["paired_saving_p50_ms"] = round(statistics.median(a - b for a, b in zip(own, given)), 2)
     print(json.dumps(out))
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
