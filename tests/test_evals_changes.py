@@ -126,6 +126,9 @@ def test_a_draft_that_loses_queries_is_refused_at_approval_once_the_setting_bloc
     assert not res.is_error and "draft saved for review" in res.content[0].text
     f = res.structured_content["findability"]
     assert f["warning"] and f["warning"] in res.content[0].text
+    p = sk(h, "review", "show", "cors-fix")
+    assert f"{f['line']} on its authored evals" in p.stdout and \
+        f"  {f['dropped']} should-trigger queries lost: under evolution.findability" in p.stdout
     (h / "config.toml").write_text('write_policy = "propose"\n' + BLOCK)
     p = sk(h, "review", "approve", "cors-fix")
     assert p.returncode == 1 and p.stderr.startswith("error:"), p.stderr

@@ -117,7 +117,11 @@ def review_show(name: str, full: bool = typer.Option(False, "--full", help="the 
     if d.get("findability"):     # the skill's evals searched with the draft's text in place of the current one
         f = d["findability"]
         out.print(f"{f['line']} on its {f['source']} evals" + "".join(f"\n  lost: {m['query']!r} (first: "
-                  f"{', '.join(m['first']) or 'nothing'})" for m in f["lost"]) + "\n")
+                  f"{', '.join(m['first']) or 'nothing'})" for m in f["lost"]))
+        if f.get("warning"):     # more than one query lost
+            out.print(f"  {f['dropped']} should-trigger queries lost: under evolution.findability = \"block\" "
+                      "approving it is refused")
+        out.print()
     if d["base"] and not full:
         _write(d["unified"] or "(no differences)\n")
     else:
