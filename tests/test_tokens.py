@@ -176,10 +176,10 @@ def test_require_names_the_role_needed_and_the_fix():
 def test_each_action_names_its_role_as_the_issue_lists_them():
     assert {a for a, r in NEEDS.items() if r == "reader"} == {"search", "read", "list", "resources", "stats"}
     assert {a for a, r in NEEDS.items() if r == "agent"} == {"report_outcome", "save_skill"}
-    # the issue's curator list, plus reindexing, trusting a held or risky skill and reading the held skills'
-    # unreviewed text on the Held page (curator work too)
+    # the issue's curator list, plus reindexing, trusting a held or risky skill, reading the held skills'
+    # unreviewed text on the Held page, updating a source and running every skill's evals (curator work too)
     assert {a for a, r in NEEDS.items() if r == "curator"} == {"approve", "reject", "edit", "deprecate", "restore",
                                                               "extend_ttl", "rollback", "delete", "reindex", "trust",
-                                                              "held"}
+                                                              "held", "sources", "run_evals"}
     assert needs("tokens") == "admin" and needs("something new") == "admin"     # closed until given a role
     assert check_role("agent") == "agent"

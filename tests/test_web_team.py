@@ -203,7 +203,8 @@ def test_a_reader_signed_in_gets_403_pages_naming_the_curator_role(app, team):
                        ("/act/deprecate", {"skill": sid, "reason": "old"}),
                        ("/act/deprecate-many", {"skill": sid, "reason": "old"}),
                        ("/act/restore-many", {"skill": sid}),
-                       ("/act/rollback", {"skill": sid, "version": "1"})):
+                       ("/act/rollback", {"skill": sid, "version": "1"}),
+                       ("/curate/evals", {})):      # every skill's evals: one search per query
         r = c.post(path, data=form(c, **data), headers={"Origin": BASE})
         assert r.status_code == 403, path
         assert "needs the curator role" in r.text and "this token has the reader role" in r.text
@@ -233,6 +234,8 @@ def test_buttons_a_role_cannot_use_are_hidden(app, team):
     page = reader.get("/curate").text
     assert "/act/deprecate-many" in page or "Deprecating needs the curator role" in page
     assert "Deprecate ticked" not in page
+    assert "/curate/evals" not in page and "run them now" not in page
+    assert "/curate/evals" in curator.get("/curate").text
 
     page = curator.get("/skill/" + sid).text
     for action in ("/act/deprecate", "/act/extend-ttl", "/act/delete", "/edit/", "New skill"):

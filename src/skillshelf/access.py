@@ -56,6 +56,7 @@ NEEDS: dict[str, str] = {
     "approve": "curator", "reject": "curator", "edit": "curator", "deprecate": "curator", "restore": "curator",
     "extend_ttl": "curator", "rollback": "curator", "delete": "curator", "reindex": "curator", "trust": "curator",
     "held": "curator",      # held skills' diffs show their unreviewed text: a person who may trust them reads them
+    "run_evals": "curator",  # every skill's evals: one search per query, minutes on a large library
     "sources": "curator",   # fetching a source's upstream and moving the lock (add, update, remove)
     "tokens": "admin",
 }

@@ -48,7 +48,8 @@ WHAT = {"read": "reading the library", "search": "searching", "list": "listing s
         "save_skill": "saving a skill", "edit": "editing a skill directly", "approve": "approving a draft", "trust": "trusting a held or risky skill",
         "reject": "rejecting a draft", "deprecate": "deprecating a skill", "restore": "restoring a skill",
         "extend_ttl": "extending a TTL", "rollback": "rolling back a skill", "delete": "deleting a skill",
-        "tokens": "managing tokens", "held": "reviewing held skills", "sources": "updating a source"}
+        "tokens": "managing tokens", "held": "reviewing held skills", "sources": "updating a source",
+        "run_evals": "running every skill's evals"}
 
 
 def caller_of(request: Request) -> Any:

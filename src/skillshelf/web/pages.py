@@ -103,7 +103,7 @@ def curate(request: Request):
                 gaps=lists["gaps"], tick=p.get("tick") or "", evals=lib.evals.last_all())
 
 
-@router.post("/curate/evals", dependencies=[need("stats")])
+@router.post("/curate/evals", dependencies=[need("run_evals")])
 def curate_evals(request: Request):
     """Run every skill's evals now (``skillshelf eval --all``) and show Curate with the result.
     Curate itself only reads the last run: a run is one search per query, too slow for a page
