@@ -340,6 +340,13 @@ def m013_outcome_version(db: sqlite3.Connection) -> None:
     """)
 
 
+def m014_skills_path(db: sqlite3.Connection) -> None:
+    # A lookup by name or id also tries the name as a SKILL.md path (``catalog.records.get``):
+    # without an index that is a scan of every row, ~160 ms at 100k skills on every get_skill
+    # and report_outcome (BENCHMARKS.md, load at scale).
+    _script(db, "CREATE INDEX skills_path ON skills(path);")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_skills", m001_skills),
     ("002_lexical", m002_lexical),
@@ -354,4 +361,5 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("011_narrow_reads", m011_narrow_reads),
     ("012_audit_pins", m012_audit_pins),
     ("013_outcome_version", m013_outcome_version),
+    ("014_skills_path", m014_skills_path),
 ]
