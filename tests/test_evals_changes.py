@@ -134,3 +134,29 @@ def test_a_draft_that_loses_queries_is_refused_at_approval_once_the_setting_bloc
     assert p.returncode == 1 and p.stderr.startswith("error:"), p.stderr
     assert 'refused by evolution.findability = "block"' in p.stderr and 'findability = "warn"' in p.stderr
     assert "Notes." not in (ws / "cors-fix" / "SKILL.md").read_text()
+
+
+def test_a_change_that_loses_two_queries_is_blocked_even_when_it_gains_two_others():
+    """The rule counts the should-trigger queries a change loses, not the net: two requests that
+    stop finding the skill are two people who lose it, whatever else it gains."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from skillshelf.errors import PolicyError
+    from skillshelf.usage.evals import Evals, Miss, SkillEval
+
+    def ev(missed):
+        return SkillEval("s", "id", "authored", 5, positives=4, found=2,
+                         misses=[Miss(q, "", ["other"]) for q in missed])
+
+    def verdict(policy):
+        e = Evals(None, search=lambda *a: [], resolve=lambda n: None, every=lambda: [], copies=lambda n: [],
+                  authored=lambda r: None, settings=lambda: None, policy=lambda: policy)
+        rec = SimpleNamespace(name="s")
+        return e._verdict("FIX", "s", [(rec, "authored", ev(["q3", "q4"]), ev(["q1", "q2"]))], 5)
+
+    with pytest.raises(PolicyError, match="2 should-trigger queries lost"):
+        verdict("block")
+    w = verdict("warn")
+    assert w["line"] == "findability: 2/4 → 2/4" and w["dropped"] == 2 and "2 should-trigger" in w["warning"]

@@ -444,7 +444,9 @@ class Evals:
             "skill": parts[0][0].name if action != "MERGE" else name, "action": action,
             "source": sources[0] if len(sources) == 1 else " and ".join(sources), "k": k, "before": b, "after": a,
             "line": findability_line(b, a), "lost": lost, "worse": a["found"] < b["found"],
-            "dropped": b["found"] - a["found"], "setting": setting, "warning": None}
+            # what the setting judges: the queries this change loses, not the net (gaining two
+            # others does not give the two lost back to the people who ask them)
+            "dropped": len(lost), "setting": setting, "warning": None}
         if action == "MERGE":
             report["sources"] = [{"skill": rec.name, "source": source, "line": findability_line(counts([bf]),
                                   counts([af]))} for rec, source, bf, af in parts]
