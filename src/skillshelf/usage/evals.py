@@ -323,8 +323,11 @@ class Evals:
         rec = self._resolve(name_or_id)
         if not rec.writable:
             raise PolicyError(f"{rec.name} is in a collection skillshelf does not write to ({rec.id})",
-                              fix=f"write {rec.folder}/evals/eval_queries.json yourself, or copy the skill into the "
-                                  "workspace first")
+                              # a fetched source's folder is checked against skillshelf.lock: never
+                              # send the owner to write into it
+                              fix="write evals/eval_queries.json where the collection is kept (its repository), or "
+                                  "edit the skill once so the workspace holds a copy, then run "
+                                  f"`skillshelf eval {rec.name} --init` again")
         path = rec.folder / "evals" / "eval_queries.json"
         if path.exists() or path.is_symlink():
             raise ConflictError(f"{rec.name} already keeps {path}", fix="edit it, or delete it to start again")
