@@ -121,6 +121,16 @@ def test_validate_names_the_line_of_a_malformed_eval_file(tmp_path):
     assert not res["passed"] and res["findings"][0]["line"] == 3 and res["positives"] == 1
 
 
+def test_an_eval_file_nested_thousands_deep_is_a_finding_not_a_traceback(tmp_path):
+    ws = make_home(tmp_path / "h")
+    (ws / "cors-fix" / "evals" / "eval_queries.json").write_text(
+        '[\n  {"query": "cors", "should_trigger": true},\n  ' + "[" * 5000 + "]" * 5000 + "\n]\n")
+    p = sk(tmp_path / "h", "eval", "cors-fix", "--json")
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    [res] = json.loads(p.stdout)
+    assert not res["passed"] and "nested too deeply" in res["findings"][0]["message"] and res["positives"] == 1
+
+
 # --- skillshelf eval ----------------------------------------------------------------------------
 
 def test_eval_reports_recall_false_triggers_and_misses_and_exits_by_the_floors(tmp_path):

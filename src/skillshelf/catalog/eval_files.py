@@ -86,6 +86,10 @@ def parse_queries(text: str, name: str = "eval_queries.json", split: str = "all"
             except json.JSONDecodeError as exc:
                 problems.append(_problem(name, exc.lineno, f"not valid JSON: {exc.msg}"))
                 return out, problems
+            except RecursionError:      # arrays nested thousands deep: Python's decoder recurses
+                problems.append(_problem(name, _line(text, start), "not valid eval JSON: nested too deeply "
+                                                                  "(an item is one object, not lists in lists)"))
+                return out, problems
             where = _line(text, start)
             if len(out) >= MAX_QUERIES:
                 problems.append(_problem(name, where, f"more than {MAX_QUERIES} queries; the rest are not read"))
