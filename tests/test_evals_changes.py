@@ -160,3 +160,20 @@ def test_a_change_that_loses_two_queries_is_blocked_even_when_it_gains_two_other
         verdict("block")
     w = verdict("warn")
     assert w["line"] == "findability: 2/4 → 2/4" and w["dropped"] == 2 and "2 should-trigger" in w["warning"]
+
+
+def test_running_every_skills_evals_is_a_curators_below_the_adapters(tmp_path):
+    """The service refuses a reader's or an agent's caller itself: a route or tool added later
+    that forgets to check cannot start a run of every skill's evals for them."""
+    import pytest
+
+    from skillshelf.access import Caller
+    from skillshelf.errors import ForbiddenError
+
+    h = make_home(tmp_path / "h")
+    with Library(home=h.parent, embedder=FakeEmbedder()) as lib:
+        for role in ("reader", "agent"):
+            with pytest.raises(ForbiddenError, match="needs the curator role"):
+                lib.evals.run(everything=True, caller=Caller("t", role))
+        assert lib.evals.run(everything=True, caller=Caller("c", "curator")).results
+        assert lib.evals.run(["cors-fix"], caller=Caller("t", "reader")).results     # one skill: a read

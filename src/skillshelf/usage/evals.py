@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..access import Caller, authorize
 from ..errors import ConflictError, NotFoundError, PolicyError, ValidationError
 from ..files import atomic_write, contained
 from ..store.evidence import evidence_store
@@ -209,9 +210,14 @@ class Evals:
                     res.false_triggers.append(Miss(q.query, q.split, first, rank))
         return res
 
-    def run(self, names: Iterable[str] = (), *, everything: bool = False, k: int = 5) -> EvalRun:
+    def run(self, names: Iterable[str] = (), *, everything: bool = False, k: int = 5,
+            caller: Caller | None = None) -> EvalRun:
         """Run the evals of the named skills (or, ``everything``, of every active skill that
-        has evals) through the agents' search, top ``k``."""
+        has evals) through the agents' search, top ``k``. Every skill's evals (one search per
+        query: minutes on a large library) are a curator's to start (``run_evals``); ``caller``
+        None is the owner."""
+        if everything:
+            authorize(caller, "run_evals", "running every skill's evals")
         if not 1 <= int(k) <= 50:
             raise ValidationError(f"--k {k} is out of range", fix="use a k from 1 to 50 (agents read about 5 hits)")
         names = list(names)

@@ -15,7 +15,7 @@ from ..errors import SkillshelfError, ValidationError
 from ..library import Library
 from ..text import STOPWORDS, visible
 from . import render, supply
-from .auth import can, need
+from .auth import caller_of, can, need
 from .common import error_dict, lib_of, page, reader_of, redirect, to_int
 from .security import require_csrf
 
@@ -108,7 +108,7 @@ def curate_evals(request: Request):
     """Run every skill's evals now (``skillshelf eval --all``) and show Curate with the result.
     Curate itself only reads the last run: a run is one search per query, too slow for a page
     load on a large library."""
-    run = lib_of(request).evals.run(everything=True)
+    run = lib_of(request).evals.run(everything=True, caller=caller_of(request))
     failed = sum(not r.passed for r in run.results)
     return redirect("/curate#evals", f"ran the evals of {len(run.results)} skills: {failed} failed, "
                                      f"{len(run.collisions)} collisions")
