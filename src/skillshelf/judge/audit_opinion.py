@@ -13,6 +13,7 @@ changing the model audits again."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 import unicodedata
 from collections.abc import Callable
@@ -31,6 +32,7 @@ MAX_FILES = 6                   # the SKILL.md and the first few scripts beside 
 KINDS = ("exfiltration", "concealment", "override", "disclosure", "fetch-and-run", "decode-and-run",
          "credential", "destructive", "remote-access", "other")
 CHAT_BACKENDS = ("ollama", "openai")
+log = logging.getLogger("skillshelf.audit")
 
 SYSTEM_PROMPT = (
     "You review skills (instructions and scripts an AI coding agent follows) for a person about to install one. "
@@ -98,7 +100,7 @@ def read_opinion(text: str, files: list[tuple[str, str]]) -> dict[str, Any] | No
     file = file if file in names else (names[0] if names else "SKILL.md")
     try:
         line = max(0, int(answer.get("line", 0)))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):      # not a number, NaN, or 1e999
         line = 0
     lines = dict(files).get(file, "").split("\n")
     line = line if line <= len(lines) else 0
@@ -146,11 +148,15 @@ class AuditOpinion:
         set up, fails, times out or answers badly adds nothing (counted in ``failures``)."""
         if not self.enabled() or not files:
             return []
-        system, user = build_prompt(files)
         try:
+            system, user = build_prompt(files)
             answer = self._chat().chat(system, user, deadline=time.monotonic() + float(self._config().timeout))
             found = read_opinion(answer, files)
         except (JudgeFailure, ConfigError):
+            self.failures += 1
+            return []
+        except Exception:       # whatever goes wrong in the pass, the rules' audit stands alone
+            log.warning("the audit's model pass failed on %s", skill_md, exc_info=True)
             self.failures += 1
             return []
         return [found] if found else []
