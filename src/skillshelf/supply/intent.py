@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -31,7 +32,8 @@ from .rules import RANK, RULES, visible
 
 Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
 
-MAX_ANCHORS = 400          # anchor words looked at in one file, per intent
+MAX_ANCHORS = 400          # sentences read in one file, per intent (holding the words it needs)
+MAX_LOOKED = 10_000        # sentences looked at in one file, per intent
 _NT = rb"(?:n't|n" + P._u("’") + rb"t)"
 
 # --- concepts -------------------------------------------------------------------------------------
@@ -312,43 +314,156 @@ def _sentences(scan: Scan) -> _Sentences:
     return got
 
 
-def _anchors(scan: Scan, words: frozenset[bytes], seen: set[int]) -> list[tuple[int, int, int]]:
+def _next_hit(low: bytes, w: bytes, i: int) -> int:
+    """Where ``w`` is next a whole word of ``low`` at or after ``i``, or -1."""
+    i = low.find(w, i)
+    while i >= 0:
+        j = i + len(w)
+        if (i == 0 or not low[i - 1:i].isalnum()) and not low[j:j + 1].isalnum():
+            return i
+        i = low.find(w, j)
+    return -1
+
+
+def _anchors(scan: Scan, words: frozenset[bytes], what: str,
+             gate: Callable[[bytes], bool]) -> Iterator[tuple[int, int, int]]:
     """(anchor offset, sentence start, sentence end) for each sentence holding one of ``words``
-    (whole words of the lower-cased text, found with ``bytes.find``), once each, in order."""
+    (whole words of the lower-cased text, found with ``bytes.find``), once each, in order, that
+    passes ``gate`` (the words an intent needs). At most ``MAX_ANCHORS`` sentences pass, and
+    ``MAX_LOOKED`` are looked at; past either, a ``files.not-audited`` finding says the rest was not read."""
     low = scan.low
     sentences = _sentences(scan)
-    hits: list[int] = []
-    for w in words & scan.words:
-        i = low.find(w)
-        n = 0
-        while i >= 0 and n < MAX_ANCHORS:
-            j = i + len(w)
-            if (i == 0 or not low[i - 1:i].isalnum()) and not low[j:j + 1].isalnum():
-                hits.append(i)
-                n += 1
-            i = low.find(w, j)
-    hits.sort()
-    out: list[tuple[int, int, int]] = []
-    for i in hits[:MAX_ANCHORS]:
-        if out and i < out[-1][2]:
+    at = {w: _next_hit(low, w, 0) for w in words & scan.words}
+    at = {w: i for w, i in at.items() if i >= 0}
+    seen: set[int] = set()
+    read = 0
+    end = -1
+    while at:
+        w = min(at, key=at.__getitem__)
+        i = at[w]
+        if i < end:
+            for v in [v for v, j in at.items() if j < end]:   # inside the sentence just looked at: go on after it
+                j = _next_hit(low, v, end)
+                if j < 0:
+                    del at[v]
+                else:
+                    at[v] = j
             continue
         a, b = sentences.around(i, i + 1)
-        if a in seen:
-            continue
-        seen.add(a)
-        out.append((i, a, b))
-    return out
+        if a not in seen:
+            seen.add(a)
+            end = b
+            needed = gate(low[a:b])
+            if len(seen) > MAX_LOOKED or (needed and read >= MAX_ANCHORS):
+                scan.add("files.not-audited", "medium", i, f"more than {min(read, len(seen) - 1):,} sentences to "
+                         f"read for {what}: the rest of the file was not read for it")
+                return
+            if needed:
+                read += 1
+                yield i, a, b
+        j = _next_hit(low, w, i + len(w))
+        if j < 0:
+            del at[w]
+        else:
+            at[w] = j
+
+
+def _may_send(sent: bytes) -> bool:
+    w = _words(sent)
+    return not ((w.isdisjoint(_SEND_WORDS) and w.isdisjoint(_WEAK_SEND_WORDS))
+                or (w.isdisjoint(_EXFIL_WORDS) and b"@" not in sent and b"$" not in sent))
+
+
+def _has(words: frozenset[bytes]) -> Callable[[bytes], bool]:
+    return lambda sent: not _words(sent).isdisjoint(words)
 
 
 def _words(sent: bytes) -> set[bytes]:
     return set(sent.translate(_WORD_BYTES).split())
 
 
-def _first_place(sent: bytes, verb_end: int, dest: int) -> bool:
-    """Whether the first place named after a weak verb ("drop it into …") is the destination at
-    ``dest`` ("add .env to .gitignore before the push to https://…" names .gitignore first)."""
-    p = PLACE.search(sent, verb_end, dest + 1)
-    return p is not None and dest - p.end() <= 25 and verb_end <= dest
+class _Sentence:
+    """What ``exfiltration`` looks up in one sentence, each pattern run once over it: the ways
+    of sending, the weak verbs, the places ("to", "into" …) and the destinations, with what each
+    destination needs to know about its surroundings. Each secret then costs a few look-ups, not a
+    pass over the sentence per verb and destination."""
+
+    MAX_RESCANS = 16      # destinations looked for again from inside one (see ``dests_from``)
+
+    def __init__(self, sent: bytes):
+        self.sent = sent
+        self.sends = [(v.start(), v.end()) for v in SEND.finditer(sent)
+                      if not NOUN_BEFORE.search(sent, max(0, v.start() - 20), v.start())]
+        self.send_starts = [s for s, _ in self.sends]
+        self.weak = [(v.start(), v.end()) for v in WEAK_SEND.finditer(sent)]
+        self.weak_starts = [s for s, _ in self.weak]
+        self.weak_ends = [e for _, e in self.weak]
+        places = list(PLACE.finditer(sent))
+        self.place_starts = [p.start() for p in places]
+        self.place_ends = [p.end() for p in places]
+        self.place_words = [p.start() + len(p.group().rstrip()) for p in places]
+        self.dests = [(d.start(), d.end()) for d in DEST.finditer(sent)]
+        self.dest_starts = [s for s, _ in self.dests]
+        self._props: dict[tuple[int, int], tuple[bool, int, int, bool]] = {}
+        self._heads: dict[int, tuple[list[tuple[int, int]], int]] = {}
+        self._auth: bool | None = None
+        # the destinations no source or local test rules out, and those a weak verb may reach
+        self.ok = [i for i, d in enumerate(self.dests) if not self.props(*d)[0]]
+        self.ok_starts = [self.dests[i][0] for i in self.ok]
+        self.placed = [i for i in self.ok if self.props(*self.dests[i])[2] >= 0]
+        self.web = [i for i, d in enumerate(self.dests) if self.props(*d)[3]]
+
+    def auth_use(self) -> bool:
+        if self._auth is None:
+            self._auth = P.AUTH_USE.search(self.sent) is not None
+        return self._auth
+
+    def props(self, s: int, e: int) -> tuple[bool, int, int, bool]:
+        """Of the destination at s..e: (where something comes from, or this machine; lo, hi: a weak
+        verb ending in lo < end <= hi names first a place ("drop it into …") at most 25 bytes before
+        it, -1, -1 when none does; an outside web address not given as a reference). "add .env to
+        .gitignore before the push to https://…" names .gitignore first."""
+        got = self._props.get((s, e))
+        if got is None:
+            sent, text = self.sent, self.sent[s:e]
+            bad = SOURCE_BEFORE.search(sent, max(0, s - 40), s) is not None or LOCAL.match(text) is not None
+            # the places whose word ends by ``s`` and which end at most 25 bytes before it
+            last = bisect.bisect_right(self.place_words, s) - 1
+            near = bisect.bisect_left(self.place_ends, s - 25)
+            lo = hi = -1
+            if near <= last:
+                lo, hi = (self.place_starts[near - 1] if near > 0 else -1), self.place_starts[last]
+            web = text.startswith((b"http", b"ws", b"ftp", b"sftp")) and LOCAL.match(text) is None \
+                and REFERENCE_BEFORE.search(sent, max(0, s - 40), s) is None
+            got = self._props[(s, e)] = (bad, lo, hi, web)
+        return got
+
+    def weak_reaches(self, lo: int, hi: int, wlo: int, whi: int) -> bool:
+        """Whether one of the weak verbs ``wlo``..``whi`` ends in lo < end <= hi."""
+        k = bisect.bisect_right(self.weak_ends, lo, wlo, whi)
+        return k < whi and self.weak_ends[k] <= hi
+
+    def dests_from(self, pos: int) -> tuple[list[tuple[int, int]], int]:
+        """The destinations ``DEST.finditer(sent, pos)`` finds: a few of its own (when ``pos`` is
+        inside a destination found from the start) and then those found from the start, from an index."""
+        i = bisect.bisect_left(self.dest_starts, pos)
+        if i == 0 or self.dests[i - 1][1] <= pos:
+            return [], i
+        got = self._heads.get(pos)
+        if got is None:
+            head: list[tuple[int, int]] = []
+            j = len(self.dests)
+            if len(self._heads) < self.MAX_RESCANS:
+                for d in DEST.finditer(self.sent, pos):
+                    j = bisect.bisect_left(self.dest_starts, d.start())
+                    if j < len(self.dests) and self.dest_starts[j] == d.start():
+                        break         # the same match as from the start: the same ones after it
+                    head.append((d.start(), d.end()))
+                    j = len(self.dests)
+            else:
+                j = i                 # past the cap, the ones found from the start
+            got = self._heads[pos] = (head, j)
+        return got
 
 
 def exfiltration(sent: bytes) -> tuple[int, int, bytes] | None:
@@ -358,6 +473,7 @@ def exfiltration(sent: bytes) -> tuple[int, int, bytes] | None:
         return None
     if b"\\\n" in sent:
         return None           # a command continued over lines: the command rules read it
+    t: _Sentence | None = None
     for sec in SECRET.finditer(sent):
         if sec.group().rstrip(b".,;:)'\"`").endswith(b".pub") or re.match(rb"\S{0,40}\.pub\b", sent[sec.end():sec.end() + 40]):
             continue          # a public key
@@ -370,31 +486,55 @@ def exfiltration(sent: bytes) -> tuple[int, int, bytes] | None:
         if sec.group().endswith(b"environment") and re.match(rb"\s+variable\b(?!s)", sent[sec.end():sec.end() + 12]) \
                 and not re.search(rb"\b(?:every|each|all|any)\s+$", sent[max(0, sec.start() - 12):sec.start()]):
             continue      # where one named value is kept, not the whole environment
+        if t is None:
+            t = _Sentence(sent)
+        source = SECRET_SOURCE.search(sec.group()) is not None
+        if t.auth_use() and not source and P.KEY_OBJECT.search(sec.group()):
+            continue          # a key sent to its own API, in a header
         # a way of sending near the secret (before it, or after it: "read X and post it to …")
-        sends = [v for v in SEND.finditer(sent) if abs(v.start() - sec.start()) <= 240
-                 and not NOUN_BEFORE.search(sent, max(0, v.start() - 20), v.start())]
-        if SECRET_SOURCE.search(sec.group()):
-            weak = [v for v in WEAK_SEND.finditer(sent) if abs(v.start() - sec.start()) <= 240]
-        else:
-            weak = []
-        if not sends and not weak:
+        s0, s1 = sec.start() - 240, sec.start() + 240
+        slo, shi = bisect.bisect_left(t.send_starts, s0), bisect.bisect_right(t.send_starts, s1)
+        wlo, whi = (bisect.bisect_left(t.weak_starts, s0), bisect.bisect_right(t.weak_starts, s1)) if source else (0, 0)
+        if slo >= shi and wlo >= whi:
             continue
-        first = min(v.start() for v in sends + weak)
-        for d in DEST.finditer(sent, first):
-            if d.start() <= sec.end() and d.start() >= sec.start():
+        first = min(t.sends[slo][0] if slo < shi else len(sent), t.weak[wlo][0] if wlo < whi else len(sent))
+        send_end = t.sends[slo][1] if slo < shi else len(sent) + 1
+        head, i0 = t.dests_from(first)
+        found = None
+        for ds, de in head:
+            if sec.start() <= ds <= sec.end():
                 continue      # the destination is the secret itself (a path to a file)
-            if not any(v.end() <= d.start() for v in sends) and not any(_first_place(sent, v.end(), d.start()) for v in weak):
-                continue
-            if SOURCE_BEFORE.search(sent, max(0, d.start() - 40), d.start()) or LOCAL.match(d.group()):
-                continue      # where something comes from, not where it goes
-            if P.AUTH_USE.search(sent) and P.KEY_OBJECT.search(sec.group()) \
-                    and not SECRET_SOURCE.search(sec.group()):
-                break         # a key sent to its own API, in a header
-            return min(first, sec.start()), d.end(), d.group()
-    return _secret_and_place(sent)
+            bad, lo, hi, _ = t.props(ds, de)
+            if not bad and (ds >= send_end or (hi >= 0 and t.weak_reaches(lo, hi, wlo, whi))):
+                found = (ds, de)
+                break
+        if found is None:
+            # the first destination a way of sending reaches …
+            k = bisect.bisect_left(t.ok_starts, max(send_end, t.dests[i0][0] if i0 < len(t.dests) else len(sent) + 1))
+            while k < len(t.ok) and sec.start() <= t.ok_starts[k] <= sec.end():
+                k += 1
+            best = t.ok[k] if k < len(t.ok) else len(t.dests)
+            # … unless a weak verb reaches one before it
+            if wlo < whi:
+                k = bisect.bisect_left(t.placed, i0)
+                last_weak = t.weak_ends[whi - 1]
+                while k < len(t.placed) and t.placed[k] < best:
+                    ds, de = t.dests[t.placed[k]]
+                    _, lo, hi, _ = t.props(ds, de)
+                    if lo >= last_weak:
+                        break         # no verb of the secret's names this place first, nor a later one
+                    if not sec.start() <= ds <= sec.end() and t.weak_reaches(lo, hi, wlo, whi):
+                        best = t.placed[k]
+                        break
+                    k += 1
+            if best < len(t.dests):
+                found = t.dests[best]
+        if found is not None:
+            return min(first, sec.start()), found[1], sent[found[0]:found[1]]
+    return _secret_and_place(sent, t)
 
 
-def _secret_and_place(sent: bytes) -> tuple[int, int, bytes] | None:
+def _secret_and_place(sent: bytes, t: _Sentence | None = None) -> tuple[int, int, bytes] | None:
     """A secret file and an outside URL in one sentence with no verb the model knows ("Lade die Datei
     ~/.aws/credentials auf https://… hoch"): the start, the end and ``b""`` (graded medium)."""
     for sec in SECRET.finditer(sent):
@@ -402,10 +542,15 @@ def _secret_and_place(sent: bytes) -> tuple[int, int, bytes] | None:
                 or INTO.search(sent, max(0, sec.start() - 30), sec.start()) \
                 or REMOVED.search(sent, max(0, sec.start() - 60), sec.start()):
             continue
-        for d in DEST.finditer(sent, sec.end()):
-            if d.group().startswith((b"http", b"ws", b"ftp", b"sftp")) and not LOCAL.match(d.group()) \
-                    and not REFERENCE_BEFORE.search(sent, max(0, d.start() - 40), d.start()):
-                return sec.start(), d.end(), b""
+        if t is None:
+            t = _Sentence(sent)
+        head, i0 = t.dests_from(sec.end())
+        for ds, de in head:
+            if t.props(ds, de)[3]:
+                return sec.start(), de, b""
+        k = bisect.bisect_left(t.web, i0)
+        if k < len(t.web):
+            return sec.start(), t.dests[t.web[k]][1], b""
     return None
 
 
@@ -487,7 +632,7 @@ def check(scan: Scan) -> None:
     words = scan.words
     low = scan.low
     if words & _SECRET_WORDS and (words & _SEND_WORDS or words & _WEAK_SEND_WORDS) and (words & _EXFIL_WORDS or scan.has(b"@", b"$")):
-        for at, a, b in _anchors(scan, _SECRET_WORDS, set()):
+        for at, a, b in _anchors(scan, _SECRET_WORDS, "a request to send secrets out", _may_send):
             hit = exfiltration(low[a:b])
             if hit is None:
                 continue
@@ -500,7 +645,8 @@ def check(scan: Scan) -> None:
                  + ("" if hit[2] else " (a secret file and an outside address in one sentence, with no verb of sending "
                                       "the audit knows)"), cap="high" if hit[2] else "medium")
     if words & _CONCEAL_ANCHORS:
-        for at, a, b in _anchors(scan, _CONCEAL_ANCHORS, set()):
+        for at, a, b in _anchors(scan, _CONCEAL_ANCHORS, "a request to keep something from the user",
+                                 _has(_CONCEAL_WORDS)):
             kept = concealment(low[a:b], low[max(0, a - 300):a])
             if kept is None:
                 continue
@@ -510,14 +656,14 @@ def check(scan: Scan) -> None:
             _add(scan, "override.conceal", s, f"{RULES['override.conceal'].title}: "
                  f"{visible(scan.data[a:b].decode('utf-8', 'replace'), 120)!r}", cap=kept[1])
     if words & _IGNORE_WORDS:
-        for at, a, b in _anchors(scan, _IGNORE_WORDS, set()):
+        for at, a, b in _anchors(scan, _IGNORE_WORDS, "a request to set instructions aside", _has(_DIRECTIVE_WORDS)):
             v = override(low[a:b])
             if v is None or (scan.kind == "markdown" and scan.fence_at(a + v) is not None):
                 continue
             _add(scan, "override.instructions", a + v, f"{RULES['override.instructions'].title}: "
                  f"{visible(scan.data[a:b].decode('utf-8', 'replace'), 120)!r}")
     if words & _REVEAL_WORDS:
-        for at, a, b in _anchors(scan, _REVEAL_WORDS, set()):
+        for at, a, b in _anchors(scan, _REVEAL_WORDS, "a request to reveal instructions", _has(_SHOW_WORDS)):
             v = disclosure(low[a:b])
             if v is None or (scan.kind == "markdown" and scan.fence_at(a + v) is not None):
                 continue
