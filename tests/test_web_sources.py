@@ -120,10 +120,14 @@ def test_a_token_written_into_a_sources_url_is_never_shown(client, lib, monkeypa
     html = client.get("/sources").text
     api = client.get("/api/sources").text
     assert "ghp_S3CRET" not in html and "ghp_S3CRET" not in api
-    assert "https://ann:***@git.example.com/team/skills.git" in html
+    assert "https://***@git.example.com/team/skills.git" in html and "ann:" not in html
     assert masked("https://git.example.com/a/b.git") == "https://git.example.com/a/b.git"
     assert masked("git@github.com:a/b.git") == "git@github.com:a/b.git"
-    assert masked("https://x-access-token:t0k@github.com:8443/a/b") == "https://x-access-token:***@github.com:8443/a/b"
+    assert masked("https://x-access-token:t0k@github.com:8443/a/b") == "https://***@github.com:8443/a/b"
+    # a token written as the user, and a URL that does not parse, lose it too
+    assert masked("https://ghp_T0KEN@github.com/o/r") == "https://***@github.com/o/r"
+    assert masked("https://ann:s3cret@[::1/o/r") == "https://***@[::1/o/r"
+    assert masked("https://ann:pa/ss@host/o/r") == "https://***@host/o/r"
 
 
 def test_update_shows_the_dry_run_summary_then_applies_it_and_moves_the_lock(client, lib, home, upstream):

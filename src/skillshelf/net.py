@@ -8,7 +8,9 @@ not to be guessed (``check_remote_token``)."""
 from __future__ import annotations
 
 import errno
+import re
 import socket
+from urllib.parse import urlsplit
 
 from .errors import ConfigError
 
@@ -17,6 +19,33 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 # ``secrets.token_urlsafe`` are ~96 bits, beyond guessing over a network.
 MIN_TOKEN_CHARS = 16
 MAKE_TOKEN = 'python -c "import secrets; print(secrets.token_urlsafe(32))"'
+
+
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its user information (a user, a password or a token written before ``@``)
+    replaced by ``***``: ``https://***@host/owner/repo``. A URL that cannot be parsed loses
+    everything between ``://`` and its last ``@``."""
+    if "://" not in url or "@" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+        _ = parts.port      # a port that is not a number: the userinfo was not where it should be
+    except ValueError:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://***@{rest.rpartition('@')[2]}"
+    if "@" not in parts.netloc:
+        return url
+    return url.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)
+
+
+def redact_text(text: str) -> str:
+    """A message with every URL in it passed through :func:`redact_url`."""
+    if "://" not in text or "@" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
 
 
 def check_remote_token(token: str | None, host: str) -> None:

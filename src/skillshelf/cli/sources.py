@@ -230,7 +230,7 @@ def sources_remove(label: str = typer.Argument(..., metavar="LABEL"),
     """Forget a source: its folder, its root and its lock entry (your workspace copies stay)."""
     lib = _lib()
     e = lib.sources.entry(label)
-    _ask(f"remove {label} ({len(e.skills)} skills from {e.url})?", yes, f"{label} not removed")
+    _ask(f"remove {label} ({len(e.skills)} skills from {e.summary()['url']})?", yes, f"{label} not removed")
     lib.sources.remove(label)
     out.print(f"removed {label}")
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, NotFoundError, SkillshelfError, ValidationError
+from ..net import redact_text
 
 # what one export may write (a repository, not a skill: pictures and scripts are allowed)
 MAX_EXPORT_FILES = 500_000
@@ -44,7 +45,12 @@ INSTALL_GIT = ("install git (Debian/Ubuntu: `sudo apt-get install git`; macOS: `
 
 
 class SourceError(SkillshelfError):
-    """A source that cannot be fetched (unreachable, no such ref, no skills); nothing was written."""
+    """A source that cannot be fetched (unreachable, no such ref, no skills); nothing was written.
+    A URL in the message or the fix loses its user and password (``redact_url``)."""
+
+    def __init__(self, message: str, *, fix: str | None = None):
+        super().__init__(redact_text(message), fix=redact_text(fix) if fix else fix)
+
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,8 @@ def parse(text: str, *, github_base: str = "https://github.com", ref: str = "", 
         if p.is_dir():
             kind = "git" if (p / ".git").exists() else "folder"
             return Spec(kind, str(p), clean_subdir(subdir), ref, _label_from(p.name))
+        if is_archive and not p.is_file():
+            raise ValidationError(f"{p} is not a regular file", fix="pass a .zip or .tar.gz file, or a folder")
         if is_archive:
             return Spec("archive", str(p), clean_subdir(subdir), ref, _label_from(p.name))
         raise ValidationError(f"{p} is neither a folder nor a .zip / .tar.gz archive",
@@ -218,13 +226,14 @@ def resolve(git_dir: Path, url: str, ref: str) -> str:
 
 
 def is_tree(git_dir: Path, commit: str, subdir: str) -> bool:
-    res = git(git_dir, "cat-file", "-t", f"{commit}:{subdir}" if subdir else f"{commit}^{{tree}}", check=False)
+    res = git(git_dir, "cat-file", "-t", "--end-of-options", f"{commit}:{subdir}" if subdir else f"{commit}^{{tree}}",
+              check=False)
     return res.returncode == 0 and _out(res) == "tree"
 
 
 def ahead(git_dir: Path, old: str, new: str) -> int | None:
     """How many commits ``new`` has that ``old`` has not (None when unknown)."""
-    res = git(git_dir, "rev-list", "--count", f"{old}..{new}", check=False)
+    res = git(git_dir, "rev-list", "--count", "--end-of-options", f"{old}..{new}", check=False)
     try:
         return int(_out(res)) if res.returncode == 0 else None
     except ValueError:
@@ -232,14 +241,19 @@ def ahead(git_dir: Path, old: str, new: str) -> int | None:
 
 
 def _archive(git_dir: Path, tree: str, dest: Path, paths: list[str] | None = None) -> list[str]:
-    cmd = [git_path(), *HARDENING, f"--git-dir={git_dir}", "archive", "--format=tar", tree]
-    if paths is not None:
-        cmd += ["--", *(f":(literal){p}" for p in paths)]
+    cmd = [git_path(), *HARDENING, f"--git-dir={git_dir}", "archive", "--format=tar", "--end-of-options", tree]
+    if paths is not None:      # (after --end-of-options a "--" would be a path)
+        cmd += [f":(literal){p}" for p in paths]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=git_env())
     try:
-        assert proc.stdout is not None
-        notes = write_tar(proc.stdout, dest, into=paths is not None)
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            notes = write_tar(proc.stdout, dest, into=paths is not None)
+        except tarfile.TarError as exc:     # git wrote no tar: its own error says why
+            proc.wait(timeout=GIT_TIMEOUT)
+            why = _last_line(proc.stderr.read().decode("utf-8", "replace")) or str(exc)
+            raise SourceError(f"git archive failed: {why}") from None
         # the tar's end blocks and padding: read to the end, or git dies of a closed pipe
         while proc.stdout.read(1 << 16):
             pass
@@ -258,7 +272,7 @@ def _archive(git_dir: Path, tree: str, dest: Path, paths: list[str] | None = Non
 
 def _gitlinks(git_dir: Path, tree: str) -> list[tuple[str, str]]:
     """(path, commit) of every submodule in ``tree``."""
-    listed = git(git_dir, "ls-tree", "-r", "-z", tree, check=False)
+    listed = git(git_dir, "ls-tree", "-r", "-z", "--end-of-options", tree, check=False)
     out = []
     for item in listed.stdout.split(b"\0"):
         if item.startswith(b"160000 "):
@@ -369,7 +383,8 @@ MAX_CHANGED_FILES = 2_000
 def changed_paths(git_dir: Path, old: str, new: str, subdir: str) -> dict[str, str] | None:
     """Path (relative to ``subdir``) -> git's status letter of every file that differs between two
     commits; None when ``old`` is not in the cache or too much changed."""
-    args = ["diff", "--name-status", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", old, new]
+    args = ["diff", "--name-status", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "--end-of-options",
+            old, new]
     res = git(git_dir, *args, *(["--", f":(literal){subdir}"] if subdir else []), check=False)
     if res.returncode != 0:
         return None
@@ -546,6 +561,8 @@ def read_archive(spec: Spec, tmp: Path, unpack: Callable[[Path], Any]) -> tuple[
         name = "archive" + next((s for s in ARCHIVE_SUFFIXES if spec.url.lower().split("?", 1)[0].endswith(s)), "")
         path = tmp / name
         download(spec.url, path)
-    elif not path.is_file():
+    elif not path.exists():
         raise NotFoundError(f"{path} does not exist", fix="pass an existing .zip or .tar.gz")
+    elif not path.is_file():
+        raise SourceError(f"{path} is not a regular file", fix="pass a .zip or .tar.gz file")
     return unpack(path), sha256_file(path)

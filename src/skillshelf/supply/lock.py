@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,10 +24,18 @@ from ..catalog.resources import skill_files as served_files
 from ..catalog.roots import Root, discover
 from ..errors import ValidationError
 from ..files import MAX_RESOURCE_BYTES, FileRefused, read_bounded, write_file
+from ..net import redact_url
+from .fetch import clean_subdir
 
 LOCK_NAME = "skillshelf.lock"
 LOCK_VERSION = 1
 MAX_LOCK_BYTES = 512_000_000
+LABEL_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")     # a source's label: a folder name under sources/
+RESERVED = {"workspace", "project", "user"}                # the labels of the library's own roots
+KINDS = ("git", "archive", "folder")
+# git: a commit id (SHA-1 or SHA-256); an archive or a folder: the sha256 of its content
+COMMIT_RE = {"git": re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$"), "archive": re.compile(r"^[0-9a-f]{64}$"),
+             "folder": re.compile(r"^[0-9a-f]{64}$")}
 
 
 @dataclass
@@ -67,7 +76,9 @@ class SourceEntry:
         return self.commit[:12]
 
     def summary(self) -> dict[str, Any]:
-        return {"label": self.label, "source": self.source, "kind": self.kind, "url": self.url, "ref": self.ref,
+        """The entry as it is shown (a user or password written into its URL masked: ``redact_url``)."""
+        return {"label": self.label, "source": redact_url(self.source), "kind": self.kind, "url": redact_url(self.url),
+                "ref": self.ref,
                 "path": self.path, "commit": self.commit, "pinned": self.pinned, "submodules": self.submodules,
                 "updated": self.updated,
                 "skills": len(self.skills)}
@@ -119,10 +130,51 @@ def parse(text: str, where: str = LOCK_NAME) -> list[SourceEntry]:
     except (KeyError, TypeError, ValueError) as exc:
         raise ValidationError(f"{where}: a source entry is incomplete ({exc})",
                               fix="restore it from version control") from None
+    for s in out:
+        _check_entry(s, where)
     labels = [s.label for s in out]
     if len(set(labels)) != len(labels):
         raise ValidationError(f"{where} names a source twice", fix="keep one entry per label")
     return out
+
+
+def label_ok(label: str) -> bool:
+    """Whether ``label`` may name a source (and so its folder under ``sources/``)."""
+    return bool(LABEL_RE.match(label)) and label not in RESERVED
+
+
+def _inside_path(rel: str) -> bool:
+    """Whether ``rel`` is a relative POSIX path that stays inside its folder ('.' is the folder)."""
+    if rel == ".":
+        return True
+    parts = rel.split("/")
+    return not any(p in ("", ".", "..") for p in parts) and not any(ord(c) < 32 for c in rel)
+
+
+def _check_entry(s: SourceEntry, where: str) -> None:
+    """Every field of ``s`` that becomes a path or a git argument, checked (ValidationError)."""
+    fix = "restore it from version control, or add the source again with `skillshelf sources add`"
+    if not label_ok(s.label):
+        raise ValidationError(f"{where}: {s.label[:80]!r} cannot be a source's label (1-64 characters of a-z, 0-9, "
+                              "'.', '_' and '-', not workspace, project or user)", fix=fix)
+    if s.kind not in KINDS:
+        raise ValidationError(f"{where}: source {s.label} has an unknown kind {s.kind[:40]!r}",
+                              fix=f"{fix} (a kind is one of {', '.join(KINDS)})")
+    if not COMMIT_RE[s.kind].match(s.commit):
+        want = "a commit id (40 or 64 hex digits)" if s.kind == "git" else "a sha256 (64 hex digits)"
+        raise ValidationError(f"{where}: source {s.label} has commit {s.commit[:80]!r}, not {want}", fix=fix)
+    try:
+        clean: str | None = clean_subdir(s.path)
+    except ValidationError:
+        clean = None
+    if clean != s.path:     # (skillshelf writes it clean: relative, no '.', '..' or slash at either end)
+        raise ValidationError(f"{where}: source {s.label} has path {s.path[:80]!r}, not a folder inside the source",
+                              fix=fix)
+    for sk in s.skills:
+        bad = next((p for p in (sk.path, *(_rel(sk.path, f.path) for f in sk.files)) if not _inside_path(p)), None)
+        if bad is not None or any(f.path == "." for f in sk.files):
+            raise ValidationError(f"{where}: source {s.label} names a file outside its folder: "
+                                  f"{(bad or sk.path)[:120]!r}", fix=fix)
 
 
 def read(path: Path) -> list[SourceEntry]:

@@ -30,6 +30,7 @@ from ..access import Caller
 from ..checks import Check
 from ..errors import SkillshelfError
 from ..files import FileRefused, locked, read_text_bounded, write_file
+from ..net import redact_text, redact_url
 from ..store.protocols import SourceLockStore
 from . import lock as lockmod
 from .fetch import Spec
@@ -123,8 +124,9 @@ class SharedSources:
                     if self._take(e):
                         changed.append(label)
                 except SkillshelfError as exc:
-                    src._set_state(label, failed=e.commit, why=str(exc), at=_now())
-                    print(f"skillshelf: cannot fetch the team's source {label} at {e.short}: {exc}", file=sys.stderr)
+                    why = redact_text(str(exc))
+                    src._set_state(label, failed=e.commit, why=why, at=_now())
+                    print(f"skillshelf: cannot fetch the team's source {label} at {e.short}: {why}", file=sys.stderr)
             self.export(entries)
         return changed
 
@@ -189,12 +191,12 @@ class SharedSources:
             st = state.get(e.label) or {}
             if st.get("refused") == e.commit:
                 out.append(Check("sources", "fail", f"{e.label}: this server refused the team's lock at {e.short}: "
-                                                    f"{st.get('why')}; it keeps serving the files it had — the "
-                                                    f"source at {e.url} is not what was locked: a curator runs "
+                                                    f"{redact_text(str(st.get('why')))}; it keeps serving the files it had — the "
+                                                    f"source at {redact_url(e.url)} is not what was locked: a curator runs "
                                                     f"`skillshelf sources update {e.label}` to lock what it holds"))
             elif st.get("failed") == e.commit and st.get("installed") != e.commit:
                 out.append(Check("sources", "warn", f"{e.label}: this server could not fetch the team's lock at "
-                                                    f"{e.short} ({st.get('why')}); it tries again at its next "
+                                                    f"{e.short} ({redact_text(str(st.get('why')))}); it tries again at its next "
                                                     "start and when the team's lock moves"))
         return out
 

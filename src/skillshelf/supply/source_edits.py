@@ -94,7 +94,8 @@ class EditedCopies:
             return read_text_bounded(self.src._bases(entry.label).joinpath(*rel) / "SKILL.md", MAX_SKILL_BYTES)
         if entry.kind == "git" and self.src._cache(entry.label).is_dir():
             where = "/".join(p for p in (entry.path, path, "SKILL.md") if p and p != ".")
-            res = fetchmod.git(self.src._cache(entry.label), "show", f"{entry.commit}:{where}", check=False)
+            res = fetchmod.git(self.src._cache(entry.label), "show", "--end-of-options", f"{entry.commit}:{where}",
+                               check=False)
             if res.returncode == 0 and len(res.stdout) <= MAX_SKILL_BYTES:
                 return res.stdout.decode("utf-8", "replace")
         locked_digest = entry.by_path().get(path)
@@ -150,7 +151,8 @@ class EditedCopies:
             return kept
         if entry.kind == "git" and self.src._cache(entry.label).is_dir():
             where = "/".join(p for p in (entry.path, path, file) if p and p != ".")
-            res = fetchmod.git(self.src._cache(entry.label), "show", f"{entry.commit}:{where}", check=False)
+            res = fetchmod.git(self.src._cache(entry.label), "show", "--end-of-options", f"{entry.commit}:{where}",
+                               check=False)
             if res.returncode == 0 and len(res.stdout) <= MAX_RESOURCE_BYTES:
                 return res.stdout
         skill = entry.by_path().get(path)

@@ -24,7 +24,6 @@ import datetime as _dt
 import functools
 import json
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -40,6 +39,7 @@ from ..catalog.roots import make_roots
 from ..checks import Check
 from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationError
 from ..files import FileRefused, locked, read_text_bounded, write_file
+from ..net import redact_text, redact_url
 from ..store.protocols import SourceLockStore
 from . import fetch as fetchmod, lock as lockmod
 from .fetch import SourceError, Spec
@@ -47,8 +47,8 @@ from .shared_sources import SharedSources
 from .skill_audit import audit_folder
 from .source_edits import EditedCopies
 
-LABEL_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-RESERVED = {"workspace", "project", "user"}
+LABEL_RE = lockmod.LABEL_RE
+RESERVED = lockmod.RESERVED
 
 
 def _now() -> str:
@@ -142,14 +142,25 @@ class Sources:
     def lock_path(self) -> Path:
         return self.home / lockmod.LOCK_NAME
 
+    @staticmethod
+    def _within(base: Path, name: str, label: str) -> Path:
+        """``base / name``, refused unless it is a folder directly inside ``base`` (a label that
+        is a path would move or delete folders elsewhere)."""
+        path = base / name
+        if not lockmod.label_ok(label) or path.parent != base or Path(os.path.normpath(path)).parent != base:
+            raise ValidationError(f"{label[:80]!r} cannot be a source's label",
+                                  fix="check skillshelf.lock (or the team's lock): a label is 1-64 characters "
+                                      "of a-z, 0-9, '.', '_' and '-'")
+        return path
+
     def folder(self, label: str) -> Path:
-        return self.base / label
+        return self._within(self.base, label, label)
 
     def _cache(self, label: str) -> Path:
-        return self.base / ".git-cache" / f"{label}.git"
+        return self._within(self.base / ".git-cache", f"{label}.git", label)
 
     def _bases(self, label: str) -> Path:
-        return self.base / ".bases" / label
+        return self._within(self.base / ".bases", label, label)
 
     def _state_path(self) -> Path:
         return self.base / ".state.json"
@@ -215,7 +226,7 @@ class Sources:
 
     @staticmethod
     def _label_ok(label: str) -> None:
-        if not LABEL_RE.match(label) or label in RESERVED:
+        if not lockmod.label_ok(label):
             raise ValidationError(f"{label!r} cannot be a source's label",
                                   fix="pass --name with 1-64 characters of a-z, 0-9, '.', '_' and '-' "
                                       "(not workspace, project or user)")
@@ -259,9 +270,12 @@ class Sources:
             raise SourceError(f"{spec.url} has changed: its sha256 is {digest}, the lock says {commit}",
                               fix="the archive at that address is not the one locked; add it again to take it")
         if spec.subdir and not any(n.startswith(spec.subdir + "/") or f"/{spec.subdir}/" in n for n in src.files):
-            raise SourceError(f"--path {spec.subdir} does not exist in {spec.url}", fix="pass a folder of the archive")
+            raise SourceError(f"--path {spec.subdir} does not exist in {spec.url}", fix="pass --path with a folder of the source that holds the skills")
         if fetchmod.write_files(src.files, src.executable, tree, spec.subdir) == 0:
-            raise SourceError(f"--path {spec.subdir} holds no files in {spec.url}", fix="pass a folder of the archive")
+            if not spec.subdir:
+                raise SourceError(f"{spec.url} holds no files",
+                                  fix="pass a folder or archive that holds skill folders (each with a SKILL.md)")
+            raise SourceError(f"--path {spec.subdir} holds no files in {spec.url}", fix="pass --path with a folder of the source that holds the skills")
         return Fetched(tree, digest, list(src.notes))
 
     @staticmethod
@@ -442,7 +456,7 @@ class Sources:
                 except SkillshelfError as exc:
                     if len(chosen) == 1:     # one source asked for: its error is the command's
                         raise
-                    plans.append(UpdatePlan(e.label, e, e, None, error=str(exc)))
+                    plans.append(UpdatePlan(e.label, e, e, None, error=redact_text(str(exc))))
             yield plans
 
     def _plan(self, old: lockmod.SourceEntry, tmp: Path, to: str | None) -> UpdatePlan:
@@ -635,6 +649,6 @@ class Sources:
         root = ref.split(":", 1)[0]
         for e in self.entries():
             if (self._root_label(e.label) or e.label) == root:
-                return {"label": e.label, "url": e.url, "commit": e.commit, "ref": e.ref,
+                return {"label": e.label, "url": redact_url(e.url), "commit": e.commit, "ref": e.ref,
                         "path": ref.split(":", 1)[1], "copy_of": origin}
         return None

@@ -8,7 +8,6 @@ the lock only if upstream is still where the summary saw it. The JSON twin is un
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -16,6 +15,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import SkillshelfError
+from ..net import redact_url
 from ..text import visible as shown_all
 from .auth import caller_of, need
 from .common import error_dict, lib_of, page, redirect, status_of
@@ -42,16 +42,9 @@ def source_of(lib: Any):
 
 
 def masked(url: str) -> str:
-    """A source's URL as the dashboard shows it: a password or token written into it
-    (``https://user:TOKEN@host/…``) is replaced by ``***``, for every role."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    """A source's URL as the dashboard shows it: a user, password or token written into it
+    (``https://user:TOKEN@host/…``, ``https://TOKEN@host/…``) is replaced by ``***``, for every role."""
+    return redact_url(url)
 
 
 def _listed(lib: Any) -> list[dict[str, Any]]:
