@@ -65,4 +65,4 @@ def test_the_team_section_says_to_install_the_driver_and_which_entry_to_keep():
 
 def test_the_set_up_says_how_long_the_tests_take():
     text = _section("Set-up: two commands")
-    assert re.search(r"about 10 minutes on a\s+quiet 2-core machine and 30 or more on a busy one", text), text
+    assert re.search(r"about 10 minutes on a\s+quiet 2-core\s+machine and 15 or more on a busy one", text), text
