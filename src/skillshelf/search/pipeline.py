@@ -144,7 +144,7 @@ class Searcher:
         if vi is None:
             vi, bi = self.state.vindex, self.state.bindex
         # the two top-k searches run side by side (numpy and faiss release the GIL): at
-        # 100k skills each takes ~2.5 ms
+        # 100k skills each takes ~1.7 ms in faiss' 8-bit index
         body = self._pool.submit(bi.top, probe, limit, allowed) if bi is not None else None
         pos, _ = vi.top(probe, limit, allowed)
         cand = pos if body is None else np.union1d(pos, body.result()[0])

@@ -7,8 +7,12 @@ Two implementations behind one small interface (``top``, ``dot``, ``vectors``, `
 - ``SQ8Index``: faiss' scalar quantizer, 8 bits per dimension (a quarter of the memory:
   38 MB instead of 154 MB per 100k × 384 vectors) with SIMD inner products. Used above
   that size when the optional ``faiss-cpu`` package is installed (``skillshelf[scale]``);
-  imported only then. Its scores are approximate (quantisation error ~0.003 on a cosine),
-  so the few vectors the pipeline reads back (feedback, confidence, MMR) are decoded.
+  imported only then. Each dimension is scaled to the signed 8-bit range by its largest
+  value in the first block (``QT_8bit_direct_signed``) and the query is scaled the other
+  way and rounded to 8 bits too, so faiss scores with integer SIMD: ~1.6 ms per 100k
+  vectors here, against ~4.2 ms for its trained float decoder (``QT_8bit``), with the same
+  top 200 to within 1 %. Scores are approximate, so the few vectors the pipeline reads
+  back (feedback, confidence, MMR, the final max-sim) are decoded.
 
 Both are loaded from SQLite in chunks in position order, so a large library never holds
 a float32 copy of all its vectors at once while the SQ8 index is built.
@@ -104,14 +108,20 @@ class ExactIndex:
 class SQ8Index(ExactIndex):
     kind = "faiss-sq8"
 
-    def __init__(self, index, has: np.ndarray):
-        self.index, self.has = index, has
+    def __init__(self, index, has: np.ndarray, scale: np.ndarray):
+        self.index, self.has, self.scale = index, has, scale
+
+    @staticmethod
+    def encode(block: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """Rows as the index stores them: each dimension times its scale, rounded, clipped to
+        the signed 8-bit range (a value beyond the first block's largest is clipped)."""
+        return np.clip(np.rint(block * scale), -127, 127).astype(np.float32)
 
     def vectors(self, positions) -> np.ndarray:
         pos = np.asarray(positions, dtype=np.int64)
         if not len(pos):
             return np.zeros((0, self.index.d), dtype=np.float32)
-        return self.index.reconstruct_batch(pos).astype(np.float32)
+        return (self.index.reconstruct_batch(pos) / self.scale).astype(np.float32)
 
     def top(self, q: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         _, count, prepared = self._selection(allowed)
@@ -119,9 +129,17 @@ class SQ8Index(ExactIndex):
         if k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         params = prepared[2] if prepared is not None else None
-        d, i = self.index.search(q[None, :].astype(np.float32), k, params=params)
+        # x . q = sum (x_d s_d)(q_d / s_d): the query scaled the other way, stretched to the
+        # 8-bit range and rounded (faiss scores these codes as integers; rounding here makes
+        # the result the same whether or not it rounds the query itself)
+        z = q.astype(np.float64) / self.scale
+        peak = float(np.abs(z).max())
+        if not np.isfinite(peak) or peak == 0.0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        stretch = 127.0 / peak
+        d, i = self.index.search(np.rint(z * stretch).astype(np.float32)[None, :], k, params=params)
         keep = i[0] >= 0
-        return i[0][keep].astype(np.int64), d[0][keep]
+        return i[0][keep].astype(np.int64), (d[0][keep] / stretch).astype(np.float32)
 
     def _prepare(self, ok: np.ndarray) -> Any:
         """(the bitmap, its selector, the search parameters holding it), or None when every row
@@ -371,17 +389,20 @@ def _build(chunks: Iterator[tuple[np.ndarray, np.ndarray]], n: int, dim: int, sq
         except ImportError:
             faiss = None
         if faiss is not None:
-            index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+            index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit_direct_signed,
+                                               faiss.METRIC_INNER_PRODUCT)
+            scale = None
             start = 0
             for block, h in chunks:
                 has[start:start + len(h)] = h
                 start += len(h)
-                if not index.is_trained:
-                    # the quantiser's per-dimension ranges, from the first block's vectors
-                    # (values outside them are clipped: a small error on a few skills)
-                    index.train(block[h] if h.any() else block)
-                index.add(block)
-            return SQ8Index(index, has) if has.any() else None
+                if scale is None:
+                    # each dimension's largest magnitude in the first block's vectors maps to 127
+                    # (a value beyond it is clipped: a small error on a few skills)
+                    peak = np.abs(block[h] if h.any() else block).max(axis=0).astype(np.float64)
+                    scale = 127.0 / np.where(peak > 0, peak, 1.0)
+                index.add(SQ8Index.encode(block, scale))
+            return SQ8Index(index, has, scale) if has.any() and scale is not None else None
     mat = np.zeros((n, dim), dtype=np.float32)
     start = 0
     for block, h in chunks:
