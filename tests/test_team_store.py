@@ -105,6 +105,43 @@ def test_a_restarted_postgres_fails_one_request_clearly_then_serves_again(pg_clu
         st.close()
 
 
+def test_a_connection_lent_again_soon_is_not_checked_with_a_round_trip(pg_url, monkeypatch):
+    """psycopg's check sends an empty query each time the pool lends a connection: a round
+    trip per statement (six per logged team search). A connection used moments ago is
+    checked by its socket; one idle past FULL_CHECK_AFTER, or with bytes waiting, in full."""
+    from psycopg_pool import ConnectionPool
+
+    from skillshelf.store import postgres
+
+    full = []
+    real = ConnectionPool.check_connection
+    monkeypatch.setattr(ConnectionPool, "check_connection", staticmethod(lambda c: (full.append(1), real(c))))
+    st = postgres.PgStore(pg_url, min_size=1, max_size=1)
+    try:
+        st.fetchone("SELECT 1")
+        full.clear()
+        for _ in range(10):
+            assert st.fetchone("SELECT 1") == (1,)
+        assert full == []
+        monkeypatch.setattr(postgres, "FULL_CHECK_AFTER", 0.0)
+        assert st.fetchone("SELECT 1") == (1,)
+        assert full == [1]
+        monkeypatch.setattr(postgres, "FULL_CHECK_AFTER", 3600.0)
+        with st.tx() as conn:      # the server ends this backend: its goodbye waits on the socket
+            pid = conn.info.backend_pid
+        other = postgres.PgStore(pg_url, min_size=1, max_size=1, migrate=False)
+        try:
+            other.fetchone("SELECT pg_terminate_backend(%s)", (pid,))
+        finally:
+            other.close()
+        time.sleep(0.3)
+        full.clear()
+        assert st.fetchone("SELECT 1") == (1,)     # the socket check saw it, the pool lent a new one
+        assert full
+    finally:
+        st.close()
+
+
 def test_a_library_on_a_team_store_has_tokens_roles_and_a_doctor_line(pg_url, tmp_path):
     from skillshelf import Library
     from skillshelf.errors import ForbiddenError

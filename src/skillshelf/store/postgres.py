@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +33,29 @@ CHANNEL = "skillshelf_changes"
 # would reach stderr through logging's last resort, before the library's one line with the fix;
 # a server that configures logging still gets them.
 logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+
+
+FULL_CHECK_AFTER = 10.0   # seconds a pooled connection may sit idle before its check is a round trip
+
+
+def check_idle(conn: Any) -> None:
+    """The pool's check of a connection it is about to lend. psycopg's own check sends an
+    empty query: a round trip on every request (six per logged team search). An idle
+    autocommit connection has nothing to read, so its socket says whether it is gone without
+    asking: a server that restarted or died sent its goodbye (readable) or closed it (EOF,
+    readable too), and then the full check runs and the pool replaces it. A connection idle
+    longer than ``FULL_CHECK_AFTER`` seconds is asked in full anyway (a silent network)."""
+    from psycopg_pool import ConnectionPool
+
+    used = getattr(conn, "_skillshelf_checked", 0.0)
+    now = time.monotonic()
+    if conn.closed or conn.broken or now - used > FULL_CHECK_AFTER:
+        ConnectionPool.check_connection(conn)
+    else:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        if readable:
+            ConnectionPool.check_connection(conn)
+    conn._skillshelf_checked = now   # type: ignore[attr-defined]
 
 
 def _psycopg():
@@ -57,7 +81,7 @@ class PgStore:
         self._closed = False
         self.pool = pool_mod.ConnectionPool(
             url, min_size=min_size, max_size=max_size, open=False, timeout=timeout,
-            check=pool_mod.ConnectionPool.check_connection, name="skillshelf",
+            check=check_idle, name="skillshelf",
             kwargs={"autocommit": True, "connect_timeout": max(1, int(timeout))})
         try:
             self.pool.open(wait=True, timeout=timeout)
