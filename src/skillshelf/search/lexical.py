@@ -32,7 +32,7 @@ from itertools import chain, islice
 import numpy as np
 
 from ..store.lexical import Postings
-from ..store.meta import IndexMeta
+from ..store.meta import ChangeJournal, IndexMeta
 from ..text import COMPOUND_RE, expand, tokenize
 
 FIELDS = ("name", "description", "tags", "headings", "body")
@@ -283,6 +283,8 @@ class _State:
     contrib: OrderedDict = field(default_factory=OrderedDict)
     cached: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    seq: int = 0              # the change-journal entry this state is current to
+    db: str = ""              # the index id of the database it was read from
 
 
 class LexicalIndex:
@@ -292,6 +294,7 @@ class LexicalIndex:
         self.store = store
         self._store_postings = Postings(store)
         self._meta = IndexMeta(store)
+        self._journal = ChangeJournal(store)
         self.weights = np.asarray(weights, dtype=np.float32)
         self._state: _State | None = None
         # how often searches asked for each term (halved every AGE_EVERY look-ups): what the
@@ -307,18 +310,26 @@ class LexicalIndex:
         gen = self._meta.generation()
         if self._state is not None and self._state.gen == gen:
             return self._state
-        rows = self._store_postings.live_docs()
-        docids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        top = int(docids.max(initial=0)) + 1
-        to_skill = np.full(top, -1, dtype=np.int64)
-        lens = np.zeros((top, NF), dtype=np.float32)
-        to_skill[docids] = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-        blobs = b"".join(r[2] for r in rows)
-        if len(blobs) == len(rows) * NF * 4:   # every row's lengths at once (a loop: ~0.1 s at 100k)
-            lens[docids] = np.frombuffer(blobs, dtype=np.float32).reshape(len(rows), NF)
+        old = self._state
+        patched = self._patched(old) if old is not None else None
+        if old is not None and patched is not None:
+            seq, to_skill, lens = patched
+            db = old.db
         else:
-            for docid, _, blob in rows:
-                lens[docid] = np.frombuffer(blob, dtype=np.float32)
+            seq = self._journal.head()     # before the rows: a change after it is read again later
+            db = self._meta.index_id()
+            rows = self._store_postings.live_docs()
+            docids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            top = int(docids.max(initial=0)) + 1
+            to_skill = np.full(top, -1, dtype=np.int64)
+            lens = np.zeros((top, NF), dtype=np.float32)
+            to_skill[docids] = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+            blobs = b"".join(r[2] for r in rows)
+            if len(blobs) == len(rows) * NF * 4:   # every row's lengths at once (a loop: ~0.1 s at 100k)
+                lens[docids] = np.frombuffer(blobs, dtype=np.float32).reshape(len(rows), NF)
+            else:
+                for docid, _, blob in rows:
+                    lens[docid] = np.frombuffer(blob, dtype=np.float32)
         live = to_skill >= 0
         avg = lens[live].mean(axis=0) if live.any() else np.ones(NF, dtype=np.float32)
         avg[avg == 0] = 1.0
@@ -326,8 +337,34 @@ class LexicalIndex:
         # faster than a fancy-indexed [postings, 5] gather
         wnorm = np.ascontiguousarray((self.weights / ((1 - B) + B * (lens / avg))).T, dtype=np.float32)
         self._state = _State(gen, to_skill, lens, avg.astype(np.float32), int(live.sum()), wnorm,
-                             np.flatnonzero(~live))
+                             np.flatnonzero(~live), seq=seq, db=db)
         return self._state
+
+    PATCH_MAX = 2000   # changed documents a state is patched with; more are read in full
+
+    def _patched(self, old: _State) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """(journal entry, docid -> skill, field lengths) of ``old`` with the documents changed
+        since it was built read again (an edit retires one docid and adds one), or None when
+        the journal no longer reaches back to it or names more than ``PATCH_MAX``. The averages
+        and weights are computed again from these (every document's, as a full load does)."""
+        if self._meta.index_id() != old.db:     # another database (rebuilt under us)
+            return None
+        got = self._journal.since(old.seq, "d")
+        if got is None or len(got[0]) > self.PATCH_MAX:
+            return None
+        ids, head = got
+        top = max(len(old.to_skill), (ids[-1] + 1) if ids else 0)
+        to_skill = np.full(top, -1, dtype=np.int64)
+        to_skill[:len(old.to_skill)] = old.to_skill
+        lens = np.zeros((top, NF), dtype=np.float32)
+        lens[:len(old.lens)] = old.lens
+        to_skill[ids] = -1            # a document dropped meanwhile is absent below: dead
+        lens[ids] = 0.0               # (as a full load leaves a dead document's)
+        for docid, rowid, alive, blob in self._store_postings.docs_of(ids):
+            if alive:
+                to_skill[docid] = rowid
+                lens[docid] = np.frombuffer(blob, dtype=np.float32)
+        return head, to_skill, lens
 
     def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         return self._arrays(*self._store_postings.postings_of(term))

@@ -27,7 +27,7 @@ from ..catalog.roots import Found, Root, discover, in_scope, path_in_scope
 from ..errors import StoreError
 from ..files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from ..store import Store, now
-from ..store.meta import IndexMeta
+from ..store.meta import ChangeJournal, IndexMeta
 from ..store.skills import SkillIndex
 from ..store.vectors import VectorStore
 from ..text import name_key, normalized_body_hash, sha256
@@ -296,6 +296,7 @@ def _sync_files(store: Store, roots: list[Root], report: SyncReport, progress: P
                     skills.clear_invalid(tx, path)
             if report.added + report.updated + report.removed > changed_before:
                 meta.bump_generation()
+            ChangeJournal.prune(tx)
             if only is None:
                 meta.mark_synced(now())
     except KeyboardInterrupt:

@@ -62,6 +62,17 @@ class Postings:
         """(docid, skill rowid, field lengths) of every live document."""
         return [tuple(r) for r in self._own().db.execute("SELECT docid, skill_rowid, lens FROM lex_docs WHERE alive = 1")]
 
+    def docs_of(self, docids: list[int]) -> list[tuple[int, int, int, bytes]]:
+        """(docid, skill rowid, alive, field lengths) of these documents (dropped ones are absent)."""
+        out: list[tuple[int, int, int, bytes]] = []
+        db = self._own().db
+        for i in range(0, len(docids), 500):
+            part = docids[i:i + 500]
+            out.extend(tuple(r) for r in db.execute(
+                f"SELECT docid, skill_rowid, alive, lens FROM lex_docs WHERE docid IN ({','.join('?' * len(part))})",
+                part))
+        return out
+
     # --- main postings: one row per term ----------------------------------------------
     @staticmethod
     def main_terms(tx) -> set[str]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from .sqlite import Store
 
+JOURNAL_KEEP = 200_000   # change-journal entries kept (a first index of 100k skills writes ~200k)
+
 
 class IndexMeta:
     """The index's generations and markers, kept in the store's ``meta`` table."""
@@ -53,3 +55,36 @@ class IndexMeta:
 
     def last_sync(self) -> str | None:
         return self.store.get_meta("last_sync")
+
+
+class ChangeJournal:
+    """Which ``skills`` rows (kind ``'s'``, by rowid) and ``lex_docs`` rows (``'d'``, by
+    docid) writes touched, in order (migration 015: kept by triggers). A search state built at
+    entry ``head()`` reads later the rows that changed since, instead of every row."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def head(self) -> int:
+        """The last entry (0: none yet). Read it before the rows a state is built from."""
+        row = self.store.db.execute("SELECT MAX(seq) FROM change_journal").fetchone()
+        return int(row[0] or 0)
+
+    def since(self, seq: int, kind: str) -> tuple[list[int], int] | None:
+        """(the ids of ``kind`` changed after entry ``seq``, sorted; the last entry), or None when
+        the journal no longer reaches back to ``seq`` (pruned, or another database)."""
+        db = self.store.db
+        lo, hi = db.execute("SELECT MIN(seq), MAX(seq) FROM change_journal").fetchone()
+        if hi is None:
+            return ([], seq) if seq == 0 else None
+        if hi < seq or lo > seq + 1:
+            return None
+        ids = [int(r[0]) for r in db.execute("SELECT DISTINCT id FROM change_journal WHERE seq > ? AND seq <= ?"
+                                             " AND kind = ? ORDER BY id", (seq, hi, kind))]
+        return ids, int(hi)
+
+    @staticmethod
+    def prune(tx) -> None:
+        """Keep the last ``JOURNAL_KEEP`` entries (inside the caller's transaction)."""
+        tx.execute("DELETE FROM change_journal WHERE seq <= (SELECT MAX(seq) FROM change_journal) - ?",
+                   (JOURNAL_KEEP,))

@@ -347,6 +347,32 @@ def m014_skills_path(db: sqlite3.Connection) -> None:
     _script(db, "CREATE INDEX skills_path ON skills(path);")
 
 
+def m015_change_journal(db: sqlite3.Connection) -> None:
+    # Which rows a write touched, in order: a long-running server's search state reads the
+    # rows that changed since it was built instead of all of them (100k rows: ~0.3 s of CPU
+    # per edit; ``search.state``, ``search.lexical``). Kept by triggers, so no write path can
+    # forget it; pruned to the last JOURNAL_KEEP entries (a state older than that reads all).
+    _script(db, """
+    CREATE TABLE change_journal (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,               -- 's': a skills row (rowid), 'd': a lex_docs row (docid)
+        id INTEGER NOT NULL
+    );
+    CREATE TRIGGER journal_skill_insert AFTER INSERT ON skills
+        BEGIN INSERT INTO change_journal (kind, id) VALUES ('s', NEW.rowid); END;
+    CREATE TRIGGER journal_skill_update AFTER UPDATE OF name_key, active, expires_on ON skills
+        BEGIN INSERT INTO change_journal (kind, id) VALUES ('s', NEW.rowid); END;
+    CREATE TRIGGER journal_skill_delete AFTER DELETE ON skills
+        BEGIN INSERT INTO change_journal (kind, id) VALUES ('s', OLD.rowid); END;
+    CREATE TRIGGER journal_doc_insert AFTER INSERT ON lex_docs
+        BEGIN INSERT INTO change_journal (kind, id) VALUES ('d', NEW.docid); END;
+    CREATE TRIGGER journal_doc_update AFTER UPDATE OF alive ON lex_docs
+        BEGIN INSERT INTO change_journal (kind, id) VALUES ('d', NEW.docid); END;
+    CREATE TRIGGER journal_doc_delete AFTER DELETE ON lex_docs
+        BEGIN INSERT INTO change_journal (kind, id) VALUES ('d', OLD.docid); END;
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_skills", m001_skills),
     ("002_lexical", m002_lexical),
@@ -362,4 +388,5 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("012_audit_pins", m012_audit_pins),
     ("013_outcome_version", m013_outcome_version),
     ("014_skills_path", m014_skills_path),
+    ("015_change_journal", m015_change_journal),
 ]

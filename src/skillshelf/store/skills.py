@@ -161,6 +161,14 @@ class SearchReads:
         the covering index: the caller sorts by rowid)."""
         return [tuple(r) for r in self.store.db.execute("SELECT rowid, name_key, active, expires_on FROM skills")]
 
+    def state_of(self, rowids: list[int]) -> list[tuple[int, str, int, str | None]]:
+        """``state`` of these rows only (rows removed meanwhile are absent)."""
+        out: list[tuple[int, str, int, str | None]] = []
+        for part in _chunks(rowids):
+            out.extend(tuple(r) for r in self.store.db.execute(
+                f"SELECT rowid, name_key, active, expires_on FROM skills WHERE rowid IN ({_marks(len(part))})", part))
+        return out
+
     def hit_rows(self, rowids: list[int]) -> list[dict[str, Any]]:
         """The display columns (``HIT_COLUMNS``) of these rows (rows removed meanwhile are absent)."""
         out: list[dict[str, Any]] = []
