@@ -1,6 +1,6 @@
 """Team search against local search, request by request, in one process.
 
-    python bench/team_search_ab.py --work DIR [--rounds 4] [--profile]
+    python bench/team_search_ab.py --work DIR [--rounds 4] [--profile] [--root ROOT --lexical]
 
 ``bench/team_search.py`` times the two libraries in alternating rounds of every request; on a
 machine whose speed drifts from one minute to the next, a round's phase decides the ratio.
@@ -40,6 +40,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--lexical", action="store_true",
+                    help="no model (embedder none): for a large root indexed without vectors")
     args = ap.parse_args()
     root = args.root or args.corpus / "skills"
     reqs = requests(args.corpus)
@@ -49,8 +51,9 @@ def main() -> None:
     stack = contextlib.ExitStack()
     url = stack.enter_context(pgcluster.database("bench/team_search_ab.py"))
     try:
-        libs = {"local": Library(home=args.work / "local", roots=[root], auto_sync=False),
-                "team": Library(home=args.work / "team", roots=[root], auto_sync=False, store=url)}
+        kw = {"embedder": "none"} if args.lexical else {}
+        libs = {"local": Library(home=args.work / "local", roots=[root], auto_sync=False, **kw),
+                "team": Library(home=args.work / "team", roots=[root], auto_sync=False, store=url, **kw)}
         for name, lib in libs.items():
             t0 = time.perf_counter()
             rep = lib.sync()

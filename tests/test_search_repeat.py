@@ -69,3 +69,23 @@ def test_a_worked_report_exempts_every_copy_of_the_skill(tmp_path):
     assert lib.search(q, log=False).hits[0].id != hit.id
     lib.report_outcome("kube-tip", True)      # by name: recorded against r:kube-tip
     assert lib.search(q, log=False).hits[0].id == hit.id
+
+
+def test_the_latest_outcomes_are_asked_only_for_recent_skills_among_the_candidates(tmp_path):
+    """Only a candidate can be penalised, so only candidates' outcomes are read: on a team
+    store each read is a round trip, and a request unlike the recent ones asks nothing."""
+    root = tmp_path / "r"
+    write_skill(root, "kube-guide", description="kubernetes pod crash loop debugging")
+    write_skill(root, "kube-notes", description="kubernetes pod crash loop notes")
+    write_skill(root, "css-grid", description="css grid layout for responsive pages")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder="none", auto_sync=False)
+    lib.sync()
+    asked = []
+    real = lib._usage.worked_latest
+    lib._usage.worked_latest = lambda ids: asked.append(sorted(ids)) or real(ids)
+    lib.search("kubernetes pod crash loop", limit=2)        # logged: the kube skills are recent
+    asked.clear()
+    lib.search("css grid layout", limit=1)                   # no kube skill is a candidate
+    assert asked == []
+    lib.search("kubernetes crash loop notes", limit=2)       # they are candidates now
+    assert asked and set(asked[0]) <= {"r:kube-guide", "r:kube-notes"}

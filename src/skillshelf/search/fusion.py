@@ -6,7 +6,7 @@ in order (``search.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 import numpy as np
 
@@ -24,13 +24,16 @@ def rrf(lists: list[list[int]], weights: list[float], k: int) -> dict[int, float
 
 
 def recent_groups(meta: Snapshot, recent: dict[str, int] | None, worked,
-                  copies: Callable[[list[str]], list[tuple[int, str]]]) -> dict[int, int]:
+                  copies: Callable[[list[str]], list[tuple[int, str]]],
+                  among: Container[int] | None = None) -> dict[int, int]:
     """Copy group -> recent appearances of any of its copies, for the groups none of
     whose copies was last reported as worked (``worked``: skill ids -> those of them
     whose latest outcome worked). Groups, not ids: the copy shown for a group can
     change between requests (language, filters), and an outcome is reported against
     the copy a name resolves to. ``copies``: skill ids -> (rowid, id) of every copy of
-    their groups (a read of the store)."""
+    their groups (a read of the store). ``among``: only these groups are wanted (the
+    search's candidates): the outcomes of the others are not asked for (on a team store,
+    a round trip saved whenever no recent group is a candidate)."""
     if not recent:
         return {}
     groups: dict[str, int] = {}        # skill id -> group, for every copy of a recent group
@@ -38,6 +41,8 @@ def recent_groups(meta: Snapshot, recent: dict[str, int] | None, worked,
     for (_, sid), p in zip(found, meta.positions([r[0] for r in found])):
         if p >= 0:
             groups[sid] = int(meta.group[p])
+    if among is not None:
+        groups = {sid: g for sid, g in groups.items() if g in among}
     out: dict[int, int] = {}
     for sid, g in groups.items():
         if sid in recent:

@@ -286,7 +286,7 @@ class Searcher:
         rel = {p: prob[p] / top for p in reps}
         if callable(recent):
             recent = recent(qvec)
-        for g, times in ranking.recent_groups(meta, recent, worked, self.state.reads.copies).items():
+        for g, times in ranking.recent_groups(meta, recent, worked, self.state.reads.copies, groups).items():
             p = groups.get(g)
             if p is not None:
                 rel[p] -= s.recency_penalty * times
