@@ -159,6 +159,23 @@ def test_searching_an_empty_library_is_not_a_gap(tmp_path):
     assert res.hits == [] and not res.confident and "no skills" in (res.degraded or "")
 
 
+def test_a_request_a_skill_was_reported_to_work_for_is_not_a_gap(tmp_path):
+    """A weak match that an agent then reported working answered the request: listing it among
+    the requests that match nothing would send the owner to write a skill that exists."""
+    root = tmp_path / "r"
+    for name, desc in SKILLS.items():
+        write_skill(root, name, description=desc)
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    answered = lib.search("zx quux frobnicate the widget", limit=1)
+    failed = lib.search("zx quux defrobnicate the gadget", limit=1)
+    assert not answered.confident and not failed.confident
+    assert len(lib.stats().gaps) == 2
+    lib.report_outcome(answered.hits[0].name, True, query_id=answered.query_id)
+    lib.report_outcome(failed.hits[0].name, False, query_id=failed.query_id)
+    assert [g.query for g in lib.stats().gaps] == ["zx quux defrobnicate the gadget"]
+
+
 def test_most_used_ranks_by_reported_uses_not_times_shown(tmp_path):
     root = tmp_path / "r"
     for name, desc in SKILLS.items():

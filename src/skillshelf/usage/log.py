@@ -426,6 +426,7 @@ class Usage:
             get(sid, name).times_shown = shown
         orows = self.log.outcomes_since(since_at)
         reported_queries = set()
+        answered = set()     # requests a skill was reported to have worked for: not gaps, whatever the score said
         for o in orows:
             u = get(o["skill_id"] or o["name"], o["name"])
             u.reports += 1
@@ -438,6 +439,8 @@ class Usage:
                 u.notes.append(("worked: " if o["worked"] else "failed: ") + o["note"])
             if o["query_id"] is not None:
                 reported_queries.add(o["query_id"])
+                if o["worked"]:
+                    answered.add(o["query_id"])
         find_ids = {q["id"] for q in finds}
         report_rate = (len(find_ids & reported_queries) / len(find_ids)) if find_ids else 0.0
         surfaced_ever = self.log.ever_recommended()
@@ -452,7 +455,8 @@ class Usage:
         most = sorted((u for u in per_skill if u.reports), key=lambda u: (-u.reports, -u.worked, -u.times_shown,
                                                                            u.id))[:top]
         gap_rows = [(q["text"] or f"(hashed query {q['id']})", q["at"]) for q in finds
-                    if not q["confident"] and not q["degraded"]]  # lexical-only runs have no confidence signal
+                    if not q["confident"] and not q["degraded"]   # lexical-only runs have no confidence signal
+                    and q["id"] not in answered]
         return Stats(
             since=since, queries=len(qrows), finds=len(finds), reports=len(orows), report_rate=report_rate,
             confident_rate=(sum(1 for q in finds if q["confident"]) / len(finds)) if finds else 0.0,
