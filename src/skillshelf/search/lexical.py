@@ -184,14 +184,20 @@ def remove(tx, skill_rowid: int) -> None:
     Postings.retire(tx, skill_rowid)
 
 
+MERGE_BYTES = 16 << 20   # row bytes written at a time by a merge
+
+
 def _merge(tx, pending: dict[str, tuple[array, bytearray]], step: int = 20_000) -> None:
     """Append new postings to the main rows of their terms (dead docs are dropped at compaction).
-    ``pending`` is emptied as it goes, ``step`` terms at a time, so the postings are never held
-    twice (as arrays and as row bytes) in full."""
+    ``pending`` is emptied as it goes, at most ``step`` terms or ``MERGE_BYTES`` of rows at a
+    time, so the postings are never held twice (as arrays and as row bytes) in full. (A common
+    term's main row holds a posting for most documents: late in a first index of 100k skills,
+    20,000 terms' rows were ~hundreds of MB at once.)"""
     store = Postings()
     known = Postings.main_terms(tx) if pending else set()
     while pending:
         rows = []
+        size = 0
         for term in list(islice(pending, step)):
             ids, tfs = pending.pop(term)
             new_ids = np.asarray(ids, dtype="<i4").tobytes()
@@ -200,6 +206,9 @@ def _merge(tx, pending: dict[str, tuple[array, bytearray]], step: int = 20_000) 
                 rows.append((term, old[0] + new_ids, old[1] + bytes(tfs)))
             else:
                 rows.append((term, new_ids, bytes(tfs)))
+            size += len(rows[-1][1]) + len(rows[-1][2])
+            if size >= MERGE_BYTES:
+                break
         Postings.put_main(tx, rows)
 
 
