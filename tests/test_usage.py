@@ -86,6 +86,17 @@ def test_report_markdown_and_json(month):
     assert since.queries < month.stats().queries
 
 
+def test_a_gap_asked_twice_the_same_way_has_no_empty_also(tmp_path):
+    root = tmp_path / "r"
+    write_skill(root, "cors-fix", description="Fix CORS errors")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    for _ in range(2):
+        lib.search("zx quux frobnicate the widget", limit=1)
+    md = lib.usage_report()
+    assert "- zx quux frobnicate the widget ×2\n" in md and "also: \n" not in md and "also:" not in md
+
+
 def test_search_and_report_write_rows(tmp_path):
     root = tmp_path / "r"
     write_skill(root, "cors-fix", description="Fix CORS errors")

@@ -224,7 +224,8 @@ def render_report(st: Stats, *, fmt: str = "md", limit: int = 25) -> str:
     lines += ["", "## Gaps (requests nothing served)", ""]
     if st.gaps:
         for g in st.gaps[:limit]:
-            lines.append(f"- {g.query} ×{g.count}" + (f" — also: {'; '.join(g.examples[1:3])}" if g.count > 1 else ""))
+            also = f" — also: {'; '.join(g.examples[1:3])}" if len(g.examples) > 1 else ""   # (a repeat adds none)
+            lines.append(f"- {g.query} ×{g.count}{also}")
     else:
         lines.append("- none")
     return "\n".join(lines) + "\n"
