@@ -248,6 +248,9 @@ def test_update_to_an_older_commit_undoes_an_update(tmp_path, upstream):
     assert lock_of(home)["source"][0]["commit"] == first
     assert not (home / "sources/team/skills/gamma").exists()
     assert '"team:skills/gamma"' not in sk(home, "list", "--json").stdout
+    r = sk(home, "sources", "update", "team", "--to", "no-such-branch", "--yes")
+    assert r.returncode != 0 and "no ref 'no-such-branch'" in r.stderr and "--to when updating" in r.stderr
+    assert "Traceback" not in r.stderr and lock_of(home)["source"][0]["commit"] == first
 
 
 def test_lock_check_names_every_drifted_file_and_restore_refuses_a_mismatch(tmp_path, upstream):

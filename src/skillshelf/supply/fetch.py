@@ -222,7 +222,8 @@ def resolve(git_dir: Path, url: str, ref: str) -> str:
         if got.returncode == 0:
             return resolve(git_dir, url, ref)
     raise SourceError(f"no ref {ref!r} in {url}" if ref else f"{url} has no default branch",
-                      fix="pass --ref with a branch, a tag or a commit that exists there")
+                      fix="name a branch, a tag or a commit that exists there (--ref when adding, --to when"
+                          " updating)")
 
 
 def is_tree(git_dir: Path, commit: str, subdir: str) -> bool:
