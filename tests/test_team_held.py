@@ -83,6 +83,28 @@ def _reads(lib: Library, name: str) -> bool:
         return False
 
 
+def test_what_is_held_is_asked_of_the_team_store_in_one_statement_per_search(two, monkeypatch):
+    """Every search asks whether what is held changed (pins, holds and trusts all live in the
+    team store): one round trip, not one per kind, and a trust on A still shows on B."""
+    import psycopg
+
+    a, b, coll_a, coll_b = two
+    _change(coll_b)
+    b.sync()
+    assert "collection:victim" in b.supply.hidden_ids()
+    sent = []
+    real = psycopg.Connection.execute
+    monkeypatch.setattr(psycopg.Connection, "execute",
+                        lambda self, q, *args, **kw: sent.append(str(q)[:60]) or real(self, q, *args, **kw))
+    b.supply.hidden_ids()
+    assert len([s for s in sent if s.strip()]) == 1, sent     # (the pool's own checks send empty queries)
+    monkeypatch.setattr(psycopg.Connection, "execute", real)
+    _change(coll_a)
+    a.sync()
+    a.supply.trust("victim")
+    assert "collection:victim" not in b.supply.hidden_ids()
+
+
 def test_what_one_server_holds_every_server_holds(two):
     a, b, coll_a, _ = two
     _change(coll_a)                  # only A's copy changed

@@ -142,8 +142,13 @@ class Audits:
 
     def generation(self) -> str:
         """Changes whenever an audit or a trust does."""
-        mine = self.store.get_meta("audit_generation", "0") or "0"
+        mine = self.local_generation()
         return mine if self._trusts is None else f"{mine}.{self._trusts.generation()}"
+
+    def local_generation(self) -> str:
+        """Changes whenever an audit does, and a trust kept here (not a team's: that one is in
+        the team store's pins generation too, ``pg_pins.PgPinnedContent.generation``)."""
+        return self.store.get_meta("audit_generation", "0") or "0"
 
     # --- trust ---------------------------------------------------------------------------
     def trust(self, skill_id: str, *, content_key: str, risk: str, note: str, at: str, tx=None) -> dict[str, Any]:

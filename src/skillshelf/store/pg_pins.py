@@ -154,7 +154,12 @@ class PgPinnedContent:
         return {sid: {"root": r, "reason": why, "since": since} for sid, r, why, since in rows}
 
     def generation(self) -> str:
-        return _generation(self.pg, "pin_generation")
+        """Changes whenever a pin, a hold or a trust of the team does: what is held from agents
+        depends on all three, and a search asks before each answer (one statement, not two)."""
+        with call(self.pg) as conn:
+            row = conn.execute("SELECT (SELECT value FROM meta WHERE key = 'pin_generation'),"
+                               " (SELECT value FROM meta WHERE key = 'trust_generation')").fetchone()
+        return f"{row[0] or '0'}.{row[1] or '0'}"
 
 
 class PgTrusts:

@@ -323,7 +323,8 @@ class Gate:
         """Skill id -> why agents do not see it (read again only when an audit, a trust, a pin
         or the setting changed)."""
         level = self.block() or "none"
-        key = (self.auditor.generation(), self.pins.pins.generation(), level)
+        # the audits here; pins, holds and (a team's) trusts in the pins store: one read each
+        key = (self.auditor.audits.local_generation(), self.pins.pins.generation(), level)
         if self._cache is not None and self._cache[0] == key:
             return self._cache[1]
         out: dict[str, str] = {}
