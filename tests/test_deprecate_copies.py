@@ -103,3 +103,22 @@ def test_extend_ttl_by_name_pushes_every_copy_that_expires(tmp_path):
     assert len({v for k, v in exp.items() if k.endswith(":release-notes")}) == 1     # both pushed alike
     assert all(v and v > "2026-06-01" for k, v in exp.items() if k.endswith(":release-notes")), exp
     assert exp[next(k for k in exp if "other" in k)] is None                          # never given one
+
+
+def test_a_deprecated_copy_is_not_offered_as_another_place_to_read_a_hit(tmp_path):
+    from conftest import write_skill
+
+    from skillshelf import Library
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for root in (a, b):
+        write_skill(root, "zebra-grooming", description="groom a zebra's mane and stripes")
+    lib = Library(home=tmp_path / "h", roots=[a, b], embedder="none", auto_sync=False)
+    lib.sync()
+    hit = lib.search("groom a zebra mane", log=False).hits[0]
+    assert hit.copies == 2 and len(hit.copy_ids) == 1
+    other = hit.copy_ids[0]
+    lib.deprecate(other, "an old mirror")
+    assert not lib.get(other).active
+    hit = lib.search("groom a zebra mane", log=False).hits[0]
+    assert hit.id != other and other not in hit.copy_ids

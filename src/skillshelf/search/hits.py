@@ -176,7 +176,8 @@ class Hits:
         copy_ids: list[str] = []
         ref = row["name"]
         if len(group) > 1:
-            copy_ids = [rows[int(i)]["id"] for i in group if int(i) != q and int(i) in rows]
+            # (a deprecated or merged copy is not offered as another place to read it)
+            copy_ids = [rows[int(i)]["id"] for i in group if int(i) != q and int(i) in rows and meta.active[int(i)]]
             same = [rows[int(i)] for i in group if int(i) in rows and rows[int(i)]["name"] == row["name"]]
             winner = min(same, key=lambda r: precedence_key(r["kind"], r["rel"], r["id"], self.canonical))
             ref = row["name"] if winner["id"] == row["id"] else row["id"]
