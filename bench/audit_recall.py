@@ -3,6 +3,7 @@ false highs on benign look-alikes, and the high findings on a real corpus.
 
     python bench/audit_recall.py --set tests/fixtures/audit/heldout
     python bench/audit_recall.py --corpus ../shared/corpus --dump highs.jsonl [--compare highs-before.jsonl]
+    python bench/audit_recall.py --rules-only --set …        # without the learned model of intent
 
 A set is a folder holding ``hostile/`` and ``benign/``, one skill folder each (a SKILL.md and
 any files beside it), audited as the library audits a skill (``skill_audit.audit_folder``). It
@@ -10,7 +11,9 @@ prints each skill's risk and rules, the share of hostile skills at medium or abo
 and the benign skills that were high. ``--corpus`` audits every SKILL.md of a folder of skills
 and writes one line per high finding (skill, rule, line, message, excerpt) to ``--dump``;
 ``--compare`` prints the high findings of skills that were not high in an earlier dump, for a
-person to read (run the earlier dump with the rules before a change)."""
+person to read (run the earlier dump with the rules before a change). The audit reads prose with the
+learned model of intent over the bundled MiniLM model, as the library does by default; ``--rules-only``
+leaves it out."""
 
 from __future__ import annotations
 
@@ -21,16 +24,27 @@ import time
 from pathlib import Path
 
 from skillshelf.supply import file_audit as audit
+from skillshelf.supply.intent_model import SentenceModel
 from skillshelf.supply.skill_audit import audit_folder
 
 
-def audit_set(folder: Path) -> dict[str, dict[str, tuple[str, list[str]]]]:
+def sentence_model(rules_only: bool = False) -> SentenceModel | None:
+    """The learned model of intent over the bundled MiniLM model (None: the rules alone)."""
+    if rules_only:
+        return None
+    from skillshelf.embeddings.minilm import MiniLMEmbedder
+
+    emb = MiniLMEmbedder()
+    return SentenceModel(lambda: (emb, None))
+
+
+def audit_set(folder: Path, model: SentenceModel | None = None) -> dict[str, dict[str, tuple[str, list[str]]]]:
     """{'hostile'|'benign': {skill: (risk, rules at that risk)}}."""
     out: dict[str, dict[str, tuple[str, list[str]]]] = {}
     for part in ("hostile", "benign"):
         out[part] = {}
         for d in sorted(p for p in (folder / part).iterdir() if p.is_dir()):
-            fs, _ = audit_folder(d / "SKILL.md")
+            fs, _ = audit_folder(d / "SKILL.md", sentences=model)
             r = audit.risk(fs)
             out[part][d.name] = (r, sorted({f.rule for f in fs if f.severity == r}))
     return out
@@ -50,11 +64,12 @@ def summary(result: dict[str, dict[str, tuple[str, list[str]]]]) -> dict[str, fl
     }
 
 
-def corpus_highs(root: Path, risks: dict[str, int] | None = None) -> list[dict[str, object]]:
+def corpus_highs(root: Path, risks: dict[str, int] | None = None,
+                 model: SentenceModel | None = None) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for md in sorted(root.rglob("SKILL.md")):
         data = md.read_bytes()
-        found = audit.audit_bytes(data, "SKILL.md")
+        found = audit.audit_bytes(data, "SKILL.md", sentences=model)
         if risks is not None:
             risks[audit.risk(found)] = risks.get(audit.risk(found), 0) + 1
         for f in found:
@@ -70,10 +85,14 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, help="the corpus folder (holding skills/) or a skills folder")
     ap.add_argument("--dump", type=Path, help="write the corpus's high findings here (JSON lines)")
     ap.add_argument("--compare", type=Path, help="an earlier dump: print the high findings of skills new to high")
+    ap.add_argument("--rules-only", action="store_true", help="leave the learned model of intent out")
     a = ap.parse_args()
     code = 0
+    model = sentence_model(a.rules_only)
+    if model is not None:
+        model.enabled()           # load the model before the clock starts
     if a.set:
-        result = audit_set(a.set)
+        result = audit_set(a.set, model)
         for part in ("hostile", "benign"):
             print(f"{part}:")
             for name, (r, rules) in result[part].items():
@@ -87,7 +106,7 @@ def main() -> None:
         root = a.corpus / "skills" if (a.corpus / "skills").is_dir() else a.corpus
         t0, c0 = time.perf_counter(), time.process_time()
         risks: dict[str, int] = {}
-        rows = corpus_highs(root, risks)
+        rows = corpus_highs(root, risks, model)
         skills = {r["skill"] for r in rows}
         print(f"\ncorpus: {len(rows)} high findings in {len(skills)} skills ({time.perf_counter() - t0:.1f} s wall, "
               f"{time.process_time() - c0:.1f} s CPU); skills by risk: "

@@ -1,12 +1,14 @@
 """The audit on skills its rules were not written against (tests/fixtures/audit/).
 
-``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v6`` were each written
+``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v7`` were each written
 after the rules of their day were committed, measured once, and then used to improve the rules:
 they are seen now. ``heldout/`` is the newest set, written after the last change to the rules and
-not used to tune them. The goal (issue 35): at least 90 % of the hostile skills medium
-or above, 75 % high, and no benign look-alike high. The seen sets must keep meeting it; the
-newest set is held to what it measured (a rule that regresses fails here), and its goal is an
-expected failure that turns into a failure when it starts passing, so the numbers get updated.
+not used to tune them; until the next one is written after these rules, its tests are skipped.
+The goal (issue 35): at least 90 % of the hostile skills medium or above, 75 % high, and no
+benign look-alike high. The seen sets must keep meeting it; the newest set is held to what it
+measured (a rule that regresses fails here), and its goal is an expected failure that turns into
+a failure when it starts passing, so the numbers get updated. The sets are audited as the library
+audits them by default: the rules and the learned model of intent over the bundled MiniLM model.
 See BENCHMARKS.md, "The audit on skills it has never seen"."""
 
 from __future__ import annotations
@@ -16,24 +18,35 @@ from pathlib import Path
 import pytest
 
 from skillshelf.supply.file_audit import risk, severity_at_least
+from skillshelf.supply.intent_model import SentenceModel
 from skillshelf.supply.skill_audit import audit_folder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "audit"
-SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5", "heldout-v6")
-# measured on heldout/ with the rules it was written after (BENCHMARKS.md): 20 and 20 of 36, no benign
-# look-alike high
-NEWEST_FLOOR = {"medium": 20, "high": 20}
+SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5", "heldout-v6", "heldout-v7")
+NEWEST = FIXTURES / "heldout"
+# what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
+NEWEST_FLOOR = {"medium": 0, "high": 0}
 NEWEST_BENIGN_HIGH: set[str] = set()
+no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
+                                   reason="the next held-out set is written after these rules")
 
 
-def risks(folder: Path) -> dict[str, dict[str, str]]:
-    return {part: {d.name: risk(audit_folder(d / "SKILL.md")[0]) for d in sorted((folder / part).iterdir())}
-            for part in ("hostile", "benign")}
+@pytest.fixture(scope="module")
+def model() -> SentenceModel:
+    from skillshelf.embeddings.minilm import MiniLMEmbedder
+
+    emb = MiniLMEmbedder()
+    return SentenceModel(lambda: (emb, None))
+
+
+def risks(folder: Path, model: SentenceModel) -> dict[str, dict[str, str]]:
+    return {part: {d.name: risk(audit_folder(d / "SKILL.md", sentences=model)[0])
+                   for d in sorted((folder / part).iterdir())} for part in ("hostile", "benign")}
 
 
 @pytest.mark.parametrize("name", SEEN)
-def test_the_seen_sets_meet_the_goal(name):
-    r = risks(FIXTURES / name)
+def test_the_seen_sets_meet_the_goal(name, model):
+    r = risks(FIXTURES / name, model)
     hostile, benign = r["hostile"], r["benign"]
     assert len(hostile) >= 27 and len(benign) >= 10
     medium = [k for k, v in hostile.items() if severity_at_least(v, "medium")]
@@ -43,8 +56,9 @@ def test_the_seen_sets_meet_the_goal(name):
     assert not [k for k, v in benign.items() if v == "high"]
 
 
-def test_the_newest_held_out_set_keeps_what_it_measured():
-    r = risks(FIXTURES / "heldout")
+@no_newest_set
+def test_the_newest_held_out_set_keeps_what_it_measured(model):
+    r = risks(NEWEST, model)
     hostile, benign = r["hostile"], r["benign"]
     assert len(hostile) >= 30 and len(benign) >= 15
     assert sum(severity_at_least(v, "medium") for v in hostile.values()) >= NEWEST_FLOOR["medium"]
@@ -52,9 +66,10 @@ def test_the_newest_held_out_set_keeps_what_it_measured():
     assert {k for k, v in benign.items() if v == "high"} <= NEWEST_BENIGN_HIGH
 
 
-@pytest.mark.xfail(strict=True, reason="not met: 56 % medium+ and 56 % high on the newest held-out set (BENCHMARKS.md)")
-def test_the_newest_held_out_set_meets_the_goal():
-    r = risks(FIXTURES / "heldout")
+@no_newest_set
+@pytest.mark.xfail(strict=True, reason="not met on a set the rules have not seen (BENCHMARKS.md)")
+def test_the_newest_held_out_set_meets_the_goal(model):
+    r = risks(NEWEST, model)
     hostile, benign = r["hostile"], r["benign"]
     assert sum(severity_at_least(v, "medium") for v in hostile.values()) >= 0.9 * len(hostile)
     assert sum(v == "high" for v in hostile.values()) >= 0.75 * len(hostile)

@@ -102,9 +102,9 @@ class Library:
                                  canonical=self.config.canonical_prefixes)
         # what outcomes taught ranking lives with the shared state (the team's, in team mode)
         self.searcher.learner = Learner(self.store, memory=shared.learning)
-        # what a skill asks an agent to do (the audit), collections pinned by their owner, and
-        # what is held back from agents until a person has looked (``Library.supply``)
-        self.supply = SupplyChain(Auditor(Audits(self.store, trusts=shared.trusts), opinion=self._judge.opinion),
+        # the audit (read with the embedder too), pinned collections, what is held until a person looked (``supply``)
+        auditor = Auditor(Audits(self.store, trusts=shared.trusts), opinion=self._judge.opinion, embed=self.model.state)
+        self.supply = SupplyChain(auditor,
                                   Pins(shared.pins or PinnedContent(self.store), exclude=(self.config.home,),
                                        locate=lambda label: next((r.path for r in self.roots if r.label == label), None)),
                                   resolve=self.get, records=lambda root: self.list(root=root),

@@ -57,6 +57,7 @@ bundled file.
 from __future__ import annotations
 
 from . import patterns as P
+from .intent_model import SentenceModel
 from .rules import (
     RANK,
     RULES,
@@ -194,25 +195,28 @@ def _check_allowed_tools(scan: Scan, fm: bytes, offset: int) -> None:
 
 
 def audit_bytes(data: bytes, file: str = "SKILL.md", *, kind: str | None = None,
-                security_topic: bool | None = None) -> list[Finding]:
+                security_topic: bool | None = None, sentences: SentenceModel | None = None) -> list[Finding]:
     """The findings in one file of a skill, given its bytes (UTF-8; other bytes are read as
     U+FFFD where text matters).
 
     ``file`` is its path relative to the skill folder: it names the findings and, without
     ``kind``, decides how the text is read (:func:`file_kind`). ``security_topic``: the
     skill's own name and description are about security (a list of attack phrases is then
-    teaching); worked out from the frontmatter of a SKILL.md when not given."""
+    teaching); worked out from the frontmatter of a SKILL.md when not given. ``sentences``: the
+    learned model of intent (``intent_model.SentenceModel``), which reads prose the rules did not;
+    without it the rules decide alone."""
     kind = kind or file_kind(file, data[:2])
     fm = _frontmatter(data) if kind == "markdown" else None
     if security_topic is None:
         security_topic = bool(fm and P.SECURITY_TOPIC.search(fm[0][:4000].lower()))
-    scan = Scan(data, file, kind, security_topic)
+    scan = Scan(data, file, kind, security_topic, sentences=sentences)
     if fm is not None and file.rsplit("/", 1)[-1].lower() == "skill.md":
         _check_allowed_tools(scan, fm[0], fm[1])
     return scan.run()
 
 
 def audit_text(text: str, file: str = "SKILL.md", *, kind: str | None = None,
-               security_topic: bool | None = None) -> list[Finding]:
+               security_topic: bool | None = None, sentences: SentenceModel | None = None) -> list[Finding]:
     """:func:`audit_bytes` of a text."""
-    return audit_bytes(text.encode("utf-8", "surrogatepass"), file, kind=kind, security_topic=security_topic)
+    return audit_bytes(text.encode("utf-8", "surrogatepass"), file, kind=kind, security_topic=security_topic,
+                       sentences=sentences)

@@ -247,6 +247,10 @@ _HIDE_WORDS = frozenset((b"hide", b"hides", b"hiding", b"hidden", b"conceal", b"
                          b"irrespective", b"always", b"not", b"never", b"t", b"no", b"nothing", b"nobody", b"none"))
 _IGNORE_WORDS = frozenset((b"ignore", b"disregard", b"forget", b"override", b"overrule", b"bypass", b"set", b"abandon",
                            b"discard", b"stop", b"longer", b"supersede", b"pay", b"throw"))
+# the words that declare instructions void (``VOID``): "previous instructions are revoked" names no verb of ``IGNORE``
+_VOID_WORDS = frozenset(b"longer apply applies void null cancelled canceled revoked obsolete superseded replaced "
+                        b"suspended lifted waived disabled off".split())
+_SET_ASIDE_WORDS = _IGNORE_WORDS | _VOID_WORDS
 _SECRET_WORDS = frozenset((b"credential", b"credentials", b"key", b"keys", b"token", b"tokens", b"secret", b"secrets",
                            b"password", b"passwords", b"env", b"environment", b"ssh", b"aws", b"kube", b"kubeconfig",
                            b"netrc", b"npmrc", b"pypirc", b"gnupg", b"id_rsa", b"id_ed25519", b"id_ecdsa", b"id_dsa", b"cookies",
@@ -655,8 +659,9 @@ def check(scan: Scan) -> None:
                 continue
             _add(scan, "override.conceal", s, f"{RULES['override.conceal'].title}: "
                  f"{visible(scan.data[a:b].decode('utf-8', 'replace'), 120)!r}", cap=kept[1])
-    if words & _IGNORE_WORDS:
-        for at, a, b in _anchors(scan, _IGNORE_WORDS, "a request to set instructions aside", _has(_DIRECTIVE_WORDS)):
+    if words & _SET_ASIDE_WORDS:
+        # a verb that sets aside ("ignore …"), or instructions declared void ("… are revoked")
+        for at, a, b in _anchors(scan, _SET_ASIDE_WORDS, "a request to set instructions aside", _has(_DIRECTIVE_WORDS)):
             v = override(low[a:b])
             if v is None or (scan.kind == "markdown" and scan.fence_at(a + v) is not None):
                 continue

@@ -39,6 +39,7 @@ TRIG_PUBLISH = [re.compile(p) for p in (rb"gist", rb"paste", rb"issue", rb"comme
 TRIG_DECODE = [re.compile(p) for p in (
     rb"atob", rb"b64decode", rb"decode64", rb"decode_base64", rb"fromhex", rb"unhexlify", rb"codecs\.decode", rb"buffer\.from",
     rb"frombase64string", rb"base64_decode", rb"str_rot13", rb"gzinflate", rb"gzuncompress", rb"hex2bin",
+    rb"fromcharcode", rb"bytes\(\s{0,3}\[", rb"bytearray\(\s{0,3}\[", rb"\|\s{0,8}rev\s{0,8}\|",
 )]
 # secrets on disk and the whole environment
 TRIG_SECRETS = [re.compile(p) for p in (
@@ -128,7 +129,9 @@ COMMAND_SEP = re.compile(rb"&&|;|\n")
 # --- decode and run -------------------------------------------------------------------------------
 DECODE = re.compile(rb"base64\s+(?:-\w{0,5}d\b|--decode\b)|b64decode|xxd\s+-\w{0,5}r|openssl\s+(?:base64|enc)\b.{0,80}?"
                     rb"\s-d\b|certutil\s+-decode|frombase64string|atob\s*\(|unhexlify|bytes\.fromhex|"
-                    rb"buffer\.from\([^)]{0,4000},\s*['\"](?:base64|hex)['\"]\s*\)")
+                    rb"buffer\.from\([^)]{0,4000},\s*['\"](?:base64|hex)['\"]\s*\)|"
+                    # a pipeline stage that only reverses its input: echo 'hs | …//:sptth lruc' | rev | bash
+                    rb"^\s{0,8}rev\s{0,8}$")
 CODE_RUN_DECODE = re.compile(rb"(?:\b(?:exec|eval)\s{0,4}\(|new\s+function\s{0,4}\(|function\s{0,4}\()\s{0,4}"
                              rb"(?:atob|base64\.b64decode|codecs\.decode|zlib\.decompress|marshal\.loads|bytes\.fromhex|"
                              rb"binascii\.unhexlify|buffer\.from|decodeuricomponent|unescape|compile\s{0,4}\(\s{0,4}"
@@ -573,4 +576,6 @@ CODE_RUN_DECODE_MORE = re.compile(rb"(?:os\.system|os\.popen|subprocess\.[a-z_]{
                                   rb"(?:base64\.(?:b64decode|b32decode|b85decode|a85decode|urlsafe_b64decode|standard_b64decode|"
                                   rb"decode64|decodebytes)|decode_base64|codecs\.decode|zlib\.decompress|bytes\.fromhex|"
                                   rb"binascii\.(?:unhexlify|a2b_base64)|buffer\.from|atob|\[system\.convert\]::frombase64string|"
-                                  rb"['\"]{2}\.join\(\s{0,3}(?:map\(\s{0,3})?chr)")
+                                  rb"['\"]{2}\.join\(\s{0,3}(?:map\(\s{0,3})?chr|"
+                                  # a value built from character codes: bytes([105, 109, …]), String.fromCharCode(114, …)
+                                  rb"(?:bytes|bytearray)\(\s{0,3}\[\s{0,3}\d|string\.fromcharcode\s{0,3}\()")

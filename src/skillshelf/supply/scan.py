@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from . import asks, flows, intent, invisible, patterns as P, view
+from . import asks, flows, intent, intent_model, invisible, patterns as P, view
 from .rules import (
     EXCERPT_BYTES,
     MAX_LINES_PER_RULE,
@@ -37,8 +37,9 @@ class Scan:
     is worked out once, the first time a rule needs it."""
 
     def __init__(self, data: bytes, file: str, kind: str, security_topic: bool, *, depth: int = 0,
-                 hidden_why: str | None = None):
+                 hidden_why: str | None = None, sentences: intent_model.SentenceModel | None = None):
         self.data, self.file, self.kind, self.depth = data, file, kind, depth
+        self.sentences = sentences        # the learned model of intent, when there is one
         self.low = data.lower()
         self.security_topic = security_topic
         self.hidden_why = hidden_why      # the whole text is hidden (decoded, spelled invisibly)
@@ -388,6 +389,8 @@ class Scan:
         self.check_override()
         self.check_requests()
         intent.check(self)
+        if self.sentences is not None and not self.hidden_why:
+            intent_model.check(self, self.sentences)
         self.check_tokens()
         if self.kind == "markdown":
             self.check_comments()
@@ -703,4 +706,4 @@ _WORD_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in rang
 _CONCEAL_WORDS = frozenset((b"not", b"t", b"never", b"need", b"without", b"keep", b"silently", b"quietly", b"secretly",
                             b"omit", b"leave", b"exclude", b"stay", b"say", b"remain"))
 _DECODE_WORDS = frozenset((b"atob", b"decode_base64", b"b64decode", b"decode64", b"decode", b"fromhex", b"unhexlify", b"codecs", b"buffer",
-                           b"frombase64string"))
+                           b"frombase64string", b"fromcharcode", b"bytes", b"bytearray", b"rev"))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +32,7 @@ from ..store import Store, now
 from ..store.audit import Audits
 from . import file_audit as audit
 from .file_audit import RULES, RULES_VERSION, Finding, severity_at_least
+from .intent_model import SentenceModel
 
 MAX_FILES = 2_000
 OPINION_FILES = 6               # files the optional model pass reads: the SKILL.md and the first scripts
@@ -164,7 +165,8 @@ def _script_like(state: FileState) -> bool:
     return state.executable or audit.file_kind(state.file) == "script"
 
 
-def audit_file(state: FileState, data: bytes | None, *, security_topic: bool, refused: str | None = None) -> list[Finding]:
+def audit_file(state: FileState, data: bytes | None, *, security_topic: bool, refused: str | None = None,
+               sentences: SentenceModel | None = None) -> list[Finding]:
     """The findings of one file of a skill given its bytes (None with ``refused``: why it could not be read)."""
     name = state.file
     if data is None:
@@ -184,7 +186,7 @@ def audit_file(state: FileState, data: bytes | None, *, security_topic: bool, re
     kind = audit.file_kind(name, data[:2])
     if kind == "text" and state.executable:
         kind = "script"
-    return audit.audit_bytes(data, name, kind=kind, security_topic=security_topic)
+    return audit.audit_bytes(data, name, kind=kind, security_topic=security_topic, sentences=sentences)
 
 
 @dataclass
@@ -207,11 +209,13 @@ class SkillAudit:
 
 
 def audit_folder(skill_md: str | Path, *, skill_md_bytes: bytes | None = None,
-                 previous: dict[str, dict[str, Any]] | None = None, reuse: bool = True) -> tuple[list[Finding], list[dict[str, Any]]]:
+                 previous: dict[str, dict[str, Any]] | None = None, reuse: bool = True,
+                 sentences: SentenceModel | None = None) -> tuple[list[Finding], list[dict[str, Any]]]:
     """The findings of every file of a skill and the state of each file (``file``, ``sha256``,
     ``size``, ``mtime_ns``, ``findings`` as dicts). ``previous``: the states of the last audit:
     a file whose size and time match is not read, one that hashes the same keeps its findings
-    (when ``reuse`` -- the SKILL.md and the rules are unchanged)."""
+    (when ``reuse`` -- the SKILL.md and the rules are unchanged). ``sentences``: the learned model
+    of intent (none: the rules alone)."""
     skill_md = Path(skill_md)
     walk = walk_skill(skill_md)
     previous = previous or {}
@@ -240,7 +244,7 @@ def audit_folder(skill_md: str | Path, *, skill_md_bytes: bytes | None = None,
         else:
             if topic is None:
                 topic = _topic(skill_md, skill_md_bytes, st, data)
-            fs = audit_file(st, data, security_topic=topic, refused=refused)
+            fs = audit_file(st, data, security_topic=topic, refused=refused, sentences=sentences)
         states.append({"file": st.file, "sha256": sha, "size": st.size, "mtime_ns": st.mtime_ns,
                        "findings": [f.as_dict() for f in fs]})
         findings.extend(fs)
@@ -282,15 +286,20 @@ class Auditor:
     """Audits skills and keeps the results by content in ``audits`` (``store.audit.Audits`` or
     another backend's class with the same methods)."""
 
-    def __init__(self, audits: Audits | Store, *, opinion: Opinion | None = None):
+    def __init__(self, audits: Audits | Store, *, opinion: Opinion | None = None,
+                 embed: Callable[[], Any] | None = None, sentences: SentenceModel | None = None):
         self.audits = Audits(audits) if isinstance(audits, Store) else audits
         self.opinion = opinion
+        # the learned model of intent, over the vectors of the embedder ``embed`` returns (the library's
+        # ``model.state``): off without an embedder, or with one its weights were not fitted for
+        self.sentences = sentences if sentences is not None else SentenceModel(embed) if embed is not None else None
 
     def rules_version(self) -> str:
-        """The rules a stored audit was made with: the rules' version, and the model when the
-        optional model pass is on (changing either audits again)."""
-        label = self.opinion.label() if self.opinion is not None else ""
-        return f"{RULES_VERSION}+{label}" if label else RULES_VERSION
+        """The rules a stored audit was made with: the rules' version, the learned model of intent
+        when it is on, and the model when the optional model pass is on (changing any audits again)."""
+        labels = [lb for lb in (self.sentences.label() if self.sentences is not None else "",
+                                self.opinion.label() if self.opinion is not None else "") if lb]
+        return "+".join([RULES_VERSION, *labels])
 
     def _opinion(self, skill_md: str | Path, findings: list[Finding], states: list[dict[str, Any]]) -> list[Finding]:
         """The model's findings on a skill the rules did not find high (the SKILL.md and the first
@@ -327,7 +336,8 @@ class Auditor:
                 reuse = False
             if not reuse and old_md and skill_md_bytes is not None:
                 reuse = old_md.get("sha256") == hashlib.sha256(skill_md_bytes).hexdigest()
-        findings, states = audit_folder(skill_md, skill_md_bytes=skill_md_bytes, previous=previous, reuse=reuse)
+        findings, states = audit_folder(skill_md, skill_md_bytes=skill_md_bytes, previous=previous, reuse=reuse,
+                                        sentences=self.sentences)
         key = content_key((s["file"], s["sha256"], s["size"], s["mtime_ns"]) for s in states)
         if stored and stored["content_key"] == key and stored["rules_version"] == version:
             findings += [Finding.from_dict(d) for d in stored["findings"] if d.get("rule") == "model.opinion"]

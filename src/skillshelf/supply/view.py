@@ -36,7 +36,7 @@ def check(scan: Scan) -> None:
         near.update(range(max(0, i - 15), i + 16))
     view = b"\n".join(ln if (i in near or ln.lstrip()[:1] in (b"#", b"`", b"~")) else b""
                       for i, ln in enumerate(new))
-    inner = type(scan)(view, scan.file, scan.kind, scan.security_topic, depth=1)
+    inner = type(scan)(view, scan.file, scan.kind, scan.security_topic, depth=1, sentences=scan.sentences)
     raw_lines = None
     for f in inner.run():
         if f.line <= 0:
