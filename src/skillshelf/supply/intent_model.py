@@ -24,11 +24,13 @@ once per process (:attr:`SentenceModel.cache`)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
 import logging
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -166,7 +168,7 @@ class Weights:
     high: float
     medium: float
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         h = hashlib.sha256(self.model.encode())
         h.update(np.ascontiguousarray(self.w, dtype=np.float32).tobytes())
@@ -200,6 +202,7 @@ class SentenceModel:
         self._embedder = embedder
         self.weights = weights if weights is not None else load_weights()
         self.cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()     # audits may run in several threads (a sync, a watcher)
         self.reason: str | None = None
         self.failures = 0
 
@@ -233,7 +236,8 @@ class SentenceModel:
         emb = self._model()
         if emb is None or not texts:
             return out
-        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        with self._lock:
+            todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
         if todo:
             try:
                 vecs = np.asarray(emb.embed_batch(todo), dtype=np.float32)
@@ -243,14 +247,16 @@ class SentenceModel:
                 return out
             assert w is not None
             probs = 1.0 / (1.0 + np.exp(-(vecs @ w.w.T + w.b)))
-            for t, p in zip(todo, probs):
-                self.cache[t] = p.astype(np.float32)
-                if len(self.cache) > CACHE_SIZE:
-                    self.cache.popitem(last=False)
-        for i, t in enumerate(texts):
-            got = self.cache.get(t)
-            if got is not None:
-                out[i] = got
+            with self._lock:
+                for t, p in zip(todo, probs):
+                    self.cache[t] = p.astype(np.float32)
+                    if len(self.cache) > CACHE_SIZE:
+                        self.cache.popitem(last=False)
+        with self._lock:
+            for i, t in enumerate(texts):
+                got = self.cache.get(t)
+                if got is not None:
+                    out[i] = got
         return out
 
 
