@@ -307,7 +307,12 @@ def check(scan: Scan, model: SentenceModel) -> None:
     """Score the candidate sentences of a Markdown file and report what the rules did not."""
     if scan.kind != "markdown" or model.weights is None:
         return
-    found = [(a, b, kinds) for a, b, kinds in candidates(scan.data, scan.kind)
+    found = candidates(scan.data, scan.kind, cap=MAX_SENTENCES + 1)
+    if len(found) > MAX_SENTENCES:
+        found = found[:MAX_SENTENCES]
+        scan.add("files.not-audited", "medium", found[-1][1], f"more than {MAX_SENTENCES} sentences for the model of "
+                 "intent to read: the rest of the file was read by the rules alone")
+    found = [(a, b, kinds) for a, b, kinds in found
              if any((RULE_OF[k], scan.line_of(a + len(scan.data[a:b]) - len(scan.data[a:b].lstrip()))) not in scan._seen
                     for k in kinds)]       # what a rule read already is not embedded
     if not found:
