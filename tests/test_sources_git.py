@@ -138,6 +138,7 @@ def test_add_search_edit_update_keeps_the_edit_and_restore_verifies_every_digest
     assert r.returncode == 0, r.stderr
     assert "added team: 2 skills" in r.stdout and first[:12] in r.stdout
     assert "Traceback" not in r.stderr
+    assert not (home / "sources" / ".tmp").exists()      # no empty temporary folder left behind
 
     # the lock: source, commit, and per file sha256 and size, as the files are
     lock = lock_of(home)

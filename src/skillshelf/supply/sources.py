@@ -211,6 +211,8 @@ class Sources:
             yield tmp
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            with contextlib.suppress(OSError):     # (another change still working in it keeps it)
+                (self.base / ".tmp").rmdir()
 
     def _reroot(self) -> None:
         """Put the saved roots (sources included) in the facade's list of roots, in place."""
