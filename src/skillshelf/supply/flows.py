@@ -113,6 +113,15 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
             base = target.rsplit(b"/", 1)[-1]
             if base in line or target in line or b"-c" in line or b"--check" in line:
                 d[2] = True
+    # a response piped to a file stream (Node: https.get(url, res => res.pipe(fs.createWriteStream(p)))):
+    # the stream's path is a download once the block has fetched something
+    if P.FETCHED_VALUE.search(line) and len(values) < 200:
+        values[_FETCHED] = ("fetch", at)
+    if _FETCHED in values and b"createwritestream" in line:
+        w = _WRITE_STREAM.search(line)
+        if w is not None:
+            vpos = values[_FETCHED][1]
+            downloads[w.group("t").strip(b"\"'")] = [vpos, P.url_in(scan.low[vpos:vpos + 2000]), False]
     # a response stream appended to a name; a file written with a fetched value
     if b".on(" in line:
         sa = P.STREAM_APPEND.search(line)
@@ -152,6 +161,8 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
                 break
 
 
+_FETCHED = b" fetched"                  # not a name: that this block fetched something
+_WRITE_STREAM = re.compile(rb"createwritestream\(\s{0,3}(?P<t>[\w.'\"/$-]{2,200})\s{0,3}[,)]")
 _DESTRUCTURE = re.compile(rb"^(\s{0,40}(?:const|let|var)\s+)[{\[]\s{0,3}([a-z_][a-z0-9_]{0,40})[^=\n]{0,200}?[}\]]\s{0,3}=(?!=)")
 _BRACED = re.compile(rb"\$\{([a-z_][a-z0-9_]{0,40})\}")
 _RUN_PATH_END = re.compile(b"(?:" + P.RUN_PATH.pattern + rb")[\"']?$")

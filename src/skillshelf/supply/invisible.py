@@ -33,18 +33,20 @@ def check(scan: Scan) -> None:
         return
     newlines = [nl.start() for nl in re.finditer("\n", text)]
     found: dict[tuple[int, str], _Invisible] = {}
+    closed: set[int] = set()          # closers of bidi spans already judged with their opener
     pos, n = t.start(), 0
     while n < 5000:
         t = P.INVISIBLE.search(text, pos)
         if t is None:
             break
         n += 1
-        pos = _invisible_at(scan, text, t.start(), bisect.bisect_left(newlines, t.start()) + 1, found)
+        pos = _invisible_at(scan, text, t.start(), bisect.bisect_left(newlines, t.start()) + 1, found, closed)
     for (line, rule), inv in found.items():
         _report_invisible(scan, text, line, rule, inv)
 
 
-def _invisible_at(scan: Scan, text: str, i: int, line: int, found: dict[tuple[int, str], _Invisible]) -> int:
+def _invisible_at(scan: Scan, text: str, i: int, line: int, found: dict[tuple[int, str], _Invisible],
+                  closed: set[int]) -> int:
     """Count the invisible character at ``text[i]`` (line ``line``) and the run it starts into
     what is found on its line; returns where to look next."""
     c = ord(text[i])
@@ -70,19 +72,18 @@ def _invisible_at(scan: Scan, text: str, i: int, line: int, found: dict[tuple[in
             j += 1
         if j - i >= 4:
             note("hidden.invisible", "high", "variation", j - i)
-    elif 0x202A <= c <= 0x202E or 0x2066 <= c <= 0x2069 or c == 0x061C:
-        ls = text.rfind("\n", max(0, i - WINDOW), i) + 1 or max(0, i - WINDOW)
-        le = text.find("\n", i, i + WINDOW)
-        le = min(len(text), i + WINDOW) if le < 0 else le
-        if not (P.RTL.search(text, ls, le) and scan.kind != "script"):
-            # right-to-left text uses embeddings to lay out mixed-direction words; an
-            # override or an isolate outside such text reorders what is shown
-            sev = "high" if scan.kind != "markdown" or c in (0x202D, 0x202E) or 0x2066 <= c <= 0x2069 else "medium"
-            note("hidden.bidi", sev, "bidi", 1)
+    elif 0x202A <= c <= 0x202E or 0x2066 <= c <= 0x2069:
+        if c in (0x202C, 0x2069):
+            if i not in closed:       # a closer with no opener before it on its line
+                note("hidden.bidi", "high" if scan.kind != "markdown" else "medium", "bidi", 1)
+        else:
+            sev = _bidi_severity(text, i, scan.kind, closed)
+            if sev:
+                note("hidden.bidi", sev, "bidi", 1)
     elif 0x80 <= c <= 0x9F:
         note("hidden.control", "medium", "control", 1)
-    elif (c == 0xFEFF and i == 0) or c in (0x200E, 0x200F):
-        pass      # a byte-order mark; left/right-to-left marks lay out mixed-direction text
+    elif (c == 0xFEFF and i == 0) or c in (0x200E, 0x200F, 0x061C):
+        pass      # a byte-order mark; left/right-to-left and Arabic letter marks lay out mixed-direction text
     else:
         while j < len(text) and ord(text[j]) in _ZERO_WIDTH:
             j += 1
@@ -122,6 +123,46 @@ def _report_invisible(scan: Scan, text: str, line: int, rule: str, inv: _Invisib
     spelled = "".join(inv.spelled)
     if spelled.strip() and scan.depth == 0:
         scan.audit_hidden(spelled.encode(), -1, "spelled in invisible tag characters", line=line)
+
+
+_OVERRIDES = (0x202D, 0x202E)           # LRO, RLO: letters shown in the forced order
+_TO_RIGHT = (0x202B, 0x2067)            # RLE, RLI: a right-to-left span
+_LTR = re.compile(r"[A-Za-z0-9\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]")
+
+
+def _bidi_severity(text: str, i: int, kind: str, closed: set[int]) -> str:
+    """How a bidi control at ``text[i]`` that opens a span (an embedding, override or isolate)
+    hides text, judged by what it surrounds: its span runs to its closer on the line (noted in
+    ``closed``; the first of its kind, so a line of many controls costs one search each) or to the line's
+    end. Among right-to-left script (Arabic, Hebrew, Persian…) the
+    controls lay out mixed-direction words: ordinary ("" is no finding), unless an override forces
+    left-to-right letters or digits into another order. An override or a right-to-left span
+    over left-to-right text, or any control in a script, reorders what a reader sees (Trojan
+    Source): high. A left-to-right or first-strong span over left-to-right text in prose is shown
+    as read: medium, or high when it splits a word (it hides the word from a search)."""
+    le = text.find("\n", i, i + WINDOW)
+    le = min(len(text), i + WINDOW) if le < 0 else le
+    c = ord(text[i])
+    end = text.find("\u2069" if c >= 0x2066 else "\u202c", i + 1, le)    # the first closer of its kind
+    if end < 0:
+        end = le
+    else:
+        closed.add(end)
+    inside = text[i + 1:end]
+    rtl = P.RTL.search(inside) is not None
+    ltr = _LTR.search(inside) is not None
+    if not ltr:
+        return ""                       # right-to-left words, or nothing to reorder
+    if kind == "script" or c in _OVERRIDES:
+        return "high"
+    if rtl:
+        return ""                       # mixed-direction words laid out
+    if c in _TO_RIGHT:
+        return "high"
+    split = (i > 0 and text[i - 1].isalnum() and text[i + 1:i + 2].isalnum()) or (
+        end < len(text) and text[end:end + 1] in ("\u202c", "\u2069")
+        and text[end - 1:end].isalnum() and text[end + 1:end + 2].isalnum())
+    return "high" if split else "medium"
 
 
 class _Invisible:

@@ -30,7 +30,7 @@ TRIG_COMMANDS = [re.compile(p) for p in (
      rb"bun\b|perl|ruby|php|pwsh|powershell|iex|invoke-expression|source|lua|osascript|cmd)"),
     rb"\$\(\s{0,4}(?:curl|wget|iwr|irm|invoke-|echo|printf|base64|xxd|openssl|cat)",
     rb"<\(\s{0,4}(?:curl|wget|iwr|irm)", rb"`\s{0,4}(?:curl|wget)", rb"iex\b", rb"invoke-", rb"exec\s{0,4}\(",
-    rb"eval\s{0,4}\(", rb"atob", rb"-e(?:nc|ncodedcommand|c)?\s+[a-z0-9+/=]{40}",
+    rb"eval\s{0,4}\(", rb"atob", rb"-e(?:c|n[a-z]{0,12})?[\"']?(?:\s{1,4}|[\"']?\s{0,3},\s{0,3}[\"']?|:)[a-z0-9+/=]{40}",
     rb"&&\s{0,4}(?:sudo\s+)?(?:(?:ba|z|k)?sh\s|\./|chmod|python)", rb"download(?:string|file)", rb"instance_eval",
     rb"deno\s+run", rb"npx\s", rb"bunx\s", rb"dlx\s",
 )] + [_CHMOD]
@@ -136,7 +136,10 @@ CODE_RUN_DECODE = re.compile(rb"(?:\b(?:exec|eval)\s{0,4}\(|new\s+function\s{0,4
                              rb"(?:atob|base64\.b64decode|codecs\.decode|zlib\.decompress|marshal\.loads|bytes\.fromhex|"
                              rb"binascii\.unhexlify|buffer\.from|decodeuricomponent|unescape|compile\s{0,4}\(\s{0,4}"
                              rb"base64)\b")
-PS_ENCODED = re.compile(rb"(?:powershell|pwsh)(?:\.exe)?\b.{0,200}?\s-e(?:nc|ncodedcommand|c)?\s+[a-z0-9+/=]{40}")
+# PowerShell decodes -EncodedCommand itself (any prefix of it, -ec too), given as one word or as items of an
+# argument list ("-NoProfile","-enc","SQBFAFgA…")
+PS_ENCODED = re.compile(rb"(?:powershell|pwsh)(?:\.exe)?\b.{0,200}?[\s\"',]-e(?:c|n[a-z]{0,12})?[\"']?(?:\s{1,4}|[\"']?\s{0,3},"
+                        rb"\s{0,3}[\"']?|:)[a-z0-9+/=]{40}")
 SUBST_DECODE_RUN = re.compile(rb"(?:eval|(?:ba|z|k)?sh\s+-c|iex|invoke-expression|exec|python[0-9.]{0,4}\s+-c|node\s+-e|"
                               rb"perl\s+-e|ruby\s+-e)\s{0,4}[(\"']{0,3}\s{0,4}\$\(")
 
@@ -426,9 +429,11 @@ LINK_TITLE = re.compile(rb"\]\([ \t]{0,3}<?[^\s()\[\]<>]{0,1000}>?[ \t]{1,10}(?:
 # a link reference definition ([id]: url "title", and the [//]: # (comment) idiom) renders as nothing
 REF_DEF = re.compile(rb"^[ ]{0,3}\[[^\[\]\n]{1,200}\]:[ \t]{0,10}<?[^\s<>]{1,1000}>?[ \t]{1,10}"
                      rb"(?P<t>[\"'(][^\n]{1,2000})$", re.MULTILINE)
-# an HTML tag's alt or title attribute (Markdown renders the tag; the attribute is not shown)
-HTML_ATTR = re.compile(rb"<(?:img|a|abbr|span|div|p|image|picture|source)\b[^>\n]{0,500}?\s(?:alt|title|aria-label)\s{0,3}="
-                       rb"\s{0,3}(?:\"(?P<t>[^\"\n]{1,1000})\"|'(?P<b>[^'\n]{1,1000})')")   # on the lower-cased text
+# an HTML tag (on one line) and its attributes: Markdown renders the tag, not the attributes' values, so
+# every value is text a reader never sees, except a form field's value and placeholder, which are shown
+HTML_TAG = re.compile(rb"<[a-z][a-z0-9-]{0,30}(?=[\s/>])[^<>\n]{0,2000}>")        # on the lower-cased text
+HTML_ATTR = re.compile(rb"\s(?!value\b|placeholder\b)[a-z_:@][a-z0-9_.:-]{0,40}\s{0,3}=\s{0,3}"
+                       rb"(?:\"(?P<t>[^\"\n]{1,1000})\"|'(?P<b>[^'\n]{1,1000})')")
 ADDRESSES_AGENT = re.compile(rb"\b(?:you|your)\b|^\s{0,3}(?:dear\s+|note\s+to\s+(?:the\s+)?)?(?:ai|assistant|agent|"
                              rb"model|claude|llm|gpt|copilot|cursor|codex)s?\b[^.\n]{0,40}?[:,]")
 
@@ -556,6 +561,8 @@ RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.
                       rb"\[\s{0,3}['\"](?:ba|z)?sh['\"]\s{0,3},\s{0,3}|(?:os\.system|os\.startfile|subprocess\.[a-z_]{1,20}|"
                       rb"os\.exec\w{1,4})\(\s{0,3}\[?\s{0,3}|^\s{0,20}(?:sudo\s+)?|&&\s{0,3}|;\s{0,3}|(?:^|[\s;(])&\s{1,3}|"
                       rb"(?:^|[\s;(])(?:invoke-item|ii|start)\s+|"
+                      # Node's child_process given the file as the program: execFileSync(p, …), spawn(p)
+                      rb"(?:execfile(?:sync)?|spawn(?:sync)?|fork)\(\s{0,3}|"
                       # the running interpreter as the program: [sys.executable, path], [process.execPath, path]
                       rb"(?:sys\.executable|process\.execpath)\s{0,3},?\s{0,3}")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 
 from . import asks, flows, intent, intent_model, invisible, patterns as P, view
 from .rules import (
@@ -309,7 +310,7 @@ class Scan:
                                  (P.REF_DEF, "a link reference definition"), (P.HTML_ATTR, "an HTML attribute")):
                     if rx is P.REF_DEF and b"]:" not in self.data:
                         continue
-                    for m in rx.finditer(self.low if rx is P.HTML_ATTR else self.data):
+                    for m in (self._attributes() if rx is P.HTML_ATTR else rx.finditer(self.data)):
                         if len(self._linktext) >= MAX_HIDDEN_REGIONS:
                             break
                         g = next(k for k in ("t", "a", "b", "c", "u") if m.groupdict().get(k) is not None)
@@ -320,6 +321,14 @@ class Scan:
                         self._linktext.append((s, e, what))
                 self._linktext.sort()
         return self._linktext
+
+    def _attributes(self) -> Iterator[re.Match[bytes]]:
+        """The quoted values of the HTML tags' attributes that hold more than one word (a word
+        alone, a size or a URL, carries no instruction)."""
+        for tag in P.HTML_TAG.finditer(self.low):
+            for m in P.HTML_ATTR.finditer(self.low, tag.start(), tag.end()):
+                if b" " in (m.group("t") or m.group("b") or b"").strip():
+                    yield m
 
     # --- context -----------------------------------------------------------------------------
     def quoted(self, pos: int) -> bool:
