@@ -1,6 +1,6 @@
 """The audit on skills its rules were not written against (tests/fixtures/audit/).
 
-``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v7`` were each written
+``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v8`` were each written
 after the rules of their day were committed, measured once, and then used to improve the rules:
 they are seen now. ``heldout/`` is the newest set, written after the last change to the rules and
 not used to tune them; until the next one is written after these rules, its tests are skipped.
@@ -22,7 +22,8 @@ from skillshelf.supply.intent_model import SentenceModel
 from skillshelf.supply.skill_audit import audit_folder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "audit"
-SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5", "heldout-v6", "heldout-v7")
+SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5", "heldout-v6", "heldout-v7",
+        "heldout-v8")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
 NEWEST_FLOOR = {"medium": 0, "high": 0}

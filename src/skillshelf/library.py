@@ -103,7 +103,7 @@ class Library:
         # what outcomes taught ranking lives with the shared state (the team's, in team mode)
         self.searcher.learner = Learner(self.store, memory=shared.learning)
         # the audit (read with the embedder too), pinned collections, what is held until a person looked (``supply``)
-        auditor = Auditor(Audits(self.store, trusts=shared.trusts), opinion=self._judge.opinion, embed=self.model.state)
+        auditor = Auditor(Audits(self.store, trusts=shared.trusts), opinion=self._judge.opinion, embed=self.model)
         self.supply = SupplyChain(auditor,
                                   Pins(shared.pins or PinnedContent(self.store), exclude=(self.config.home,),
                                        locate=lambda label: next((r.path for r in self.roots if r.label == label), None)),

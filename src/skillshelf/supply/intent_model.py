@@ -198,8 +198,11 @@ class SentenceModel:
     embedder, or None, at first use: the library's ``model.state``). Off when there is no embedder,
     or it is not the one the weights were fitted for."""
 
-    def __init__(self, embedder: Callable[[], Any], weights: Weights | None = None):
-        self._embedder = embedder
+    def __init__(self, embedder: Callable[[], Any] | Any, weights: Weights | None = None):
+        # the library's embedder (``LazyEmbedder``): ``state`` loads it, ``unloaded`` names it without
+        # loading; a plain callable (tests, benches) returns the embedder, loaded
+        self._embedder = embedder.state if hasattr(embedder, "state") else embedder
+        self._peek: Callable[[], Any] | None = getattr(embedder, "unloaded", None)
         self.weights = weights if weights is not None else load_weights()
         self.cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()     # audits may run in several threads (a sync, a watcher)
@@ -226,8 +229,19 @@ class SentenceModel:
         return self._model() is not None
 
     def label(self) -> str:
-        """What findings depend on (kept with each audit): the weights, when the model is on."""
-        return f"intent-{self.weights.digest}" if self.weights is not None and self.enabled() else ""
+        """What findings depend on (kept with each audit): the weights, when the model is on. Known
+        without loading the embedder when it can be named unloaded: the model is loaded only when a
+        sentence needs a score, so a sync whose changed skills hold no sentence the model reads
+        loads nothing (an embedder that then fails to load turns the label off, and an audit is
+        kept with the label of after its reading: ``Auditor.audit_skill``)."""
+        if self.weights is None:
+            return ""
+        if self._peek is not None:
+            emb = self._peek()      # None when the backend cannot be made: the rules alone
+            on = emb is not None and str(getattr(emb, "model_id", "")).startswith(self.weights.model)
+        else:
+            on = self.enabled()
+        return f"intent-{self.weights.digest}" if on else ""
 
     def score(self, texts: list[str]) -> np.ndarray:
         """(len(texts), len(kinds)) probabilities; zeros when the model is off or fails."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Iterator
 
 
 def _u(s: str) -> bytes:
@@ -434,6 +435,17 @@ REF_DEF = re.compile(rb"^[ ]{0,3}\[[^\[\]\n]{1,200}\]:[ \t]{0,10}<?[^\s<>]{1,100
 HTML_TAG = re.compile(rb"<[a-z][a-z0-9-]{0,30}(?=[\s/>])[^<>\n]{0,2000}>")        # on the lower-cased text
 HTML_ATTR = re.compile(rb"\s(?!value\b|placeholder\b)[a-z_:@][a-z0-9_.:-]{0,40}\s{0,3}=\s{0,3}"
                        rb"(?:\"(?P<t>[^\"\n]{1,1000})\"|'(?P<b>[^'\n]{1,1000})')")
+
+
+def html_attributes(low: bytes) -> Iterator[re.Match[bytes]]:
+    """The quoted values of the HTML tags' attributes in ``low`` that hold more than one word (a
+    word alone, a size or a URL, carries no instruction)."""
+    for tag in HTML_TAG.finditer(low):
+        for m in HTML_ATTR.finditer(low, tag.start(), tag.end()):
+            if b" " in (m.group("t") or m.group("b") or b"").strip():
+                yield m
+
+
 ADDRESSES_AGENT = re.compile(rb"\b(?:you|your)\b|^\s{0,3}(?:dear\s+|note\s+to\s+(?:the\s+)?)?(?:ai|assistant|agent|"
                              rb"model|claude|llm|gpt|copilot|cursor|codex)s?\b[^.\n]{0,40}?[:,]")
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator
 
-from . import asks, flows, intent, intent_model, invisible, patterns as P, view
+from . import asks, flows, intent, intent_model, invisible, languages, patterns as P, view
 from .rules import (
     EXCERPT_BYTES,
     MAX_LINES_PER_RULE,
@@ -310,7 +309,7 @@ class Scan:
                                  (P.REF_DEF, "a link reference definition"), (P.HTML_ATTR, "an HTML attribute")):
                     if rx is P.REF_DEF and b"]:" not in self.data:
                         continue
-                    for m in (self._attributes() if rx is P.HTML_ATTR else rx.finditer(self.data)):
+                    for m in (P.html_attributes(self.low) if rx is P.HTML_ATTR else rx.finditer(self.data)):
                         if len(self._linktext) >= MAX_HIDDEN_REGIONS:
                             break
                         g = next(k for k in ("t", "a", "b", "c", "u") if m.groupdict().get(k) is not None)
@@ -321,14 +320,6 @@ class Scan:
                         self._linktext.append((s, e, what))
                 self._linktext.sort()
         return self._linktext
-
-    def _attributes(self) -> Iterator[re.Match[bytes]]:
-        """The quoted values of the HTML tags' attributes that hold more than one word (a word
-        alone, a size or a URL, carries no instruction)."""
-        for tag in P.HTML_TAG.finditer(self.low):
-            for m in P.HTML_ATTR.finditer(self.low, tag.start(), tag.end()):
-                if b" " in (m.group("t") or m.group("b") or b"").strip():
-                    yield m
 
     # --- context -----------------------------------------------------------------------------
     def quoted(self, pos: int) -> bool:
@@ -369,8 +360,11 @@ class Scan:
             return "low", " (shown as an example or a warning)"
         return RULES[rule].severity, ""
 
-    def grade_phrase(self, rule: str, pos: int) -> tuple[str, str]:
-        """(severity, a note) of an override or conceal phrase at ``pos``."""
+    def grade_phrase(self, rule: str, pos: int, since: int = 0) -> tuple[str, str]:
+        """(severity, a note) of an override or conceal phrase at ``pos``; ``since``: where its
+        sentence starts, when it is known (a paragraph on one line is read from there for words of
+        teaching: "after two attempts" in the sentence before teaches nothing; a negation is read from
+        the line's start, as "Do not …; add …" sets the rest of the line aside)."""
         hidden = self.hidden_at(pos)
         if hidden:
             return "high", f" — {hidden}"
@@ -378,7 +372,8 @@ class Scan:
             s, e = self.line_bounds(pos)
             if self.fence_at(pos) is not None or self.quoted(pos):
                 return "low", " (quoted as an example)"
-            if self.section_is_about_attacks(pos) or P.TEACHING.search(_EMAIL.sub(b" ", P.URL.sub(b" ", self.low[s:e]))) \
+            t = max(s, min(since, pos))
+            if self.section_is_about_attacks(pos) or P.TEACHING.search(_EMAIL.sub(b" ", P.URL.sub(b" ", self.low[t:e]))) \
                     or P.NEGATION.search(self.low[s:pos]):
                 return "low", " (in a passage about attacks or what not to do)"
             if self.security_topic and self.low[s:pos].lstrip()[:1] in (b"-", b"*", b"+") + tuple(b"0123456789"):
@@ -398,6 +393,7 @@ class Scan:
         self.check_override()
         self.check_requests()
         intent.check(self)
+        languages.concealment(self)
         if self.sentences is not None and not self.hidden_why:
             intent_model.check(self, self.sentences)
         self.check_tokens()
@@ -661,7 +657,9 @@ class Scan:
                         # object of its own: "it", "this", "without telling…") earlier in its sentence
                         names_object = _OWN_OBJECT.match(phrase) and not _PRONOUN.search(phrase)
                         begin = at if names_object else asks.sentence(self, at, at)[0] if at - s < 200 else at
-                        if not P.CONCEAL_ACTION.search(self.low, max(begin, at - 200), min(stop) if stop else end + 60):
+                        if not P.CONCEAL_ACTION.search(self.low, max(begin, at - 200), min(stop) if stop else end + 60) \
+                                and not (_PRONOUN.search(phrase) and not intent.DISPLAY.search(phrase)
+                                         and intent.step_before(self.low, begin)):
                             sev, note = "medium", " (what it keeps back is not an action of the agent's)"
                     self.add(rule, sev, at, f"{RULES[rule].title}: {self._shown(at, phrase)!r}{note}")
 
@@ -691,6 +689,7 @@ class Scan:
         inner.check_override()
         inner.check_requests()
         intent.check(inner)
+        languages.concealment(inner)
         inner.check_tokens()
         line = line if line is not None else self.line_of(pos)
         found = inner.finish()

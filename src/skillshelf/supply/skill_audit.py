@@ -287,11 +287,12 @@ class Auditor:
     another backend's class with the same methods)."""
 
     def __init__(self, audits: Audits | Store, *, opinion: Opinion | None = None,
-                 embed: Callable[[], Any] | None = None, sentences: SentenceModel | None = None):
+                 embed: Callable[[], Any] | Any | None = None, sentences: SentenceModel | None = None):
         self.audits = Audits(audits) if isinstance(audits, Store) else audits
         self.opinion = opinion
-        # the learned model of intent, over the vectors of the embedder ``embed`` returns (the library's
-        # ``model.state``): off without an embedder, or with one its weights were not fitted for
+        # the learned model of intent, over the vectors of the embedder ``embed`` gives (the library's
+        # ``model``, loaded only when a sentence needs a score, or a callable returning an embedder):
+        # off without an embedder, or with one its weights were not fitted for
         self.sentences = sentences if sentences is not None else SentenceModel(embed) if embed is not None else None
 
     def rules_version(self) -> str:
@@ -338,6 +339,8 @@ class Auditor:
                 reuse = old_md.get("sha256") == hashlib.sha256(skill_md_bytes).hexdigest()
         findings, states = audit_folder(skill_md, skill_md_bytes=skill_md_bytes, previous=previous, reuse=reuse,
                                         sentences=self.sentences)
+        if not reuse:
+            version = self.rules_version()    # the model of intent may have failed to load while reading
         key = content_key((s["file"], s["sha256"], s["size"], s["mtime_ns"]) for s in states)
         if stored and stored["content_key"] == key and stored["rules_version"] == version:
             findings += [Finding.from_dict(d) for d in stored["findings"] if d.get("rule") == "model.opinion"]
