@@ -7,7 +7,7 @@ import pytest
 from conftest import write_later, write_skill
 
 from skillshelf import Library
-from skillshelf.search.lexical import LexicalIndex
+from skillshelf.search.lexical import LexicalIndex, terms
 from skillshelf.search.state import SearchState
 from skillshelf.store import meta as metamod
 
@@ -45,10 +45,10 @@ def _same_as_fresh(lib):
     assert _partition(patched) == _partition(fresh)
     lex = lib.searcher._lex._ensure()
     new = LexicalIndex(lib.store, tuple(lib.searcher._lex.weights.tolist()))._ensure()
-    live = np.flatnonzero(new.to_skill >= 0)
-    assert np.array_equal(np.flatnonzero(lex.to_skill >= 0), live)
-    assert np.array_equal(lex.to_skill[live], new.to_skill[live])
+    assert np.array_equal(lex.to_skill, new.to_skill)     # the same length too: dead documents past it are out
+    assert np.array_equal(lex.dead, new.dead)
     assert np.allclose(lex.avg, new.avg) and lex.n == new.n
+    live = np.flatnonzero(new.to_skill >= 0)
     assert np.allclose(lex.wnorm[:, live], new.wnorm[:, live])
 
 
@@ -104,6 +104,45 @@ def test_a_journal_pruned_past_the_state_reads_every_row(tmp_path, monkeypatch, 
         lib.sync()
         assert lib.search("wombat5word", log=False).hits[0].name == "s05"
         assert calls == [1]
+        _same_as_fresh(lib)
+    finally:
+        lib.close()
+
+
+def test_removing_the_newest_document_scores_as_a_fresh_state_does(tmp_path):
+    """A full load's arrays end at the last live document, so a dead one past it is not counted
+    in a term's document frequency; a patched state must end there too."""
+    lib, root = _library(tmp_path, n=10)
+    try:
+        f = root / "col" / "s09" / "SKILL.md"
+        write_later(f, f.read_text() + "\nmore recipes\n")      # s09 gets the newest document
+        lib.sync()
+        lib.search("recipes", log=False)
+        import shutil
+        shutil.rmtree(root / "col" / "s09")
+        lib.sync()
+        words = terms("recipes")
+        patched = lib.searcher._lex.search(words, 20)
+        fresh = LexicalIndex(lib.store, tuple(lib.searcher._lex.weights.tolist())).search(words, 20)
+        assert patched and [(r, round(s, 6)) for r, s in patched] == [(r, round(s, 6)) for r, s in fresh]
+        _same_as_fresh(lib)
+    finally:
+        lib.close()
+
+
+def test_a_full_read_that_fails_leaves_the_snapshot_where_it_was(tmp_path, monkeypatch):
+    lib, _ = _library(tmp_path)
+    try:
+        st = lib.searcher.state
+        lib.deprecate("s03", "old")
+        monkeypatch.setattr(SearchState, "PATCH_MAX", -1)      # (stands for a change too large to patch)
+        real = st.reads.state
+        monkeypatch.setattr(st.reads, "state", lambda: (_ for _ in ()).throw(OSError("disk gone")))
+        with pytest.raises(OSError):
+            st.snapshot()
+        monkeypatch.setattr(st.reads, "state", real)
+        monkeypatch.setattr(SearchState, "PATCH_MAX", 2000)
+        assert "s03" not in [h.name for h in lib.search("topic3 recipes", log=False).hits]
         _same_as_fresh(lib)
     finally:
         lib.close()

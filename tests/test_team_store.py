@@ -105,6 +105,31 @@ def test_a_restarted_postgres_fails_one_request_clearly_then_serves_again(pg_clu
         st.close()
 
 
+def test_the_socket_check_works_past_descriptor_1024():
+    """``select`` refuses a descriptor of 1024 or more, which a busy server reaches: the pool's
+    check would then fail every connection it lends."""
+    import os
+    import resource
+    import socket
+
+    from skillshelf.store.postgres import _readable
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft <= 1500:
+        pytest.skip("the open-file limit is below 1500 here")
+    a, b = socket.socketpair()
+    try:
+        os.dup2(a.fileno(), 1500)
+        assert _readable(1500) is False
+        b.sendall(b"x")
+        assert _readable(1500) is True
+        b.close()
+        assert _readable(1500) is True          # an end of file is readable too
+    finally:
+        os.close(1500)
+        a.close()
+
+
 def test_a_connection_lent_again_soon_is_not_checked_with_a_round_trip(pg_url, monkeypatch):
     """psycopg's check sends an empty query each time the pool lends a connection: a round
     trip per statement (six per logged team search). A connection used moments ago is

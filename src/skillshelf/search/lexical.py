@@ -373,7 +373,10 @@ class LexicalIndex:
             if alive:
                 to_skill[docid] = rowid
                 lens[docid] = np.frombuffer(blob, dtype=np.float32)
-        return head, to_skill, lens
+        # as long as a full load's (up to the last live document): a posting of a dead document past
+        # it is out of range, and not counted in a term's document frequency
+        end = int(np.flatnonzero(to_skill >= 0).max(initial=0)) + 1
+        return head, to_skill[:end].copy(), lens[:end].copy()
 
     def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         return self._arrays(*self._store_postings.postings_of(term))

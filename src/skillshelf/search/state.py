@@ -97,8 +97,8 @@ class SearchState:
             return self.meta
         m = self._patched(self.meta, gen) if self.meta is not None else None
         if m is None:
-            self._seq = self._journal.head()    # before the rows: a change after it is read again later
-            self._db = self._index_meta.index_id()
+            seq = self._journal.head()    # before the rows: a change after it is read again later
+            db = self._index_meta.index_id()
             rows = sorted(self.reads.state())   # by rowid: positions are in rowid order
             keys: dict[str, int] = {}
             rowids, group, active, expires = [], [], [], []
@@ -112,7 +112,8 @@ class SearchState:
             m = Snapshot(gen=gen, rowids=np.asarray(rowids, dtype=np.int64), group=g, group_order=order,
                          group_start=start, active=np.asarray(active, dtype=bool),
                          expires=np.asarray(expires, dtype=np.int32))
-            self._keys = keys
+            # (kept only now: a read that failed leaves the old snapshot with the position it is current to)
+            self._keys, self._seq, self._db = keys, seq, db
         self.meta, self.gen, self._masks = m, gen, {}
         return m
 

@@ -81,6 +81,9 @@ class ChangeJournal:
             return None
         ids = [int(r[0]) for r in db.execute("SELECT DISTINCT id FROM change_journal WHERE seq > ? AND seq <= ?"
                                              " AND kind = ? ORDER BY id", (seq, hi, kind))]
+        lo = db.execute("SELECT MIN(seq) FROM change_journal").fetchone()[0]
+        if lo is None or lo > seq + 1:      # pruned by another process between the two reads
+            return None
         return ids, int(hi)
 
     @staticmethod

@@ -38,6 +38,17 @@ logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 FULL_CHECK_AFTER = 10.0   # seconds a pooled connection may sit idle before its check is a round trip
 
 
+def _readable(fd: int) -> bool:
+    """Whether the socket has bytes waiting, an end of file or an error, without waiting.
+    ``poll`` where there is one: ``select`` refuses a descriptor of 1024 or more, which a busy
+    server reaches."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])
+
+
 def check_idle(conn: Any) -> None:
     """The pool's check of a connection it is about to lend. psycopg's own check sends an
     empty query: a round trip on every request (six per logged team search). An idle
@@ -49,12 +60,8 @@ def check_idle(conn: Any) -> None:
 
     used = getattr(conn, "_skillshelf_checked", 0.0)
     now = time.monotonic()
-    if conn.closed or conn.broken or now - used > FULL_CHECK_AFTER:
+    if conn.closed or conn.broken or now - used > FULL_CHECK_AFTER or _readable(conn.fileno()):
         ConnectionPool.check_connection(conn)
-    else:
-        readable, _, _ = select.select([conn.fileno()], [], [], 0)
-        if readable:
-            ConnectionPool.check_connection(conn)
     conn._skillshelf_checked = now   # type: ignore[attr-defined]
 
 
