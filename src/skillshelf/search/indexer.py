@@ -467,6 +467,8 @@ class Indexer:
             try:
                 self.before_read(-1)    # a team server: what changed while it was away, indexed first
             except Exception as exc:  # reported; the first read tries again
+                if isinstance(exc, Stopped) or self._stop.is_set():
+                    return              # the library is closing (a refused start, a stop): nothing to say
                 print(f"skillshelf: catching up with the team store failed: {exc}", file=sys.stderr)
         if watch:
             # before the first scan: whatever changes from here on is seen
