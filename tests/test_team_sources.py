@@ -227,3 +227,35 @@ def test_a_server_whose_copy_drifted_still_takes_the_next_commit(tmp_path, pg_ur
     finally:
         a.close()
         b.close()
+
+
+def test_a_fetch_that_failed_is_tried_again_without_a_restart(tmp_path, pg_url, up, monkeypatch):
+    """B could not fetch the team's source (its host was away): it fetches it again by itself,
+    sooner at first and less often while it keeps failing, without waiting for a restart or
+    for the lock to move."""
+    from skillshelf.supply.fetch import SourceError
+    from skillshelf.team import Team
+
+    monkeypatch.setattr(Team, "SOURCE_RETRY", (0.3, 1.0))
+    home_a, home_b = tmp_path / "a", tmp_path / "b"
+    b = team_library(home_b, pg_url)
+    try:
+        real = b.sources._fetch
+        tries = []
+
+        def away(*args, **kw):
+            tries.append(1)
+            raise SourceError("cannot fetch: the host is away", fix="try again later")
+
+        monkeypatch.setattr(b.sources, "_fetch", away)
+        r = cli(home_a, pg_url, "sources", "add", up.url, "--name", "coll", "--path", "skills")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert until(lambda: len(tries) >= 3, WAIT) is not None, "B did not try again"
+        assert skill_text(b, "alpha") is None and b.sources.failed_follows() == ["coll"]
+        assert any("could not fetch the team's lock" in c.detail and "tries again" in c.detail
+               for c in b.sources.shared.checks(b.sources.entries()))
+        monkeypatch.setattr(b.sources, "_fetch", real)       # the host is back
+        assert until(lambda: skill_text(b, "alpha") is not None, WAIT) is not None, "B never fetched it"
+        assert b.sources.failed_follows() == [] and b.sources.check() == []
+    finally:
+        b.close()

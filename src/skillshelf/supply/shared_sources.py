@@ -196,8 +196,9 @@ class SharedSources:
                                                     f"`skillshelf sources update {e.label}` to lock what it holds"))
             elif st.get("failed") == e.commit and st.get("installed") != e.commit:
                 out.append(Check("sources", "warn", f"{e.label}: this server could not fetch the team's lock at "
-                                                    f"{e.short} ({redact_text(str(st.get('why')))}); it tries again at its next "
-                                                    "start and when the team's lock moves"))
+                                                    f"{e.short} ({redact_text(str(st.get('why')))}); it tries again after 30 s, "
+                                                    "then twice as long each time up to 10 minutes, at its next start "
+                                                    "and when the team's lock moves"))
         return out
 
 

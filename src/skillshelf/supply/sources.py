@@ -185,6 +185,14 @@ class Sources:
         """A team server: bring this server's sources to the team's lock (``SharedSources.follow``)."""
         return [] if self.shared is None else self.shared.follow(labels)
 
+    def failed_follows(self) -> builtins.list[str]:
+        """A team server: the sources whose last fetch of the team's lock failed and that it
+        does not hold at that commit (fetched again by ``follow``)."""
+        if self.shared is None:
+            return []
+        return sorted(lb for lb, st in self._state().items()
+                      if isinstance(st, dict) and st.get("failed") and st.get("failed") != st.get("installed"))
+
     @staticmethod
     def _may(caller: Caller | None, what: str) -> None:
         authorize(caller, "sources", what)

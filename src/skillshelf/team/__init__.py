@@ -61,6 +61,7 @@ class Team:
     server lacks) and whenever the team's lock moves (changes of kind ``source``)."""
 
     CATCH_UP_WAIT = 20.0    # the longest a read waits for the start's catching up before "retry"
+    SOURCE_RETRY = (30.0, 600.0)   # seconds before a failed fetch of a team source is tried again: first, longest
 
     def __init__(self, config: Any, *, pg: Any = None, index: Any = None, follow: bool = True,
                  sources: Any = None):
@@ -97,12 +98,31 @@ class Team:
             self._caught_up.set()
         if indexer is not None:
             indexer.before_read, indexer.lag, indexer.before_sync = self.current, self.lag, self.mirror.settle
+        self._stop = threading.Event()
         if sources is not None:
             self.subscribe("source", sources.follow)
             try:                        # catching up: what the team's lock names that this server lacks
                 sources.follow(None)
             except (SkillshelfError, OSError, sqlite3.Error) as exc:    # the next change of the lock tries again
                 print(f"skillshelf: cannot bring in the team's sources ({exc})", file=sys.stderr)
+            if follow:
+                threading.Thread(target=self._retry_sources, args=(sources,), name="skillshelf-team-sources",
+                                 daemon=True).start()
+
+    def _retry_sources(self, sources: Any) -> None:
+        """A source of the team's lock this server could not fetch (its host away, the network
+        down) is fetched again after ``SOURCE_RETRY[0]`` seconds, then twice as long each time up
+        to ``SOURCE_RETRY[1]``, until it is in place or the lock moves on; nothing is asked while
+        every source is in place."""
+        wait = self.SOURCE_RETRY[0]
+        while not self._stop.wait(wait):
+            failed = sources.failed_follows()
+            if failed:
+                try:
+                    sources.follow(failed)
+                except (SkillshelfError, OSError, sqlite3.Error) as exc:
+                    print(f"skillshelf: cannot bring in the team's sources ({exc})", file=sys.stderr)
+            wait = min(wait * 2, self.SOURCE_RETRY[1]) if sources.failed_follows() else self.SOURCE_RETRY[0]
 
     def current(self, wait: float | None = None) -> None:
         """Return once this server's index holds what the store held when it started: its
@@ -187,6 +207,9 @@ class Team:
         return None
 
     def close(self) -> None:
+        stop = getattr(self, "_stop", None)
+        if stop is not None:
+            stop.set()
         mirror = getattr(self, "mirror", None)
         if mirror is not None:
             mirror.close()
