@@ -105,6 +105,22 @@ def test_what_is_held_is_asked_of_the_team_store_in_one_statement_per_search(two
     assert "collection:victim" not in b.supply.hidden_ids()
 
 
+def test_a_search_reads_the_team_stores_generations_once(two, monkeypatch):
+    """What is held and what learning remembers are each asked whether they changed on every
+    search; inside one search the team store's generations are read in one statement."""
+    import psycopg
+
+    a, b, coll_a, coll_b = two
+    b.search("deploy the web app", limit=3)
+    sent = []
+    real = psycopg.Connection.execute
+    monkeypatch.setattr(psycopg.Connection, "execute",
+                        lambda self, q, *args, **kw: sent.append(str(q)) or real(self, q, *args, **kw))
+    b.search("write release notes", limit=3)
+    monkeypatch.setattr(psycopg.Connection, "execute", real)
+    assert len([s for s in sent if "FROM meta" in s]) == 1, sent
+
+
 def test_what_one_server_holds_every_server_holds(two):
     a, b, coll_a, _ = two
     _change(coll_a)                  # only A's copy changed

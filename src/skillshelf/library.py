@@ -238,10 +238,9 @@ class Library:
                current_repo: str | None = None, tags: builtins.list[str] | str | None = None,
                skill_type: str | None = None, include_inactive: bool = False, include_expired: bool = False,
                log: bool = True, client: str | None = None, for_agents: bool = True, query_vector=None) -> SearchResult:
-        """``for_agents`` (the default: what the MCP server and the judge ask): the skills held
-        back from agents (``supply.hidden()``) are left out before ranking; a person's search
-        (the CLI, the dashboard: ``for_agents=False``) shows them, each hit's ``hidden`` saying
-        why agents do not see it. Every hit carries its audit's ``risk``."""
+        """``for_agents`` (the default: what the MCP server and the judge ask): the skills held back from agents
+        (``supply.hidden()``) are left out before ranking; a person's search (the CLI, the dashboard:
+        ``for_agents=False``) shows them, each hit's ``hidden`` saying why. Every hit carries its ``risk``."""
         self._maybe_sync(embed=True)
         if isinstance(tags, str):
             tags = [t for t in tags.split(",") if t.strip()]
@@ -253,11 +252,12 @@ class Library:
         recent = self._usage.recent_counter(query, s.recency_window, s.recency_same_meaning,
                                             known=self._learning.request_vectors, embedder=self._embedder_state,
                                             remember=self._learning.remember_vector)
-        result = self.searcher.search(query, limit=limit, mode=mode, repo_scope=repo_scope,
-                                      current_repo=current_repo, tags=tags, skill_type=skill_type,
-                                      include_inactive=include_inactive, include_expired=include_expired,
-                                      recent=recent, worked=self._usage.worked_latest, query_vector=query_vector,
-                                      exclude=self.supply.hidden_ids() if for_agents else None)
+        with self._shared.one_read():      # a team store's generations: one statement for the whole search
+            result = self.searcher.search(query, limit=limit, mode=mode, repo_scope=repo_scope,
+                                          current_repo=current_repo, tags=tags, skill_type=skill_type,
+                                          include_inactive=include_inactive, include_expired=include_expired,
+                                          recent=recent, worked=self._usage.worked_latest, query_vector=query_vector,
+                                          exclude=self.supply.hidden_ids() if for_agents else None)
         self.supply.mark(result.hits, hidden=not for_agents)
         if log:
             filters = {k: v for k, v in dict(repo_scope=repo_scope, current_repo=current_repo, tags=tags,

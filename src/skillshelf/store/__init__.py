@@ -8,6 +8,7 @@ May use: the core values only (``errors``, ``access``); no service part."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,14 @@ class Shared:
         """Close the team store's connections (nothing to do for a local library)."""
         if self.team is not None:
             self.team.close()
+
+    def one_read(self) -> contextlib.AbstractContextManager[None]:
+        """A request's scope: a team store's generations (pins, trusts, learning) are read in one
+        statement for all of it (``pg_writes.one_meta_read``); nothing for a local library."""
+        if self.team is None:
+            return contextlib.nullcontext()
+        from .pg_writes import one_meta_read
+        return one_meta_read()
 
 
 def is_team_url(url: str | None) -> bool:

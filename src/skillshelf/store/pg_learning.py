@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .pg_writes import call, clean, write
+from .pg_writes import call, clean, meta_values, write
 
 _BUMP = ("INSERT INTO meta (key, value) VALUES (%s, '1') ON CONFLICT (key) DO UPDATE"
          " SET value = (meta.value::bigint + 1)::text")
@@ -31,10 +31,8 @@ class PgLearningMemory:
 
     def state(self) -> tuple[str, str]:
         """(generation, epoch)."""
-        with call(self.pg) as conn:
-            row = conn.execute("SELECT (SELECT value FROM meta WHERE key = 'learned_generation'),"
-                               " (SELECT value FROM meta WHERE key = 'learned_epoch')").fetchone()
-        return (row[0] or "0", row[1] or "0")
+        gen, epoch = meta_values(self.pg, ("learned_generation", "learned_epoch"))
+        return (gen or "0", epoch or "0")
 
     def add(self, *, outcome_id: int, at: str, skill_id: str, name_key: str, worked: bool, client: str | None,
             query_id: int, request: str | None, model_id: str, vector: bytes) -> int:

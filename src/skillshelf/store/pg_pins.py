@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from .pg_writes import call, clean, write
+from .pg_writes import call, clean, meta_values, write
 from .pins import FILE_FIELDS, SKILL_FIELDS
 
 TRUST_FIELDS = ("skill_id", "content_key", "risk", "note", "trusted_at")
@@ -30,9 +30,7 @@ def _bump(conn: Any, key: str) -> None:
 
 
 def _generation(pg: Any, key: str) -> str:
-    with call(pg) as conn:
-        row = conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
-    return row[0] if row else "0"
+    return meta_values(pg, (key,))[0] or "0"
 
 
 def _insert_skill(conn: Any, root: str, skill: dict[str, Any], at: str) -> None:
@@ -156,10 +154,8 @@ class PgPinnedContent:
     def generation(self) -> str:
         """Changes whenever a pin, a hold or a trust of the team does: what is held from agents
         depends on all three, and a search asks before each answer (one statement, not two)."""
-        with call(self.pg) as conn:
-            row = conn.execute("SELECT (SELECT value FROM meta WHERE key = 'pin_generation'),"
-                               " (SELECT value FROM meta WHERE key = 'trust_generation')").fetchone()
-        return f"{row[0] or '0'}.{row[1] or '0'}"
+        pins, trusts = meta_values(self.pg, ("pin_generation", "trust_generation"))
+        return f"{pins or '0'}.{trusts or '0'}"
 
 
 class PgTrusts:
