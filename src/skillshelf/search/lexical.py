@@ -356,10 +356,8 @@ class LexicalIndex:
         since it was built read again (an edit retires one docid and adds one), or None when
         the journal no longer reaches back to it or names more than ``PATCH_MAX``. The averages
         and weights are computed again from these (every document's, as a full load does)."""
-        if self._meta.index_id() != old.db:     # another database (rebuilt under us)
-            return None
-        got = self._journal.since(old.seq, "d")
-        if got is None or len(got[0]) > self.PATCH_MAX:
+        got = self._journal.since(old.seq, "d", index_id=old.db, most=self.PATCH_MAX)
+        if got is None:
             return None
         ids, head = got
         top = max(len(old.to_skill), (ids[-1] + 1) if ids else 0)

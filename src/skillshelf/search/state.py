@@ -122,10 +122,8 @@ class SearchState:
         enough: a row added or removed (positions move, and every index aligned with them), the
         journal pruned past it, or more than ``PATCH_MAX`` rows. At 100k skills a full read is
         ~0.2 s of CPU; an edit's patch reads one row."""
-        if self._index_meta.index_id() != self._db:     # another database (rebuilt under us)
-            return None
-        got = self._journal.since(self._seq, "s")
-        if got is None or len(got[0]) > self.PATCH_MAX:
+        got = self._journal.since(self._seq, "s", index_id=self._db, most=self.PATCH_MAX)
+        if got is None:
             return None
         ids, head = got
         rows = self.reads.state_of(ids)

@@ -70,9 +70,18 @@ class ChangeJournal:
         row = self.store.db.execute("SELECT MAX(seq) FROM change_journal").fetchone()
         return int(row[0] or 0)
 
-    def since(self, seq: int, kind: str) -> tuple[list[int], int] | None:
+    def since(self, seq: int, kind: str, *, index_id: str | None = None,
+              most: int | None = None) -> tuple[list[int], int] | None:
         """(the ids of ``kind`` changed after entry ``seq``, sorted; the last entry), or None when
-        the journal no longer reaches back to ``seq`` (pruned, or another database)."""
+        the journal no longer reaches back to ``seq`` (pruned, or another database), when the
+        database's index id is not ``index_id`` (rebuilt under the reader), or when more than
+        ``most`` ids changed (reading every row is then the cheaper way)."""
+        if index_id is not None and IndexMeta(self.store).index_id() != index_id:
+            return None
+        got = self._since(seq, kind)
+        return None if got is None or (most is not None and len(got[0]) > most) else got
+
+    def _since(self, seq: int, kind: str) -> tuple[list[int], int] | None:
         db = self.store.db
         lo, hi = db.execute("SELECT MIN(seq), MAX(seq) FROM change_journal").fetchone()
         if hi is None:
