@@ -13,6 +13,7 @@ from conftest import dashboard_server, needs_chromium
 
 pytest.importorskip("fastapi", reason="the web extra is not installed (pip install 'skillshelf[web]')")
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+from playwright.sync_api import expect
 
 pytestmark = needs_chromium
 
@@ -75,8 +76,8 @@ def test_a_person_curates_the_library(server, page, shots):
 
     # open a skill (read-only root: no edit or delete)
     first.locator("a.name").click()
-    pg.wait_for_selector("h1")
-    assert pg.locator("h1").inner_text() == "commit-style"
+    pg.wait_for_url("**/skill/**")
+    expect(pg.locator("h1")).to_have_text("commit-style")
     assert pg.locator("summary", has_text="Delete").count() == 0
     assert pg.locator(".badge.ro").count() == 1
     shot("skill")
@@ -112,16 +113,14 @@ def test_a_person_curates_the_library(server, page, shots):
     pg.click("summary:has-text('Deprecate')")
     pg.fill("details[open] input[name=reason]", "folded into the CI handbook")
     pg.click("details[open] button:has-text('Deprecate')")
-    pg.wait_for_selector(".flash")
-    assert "is deprecated: folded into the CI handbook" in flash(pg)
+    expect(pg.locator(".flash")).to_contain_text("is deprecated: folded into the CI handbook")
     assert pg.locator(".skillhead .badge.warn", has_text="deprecated").count() == 1
     shot("deprecated")
 
     # and undo it: Restore stands where Deprecate was
     assert pg.locator("summary:has-text('Deprecate')").count() == 0
     pg.click("button:has-text('Restore')")
-    pg.wait_for_selector(".flash")
-    assert "flaky-test-triage is active again" in flash(pg)
+    expect(pg.locator(".flash")).to_contain_text("flaky-test-triage is active again")
     assert pg.locator(".skillhead .badge.ok", has_text="active").count() == 1
     assert pg.locator("summary:has-text('Deprecate')").count() == 1
     shot("restored")
@@ -142,8 +141,7 @@ def test_a_person_curates_the_library(server, page, shots):
     assert pg.locator("table.sbs").count() == 1                    # the last two versions side by side
     shot("history")
     pg.click("button:has-text('Roll back to v1')")
-    pg.wait_for_selector(".flash")
-    assert "is now v5 (the text of v1)" in flash(pg)         # v3 deprecated it, v4 restored it
+    expect(pg.locator(".flash")).to_contain_text("is now v5 (the text of v1)")         # v3 deprecated it, v4 restored it
     assert lib.get("flaky-test-triage").active and "no:randomly" not in lib.get("flaky-test-triage").body
     shot("rolled-back")
     assert pg.dialogs == []
