@@ -1,8 +1,8 @@
 """The audit on skills its rules were not written against (tests/fixtures/audit/).
 
-``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v8`` were each measured
+``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v9`` were each measured
 once against the rules of their day, by the rules' writer not having read them, and then used to
-improve the rules: they are seen now. ``heldout/`` (the ninth) is the newest: written by someone
+improve the rules: they are seen now. ``heldout/`` is the newest: written by someone
 who read neither the rules nor the fixtures, measured once after the rules' last change, and not
 used to tune them (while no such set exists, its tests are skipped).
 The goal (issue 35): at least 90 % of the hostile skills medium or above, 75 % high, and no
@@ -27,7 +27,7 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v8")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 40, "high": 35}     # the ninth set, 51 hostile: 78.4 % and 68.6 % (e0a4758)
+NEWEST_FLOOR = {"medium": 0, "high": 0}     # set when the next set is added and measured
 NEWEST_BENIGN_HIGH: set[str] = set()
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
