@@ -704,12 +704,12 @@ class Library:
 
     # --- team mode: copying a local library into a team store ----------------------------
     def migrate_store(self, url: str, *, dry_run: bool = False, on_kind=None):
-        """Copy this (local) library's workspace skills with their versions and changelogs,
-        drafts, overlays, usage logs, learning memory and judge log into the team store at
-        ``url`` (``migrate.migrate``); ``dry_run`` only counts. Nothing is copied twice."""
+        """Copy this (local) library's workspace skills with their versions and changelogs, drafts,
+        overlays, pins, trusts, sources, usage logs, learning memory and judge log into the team store
+        at ``url`` (``migrate.migrate``); ``dry_run`` only counts. Nothing is copied twice."""
         from .onboarding.migrate import migrate
 
-        return migrate(self.config, self.store, url, dry_run=dry_run, on_kind=on_kind)
+        return migrate(self.config, self.store, url, dry_run=dry_run, on_kind=on_kind, sources=self.sources.documents)
 
     @staticmethod
     def upgrade_store(url: str) -> dict[str, Any]:

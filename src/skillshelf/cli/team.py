@@ -107,8 +107,9 @@ def migrate_store(ctx: typer.Context,
                                                help="only apply the team store's pending schema migrations"),
                   json_out: bool = typer.Option(False, "--json", help="the report as JSON")) -> None:
     """Copy the local library (--home) into a team store: workspace skills with every version
-    and changelog entry, drafts, overlays, usage logs, learning memory, the judge log. Only
-    what the team store lacks is copied: running it again copies nothing twice."""
+    and changelog entry, drafts, overlays, pinned roots, trusts, sources, usage logs, learning
+    memory, the judge log. Only what the team store lacks is copied: running it again copies
+    nothing twice."""
     from ..library import Library
 
     if upgrade and dry_run:

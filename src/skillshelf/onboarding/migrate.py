@@ -4,8 +4,10 @@ bringing a team store's schema up to date (``migrate-store --upgrade``).
 What a team shares is copied: the workspace's skills (SKILL.md and their other files byte for
 byte, every version kept in ``history/`` and every changelog entry), the drafts waiting for
 review and the log of rejected ones, the overlays (the owner's decisions on skills of
-read-only roots), the usage logs (queries with their recommendations, outcomes), learning
-memory and the judge log. Read-only roots are not copied: each server scans its own checkout.
+read-only roots), what the owner decided about the supply (pinned roots with their held
+skills, trusts, and the sources with their lock, which every server then fetches itself), the
+usage logs (queries with their recommendations, outcomes), learning memory and the judge log.
+Read-only roots are not copied: each server scans its own checkout.
 
 A run copies only what the team store lacks (``store.pg_migrate`` says how it knows), so a
 second run copies nothing twice and a run cut short can simply be run again. A skill, draft
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import skill as skillmod
-from ..errors import ConfigError
+from ..errors import ConfigError, SkillshelfError
 from ..evolution.evolve import FOUND_ON_DISK
 from ..evolution.history import MAX_CHANGELOG_BYTES, ChangelogEntry, FileHistory
 from ..files import MAX_SKILL_BYTES, FileRefused, read_bounded
@@ -38,8 +40,8 @@ from ..store.postgres import redact
 from .unpack import skill_files
 
 # what is copied, in the order it is copied and reported
-KINDS = ("skills", "versions", "changelog entries", "drafts", "rejected drafts", "overlays", "queries",
-         "recommendations", "outcomes", "learned reports", "judged searches")
+KINDS = ("skills", "versions", "changelog entries", "drafts", "rejected drafts", "overlays", "pinned roots",
+         "trusts", "sources", "queries", "recommendations", "outcomes", "learned reports", "judged searches")
 AUTHOR = "migrate-store"
 
 
@@ -79,10 +81,12 @@ def upgrade(url: str) -> dict[str, Any]:
 
 
 def migrate(config: Any, store: Store, url: str, *, dry_run: bool = False,
-            on_kind: Callable[[str], None] | None = None) -> MigrationReport:
+            on_kind: Callable[[str], None] | None = None,
+            sources: Callable[[], dict[str, str]] | None = None) -> MigrationReport:
     """Copy the local library of ``config`` (its files) and ``store`` (its SQLite store) into
     the team store at ``url``; ``dry_run``: only count. ``on_kind(kind)`` is told when each
-    kind starts (a long usage log takes a while)."""
+    kind starts (a long usage log takes a while). ``sources()``: the local ``skillshelf.lock``,
+    each source's document by label (``supply.lock.documents``)."""
     if getattr(config, "store", ""):
         raise ConfigError("migrate-store copies a local library into a team store, and this library runs on a team "
                           "store already",
@@ -101,6 +105,13 @@ def migrate(config: Any, store: Store, url: str, *, dry_run: bool = False,
         _drafts(Path(config.drafts), team, report)
         say("overlays")
         _overlays(rows, team, report)
+        say("pinned roots")
+        _pins(rows, team, report)
+        say("trusts")
+        _trusts(rows, team, report)
+        if sources is not None:
+            say("sources")
+            _sources(sources, team, report)
         say("queries")
         _queries(rows, team, report)
         say("outcomes")
@@ -287,6 +298,66 @@ def _overlays(rows: LocalRows, team: TeamCopy, report: MigrationReport) -> None:
             report.leave_out("overlays", sid, "the team store has its own decision about this skill "
                                               f"({(theirs or {}).get('status') or 'no status'}): the local one "
                                               "was not copied")
+
+
+# --- the supply: pins, trusts, sources -------------------------------------------------------
+
+def _pins(rows: LocalRows, team: TeamCopy, report: MigrationReport) -> None:
+    have = team.pin_states()
+    for pinned in rows.pinned_roots():
+        root = pinned["root"]
+        mine = {s["skill_id"]: s["content_key"] for s in pinned["skills"]}
+        theirs = have.get(root)
+        if theirs is None:
+            if report.dry_run or team.copy_pinned_root(pinned):
+                report.copied["pinned roots"] += 1
+                continue
+            theirs = team.pin_states().get(root)
+        if theirs == mine:
+            report.already["pinned roots"] += 1
+        else:
+            report.leave_out("pinned roots", root, "the team store pins this root with other content: the local pin "
+                                                   "was not copied (`skillshelf trust --root LABEL` on a server "
+                                                   "re-pins it as that server has it)")
+
+
+def _trusts(rows: LocalRows, team: TeamCopy, report: MigrationReport) -> None:
+    have = team.trust_states()
+    for t in rows.trusts():
+        sid = t["skill_id"]
+        theirs = have.get(sid)
+        if theirs is None:
+            if report.dry_run or team.copy_trust(t):
+                report.copied["trusts"] += 1
+                continue
+            theirs = team.trust_states().get(sid)
+        if theirs == t["content_key"]:
+            report.already["trusts"] += 1
+        else:
+            report.leave_out("trusts", sid, "the team store trusts other content of this skill: the local trust was "
+                                            "not copied (`skillshelf trust NAME` on a server decides again)")
+
+
+def _sources(local: Callable[[], dict[str, str]], team: TeamCopy, report: MigrationReport) -> None:
+    try:
+        mine = local()
+    except SkillshelfError as exc:
+        report.leave_out("sources", "skillshelf.lock", f"{exc.message}: {exc.fix}" if exc.fix else exc.message)
+        return
+    theirs = team.source_documents()
+    new: dict[str, str] = {}
+    for label, doc in sorted(mine.items()):
+        if label not in theirs:
+            new[label] = doc
+        elif theirs[label] == doc:
+            report.already["sources"] += 1
+        else:
+            report.leave_out("sources", label, "the team's lock has a source of this label at another commit or "
+                                               "from elsewhere: the local one was not copied (a curator moves the "
+                                               "team's with `skillshelf sources update LABEL`)")
+    if new and not report.dry_run:
+        team.copy_sources(new, expect=theirs)
+    report.copied["sources"] += len(new)
 
 
 # --- the usage log, learning memory and the judge log ------------------------------------------

@@ -23,7 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .audit import TRUST_FIELDS
+from .pg_pins import PgPinnedContent, PgTrusts
+from .pg_sources import PgSourceLocks
 from .pg_writes import call, clean, write
+from .pins import PinnedContent
 from .postgres import PgStore
 from .sqlite import Store
 
@@ -99,6 +103,28 @@ class LocalRows:
     def overlays(self) -> list[dict[str, Any]]:
         return [dict(zip(OVERLAY_COLS, r)) for r in
                 self.store.db.execute(f"SELECT {', '.join(OVERLAY_COLS)} FROM overlay ORDER BY skill_id")]
+
+    def pinned_roots(self) -> list[dict[str, Any]]:
+        """Every pinned root (``root``, ``path``, ``pinned_at``) with its pinned ``skills`` (as
+        ``PinnedContent.skill`` gives each, ``files`` a list) and ``held`` (skill id -> ``reason``,
+        ``since``)."""
+        pins = PinnedContent(self.store)
+        held = pins.held()
+        out = []
+        for r in pins.roots():
+            skills = []
+            for sid in sorted(pins.skill_ids(r["root"])):
+                s = pins.skill(sid)
+                if s is not None:
+                    skills.append({**s, "files": list(s["files"].values())})
+            out.append({"root": r["root"], "path": r["path"], "pinned_at": r["pinned_at"], "skills": skills,
+                        "held": {sid: h for sid, h in held.items() if h["root"] == r["root"]}})
+        return out
+
+    def trusts(self) -> list[dict[str, Any]]:
+        """The owner's trusts (``TRUST_FIELDS``), by skill id."""
+        return [dict(zip(TRUST_FIELDS, r)) for r in
+                self.store.db.execute(f"SELECT {', '.join(TRUST_FIELDS)} FROM audit_trust ORDER BY skill_id")]
 
 
 def _texts(rows: Iterable[tuple], i: int) -> list[Any]:
@@ -346,6 +372,39 @@ class TeamCopy:
             if made:
                 PgStore.record_change(conn, "overlay", clean(data["skill_id"]))
         return bool(made)
+
+
+    # --- what a person decided about the supply: pins, trusts, the sources' lock -------------
+    def pin_states(self) -> dict[str, dict[str, str]]:
+        """Each root the team store pins -> its pinned skills' content keys, by skill id."""
+        if self.empty:
+            return {}
+        with call(self.pg) as conn:
+            roots: dict[str, dict[str, str]] = {r[0]: {} for r in conn.execute("SELECT root FROM pinned_roots")}
+            for sid, root, key in conn.execute("SELECT skill_id, root, content_key FROM pinned_skills"):
+                roots.setdefault(root, {})[sid] = key
+        return roots
+
+    def copy_pinned_root(self, pinned: dict[str, Any]) -> bool:
+        """Pin a root as the local library pinned it (``LocalRows.pinned_roots``), unless the team
+        store pins it already; True when copied."""
+        return PgPinnedContent(self.pg).copy_root(pinned["root"], pinned["path"], at=pinned["pinned_at"],
+                                                  skills=pinned["skills"], held=pinned["held"])
+
+    def trust_states(self) -> dict[str, str]:
+        return {} if self.empty else PgTrusts(self.pg).trusts()
+
+    def copy_trust(self, data: dict[str, Any]) -> bool:
+        return PgTrusts(self.pg).copy(data)
+
+    def source_documents(self) -> dict[str, str]:
+        """The team's lock: each source's document, by label."""
+        return {} if self.empty else PgSourceLocks(self.pg).documents()
+
+    def copy_sources(self, documents: dict[str, str], *, expect: dict[str, str]) -> None:
+        """Add the sources of ``documents`` to the team's lock read as ``expect`` (``ConflictError``
+        when another server changed one of them meanwhile)."""
+        PgSourceLocks(self.pg).replace({**expect, **documents}, expect=expect, by="migrate-store")
 
 
 # --- opening the team store ----------------------------------------------------------------------

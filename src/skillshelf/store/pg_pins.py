@@ -73,6 +73,23 @@ class PgPinnedContent:
                 _insert_skill(conn, root, skill, at)
             _bump(conn, "pin_generation")
 
+    def copy_root(self, root: str, path: str, *, at: str, skills: list[dict[str, Any]],
+                  held: dict[str, dict[str, str]]) -> bool:
+        """Pin ``root`` as another library pinned it (``migrate-store``): each skill with its own
+        ``pinned_at`` (else ``at``), and the skills of ``held`` (id -> ``reason``, ``since``) held,
+        in one transaction. Nothing when the team store pins ``root`` already: False."""
+        with write(self.pg) as conn:
+            if not conn.execute("INSERT INTO pinned_roots VALUES (%s, %s, %s) ON CONFLICT (root) DO NOTHING",
+                                (clean(root), clean(path), clean(at))).rowcount:
+                return False
+            for skill in skills:
+                _insert_skill(conn, root, skill, skill.get("pinned_at") or at)
+            for sid, h in held.items():
+                conn.execute("INSERT INTO pin_held VALUES (%s, %s, %s, %s) ON CONFLICT (skill_id) DO NOTHING",
+                             (clean(sid), clean(root), clean(h["reason"]), clean(h["since"])))
+            _bump(conn, "pin_generation")
+        return True
+
     def unpin_root(self, root: str) -> bool:
         with write(self.pg) as conn:
             n = _drop_root(conn, clean(root))
@@ -172,6 +189,16 @@ class PgTrusts:
                          " trusted_at = excluded.trusted_at", tuple(clean(data[k]) for k in TRUST_FIELDS))
             _bump(conn, "trust_generation")
         return data
+
+    def copy(self, data: dict[str, Any]) -> bool:
+        """Keep a trust another library recorded (``migrate-store``: ``TRUST_FIELDS``) unless the
+        team has one for that skill: False."""
+        with write(self.pg) as conn:
+            made = conn.execute("INSERT INTO audit_trust VALUES (%s, %s, %s, %s, %s) ON CONFLICT (skill_id) DO NOTHING",
+                                tuple(clean(data[k]) for k in TRUST_FIELDS)).rowcount
+            if made:
+                _bump(conn, "trust_generation")
+        return bool(made)
 
     def untrust(self, skill_id: str) -> bool:
         with write(self.pg) as conn:

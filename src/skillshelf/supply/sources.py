@@ -173,6 +173,10 @@ class Sources:
     def entries(self) -> list[lockmod.SourceEntry]:
         return lockmod.read(self.lock_path) if self.shared is None else self.shared.entries()
 
+    def documents(self) -> dict[str, str]:
+        """The lock as a team store keeps it: each source's document, by label."""
+        return lockmod.documents(self.entries())
+
     def _write_lock(self, before: list[lockmod.SourceEntry], after: list[lockmod.SourceEntry], *,
                     caller: Caller | None = None) -> None:
         """Move the lock from ``before`` (read under the home's lock) to ``after``."""
