@@ -68,10 +68,6 @@ def skill_files(folder: Path, *, nested: bool, skip: str = "SKILL.md") -> tuple[
     ``nested``: whether the folders of nested skills are walked too. ``skip``: the skill's own
     SKILL.md at the top (listed first by the callers)."""
     out: list[str] = []
-    try:
-        base_r = folder.resolve()
-    except OSError:
-        return out, True
     seen = 0
     for dirpath, dirnames, filenames in os.walk(folder):
         here = Path(dirpath)
@@ -84,7 +80,7 @@ def skill_files(folder: Path, *, nested: bool, skip: str = "SKILL.md") -> tuple[
             seen += 1
             if seen > WALK_CAP:
                 return out, False
-            if _servable(base_r, here / f):
+            if _servable(folder, here / f):       # (a link is resolved against the folder resolved)
                 out.append((rel / f).as_posix())
     return sorted(out, key=lambda f: (f.count("/"), f)), True
 
