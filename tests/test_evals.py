@@ -356,3 +356,19 @@ def test_a_derive_is_judged_on_its_parents_evals_with_the_child_beside_it(tmp_pa
         assert res.findability["line"].startswith("findability: 4/4 → ") and res.findability["skill"] == "cors-fix"
         assert "cors-fix-vercel" in seen[0] and "cors-fix" in seen[0]     # the child searched beside its parent
         assert "findability: 4/4 → " in res.message
+
+
+def test_eval_all_names_each_of_two_skills_of_one_name_by_its_id(tmp_path):
+    h = tmp_path / "h"
+    make_home(h)
+    other = tmp_path / "team-skills"
+    write_skill(other, "cors-fix", description="CORS fixes for Express servers behind a proxy",
+                body="## Steps\n\nUse the cors middleware.\n")
+    (other / "cors-fix" / "evals").mkdir()
+    (other / "cors-fix" / "evals" / "eval_queries.json").write_text(json.dumps(evals()), encoding="utf-8")
+    assert sk(h, "roots", "add", str(other)).returncode == 0
+    p = sk(h, "eval", "--all")
+    lines = [ln for ln in p.stdout.splitlines() if "cors-fix (authored)" in ln or "cors-fix [" in ln]
+    assert len(lines) == 2, p.stdout
+    ids = sorted(re.search(r"cors-fix \[([^\]]+)\] \(authored\)", ln).group(1) for ln in lines)
+    assert ids == ["team-skills:cors-fix", "workspace:cors-fix"]

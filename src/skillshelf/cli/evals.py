@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import typer
 
 from .common import _clean, _in_range, _json, _lib, _usage_error, out
@@ -60,12 +62,14 @@ def eval_(ctx: typer.Context,
 
 
 def _print(run) -> None:
+    names = Counter(r.name for r in run.results)
     for r in run.results:
+        name = r.name if names[r.name] == 1 else f"{r.name} [{r.id}]"    # several skills of one name: which
         if r.source == "none":
-            out.print(f"{r.name}: no evals (no evals/eval_queries.json, and no request reported as worked for it)")
+            out.print(f"{name}: no evals (no evals/eval_queries.json, and no request reported as worked for it)")
             continue
         verdict = "ok" if r.passed else "FAIL"
-        line = f"{verdict}  {r.name} ({r.source}): recall@{r.k} {r.found}/{r.positives} ({_pct(r.recall)})"
+        line = f"{verdict}  {name} ({r.source}): recall@{r.k} {r.found}/{r.positives} ({_pct(r.recall)})"
         if r.negatives:
             line += f", false triggers {len(r.false_triggers)}/{r.negatives} ({_pct(r.false_rate)})"
         for split, part in sorted(r.splits.items()):
