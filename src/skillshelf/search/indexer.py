@@ -27,7 +27,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,7 @@ class LazyEmbedder:
                 emb = self._unloaded or create(name, model=cfg.embedder_model, url=cfg.embedder_url,
                                                api_key=cfg.embedder_api_key, model_path=cfg.embedder_path,
                                                precision=cfg.embedder_precision)
+                assert emb is not None   # create gives None only for 'none', answered above
                 emb.load()
             except EmbedderError as exc:
                 self._error = f"embedder {name!r} unavailable ({exc}): lexical-only search"
@@ -184,8 +185,9 @@ class Indexer:
         # what it may be missing is said with the indexing note (``team.Team.lag``)
         self.before_read: Callable[..., None] | None = None
         self.lag: Callable[[], str | None] | None = None
-        self.before_sync: Callable[[], object] | None = None   # ... and a sync of every root waits for its
-                                                               # copy's edits to be kept (``Mirror.settle``)
+        # ... and a sync of every root waits for its copy's edits to be kept (``Mirror.settle``: the
+        # folders that changed)
+        self.before_sync: Callable[[], Iterable[Path | str] | None] | None = None
 
     # --- syncing --------------------------------------------------------------------
     def sync(self, *, progress=None, embed: bool = True, embed_progress=None,
@@ -334,7 +336,8 @@ class Indexer:
         only when they report a change (or every ``RESCAN`` seconds). The model is loaded to
         embed only what changed, or with ``embed`` (a search, which needs it anyway) to fill
         any missing vector: listing or reading skills never loads it for nothing."""
-        if self.before_read is not None and not self._sync_lock._is_owned():   # (not from inside a sync)
+        # (not from inside a sync; RLock._is_owned is CPython's, missing from typeshed's stub)
+        if self.before_read is not None and not self._sync_lock._is_owned():  # type: ignore[attr-defined]
             self.before_read()
         if not self._config().auto_sync or self.background or self.store.read_only:
             return   # (a database open read-only cannot take what a scan finds: doctor says so)

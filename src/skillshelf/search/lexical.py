@@ -111,7 +111,7 @@ class Writer:
     BULK = 200              # documents: at or above, merge into main instead of the delta table
     FLUSH_AT = 4_000_000    # postings held in memory before a merge (~14 bytes each: bounds RSS)
 
-    def __init__(self, tx):
+    def __init__(self, tx) -> None:
         self.db = tx           # the sync's transaction (what ``store.tx()`` yields)
         # term -> (docids, packed frequencies): compact arrays, not a tuple per posting
         self.pending: dict[str, tuple[array, bytearray]] = {}
@@ -222,10 +222,10 @@ def compact(tx) -> int:
     alive = set(Postings.live_docids(tx))
     add_ids: dict[str, list[int]] = defaultdict(list)
     add_tfs: dict[str, list[bytes]] = defaultdict(list)
-    for term, docid, tfs in Postings.delta_postings(tx):
+    for term, docid, doc_tfs in Postings.delta_postings(tx):
         if docid in alive:
             add_ids[term].append(docid)
-            add_tfs[term].append(tfs)
+            add_tfs[term].append(doc_tfs)
     dead = Postings.doc_counts(tx)[0]
     touched = set(add_ids)
     if dead:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -143,6 +143,7 @@ class Searcher:
         index that gives it that score."""
         if vi is None:
             vi, bi = self.state.vindex, self.state.bindex
+        assert vi is not None, "a dense search needs the loaded vector index"
         # the two top-k searches run side by side (numpy and faiss release the GIL): at
         # 100k skills each takes ~1.7 ms in faiss' 8-bit index
         body = self._pool.submit(bi.top, probe, limit, allowed) if bi is not None else None
@@ -230,6 +231,7 @@ class Searcher:
             except Exception as exc:  # any backend failure degrades loudly to lexical-only
                 degraded = f"embedder failed: {exc}"
         if qvec is not None:
+            assert vi is not None   # a query vector is only taken or computed with the index
             # Pseudo-relevance feedback (Rocchio): move the query vector toward the metadata
             # vectors of the top lexical hits, so the dense list searches near what the words
             # matched (for both the metadata and the body vectors).
@@ -282,14 +284,14 @@ class Searcher:
                 groups[k] = p
                 reps.append(p)
 
-        top = prob[reps[0]] or 1.0
-        rel = {p: prob[p] / top for p in reps}
+        best_prob = prob[reps[0]] or 1.0
+        rel = {p: prob[p] / best_prob for p in reps}
         if callable(recent):
             recent = recent(qvec)
         for g, times in ranking.recent_groups(meta, recent, worked, self.state.reads.copies, groups).items():
-            p = groups.get(g)
-            if p is not None:
-                rel[p] -= s.recency_penalty * times
+            rep = groups.get(g)
+            if rep is not None:
+                rel[rep] -= s.recency_penalty * times
         # Outcomes of similar earlier requests shift the candidates retrieval found (never
         # add one): bounded, decaying, capped per client (learning.py).
         evidence: dict[int, learning.Evidence] = {}
@@ -307,9 +309,10 @@ class Searcher:
                         lines[p], place[p] = ordered, i
                 before = dict(rel)
                 for (rid, ev), pp in zip(found.items(), meta.positions(list(found))):
-                    p = groups.get(int(meta.group[pp])) if pp >= 0 else None
-                    if p is None:
+                    got = groups.get(int(meta.group[pp])) if pp >= 0 else None
+                    if got is None:
                         continue
+                    p = got
                     evidence[p] = ev
                     # Outcomes move a hit by places among its neighbours, whatever the
                     # ranker's scale of scores, and never outside the plain range of scores
@@ -419,7 +422,7 @@ class Searcher:
                     c[h] = ix.dot(idx[h], qvec)
             sims.append(c)
         best = np.fmax(sims[0], sims[1])
-        cos_cache.update(zip(cands, np.where(np.isnan(best), None, best).tolist()))   # NaN: no vector
+        cos_cache.update(zip(cands, cast(np.ndarray, np.where(np.isnan(best), None, best)).tolist()))   # NaN: no vector
         matches = self._lex.field_matches(terms, meta.rowids[idx], gen=meta.gen)
         copies = meta.group_start[meta.group[idx] + 1] - meta.group_start[meta.group[idx]]
         rrf_share = np.fromiter((fused.get(p, 0.0) for p in cands), dtype=np.float64, count=len(cands))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ConfigError
 from . import confidence
@@ -124,7 +125,7 @@ class Model:
         x = np.asarray(rows, dtype=np.float64).reshape(-1, len(self.match) - 1)
         return confidence.predict(self.match, np.clip(x, self.match_range[0], self.match_range[1]))
 
-    def likely_matches(self, rows: np.ndarray, words: int | None, useful: np.ndarray) -> np.ndarray:
+    def likely_matches(self, rows: npt.ArrayLike, words: int | None, useful: npt.ArrayLike) -> np.ndarray:
         """``likely_match`` of many hits before the share of the best (``near_best``): ``rows``
         of ``confidence.FEATURES`` (the score first), ``useful`` the ranker's probability of each."""
         rows = np.asarray(rows, dtype=np.float64).reshape(-1, len(confidence.FEATURES))
@@ -132,7 +133,7 @@ class Model:
         return (score > 0) & (score >= confidence.cosine_floor(words)) & (np.asarray(useful) >= self.useful) & \
             (self.match_probability(rows) >= self.likely)
 
-    def near_best(self, useful: np.ndarray, best: float) -> np.ndarray:
+    def near_best(self, useful: npt.ArrayLike, best: float) -> np.ndarray:
         """Whether each hit's probability (``useful``) is at least ``self.near`` of ``best``, the
         request's best likely hit's: a likely hit stays likely only then."""
         return np.asarray(useful, dtype=np.float64) >= self.near * float(best) - 1e-12
@@ -159,7 +160,7 @@ class Model:
         part = np.where((self.weights > 0) & (x > self.mean), self.weights * (x - self.mean) / self.scale, 0.0)
         part[:, list(_ABOUT_REQUEST)] = 0.0
         far = x[:, FEATURES.index("cos")] < confidence.cosine_floor()
-        part[np.ix_(far, list(_OF_MEANING))] = 0.0
+        part[np.ix_(far, np.asarray(_OF_MEANING))] = 0.0
         out = []
         for row, xs, order in zip(part, x, np.argsort(-part, axis=1)[:, :6].tolist()):
             said = dict.fromkeys(_SAY[FEATURES[i]](float(xs[i])) for i in order if row[i] > 0.25)

@@ -168,6 +168,7 @@ class SearchState:
         """The display columns (``store.skills.HIT_COLUMNS``, as dicts) of the skills at these
         positions of ``meta`` (default: the current snapshot), by position."""
         meta = meta or self.meta
+        assert meta is not None, "rows are read from a loaded snapshot"
         found = self.reads.hit_rows([int(meta.rowids[p]) for p in positions])
         out: dict[int, Any] = {}
         for r, p in zip(found, meta.positions([r["rowid"] for r in found])):

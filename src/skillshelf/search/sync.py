@@ -303,10 +303,10 @@ def _sync_files(store: Store, roots: list[Root], report: SyncReport, progress: P
         report._restore(at_end)
         raise
     # what the caller shows: which invalid files are new, which are no longer invalid
-    for inv in report.invalid:
-        before = invalid_rows.get(inv.path)
-        inv.new = before is None or (before["rule"], before["message"], before["line"]) != (inv.rule, inv.message,
-                                                                                            inv.line)
+    for bad in report.invalid:
+        before = invalid_rows.get(bad.path)
+        bad.new = before is None or (before["rule"], before["message"], before["line"]) != (bad.rule, bad.message,
+                                                                                            bad.line)
     report.cleared_invalid = sorted(p for p in invalid_rows if p not in seen_invalid)
     seen_ids.clear()
     for f in found:
@@ -527,9 +527,9 @@ def _pending(vs: VectorStore, model_id: str, body_tokens: int,
             chosen = {rowid for rowid, *_ in items}
             missing = [r for r in missing if r in chosen]
         for rowid, body in vs.bodies(missing):
-            job = body_job(body, body_tokens)
-            if job:
-                items.append((rowid, PART_BODY, *job))
+            body_part = body_job(body, body_tokens)
+            if body_part:
+                items.append((rowid, PART_BODY, *body_part))
     return items
 
 

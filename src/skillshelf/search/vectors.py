@@ -39,7 +39,8 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, cast
 
 import numpy as np
 
@@ -151,7 +152,8 @@ class SQ8Index(ExactIndex):
         # faiss tests bit i of byte i >> 3, least significant bit first
         bits = np.packbits(ok.astype(np.uint8), bitorder="little")
         sel = faiss.IDSelectorBitmap(len(ok), faiss.swig_ptr(bits))
-        return bits, sel, faiss.SearchParameters(sel=sel)
+        # faiss wraps SearchParameters.__init__ to take its fields as keywords (its SWIG signature does not show them)
+        return bits, sel, faiss.SearchParameters(sel=sel)  # type: ignore[call-arg]
 
     @property
     def nbytes(self) -> int:
@@ -236,12 +238,13 @@ def _remapped_chunks(prev: Previous | None, store: Store, model_id: str, rowids:
     f = _cached_chunks(prev.path, len(prev.rowids), dim, opened_only=True)
     if f is None:
         return None
+    data_offset = f.tell()
     fetched = _fetch(store, model_id, rowids, part, need, dim)
 
     def old_rows(idx: np.ndarray) -> np.ndarray:
         """Rows ``idx`` (ascending) of the previous file."""
         lo, hi = int(idx[0]), int(idx[-1]) + 1
-        f.seek(f.data_offset + lo * dim * 4)
+        f.seek(data_offset + lo * dim * 4)
         span = np.fromfile(f, dtype="<f4", count=(hi - lo) * dim).reshape(hi - lo, dim)
         return span[idx - lo]
 
@@ -277,8 +280,8 @@ def cache_path(store: Store, model_id: str, rowids: np.ndarray, part: int, dim: 
 
 def _cached_chunks(path: Path, n: int, dim: int, *, opened_only: bool = False):
     """The chunks of a cache file, or None when it is missing or does not hold an (n, dim)
-    float32 matrix in full. ``opened_only``: the open file instead, positioned at its data
-    (``data_offset``), for reading rows at random."""
+    float32 matrix in full. ``opened_only``: the open file instead, positioned at its data,
+    for reading rows at random."""
     try:
         f = open(path, "rb")
     except OSError:
@@ -295,7 +298,6 @@ def _cached_chunks(path: Path, n: int, dim: int, *, opened_only: bool = False):
         f.close()
         return None
     if opened_only:
-        f.data_offset = f.tell()
         return f
 
     def gen() -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -303,7 +305,7 @@ def _cached_chunks(path: Path, n: int, dim: int, *, opened_only: bool = False):
             for start in range(0, n, CHUNK):
                 rows = min(CHUNK, n - start)
                 block = np.fromfile(f, dtype="<f4", count=rows * dim).reshape(rows, dim)
-                yield block, block.any(axis=1)   # a stored vector is never all zeros
+                yield block, cast(np.ndarray, block.any(axis=1))   # a stored vector is never all zeros
 
     return gen()
 
@@ -376,6 +378,7 @@ def load(store: Store, model_id: str, rowids: np.ndarray, part: int, *, sq8_abov
 
     index = _build(chunks, n, dim, sq8_above)
     if index is not None and path is not None:
+        assert hashes is not None   # read with the path
         index.provenance = Previous(model_id, dim, rowids, hashes, index.has, path)
     return index
 
@@ -384,6 +387,7 @@ def _build(chunks: Iterator[tuple[np.ndarray, np.ndarray]], n: int, dim: int, sq
     """The index of ``n`` rows from ``chunks`` (None when no row has a vector)."""
     has = np.zeros(n, dtype=bool)
     if sq8_above and n > sq8_above:
+        faiss: ModuleType | None
         try:
             import faiss
         except ImportError:
