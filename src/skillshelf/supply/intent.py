@@ -626,8 +626,8 @@ def override(sent: bytes) -> int | None:
         return void.start()
     for v in IGNORE.finditer(sent):
         d = DIRECTIVE.search(sent, v.end(), v.end() + 120)
-        if d is None:
-            continue
+        if d is None or re.match(rb"\s+data\b", sent[d.end():]) or DIRECTIVE.search(sent, max(0, v.start() - 16), v.start()):
+            continue      # "these rules override your training data": a statement of precedence, not a request
         if P.DEFENSIVE_OBJECT.match(sent, d.end()) or re.match(rb"\s{0,3}(?:in|from|found|inside|within|embedded)\b",
                                                                 sent[d.end():]):
             continue

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import intent
+from . import intent, lexicon
 from .rules import RULES, visible
 
 Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
@@ -58,3 +58,103 @@ def concealment(scan: Scan) -> None:
         intent.add(scan, "override.conceal", m.start(), f"{RULES['override.conceal'].title}: "
              f"{visible(scan.data[m.start():m.end()].decode('utf-8', 'replace'), 120)!r}",
              cap="high" if step else "medium", since=m.start())
+
+
+# --- requests in the lexicon's languages (``skillshelf.supply.lexicon``) ----------------------------------
+_URL = re.compile(r"(?:https?|wss?|s?ftps?)://[^\s\"'`()<>|\\]{3,200}|[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,5}")
+_LOCAL = re.compile(r"(?:https?|wss?)://(?:localhost|127\.|0\.0\.0\.0|\[::1\])")
+_CJK_END = re.compile(r"[。！？]")
+MAX_SENTENCES = 2_000      # sentences of one file read in other languages
+
+
+def requests(scan: Scan) -> None:
+    """Read each sentence of a file in another language for the three requests of prose, by the concepts
+    of the lexicon combined as ``intent`` combines English words: a secret + a verb of sending + an
+    outside address (``exfil.request``); the agent's instructions + a word that sets them aside or declares
+    them void + whose they are (``override.instructions``); a negated telling + the user (``override.conceal``)."""
+    if scan.kind == "script" and not scan.hidden_why:
+        return            # code: the command rules read it
+    langs = lexicon.languages(scan.words, scan.data)
+    if not langs:
+        return
+    c = lexicon.concepts(langs)
+    starts = intent._sentences(scan).starts
+    for k, a in enumerate(starts[:MAX_SENTENCES]):
+        b = starts[k + 1] if k + 1 < len(starts) else len(scan.data)
+        if b - a < 8 or (scan.kind == "markdown" and scan.fence_at(a) is not None):
+            continue
+        orig = scan.data[a:min(b, a + 2_000)].decode("utf-8", "replace")
+        pieces = [0] + [m.end() for m in _CJK_END.finditer(orig)] if lexicon.OTHER_SCRIPT.search(
+            scan.data, a, min(b, a + 2_000)) else [0]
+        for i, p in enumerate(pieces):
+            q = pieces[i + 1] if i + 1 < len(pieces) else len(orig)
+            _read_sentence(scan, c, a, orig, p, q)
+
+
+def _at(scan: Scan, a: int, orig: str, i: int) -> int:
+    return a + len(orig[:i].encode("utf-8"))
+
+
+def _negated(t: str, i: int) -> bool:
+    """A negation a few words before ``i`` in its clause or right after its verb ("Stuur nooit"; Latin and
+    Cyrillic script), or a negation of the CJK languages in the sentence ("送信しないで")."""
+    lo = max(0, i - 30, *(t.rfind(p, 0, i) + 1 for p in ",;:"))
+    verb = re.match(r"\w+", t[i:])
+    after = i + (verb.end() if verb else 0)
+    return lexicon.NEG_LATIN.search(t, lo, i) is not None or lexicon.NEG_LATIN.match(t, after + 1, after + 14) is not None \
+        or lexicon.NEG_CJK.search(t) is not None
+
+
+def _read_sentence(scan: Scan, c: lexicon.Concepts, a: int, orig: str, p: int, q: int) -> None:
+    t = orig[p:q].lower()
+    if len(t) != q - p:
+        return            # lower-casing changed the length: offsets would not map back
+    low = t.encode("utf-8", "replace")
+    # exfiltration: a secret, a verb of sending, an outside address that is not a source
+    send = c.send.search(t)
+    if send is not None and not lexicon.PUBLIC.search(t):
+        dest = next((d for d in _URL.finditer(t) if not _LOCAL.match(d.group())
+                     and not lexicon.SOURCE_BEFORE.search(t, max(0, d.start() - 12), d.start())
+                     and not lexicon.SOURCE_AFTER.match(t, d.end())), None)
+        if dest is not None and not _negated(t, send.start()) and _secret_outside(c, t, low, dest.start(), dest.end()):
+            at = _at(scan, a, orig, p + send.start())
+            intent.add(scan, "exfil.request", at, f"{RULES['exfil.request'].title}: "
+                       f"{visible(orig[p:q], 120)!r} (read in another language)", since=_at(scan, a, orig, p))
+    # override: the agent's instructions, set aside or declared void, and whose they are
+    ins = c.instructions.search(t)
+    if ins is not None and c.prior.search(t):
+        verb = _sets_aside(c, t, ins)
+        if verb is not None and not _negated(t, verb):
+            at = _at(scan, a, orig, p + min(verb, ins.start()))
+            intent.add(scan, "override.instructions", at, f"{RULES['override.instructions'].title}: "
+                       f"{visible(orig[p:q], 120)!r} (read in another language)", since=_at(scan, a, orig, p))
+    # concealment: a negated telling and the user
+    hide = c.conceal.search(t)
+    if hide is not None and c.who.search(t):
+        at = _at(scan, a, orig, p + hide.start())
+        step = intent.STEP.search(low) or intent.CODE_STEP.search(low) or intent.step_before(scan.low, at)
+        intent.add(scan, "override.conceal", at, f"{RULES['override.conceal'].title}: "
+                   f"{visible(orig[p:q], 120)!r} (read in another language)", cap="high" if step else "medium",
+                   since=_at(scan, a, orig, p))
+
+
+def _secret_outside(c: lexicon.Concepts, t: str, low: bytes, ds: int, de: int) -> bool:
+    """A secret named in the sentence ``t`` (``low``: its bytes) that is not part of the address ds..de."""
+    for m in intent.SECRET.finditer(low):
+        i = len(low[:m.start()].decode("utf-8", "replace"))
+        if not ds <= i < de:
+            return True
+    return any(not ds <= m.start() < de for m in c.secret.finditer(t))
+
+
+def _sets_aside(c: lexicon.Concepts, t: str, ins: re.Match[str]) -> int | None:
+    """Where a word sets the instructions ``ins`` aside: a verb before them (SVO; within 80 characters, 10
+    in Chinese), after them in Japanese and Korean (within 10), or a word that declares them void after them."""
+    for m in c.set_aside.finditer(t):
+        cjk = ord(m.group()[0]) > 0x2E80
+        if m.end() <= ins.start() and ins.start() - m.end() <= (10 if cjk else 80) and not (cjk and c.langs_sov_only):
+            return m.start()
+        if cjk and c.sov and m.start() >= ins.end() and m.start() - ins.end() <= 10:
+            return m.start()
+    v = c.void.search(t, ins.end(), ins.end() + 60)
+    return v.start() if v is not None else None

@@ -493,30 +493,7 @@ TRIG_DISCLOSE = [re.compile(p) for p in (
     rb"every\s+(?:one\s+of\s+)?(?:the\s+|your\s+)?(?:api\s+keys|secrets|credentials|tokens|passwords)",
 )]
 
-# --- credentials in a known format (matched on the bytes as they are: case matters) -------------------------
-# (a lower-case hint that must be in the file, the pattern); each pattern starts with its literal
-_END = rb"(?![A-Za-z0-9_])"
-# (words of the text that must be there, or with ^ the start of a word of 16 or more, the pattern)
-TOKENS = [(h, re.compile(p)) for h, p in (
-    ((b"ghp", b"gho", b"ghu", b"ghs", b"ghr"), rb"gh[pousr]_[A-Za-z0-9]{36}" + _END),
-    ((b"github",), rb"github_pat_[A-Za-z0-9_]{70,90}" + _END),
-    ((b"^akia",), rb"AKIA[0-9A-Z]{16}" + _END), ((b"^asia",), rb"ASIA[0-9A-Z]{16}" + _END),
-    ((b"xoxb", b"xoxp", b"xoxa", b"xoxo", b"xoxs", b"xoxr"), rb"xox[abposr]-[0-9A-Za-z-]{20,120}" + _END),
-    ((b"sk",), rb"sk-(?:proj-|ant-(?:api|admin)[0-9]{2}-|or-v1-)?[A-Za-z0-9_-]{32,200}" + _END),
-    ((b"^aiza",), rb"AIza[0-9A-Za-z_-]{35}" + _END), ((b"live",), rb"[sr]k_live_[0-9A-Za-z]{20,120}" + _END),
-    ((b"glpat",), rb"glpat-[0-9A-Za-z_-]{20}" + _END), ((b"npm",), rb"npm_[A-Za-z0-9]{36}" + _END),
-    ((b"hf",), rb"hf_[A-Za-z0-9]{34}" + _END), ((b"^aa",), rb":AA[A-Za-z0-9_-]{33}" + _END),
-    ((b"slack",), rb"hooks\.slack\.com/services/T[0-9A-Z]{6,12}/B[0-9A-Z]{6,12}/[0-9A-Za-z]{20,40}"),
-    ((b"webhooks",), rb"/api/webhooks/\d{17,20}/[\w-]{60,80}"),
-    ((b"private",), rb"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?-----"),
-)]
-TOKEN_NAMES = ((":aa", "a Telegram bot token"), ("hooks.", "a Slack webhook URL with its secret"),
-               ("/api/webhooks/", "a Discord webhook URL with its secret"), ("-----", "a private key"),
-               ("gh", "a GitHub token"), ("github_pat_", "a GitHub token"), ("akia", "an AWS access key"),
-               ("asia", "an AWS access key"), ("xox", "a Slack token"), ("sk-ant-", "an Anthropic key"),
-               ("sk-", "an OpenAI-style API key"), ("aiza", "a Google API key"), ("sk_live_", "a Stripe key"),
-               ("rk_live_", "a Stripe key"), ("glpat-", "a GitLab token"), ("npm_", "an npm token"),
-               ("hf_", "a Hugging Face token"))
+# --- credentials in a known format: the table is ``skillshelf.supply.credentials`` -------------------------
 PLACEHOLDER = re.compile(rb"example|xxxx|your|0000|1234|abcd|test|dummy|fake|sample|placeholder|redacted|here|"
                          rb"insert|replace|secret|token|demo|(?P<r>[a-z0-9])(?P=r){4}")
 # what a credential is used for: pushing, posting, uploading

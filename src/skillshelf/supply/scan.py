@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from . import asks, flows, intent, intent_model, invisible, languages, patterns as P, view
+from . import asks, context, flows, intent, intent_model, invisible, languages, patterns as P, view
 from .rules import (
     EXCERPT_BYTES,
     MAX_LINES_PER_RULE,
@@ -323,18 +323,8 @@ class Scan:
 
     # --- context -----------------------------------------------------------------------------
     def quoted(self, pos: int) -> bool:
-        """``pos`` is inside quotes or inline code on its line, or its line is a block quote or
-        a table row."""
-        s, _ = self.line_bounds(pos)
-        before = self.data[s:pos]
-        if before.lstrip().startswith((b">", b"|")):
-            return True
-        if before.count(b"`") % 2 or before.count(b'"') % 2:
-            return True
-        for o, c in (("“", "”"), ("«", "»"), ("‘", "’")):
-            if before.rfind(o.encode()) > before.rfind(c.encode()):
-                return True
-        return before.rstrip().endswith(b"'")
+        """``pos`` is quoted as an example (``skillshelf.supply.context``)."""
+        return context.quoted(self, pos)
 
     def near_negation(self, pos: int, s: int, e: int) -> bool:
         """The command at ``pos`` (logical line ``s``..``e``) is shown as what not to do: its line,
@@ -372,6 +362,8 @@ class Scan:
             s, e = self.line_bounds(pos)
             if self.fence_at(pos) is not None or self.quoted(pos):
                 return "low", " (quoted as an example)"
+            if context.table_row(self, pos):
+                return "medium", " (in a table row)"
             t = max(s, min(since, pos))
             if self.section_is_about_attacks(pos) or P.TEACHING.search(_EMAIL.sub(b" ", P.URL.sub(b" ", self.low[t:e]))) \
                     or P.NEGATION.search(self.low[s:pos]):
@@ -394,6 +386,7 @@ class Scan:
         self.check_requests()
         intent.check(self)
         languages.concealment(self)
+        languages.requests(self)
         if self.sentences is not None and not self.hidden_why:
             intent_model.check(self, self.sentences)
         self.check_tokens()
@@ -690,6 +683,7 @@ class Scan:
         inner.check_requests()
         intent.check(inner)
         languages.concealment(inner)
+        languages.requests(inner)
         inner.check_tokens()
         line = line if line is not None else self.line_of(pos)
         found = inner.finish()

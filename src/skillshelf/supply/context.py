@@ -1,0 +1,88 @@
+"""Whether a phrase of a Markdown file is quoted as an example: inside quotes or inline code, in a table
+whose header names examples, or in a block quote introduced as one. Part of the audit of one file
+(``skillshelf.supply.scan``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
+
+# a table column or a lead-in that holds examples, not steps
+_EXAMPLE_HEAD = re.compile(rb"\b(?:examples?|e\.g\.|pattern|patterns|payloads?|attacks?|inputs?|samples?|phrases?|prompts?|"
+                           rb"bad|wrong|avoid|don't|do\s+not|never|red\s+flags?|anti-?patterns?|malicious|injection|"
+                           rb"suspicious|instead\s+of|before|quote|quotes|says?|wording|text|message|output|such\s+as|"
+                           rb"like\s+this|for\s+instance|triggers?|user\s+says)\b|\xe2\x9d\x8c")
+MAX_TABLE_LINES = 60
+
+
+def _open_quote(before: bytes) -> bool:
+    if before.count(b"`") % 2 or before.count(b'"') % 2:
+        return True
+    for o, c in (("“", "”"), ("«", "»"), ("‘", "’"), ("„", "“"), ("「", "」")):
+        if before.rfind(o.encode()) > before.rfind(c.encode()):
+            return True
+    return before.rstrip().endswith(b"'")
+
+
+def _line_before(scan: Scan, s: int) -> tuple[int, int] | None:
+    return scan.line_bounds(s - 1) if s > 0 else None
+
+
+def _table_of_examples(scan: Scan, s: int) -> bool:
+    """The header row of the table holding the line at ``s`` (or the line before the table) names examples."""
+    head = s
+    for _ in range(MAX_TABLE_LINES):
+        prev = _line_before(scan, head)
+        if prev is None or not scan.data[prev[0]:prev[1]].lstrip().startswith(b"|"):
+            break
+        head = prev[0]
+    lines = [scan.line_bounds(head)]
+    prev = _line_before(scan, head)
+    if prev is not None:
+        lines.append(prev)
+    return any(_EXAMPLE_HEAD.search(scan.low[a:b]) for a, b in lines)
+
+
+def _quote_of_example(scan: Scan, s: int) -> bool:
+    """The block quote holding the line at ``s`` is introduced as an example (its lead-in ends with a colon
+    or names examples) or opens with a quotation mark."""
+    head = s
+    for _ in range(MAX_TABLE_LINES):
+        prev = _line_before(scan, head)
+        if prev is None or not scan.data[prev[0]:prev[1]].lstrip().startswith(b">"):
+            break
+        head = prev[0]
+    first = scan.data[head:scan.line_bounds(head)[1]].lstrip(b" >*_")
+    if first[:1] in (b'"', b"'", b"`") or first.startswith(("“".encode(), "«".encode(), "„".encode())):
+        return True
+    lead = _line_before(scan, head)
+    while lead is not None and not scan.data[lead[0]:lead[1]].strip() and lead[0] > 0:
+        lead = _line_before(scan, lead[0])
+    if lead is None:
+        return False
+    text = scan.low[lead[0]:lead[1]].rstrip()
+    return text.endswith(b":") or _EXAMPLE_HEAD.search(text) is not None
+
+
+def quoted(scan: Scan, pos: int) -> bool:
+    """``pos`` is inside quotes or inline code on its line (in a table row: in its cell), its line is a row
+    of a table of examples, or its block quote is introduced as an example."""
+    s, _ = scan.line_bounds(pos)
+    before = scan.data[s:pos]
+    lead = before.lstrip()
+    if lead.startswith(b"|"):
+        if _table_of_examples(scan, s):
+            return True
+        before = before[before.rfind(b"|") + 1:]
+    elif lead.startswith(b">") and _quote_of_example(scan, s):
+        return True
+    return _open_quote(before)
+
+
+def table_row(scan: Scan, pos: int) -> bool:
+    """``pos`` is in a row of a Markdown table: a cell may hold a step or a description, so what is asked
+    there is read (medium), not taken as the agent's next step (high)."""
+    s, _ = scan.line_bounds(pos)
+    return scan.data[s:pos].lstrip().startswith(b"|")
