@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import EmbedderError
 from .base import Embedder
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class _HTTPEmbedder(Embedder):
@@ -23,7 +28,7 @@ class _HTTPEmbedder(Embedder):
         self.api_key = api_key
         self.timeout = timeout
         self._dim = dimensions
-        self._client = None
+        self._client: httpx.Client | None = None
 
     @property
     def model_id(self) -> str:
@@ -55,7 +60,7 @@ class _HTTPEmbedder(Embedder):
             raise EmbedderError(f"{self.name} embedder returned a body that is not JSON",
                                 fix="check embedder_url points at the embeddings API") from None
 
-    def _check(self, vectors: list, n: int) -> np.ndarray:
+    def _check(self, vectors: object, n: int) -> np.ndarray:
         if not isinstance(vectors, list) or len(vectors) != n:
             raise EmbedderError(f"{self.name} embedder returned {len(vectors) if isinstance(vectors, list) else 0} "
                                 f"vectors for {n} texts", fix="check the server and model")

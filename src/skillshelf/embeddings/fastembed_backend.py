@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..errors import EmbedderError
 from .base import Embedder
+
+if TYPE_CHECKING:
+    from fastembed import TextEmbedding
 
 
 class FastEmbedEmbedder(Embedder):
@@ -22,7 +27,7 @@ class FastEmbedEmbedder(Embedder):
                                 fix="pip install 'skillshelf[fastembed]'") from None
         self.model = model
         self.model_path = model_path
-        self._impl = None
+        self._impl: TextEmbedding | None = None
         self._dim: int | None = None
 
     @property
@@ -40,7 +45,7 @@ class FastEmbedEmbedder(Embedder):
             return
         from fastembed import TextEmbedding
 
-        kwargs = {"specific_model_path": self.model_path} if self.model_path else {}
+        kwargs: dict[str, Any] = {"specific_model_path": self.model_path} if self.model_path else {}
         try:
             self._impl = TextEmbedding(model_name=self.model, **kwargs)
         except Exception as exc:  # fastembed raises plain exceptions for missing models
@@ -49,4 +54,5 @@ class FastEmbedEmbedder(Embedder):
 
     def _embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         self.load()
+        assert self._impl is not None   # load set it (or raised)
         return np.asarray(list(self._impl.embed(texts)), dtype=np.float32)

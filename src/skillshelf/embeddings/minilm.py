@@ -9,11 +9,16 @@ import sys
 import threading
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import EmbedderError
 from .base import Embedder
+
+if TYPE_CHECKING:
+    import onnxruntime
+    from tokenizers import Tokenizer
 
 PRECISIONS = ("int8", "float32")
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -49,8 +54,8 @@ class MiniLMEmbedder(Embedder):
         # "int8": an 8-bit copy derived once from the bundled file (embeddings/quantize.py);
         # "float32": the bundled file as onnxruntime runs it (its int8 weights widened).
         self.precision = precision if model_path is None else "float32"
-        self._session = None
-        self._tok = None
+        self._session: onnxruntime.InferenceSession | None = None
+        self._tok: Tokenizer | None = None
         self._lock = threading.Lock()
         self.workers = max(1, min(os.cpu_count() or 1, 8))
         self._pool = None
@@ -177,9 +182,11 @@ class MiniLMEmbedder(Embedder):
     def _embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         if self._session is None:
             self.load()
+        tok, session = self._tok, self._session
+        assert tok is not None and session is not None   # load set both (or raised)
         limit = max(2, min(int(max_tokens or self.max_tokens), self.POSITIONS))
         seqs = []
-        for enc in self._tok.encode_batch(texts):
+        for enc in tok.encode_batch(texts):
             ids = enc.ids
             # same cut as the tokenizer's own truncation: [CLS] + first tokens + [SEP]
             seqs.append(ids if len(ids) <= limit else ids[:limit - 1] + ids[-1:])
@@ -213,7 +220,7 @@ class MiniLMEmbedder(Embedder):
             feed = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feed["token_type_ids"] = np.zeros_like(ids)   # single segment
-            hidden = self._session.run(None, feed)[0]
+            hidden = session.run(None, feed)[0]
             m = mask[..., None].astype(np.float32)
             out[idx] = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
 

@@ -23,8 +23,12 @@ import math
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import EmbedderError
+
+if TYPE_CHECKING:
+    from onnx import NodeProto
 
 RECIPE = 2   # bump when derive() changes what it writes: the cached copy is then rebuilt
 
@@ -105,7 +109,7 @@ def simplify(model) -> int:
 
     drop: set[int] = set()
     rename: dict[str, str] = {}
-    replace: dict[int, object] = {}
+    replace: dict[int, NodeProto] = {}
     for n in g.node:
         # Where(IsNaN(p), 0, p) after p = Softmax(...): p itself
         if n.op_type == "Where" and len(n.input) == 3:

@@ -10,12 +10,16 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..config import JudgeConfig
 from ..errors import ConfigError
 from .prompts import JudgeFailure, JudgeTimeout, clean_text
+
+if TYPE_CHECKING:
+    import onnxruntime
+    from tokenizers import Tokenizer
 
 DEFAULT_URLS = {"ollama": "http://127.0.0.1:11434", "openai": "https://api.openai.com/v1"}
 MAX_ANSWER_BYTES = 1_000_000     # a chat answer larger than this is refused, not parsed
@@ -156,8 +160,8 @@ class CrossEncoderBackend:
         self.model_path = Path(model_path).expanduser()
         self.tokenizer_path = Path(tokenizer_path).expanduser() if tokenizer_path else None
         self.model = self.model_path.name
-        self._session = None
-        self._tok = None
+        self._session: onnxruntime.InferenceSession | None = None
+        self._tok: Tokenizer | None = None
         self._lock = threading.Lock()
 
     @property
@@ -204,11 +208,13 @@ class CrossEncoderBackend:
         import numpy as np
 
         self.load()
+        tok, session = self._tok, self._session
+        assert tok is not None and session is not None   # load set both (or raised)
         scores: list[float] = []
         for i in range(0, len(texts), 8):
             if time.monotonic() > deadline:
                 raise JudgeTimeout("the cross-encoder took too long")
-            encs = self._tok.encode_batch([(query, t) for t in texts[i:i + 8]])
+            encs = tok.encode_batch([(query, t) for t in texts[i:i + 8]])
             width = max(len(e.ids) for e in encs)
             ids = np.zeros((len(encs), width), dtype=np.int64)
             mask = np.zeros_like(ids)
@@ -222,7 +228,7 @@ class CrossEncoderBackend:
             if "token_type_ids" in self._inputs:
                 feed["token_type_ids"] = types
             try:
-                logits = np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
+                logits = np.asarray(session.run(None, feed)[0], dtype=np.float32)
             except Exception as exc:  # onnxruntime's untyped run errors
                 raise JudgeFailure(f"the cross-encoder failed: {clean_text(exc, 160)}") from None
             if logits.ndim == 1:

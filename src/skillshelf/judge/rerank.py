@@ -137,7 +137,7 @@ class JudgedResult(SearchResult):
         return {"judge": v.as_dict()} if v is not None else {}
 
     def judge_summary(self) -> dict[str, Any]:
-        d = {"judge": self.judge, "judge_mode": self.judge_mode, "judge_model": self.judge_model,
+        d: dict[str, Any] = {"judge": self.judge, "judge_mode": self.judge_mode, "judge_model": self.judge_model,
              "judge_latency_ms": round(self.judge_latency_ms, 1), "pick": self.pick}
         if self.invented:
             d["judge_dropped"] = self.invented[:10]
@@ -154,7 +154,7 @@ class JudgedResult(SearchResult):
         return d
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException | str) -> str:
     return clean_text(str(exc) or type(exc).__name__, 200)
 
 
