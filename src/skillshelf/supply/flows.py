@@ -43,6 +43,9 @@ def _flow(scan: Scan, rs: int, re_: int, budget: int) -> int:
         end = re_ if end < 0 else end
         n += 1
         line = _BRACED.sub(rb"$\1", scan.low[pos:min(end, pos + MAX_LOGICAL_LINE)])
+        if b"$(" in line or b"$$" in line or line[:1] == b"\t":
+            # make: $(NAME) and $$name are variables; a recipe's @ and - prefixes are not part of its command
+            line = _MAKE_VAR.sub(rb"$\1", _RECIPE.sub(rb"\1", line.replace(b"$$", b"$")))
         if b"{" in line or b"[" in line:       # const { data } = …, [out] = …: the first name destructured
             line = _DESTRUCTURE.sub(rb"\1\2 =", line)
         if b"[" in line and b"," in line:      # ['curl', '-o', path, url]: read as the command it runs
@@ -113,6 +116,11 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
             base = target.rsplit(b"/", 1)[-1]
             if base in line or target in line or b"-c" in line or b"--check" in line:
                 d[2] = True
+    # a file written with what a fetch returns, on one line (Ruby: File.write(p, URI.open(url).read))
+    if b"write" in line or b"copy_stream" in line:
+        fw = _FETCH_WRITE.search(line)
+        if fw is not None and P.FETCHED_VALUE.search(line):
+            downloads[(fw.group("t") or fw.group("u")).strip(b"\"'")] = [at, P.url_in(line), False]
     # a response piped to a file stream (Node: https.get(url, res => res.pipe(fs.createWriteStream(p)))):
     # the stream's path is a download once the block has fetched something
     if P.FETCHED_VALUE.search(line) and len(values) < 200:
@@ -147,12 +155,16 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
             values[name] = (src, at)
         elif name in values and src is None:
             del values[name]
+    if a is not None and _B64_LITERAL.match(a.group("rhs")) and len(values) < 200:
+        values[a.group("n")] = ("literal", at)   # an encoded string: run only by what decodes it itself
     if values:
         for m in P.RUN_VALUE.finditer(line):
             name = next(g for g in m.groups() if g is not None)
             if name in values:
                 src, vpos = values[name]
-                if src == "decode":
+                if src == "literal" and m.group("z") is None:
+                    continue
+                if src in ("decode", "literal"):
                     scan._report("exec.decode-and-run", at + m.start(), at, at + len(line),
                                  f"runs a value decoded from an encoded string (line {scan.line_of(vpos)})")
                 else:
@@ -161,6 +173,11 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
                 break
 
 
+_MAKE_VAR = re.compile(rb"\$\(([a-z_][a-z0-9_]{0,40})\)")
+_RECIPE = re.compile(rb"^(\s{1,8})[@-]{1,3}")
+_FETCH_WRITE = re.compile(rb"(?:file\.(?:write|binwrite)|writefilesync|file_put_contents)\(\s{0,3}(?P<t>[\w.'\"/$-]{1,100})\s{0,3},|"
+                          rb"io\.copy_stream\([^,\n]{1,300},\s{0,3}(?P<u>[\w.'\"/$-]{1,100})\s{0,3}\)")
+_B64_LITERAL = re.compile(rb"\s{0,3}[\"'](?:[a-z0-9+/]{4}){10,}[a-z0-9+/=]{0,4}[\"']\s{0,3};?\s{0,3}$")
 _FETCHED = b" fetched"                  # not a name: that this block fetched something
 _WRITE_STREAM = re.compile(rb"createwritestream\(\s{0,3}(?P<t>[\w.'\"/$-]{2,200})\s{0,3}[,)]")
 _DESTRUCTURE = re.compile(rb"^(\s{0,40}(?:const|let|var)\s+)[{\[]\s{0,3}([a-z_][a-z0-9_]{0,40})[^=\n]{0,200}?[}\]]\s{0,3}=(?!=)")
@@ -170,11 +187,14 @@ _LIST_ARGS = re.compile(rb"['\"]\s{0,3},\s{0,3}['\"]?|\[\s{0,3}['\"]|['\"]\s{0,3
 _FLOW_WORDS = frozenset((b"curl", b"wget", b"decode", b"b64decode", b"base64", b"fromhex", b"unhexlify", b"hex", b"atob",
                          b"rot13", b"chr", b"urlretrieve", b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke",
                          b"httpx", b"axios", b"uri", b"http", b"contents", b"downloadstring", b"xxd", b"decode64",
-                         b"b32decode", b"decodebytes", b"frombase64string", b"buffer", b"https", b"downloadfile"))
+                         b"b32decode", b"decodebytes", b"frombase64string", b"buffer", b"https", b"downloadfile", b"powershell",
+                         b"pwsh"))
 # a word of the text -> what to look for where a code block might start to matter
 _FLOW_HINTS = {w: w for w in (b"curl", b"wget", b"decode", b"base64", b"hex", b"atob", b"rot13", b"urlretrieve",
                               b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke", b"httpx", b"axios", b"xxd",
                               b"downloadstring", b"downloadfile", b"buffer")}
 _FLOW_HINTS.update({b"b64decode": b"decode", b"decode64": b"decode", b"b32decode": b"decode", b"decodebytes": b"decode",
                     b"fromhex": b"hex", b"unhexlify": b"hex", b"frombase64string": b"base64", b"chr": b"chr(",
-                    b"uri": b"open-uri", b"http": b"http.", b"https": b"https.", b"contents": b"file_get_contents"})
+                    b"uri": b"open-uri", b"http": b"http.", b"https": b"https.", b"contents": b"file_get_contents",
+                    # an encoded string assigned before PowerShell is given it: the block from its start
+                    b"powershell": b"", b"pwsh": b""})

@@ -529,7 +529,7 @@ DECODED_VALUE = re.compile(rb"base64\s+(?:-\w{0,5}d\b|--decode\b)|b64decode|b32d
 FETCHED_VALUE = re.compile(rb"\$\(\s{0,4}(?:curl|wget)\b|`\s{0,4}(?:curl|wget)\b|requests\.get\(|httpx\.get\(|urlopen\(|"
                            rb"\bhttps?\.(?:get|request)\(|\brequest\(\s{0,3}['\"]https?:|"
                            rb"\bfetch\(|axios\.get\(|downloadstring\(|invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b|"
-                           rb"net::http|open-uri|file_get_contents\(\s{0,3}['\"]https?:")
+                           rb"net::http|open-uri|uri\.open\(|\burlopen|file_get_contents\(\s{0,3}['\"]https?:")
 WORD = re.compile(rb"[a-z_][a-z0-9_]{0,40}")
 STREAM_APPEND = re.compile(rb"\.on\(\s{0,3}['\"]data['\"][^\n]{0,200}?\b(?P<n>[a-z_][a-z0-9_]{0,40})\s{0,3}\+=")
 # a file written with what a name holds: open(p, 'wb').write(r.content), Path(p).write_bytes(data)
@@ -539,6 +539,8 @@ WRITE_FILE = re.compile(rb"open\(\s{0,3}(?P<t>[\w.'\"/-]{1,100})\s{0,3},\s{0,3}[
 # where a value (the name read by WORD from what follows) is run
 RUN_VALUE = re.compile(rb"(?:^|[\s;&|(])(?:eval|exec|iex|invoke-expression)\s{0,3}[(\"']{0,2}\s{0,3}\$?\{?(?P<v>[a-z_][a-z0-9_]{0,40})|"
                        rb"(?:^|[\s;&|(])(?:ba|z|k|da)?sh\s+-c\s+[\"']?\$\{?(?P<w>[a-z_][a-z0-9_]{0,40})|"
+                       # PowerShell decodes what -EncodedCommand is given: a variable holding the encoded string
+                       rb"(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,200}?\s-e(?:c|n[a-z]{0,12})?[\s:]{1,4}\$(?P<z>[a-z_][a-z0-9_]{0,40})|"
                        rb"\$\{?(?P<x>[a-z_][a-z0-9_]{0,40})\}?[\"']?\s{0,3}\|\s{0,3}(?:sudo\s+)?(?:ba|z|k|da)?sh\b|"
                        rb"(?:\bexec|\beval|os\.system|os\.popen|subprocess\.[a-z_]{1,20}|\bcompile|new\s+function|\bfunction|"
                        rb"execsync|child_process\.[a-z]{1,12}|\bspawn(?:sync)?|\bsystem|\bpopen|pty\.spawn|runinthiscontext|"
@@ -547,6 +549,8 @@ RUN_VALUE = re.compile(rb"(?:^|[\s;&|(])(?:eval|exec|iex|invoke-expression)\s{0,
 # where a file (the target, read after the match) is run
 RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.|python[0-9.]{0,4}|node|perl|ruby|php|pwsh|"
                       rb"powershell|exec|nohup|start-process)\s+(?:-{1,2}[\w-]{1,20}\s+){0,3}|"
+                      # Ruby and Node run a file of code they load: load p, require(p)
+                      rb"(?:^|[\s;(])(?:load|require|require_relative|kernel\.load)(?:\s+|\(\s{0,3})|"
                       rb"\[\s{0,3}['\"](?:ba|z)?sh['\"]\s{0,3},\s{0,3}|(?:os\.system|os\.startfile|subprocess\.[a-z_]{1,20}|"
                       rb"os\.exec\w{1,4})\(\s{0,3}\[?\s{0,3}|^\s{0,20}(?:sudo\s+)?|&&\s{0,3}|;\s{0,3}|(?:^|[\s;(])&\s{1,3}|"
                       rb"(?:^|[\s;(])(?:invoke-item|ii|start)\s+|"
