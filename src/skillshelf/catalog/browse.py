@@ -255,6 +255,7 @@ class Catalog:
             self._in_background("_catalog_building", self._build_catalog, "rebuilding the browse snapshot")
             return snap
         if not self._catalog_lock.acquire(blocking=snap is None):
+            assert snap is not None   # a blocking acquire does not fail
             return snap
         try:
             return self._build_catalog(locked=True)

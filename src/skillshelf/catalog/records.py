@@ -4,6 +4,7 @@ the index could not take; and the ``SkillRecord`` value every adapter shows."""
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import json
 import os
@@ -63,7 +64,7 @@ class SkillRecord:
     def expired(self) -> bool:
         import datetime as _dt
 
-        return bool(self.expires_on) and self.expires_on < _dt.date.today().isoformat()
+        return bool(self.expires_on and self.expires_on < _dt.date.today().isoformat())
 
     @property
     def folder(self) -> Path:
@@ -264,11 +265,11 @@ class Records:
     def count(self) -> int:
         return self.rows.count()
 
-    def invalid_files(self) -> list[dict]:
+    def invalid_files(self) -> builtins.list[dict]:   # (``list`` here is the method above)
         return self.rows.invalid_files()
 
-    def clashes(self) -> list[Clash]:
-        out: list[Clash] = []
+    def clashes(self) -> builtins.list[Clash]:
+        out: builtins.list[Clash] = []
         for name in self.rows.clashing_names():
             rows = self.rows_by_name(name)
             out.append(Clash(name, rows[0]["id"], [r["id"] for r in rows[1:]]))

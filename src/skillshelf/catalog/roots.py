@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,7 +76,7 @@ def git_root(start: Path) -> Path | None:
     return None
 
 
-def current_repo(env: dict[str, str] | None = None) -> str | None:
+def current_repo(env: Mapping[str, str] | None = None) -> str | None:
     """The current repo's name: WORKSPACE_FOLDER, else the git root of the working directory."""
     env = os.environ if env is None else env
     folder = env.get("WORKSPACE_FOLDER")
@@ -300,7 +301,7 @@ def _stat(p: Path):
         return None
 
 
-def precedence_key(found_kind: str, rel: str, skill_id: str, canonical: list[str]) -> tuple:
+def precedence_key(found_kind: str, rel: str, skill_id: str, canonical: Sequence[str]) -> tuple:
     depth = 0 if rel == "." else rel.count("/") + 1
     canon = any(rel.startswith(p.strip("/")) or skill_id.startswith(p) for p in canonical if p)
     return (KIND_RANK.get(found_kind, 9), 0 if canon else 1, depth, skill_id)

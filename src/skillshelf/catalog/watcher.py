@@ -22,8 +22,12 @@ import platform
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .roots import SKILL_FILES, SKIP_DIRS, Root
+
+if TYPE_CHECKING:
+    from watchfiles._rust_notify import RustNotify
 
 # watchfiles' change codes (watchfiles.Change)
 ADDED, MODIFIED, DELETED = 1, 2, 3
@@ -41,7 +45,7 @@ class RootWatch:
     root: Root
     mode: str
     reason: str | None = None
-    notify: object | None = None
+    notify: RustNotify | None = None
 
     def as_dict(self) -> dict:
         return {"root": self.root.label, "path": str(self.root.path), "mode": self.mode, "reason": self.reason}
