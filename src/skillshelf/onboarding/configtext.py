@@ -180,7 +180,7 @@ def _toml_block(key: str, name: str, entry: dict[str, Any]) -> str:
 
     text = tomli_w.dumps({key: {name: entry}})
     lines = text.splitlines()
-    if lines and _TOML_HEADER.match(lines[0]) and _toml_key(_TOML_HEADER.match(lines[0]).group(1)) == [key]:
+    if lines and (head := _TOML_HEADER.match(lines[0])) and _toml_key(head.group(1)) == [key]:
         lines = lines[1:]   # an empty [mcp_servers] header would define the table twice
     while lines and not lines[0].strip():
         lines = lines[1:]

@@ -257,7 +257,8 @@ def _deps_pyproject(text: str) -> list[str]:
     except (tomllib.TOMLDecodeError, ValueError):
         return []
     out: list[str] = []
-    proj = data.get("project") if isinstance(data.get("project"), dict) else {}
+    project = data.get("project")
+    proj = project if isinstance(project, dict) else {}
     out += _req_names(proj.get("dependencies") or [])
     opt = proj.get("optional-dependencies")
     if isinstance(opt, dict):
@@ -267,8 +268,10 @@ def _deps_pyproject(text: str) -> list[str]:
     if isinstance(groups, dict):
         for v in groups.values():
             out += _req_names(v if isinstance(v, list) else [])
-    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
-    poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else {}
+    tool_table = data.get("tool")
+    tool = tool_table if isinstance(tool_table, dict) else {}
+    poetry_table = tool.get("poetry")
+    poetry = poetry_table if isinstance(poetry_table, dict) else {}
     for k in ("dependencies", "dev-dependencies"):
         if isinstance(poetry.get(k), dict):
             out += list(poetry[k])
