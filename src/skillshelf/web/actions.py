@@ -99,7 +99,7 @@ def _act(request: Request, what: str, fn, done_url: str, *, failed_url: str | No
         return redirect(_back(request, failed_url or done_url),
                         e["message"] + (f" — {e['fix']}" if e.get("fix") else ""), "error", keep=keep)
     msg = res.get("message") if isinstance(res, dict) else getattr(res, "message", None)
-    url = res.get("url") if isinstance(res, dict) and res.get("url") else _back(request, done_url)
+    url = (res.get("url") if isinstance(res, dict) else None) or _back(request, done_url)
     return redirect(url, msg or "done")
 
 

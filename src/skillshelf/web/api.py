@@ -6,7 +6,7 @@ fragment the editor shows."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
@@ -17,6 +17,8 @@ from ..errors import ValidationError
 from .auth import author_of, can, need
 from .common import reader_of
 from .security import require_csrf
+
+BodyT = TypeVar("BodyT", bound=BaseModel)   # the model a request body is validated against
 
 router = APIRouter(prefix="/api", tags=["api"], dependencies=[Depends(require_csrf)])
 
@@ -74,7 +76,7 @@ class RejectBody(BaseModel):
     reason: str
 
 
-async def _body(request: Request, model: type[BaseModel]) -> BaseModel:
+async def _body(request: Request, model: type[BodyT]) -> BodyT:
     """A JSON or form-encoded body validated against ``model`` (the editor posts forms)."""
     if "json" in request.headers.get("content-type", ""):
         data = await request.json()

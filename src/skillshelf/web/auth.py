@@ -83,7 +83,7 @@ def need(action: str) -> Any:
     async def check(request: Request) -> None:      # no I/O: no thread for it
         Library.authorize(caller_of(request), action, WHAT.get(action))
 
-    check.skillshelf_action = action        # read by the test that every route names its action
+    setattr(check, "skillshelf_action", action)   # read by the test that every route names its action
     return Depends(check)
 
 

@@ -46,8 +46,9 @@ def status_of(exc: SkillshelfError) -> int:
 
 def error_dict(exc: SkillshelfError) -> dict[str, Any]:
     d: dict[str, Any] = {"type": type(exc).__name__, "message": exc.message, "fix": exc.fix}
-    if getattr(exc, "suggestions", None):
-        d["suggestions"] = exc.suggestions
+    suggestions = getattr(exc, "suggestions", None)
+    if suggestions:
+        d["suggestions"] = suggestions
     if isinstance(exc, ForbiddenError):
         d["needed"] = exc.needed            # the role that may do it
     return d

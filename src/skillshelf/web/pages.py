@@ -120,6 +120,7 @@ def curate_evals(request: Request):
 def skills(request: Request):
     p = request.query_params
     lib = lib_of(request)
+    f: dict[str, Any]   # the filters as the form has them (text, and "desc" a flag)
     f = {"q": (p.get("q") or "").strip(), "root": p.get("root") or "", "repo": (p.get("repo") or "").strip(),
          "type": p.get("type") or "", "tag": (p.get("tag") or "").strip(), "status": p.get("status") or "any",
          "expired": p.get("expired") or "", "sort": p.get("sort") if p.get("sort") in Library.SORTS else "name",

@@ -73,7 +73,7 @@ class Guard:
         return bool(self.token) or self.team is not None or host.lower() in self.allowed_hosts
 
     def token_ok(self, value: str | None) -> bool:
-        return bool(value) and hmac.compare_digest(value.encode(), self.token.encode())
+        return bool(value and hmac.compare_digest(value.encode(), self.token.encode()))
 
     @staticmethod
     def same_origin(request: Request) -> bool:
@@ -91,7 +91,7 @@ class Guard:
     @staticmethod
     def csrf_ok(request: Request, sent: str | None) -> bool:
         cookie = request.cookies.get(CSRF_COOKIE)
-        return bool(cookie) and bool(sent) and hmac.compare_digest(cookie.encode(), sent.encode())
+        return bool(cookie and sent and hmac.compare_digest(cookie.encode(), sent.encode()))
 
     # --- the middleware ---------------------------------------------------------------
     async def __call__(self, request: Request, call_next) -> Response:
