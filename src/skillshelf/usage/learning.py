@@ -125,10 +125,15 @@ class Learner:
     def __init__(self, store: Store | None = None, *, memory: LearningStore | None = None,
                  rows: Callable[[list[str]], dict[str, int]] | None = None,
                  generation: Callable[[], str] | None = None):
-        refs = SkillRefs(store) if store is not None else None
-        self.memory: LearningStore = memory or LearningMemory(store)
-        self._rows = rows or refs.first_rows
-        self._generation = generation or refs.generation
+        self.memory: LearningStore
+        if store is None:   # without a store, all three are given
+            assert memory is not None and rows is not None and generation is not None
+            self.memory, self._rows, self._generation = memory, rows, generation
+        else:
+            refs = SkillRefs(store)
+            self.memory = memory or LearningMemory(store)
+            self._rows = rows or refs.first_rows
+            self._generation = generation or refs.generation
         self._mem: _Memory | None = None
         self._lock = threading.Lock()
 
@@ -148,8 +153,7 @@ class Learner:
             if rows:
                 vecs = np.vstack([np.frombuffer(r["vector"], dtype="<f4") for r in rows]).astype(np.float32)
                 if len(mem.rowid) and vecs.shape[1] != mem.vectors.shape[1]:
-                    vecs = None     # another dimension under the same model id: not comparable
-                if vecs is None:
+                    # another dimension under the same model id: not comparable
                     mem.last_id = rows[-1]["id"]
                 else:
                     at_row = self._rows([r["name_key"] for r in rows])
@@ -195,8 +199,9 @@ class Learner:
             else:
                 ev.failed += 1
             ev.clients.add(mem.client[i])
-            if mem.request[i] and mem.request[i] not in ev.requests and len(ev.requests) < 5:
-                ev.requests.append(mem.request[i])
+            req = mem.request[i]
+            if req and req not in ev.requests and len(ev.requests) < 5:
+                ev.requests.append(req)
         totals: dict[int, float] = {}
         capped: dict[int, list[float]] = {}
         for (rid, _), v in per_client.items():

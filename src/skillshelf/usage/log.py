@@ -65,7 +65,7 @@ def logged_request_vectors(known: Any, embed: Callable[[list[str]], Any] | None,
         todo = [k for k, (qid, text) in enumerate(rows) if out[k] is None and text]
         if todo and embed is not None:
             try:
-                embedded = np.asarray(embed([rows[k][1] for k in todo]), dtype=np.float32)
+                embedded = np.asarray(embed([rows[k][1] or "" for k in todo]), dtype=np.float32)   # (each has a text)
             except EmbedderError:
                 # the request being ranked was embedded a moment ago; should the backend fail
                 # now, those earlier requests are compared by text only (the hits are complete)
