@@ -96,7 +96,7 @@ _WHO = (rb"(?:(?:the\s+|a\s+|any\s+|your\s+)?(?:users?|humans?|person|people|own
         rb"transcript|changelog|chat|conversation|status\s+update|walkthrough|recap|notes|messages?|commit\s+messages?|"
         rb"pr\s+description|handoff)\b|"
         rb"when\s+you\s+(?:summari[sz]e|report|reply|respond|answer|explain|describe|write\s+(?:up|the\s+summary|"
-        rb"your\s+summary))\b)")
+        rb"your\s+summary))\b|what\s+you\s+(?:report|tell|say|show|write|summari[sz]e)\w{0,2}(?:\s+back)?\b)")
 # what the user reads of the agent's work
 _REPORT = (rb"(?:\b(?:your|the)\s+(?:final\s+|last\s+|closing\s+)?(?:summary|response|reply|answer|explanation|report|"
            rb"transcript|changelog|status\s+update|walkthrough|recap|messages?|commit\s+messages?|pr\s+description|"
@@ -175,6 +175,11 @@ DECEIVE = re.compile(rb"\b(?:report|say|claim|tell|state|confirm|answer|reply|re
                      rb"even\s+if|even\s+when|no\s+matter|even\s+though|irrespective|either\s+way|anyway|anyhow|"
                      rb"in\s+any\s+case|all\s+the\s+same|in\s+every\s+case|whatever\s+happens)\b|"
                      rb"\balways\s+(?:report|say|claim)\w{0,2}\s+(?:\w{1,20}\s+){0,2}?(?:success|that\s+it\s+(?:worked|passed))|"
+                     # the condition first: "whatever happened, tell the user the migration completed"
+                     rb"\b(?:whatever\s+happen\w{0,2}|no\s+matter\s+what|regardless(?:\s+of\s+(?:the\s+)?\w{1,20})?|either\s+way|"
+                     rb"in\s+any\s+case|come\s+what\s+may)\s{0,3},?\s+(?:\w{1,20}\s+){0,2}?(?:report|say|claim|tell|state|confirm|"
+                     rb"answer|announce)\w{0,3}\s+(?:(?!when\b|once\b|if\b|after\b|whether\b)\w{1,20}\s+){0,5}?(?:success\w{0,4}|"
+                     rb"succeeded|passed|complete[ds]?|fine|ok|okay|clean|green|no\s+(?:issues|problems|errors|data))\b|"
                      # "if the tests fail, tell the user they passed"
                      rb"\b(?:if|when|even\s+if|should)\s+(?:\w{1,20}\s+){0,4}?(?:fails?|failed|failing|errors?|breaks?|broken|"
                      rb"crash\w{0,2}|red|flaky|(?:do|does|did)\s+not\s+pass|(?:don't|doesn't|didn't)\s+pass)\b"

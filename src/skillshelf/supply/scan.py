@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from . import asks, context, flows, intent, intent_model, invisible, languages, patterns as P, view
+from . import asks, comments, context, flows, intent, intent_model, invisible, languages, patterns as P, view
 from .rules import (
     EXCERPT_BYTES,
     MAX_LINES_PER_RULE,
@@ -387,6 +387,7 @@ class Scan:
         intent.check(self)
         languages.concealment(self)
         languages.requests(self)
+        comments.check(self)
         if self.sentences is not None and not self.hidden_why:
             intent_model.check(self, self.sentences)
         self.check_tokens()

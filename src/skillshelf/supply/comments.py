@@ -1,0 +1,67 @@
+"""The comments of a bundled script are prose an agent reads when a skill tells it to read the file: the
+prose rules (``intent``, ``languages``) read them too. A request there is medium, as text a script may show
+the agent; high when the comment speaks to the agent ("NOTE FOR AI CODING AGENTS: …"). Part of the audit of
+one file (``skillshelf.supply.scan``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import intent, languages
+
+Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
+
+# a whole-line comment: its marker (#, //, --, ;, REM, a block comment's * or /*) and its text
+_COMMENT = re.compile(rb"^([ \t]{0,40}(?:#(?!!)|//|--|;|rem\s|/\*+|\*(?!/)|<#|\"\"\"|''')[ \t]?)([^\n]*)$",
+                      re.MULTILINE | re.IGNORECASE)
+MAX_COMMENT_LINES = 2_000
+# a comment that speaks to the agent: "NOTE FOR AI CODING AGENTS:", "Assistant: …", "if you are an AI model"
+_SPEAKS = re.compile(rb"\b(?:note|message|instructions?|notice)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?(?:ai\b|agents?\b|"
+                     rb"assistants?\b|models?\b|llms?\b|claude\b|copilot\b|codex\b|cursor\b)|"
+                     rb"\b(?:ai|agents?|assistants?|llms?|claude|copilot|codex)\b[^.\n]{0,30}?:|"
+                     rb"\bif\s+you\s+are\s+an?\s+(?:ai|agent|assistant|language\s+model|llm)\b")
+
+
+def check(scan: Scan) -> None:
+    """Read the whole-line comments of a script as prose: everything else blanked (same offsets)."""
+    if scan.kind != "script" or scan.hidden_why or scan.depth:
+        return
+    text = bytearray(b" " * len(scan.data))
+    for i, nl in enumerate(re.finditer(rb"\n", scan.data)):
+        if i > 200_000:
+            break
+        text[nl.start()] = 0x0A
+    n = 0
+    agent: list[tuple[int, int]] = []
+    for m in _COMMENT.finditer(scan.data):
+        n += 1
+        if n > MAX_COMMENT_LINES:
+            break
+        s, e = m.start(2), m.end(2)
+        text[s:e] = scan.data[s:e]
+        if _SPEAKS.search(scan.low, s, e):
+            agent.append((s, e))
+    if n == 0:
+        return
+    # read as prose is read (negation, teaching, quotes lower it), then graded as a script's text
+    inner = type(scan)(bytes(text), scan.file, "markdown", scan.security_topic, depth=scan.depth + 1)
+    intent.check(inner)
+    languages.requests(inner)
+    for f in inner.finish():
+        at = _offset_of_line(scan, f.line)
+        # a comment block speaking to the agent: its paragraph (the comment lines around it)
+        speaks = any(scan.line_of(s) <= f.line <= scan.line_of(e) + 4 and scan.line_of(s) >= f.line - 4
+                     for s, e in agent)
+        sev = f.severity if f.severity == "low" or speaks else "medium"
+        scan.add(f.rule, sev, at, f.message + (" — in a comment of the script, addressed to the agent" if speaks else
+                                                " — in a comment of the script"), excerpt=f.excerpt, line=f.line)
+
+
+def _offset_of_line(scan: Scan, line: int) -> int:
+    i = 0
+    for _ in range(line - 1):
+        i = scan.data.find(b"\n", i) + 1
+        if i <= 0:
+            return 0
+    return i
