@@ -53,7 +53,7 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "who": ("utent", "client"), "neg": ("non", "mai", "né"), "source": ("da", "dal", "dalla")},
     "de": {"secret": ("zugangsdaten", "anmeldedaten", "passw", "kennw", "schlüssel", "geheimnis", "token",
                       "umgebungsvariablen"),
-           "send": ("sende[nt]?(?!\\w)", "schick", "lad\\w{0,3} .{0,80}hoch", "hochlad", "übermittel", "übermittl", "übertrag",
+           "send": ("sende[nt]?(?!\\w)", "schick", "lad\\w{0,3} .{0,200}?hoch(?!\\w)", "hochlad", "übermittel", "übermittl", "übertrag",
                     "füg\\w{0,3} .{0,80}ein", "einfüg", "poste", "leite .{0,80}weiter", "weiterleit", "häng\\w{0,3} .{0,80}an(?!\\w)"),
            "instructions": ("anweisung", "vorgaben", "regeln", "richtlinien", "instruktion", "systemprompt",
                             "system-prompt", "systemvorgaben", "sicherheitsregeln", "befehle"),
@@ -181,20 +181,23 @@ FUNCTION_WORDS = {lang: frozenset(w.encode() for w in ws.split()) for lang, ws i
     ("pt", "uma com para que seu sua arquivo pelo pela isso"),
     ("fr", "les des et pour avec est une dans sur fichier"),
     ("it", "il di che per della gli una sono nel con questo"),
-    ("de", "der das und mit ist ein eine auf den dem nicht"),
+    ("de", "der die das und mit ist ein eine auf den dem nicht"),
     ("nl", "het een van naar voor zijn niet"),
     ("pl", "nie jest oraz jak dla lub przez"),
     ("sv", "och att inte som det eller"),
     ("tr", "ve bir bu ile veya olarak"),
 )}
+_ACCENTED = re.compile(rb"[\xc3-\xc5][\x80-\xbf]")      # Latin letters with accents (é, ü, ñ, ł, ş …)
 _SCRIPTS = (("ru", re.compile(rb"[\xd0\xd1][\x80-\xbf]")), ("ja", re.compile(rb"\xe3[\x81-\x83][\x80-\xbf]")),
             ("ko", re.compile(rb"[\xea-\xed][\x80-\xbf][\x80-\xbf]")), ("zh", re.compile(rb"[\xe4-\xe9][\x80-\xbf][\x80-\xbf]")))
 
 
 def languages(words: frozenset[bytes], data: bytes) -> tuple[str, ...]:
     """The lexicon's languages the file holds prose in: Latin script by three of a language's function
-    words, the others by their script (Chinese characters without kana: Chinese)."""
-    out = [lang for lang, fw in FUNCTION_WORDS.items() if len(words & fw) >= 3]
+    words (two, when the text holds letters with accents), the others by their script (Chinese characters
+    without kana: Chinese)."""
+    least = 2 if _ACCENTED.search(data) is not None else 3      # a short text with its letters: two words will do
+    out = [lang for lang, fw in FUNCTION_WORDS.items() if len(words & fw) >= least]
     if OTHER_SCRIPT.search(data) is not None:
         found = [lang for lang, rx in _SCRIPTS if rx.search(data) is not None]
         out += [lang for lang in found if not (lang == "zh" and "ja" in found)]
