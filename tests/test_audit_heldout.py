@@ -24,7 +24,7 @@ from skillshelf.supply.skill_audit import audit_folder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "audit"
 SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5", "heldout-v6", "heldout-v7",
-        "heldout-v8")
+        "heldout-v8", "heldout-v9")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
 NEWEST_FLOOR = {"medium": 0, "high": 0}     # set when the next set is added and measured
