@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import skill as skillmod
 from ..errors import ConflictError, SkillshelfError
@@ -49,6 +50,9 @@ from ..files import (
 )
 from ..store.pg_workspace import PgWorkspace, SkillRow, sha256
 from . import edits
+
+if TYPE_CHECKING:
+    from ..catalog.watcher import Watcher
 
 _STRIPES = 64
 
@@ -101,7 +105,7 @@ class Mirror:
         self.kept_aside: list[dict] = []         # edits the store had moved past: where each was kept
         self._stop = threading.Event()
         self._edit_thread: threading.Thread | None = None
-        self._watcher = None                     # the folder's file-system events (``_watch_edits``)
+        self._watcher: Watcher | None = None     # the folder's file-system events (``_watch_edits``)
         self._edit_lock = threading.RLock()      # held while the events seen are brought in
 
     # --- one skill ------------------------------------------------------------------------
@@ -217,6 +221,7 @@ class Mirror:
                           file=sys.stderr)
                     row = self.ws.skill(name)
             self.kept_aside.append(edits.set_aside(self.ws, md, data, row, self.set_aside))
+            assert have is not None         # (the file was read: see above)
             self._known[name] = have        # kept: this copy may now take the store's text
             self._edits.discard(name)
             return self._apply(folder, row)
