@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -261,7 +262,7 @@ class Evolver:
         clear error; the previous file is left as it was."""
         write_file(path, text)
 
-    def _commit_skill(self, sk: skillmod.Skill, *, keep_keys: bool = False, keep: list[tuple[int, str]] = (),
+    def _commit_skill(self, sk: skillmod.Skill, *, keep_keys: bool = False, keep: Sequence[tuple[int, str]] = (),
                       entry: ChangelogEntry | None = None, over: str | None = None) -> tuple[Path, list[str]]:
         """Check ``sk`` and commit it as its version (with the versions of ``keep`` the
         history lacks and the changelog ``entry``), written over the text ``over`` when given
