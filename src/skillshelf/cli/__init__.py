@@ -10,13 +10,15 @@ from __future__ import annotations
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import typer
 
 from ..errors import SkillshelfError
 from . import curate, evals, install, io, onboarding, servers, skills, sources, team, trust, usage
 from .common import (
+    ShowsHelp,
+    UsageProblem,
     _cannot_write,
     _clean,
     _cli_words,
@@ -127,11 +129,12 @@ def run(argv: list[str] | None = None) -> int:
         err.print("aborted")
         return 1
     except _usage_errors() as exc:   # unknown option, missing argument, bad value
+        usage = cast(UsageProblem, exc)
         if type(exc).__name__ == "NoArgsIsHelpError":   # `skillshelf` alone: the help
-            exc.show()
+            cast(ShowsHelp, exc).show()
         else:
-            err.print(f"error: {_clean(exc.format_message())} — {_usage_fix(exc, argv)}")
-        return exc.exit_code
+            err.print(f"error: {_clean(usage.format_message())} — {_usage_fix(exc, argv)}")
+        return usage.exit_code
     # a command returns None; click returns the code of a typer.Exit (or Ctrl-C's 130)
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 

@@ -9,7 +9,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 import typer
 from rich.console import Console
@@ -289,6 +289,20 @@ def _dashed_value(option: str, argv: list[str]) -> str | None:
         if word.startswith("-") and not word.startswith("--") and len(word) > 2 and option[1] in word[1:]:
             return word
     return None
+
+
+class UsageProblem(Protocol):
+    """What click's usage errors and typer's own have in common."""
+
+    exit_code: int
+
+    def format_message(self) -> str: ...
+
+
+class ShowsHelp(Protocol):
+    """Click's ``NoArgsIsHelpError``: showing it prints the help."""
+
+    def show(self) -> None: ...
 
 
 def _usage_errors() -> tuple[type[BaseException], ...]:

@@ -36,7 +36,8 @@ def run_demo(query: str, corpus: Optional[Path]) -> None:
 
     threading.Thread(target=_import_mcp, name="skillshelf-demo-import", daemon=True).start()
     explicit = state.home is not None
-    home = Path(state.home).expanduser() if explicit else Path(tempfile.mkdtemp(prefix="skillshelf-demo-"))
+    home = Path(state.home).expanduser() if state.home is not None else \
+        Path(tempfile.mkdtemp(prefix="skillshelf-demo-"))
     lib = None
     try:
         cfg = load(home, roots=[str(corpus)] if corpus else None, write_policy="propose", auto_sync=False,

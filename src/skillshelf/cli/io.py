@@ -99,8 +99,8 @@ def import_(
             status = (would if rep.dry_run else shown).get(c.status, c.status)
             moved = f" → {c.dest}" if c.dest and c.dest != c.name else ""
             out.print(f"  {status:14} {c.name}{moved}" + (f"  — {c.message}" if c.message else ""))
-        for n in rep.notes:
-            out.print(f"  note: {n}")
+        for note in rep.notes:
+            out.print(f"  note: {note}")
         if rep.with_findings:
             kinds = ", ".join(f"{k} {v:,}" for k, v in rep.with_findings.items())
             n_f = sum(rep.with_findings.values())

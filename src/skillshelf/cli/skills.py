@@ -228,7 +228,7 @@ def validate(paths: list[Path] = typer.Argument(..., help="SKILL.md files or fol
     """Check SKILL.md files against the Agent Skills spec; exit 1 on errors."""
     from ..library import Library
 
-    results = Library.validate_paths(paths)
+    results = Library.validate_paths([*paths])   # (a new list: it takes text paths too)
     # a folder with no SKILL.md under it is a mistake (a CI job pointed at the wrong folder
     # must not pass with "0 of 0")
     empty = [p for p in paths if p.is_dir() and not any(Path(f).is_relative_to(p) for f, _ in results)]
@@ -247,8 +247,8 @@ def validate(paths: list[Path] = typer.Argument(..., help="SKILL.md files or fol
             out.print(f"  {f.severity:7} {f.rule}{where}: {f.message}")
     if not json_out and results:
         out.print(f"{len(results) - bad} valid, {bad} invalid of {len(results)} files")
-    for p in empty:
-        err.print(f"error: no SKILL.md found under {p} — pass a skill's folder, a folder of skill folders or a "
+    for folder in empty:
+        err.print(f"error: no SKILL.md found under {folder} — pass a skill's folder, a folder of skill folders or a "
                   "SKILL.md file")
     if bad or empty:
         raise typer.Exit(1)
