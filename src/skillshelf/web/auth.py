@@ -26,7 +26,7 @@ names a token, on loopback too, and the token's role decides what it may do.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote, urlencode
 
 from fastapi import Depends, Request
@@ -83,7 +83,7 @@ def need(action: str) -> Any:
     async def check(request: Request) -> None:      # no I/O: no thread for it
         Library.authorize(caller_of(request), action, WHAT.get(action))
 
-    setattr(check, "skillshelf_action", action)   # read by the test that every route names its action
+    cast(Any, check).skillshelf_action = action   # read by the test that every route names its action
     return Depends(check)
 
 
