@@ -485,7 +485,7 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
     handle = LibraryHandle(factory, team=team, token=token)
     server = SkillshelfServer(handle, name="skillshelf", version=__version__, instructions=INSTRUCTIONS,
                               title="skillshelf skill library")
-    ro = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+    ro = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
     tool = functools.partial(_tool, handle)
 
     @tool
@@ -612,7 +612,7 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
                        f"invalid {len(rep.invalid)}, embedded {rep.embedded}", d)
 
     server.add_tool(search_skills, title="Search skills", annotations=ToolAnnotations(
-        readOnlyHint=True, destructiveHint=False, idempotentHint=False, openWorldHint=False),
+        read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False),
         description="Find skills for a task; call before non-trivial work, with the task in plain words. "
                     "Returns metadata only (name, type, tags, description, match likely|weak) and 'confident'. "
                     "mode=brainstorm adds variety; repo_scope=current: this repo + global; judge=true: the "
@@ -622,19 +622,19 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
                                 "that section; a long body comes in parts (pass next_offset as offset). Lists the "
                                 "skill's other files.")
     server.add_tool(save_skill, title="Save a skill", annotations=ToolAnnotations(
-        readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False),
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False),
         description="Record knowledge. action: ARCHIVE (new skill: name, description, body), FIX (improve "
                     "target_skill_name; lesson goes to Lessons Learned), DERIVE (new name from target_skill_name), "
                     "MERGE (comma-separated source_skill_names). Versioned; the owner's policy may hold it as a "
                     "draft for review.")
     server.add_tool(report_outcome, title="Report outcome", annotations=ToolAnnotations(
-        readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False),
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False),
         description="After using a skill, say if it worked (worked=true/false, a short note why), with the "
                     "query_id from search_skills. This is how the library learns.")
     server.add_tool(skill_stats, title="Library statistics", annotations=ro,
                     description="Curation view: most used, low-success, never-surfaced skills and unmet requests.")
     server.add_tool(reindex, title="Reindex", annotations=ToolAnnotations(
-        readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False),
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
         description="Rescan skill folders now (changes are also picked up automatically). Returns counts.")
 
     @server.prompt(name="use-skills", title="Find, use and report skills",
