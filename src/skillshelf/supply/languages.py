@@ -130,7 +130,7 @@ def _read_sentence(scan: Scan, c: lexicon.Concepts, a: int, orig: str, p: int, q
                        f"{visible(orig[p:q], 120)!r} (read in another language)", since=_at(scan, a, orig, p))
     # concealment: a negated telling and the user
     hide = c.conceal.search(t)
-    if hide is not None and c.who.search(t):
+    if hide is not None and _told_to_user(c, t, hide):
         at = _at(scan, a, orig, p + hide.start())
         step = intent.STEP.search(low) or intent.CODE_STEP.search(low) or intent.step_before(scan.low, at)
         intent.add(scan, "override.conceal", at, f"{RULES['override.conceal'].title}: "
@@ -158,3 +158,26 @@ def _sets_aside(c: lexicon.Concepts, t: str, ins: re.Match[str]) -> int | None:
             return m.start()
     v = c.void.search(t, ins.end(), ins.end() + 60)
     return v.start() if v is not None else None
+
+
+# the user as the one told: "ユーザーに", "사용자에게", "向用户" before the telling; Chinese: the user right after it
+_RECIPIENT_AFTER = re.compile(r"\s{0,2}(?:に|には|へ|에게|에게는|께|한테)")
+_RECIPIENT_BEFORE = re.compile(r"(?:向|对|對|给|給|让|讓)\s{0,2}$")
+_UNLESS = re.compile(r"^\w{0,3}限り|^\w{0,2}以外")
+
+
+def _told_to_user(c: lexicon.Concepts, t: str, hide: re.Match[str]) -> bool:
+    """The negated telling ``hide`` is addressed to the user: in Chinese, Japanese and Korean the user
+    marked as the one told (a particle after it, or right after the verb in Chinese); in the others the
+    user within 40 characters of it. "ユーザーが…と言わない限り" (unless the user says) is not."""
+    if _UNLESS.match(t, hide.end()):
+        return False
+    for w in c.who.finditer(t):
+        if ord(w.group()[0]) > 0x2E80:
+            if (w.end() <= hide.start() and hide.start() - w.end() <= 20 and (_RECIPIENT_AFTER.match(t, w.end())
+                                                                          or _RECIPIENT_BEFORE.search(t, 0, w.start()))) \
+                    or 0 <= w.start() - hide.end() <= 2:
+                return True
+        elif abs(w.start() - hide.start()) <= 40:
+            return True
+    return False
