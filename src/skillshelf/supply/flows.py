@@ -92,7 +92,8 @@ def _runs_of_downloads(scan: Scan, at: int, line: bytes, downloads: dict[bytes, 
 
 def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list], values: dict[bytes, tuple[str, int]]) -> None:
     # a download to a file
-    if P.FETCH.search(line) or b"urlretrieve" in line or b"downloadfile" in line or P.DECODE.search(line):
+    if P.FETCH.search(line) or b"urlretrieve" in line or b"downloadfile" in line or b"getstore" in line \
+            or P.DECODE.search(line):
         for rx in P.DOWNLOAD_TO:
             m = rx.search(line)
             if m is None:
@@ -107,7 +108,8 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
                 u = P.URL.search(line)
                 target = u.group().rstrip(b"/\"'").rsplit(b"/", 1)[-1] if u else b""
             if len(target) >= 2 and target not in (b"/dev/null", b"-", b"/dev/stdout", b"/dev/stderr"):
-                downloads[target] = [at, P.url_in(line) if P.FETCH.search(line) else "a decoded payload", False]
+                fetched = P.FETCH.search(line) or b"getstore" in line
+                downloads[target] = [at, P.url_in(line) if fetched else "a decoded payload", False]
                 if len(downloads) > 50:
                     downloads.pop(next(iter(downloads)))
             break
@@ -117,7 +119,7 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
             if base in line or target in line or b"-c" in line or b"--check" in line:
                 d[2] = True
     # a file written with what a fetch returns, on one line (Ruby: File.write(p, URI.open(url).read))
-    if b"write" in line or b"copy_stream" in line:
+    if b"write" in line or b"copy_stream" in line or b"put_contents" in line:
         fw = _FETCH_WRITE.search(line)
         if fw is not None and P.FETCHED_VALUE.search(line):
             downloads[(fw.group("t") or fw.group("u")).strip(b"\"'")] = [at, P.url_in(line), False]
@@ -125,6 +127,11 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
     # the stream's path is a download once the block has fetched something
     if P.FETCHED_VALUE.search(line) and len(values) < 200:
         values[_FETCHED] = ("fetch", at)
+    if _FETCHED in values and (b"os.create(" in line or b"os.writefile(" in line or b"os.openfile(" in line):
+        g = _GO_CREATE.search(line)          # Go: the file a fetched body is copied or written to
+        if g is not None:
+            vpos = values[_FETCHED][1]
+            downloads[g.group("t").strip(b"\"'")] = [vpos, P.url_in(scan.low[vpos:vpos + 2000]), False]
     if _FETCHED in values and b"createwritestream" in line:
         w = _WRITE_STREAM.search(line)
         if w is not None:
@@ -173,6 +180,7 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
                 break
 
 
+_GO_CREATE = re.compile(rb"os\.(?:create|writefile|openfile)\(\s{0,3}(?P<t>[\w.'\"/$-]{2,200})\s{0,3}[,)]")
 _MAKE_VAR = re.compile(rb"\$\(([a-z_][a-z0-9_]{0,40})\)")
 _RECIPE = re.compile(rb"^(\s{1,8})[@-]{1,3}")
 _FETCH_WRITE = re.compile(rb"(?:file\.(?:write|binwrite)|writefilesync|file_put_contents)\(\s{0,3}(?P<t>[\w.'\"/$-]{1,100})\s{0,3},|"
@@ -188,7 +196,7 @@ _FLOW_WORDS = frozenset((b"curl", b"wget", b"decode", b"b64decode", b"base64", b
                          b"rot13", b"chr", b"urlretrieve", b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke",
                          b"httpx", b"axios", b"uri", b"http", b"contents", b"downloadstring", b"xxd", b"decode64",
                          b"b32decode", b"decodebytes", b"frombase64string", b"buffer", b"https", b"downloadfile", b"powershell",
-                         b"pwsh"))
+                         b"pwsh", b"getstore"))
 # a word of the text -> what to look for where a code block might start to matter
 _FLOW_HINTS = {w: w for w in (b"curl", b"wget", b"decode", b"base64", b"hex", b"atob", b"rot13", b"urlretrieve",
                               b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke", b"httpx", b"axios", b"xxd",
@@ -197,4 +205,4 @@ _FLOW_HINTS.update({b"b64decode": b"decode", b"decode64": b"decode", b"b32decode
                     b"fromhex": b"hex", b"unhexlify": b"hex", b"frombase64string": b"base64", b"chr": b"chr(",
                     b"uri": b"open-uri", b"http": b"http.", b"https": b"https.", b"contents": b"file_get_contents",
                     # an encoded string assigned before PowerShell is given it: the block from its start
-                    b"powershell": b"", b"pwsh": b""})
+                    b"powershell": b"", b"pwsh": b"", b"getstore": b"getstore"})

@@ -513,7 +513,7 @@ DOWNLOAD_TO = [re.compile(p) for p in (
     rb"(?:^|\s)(?:-p|--directory-prefix)(?:\s+|=)(?P<d>[\"']?[\w${}~./:%@+-]{1,200}[\"']?)",
     rb"(?:^|\s)(?:-[a-z]{0,6}o|--output|--output-document|--remote-name|-outfile|-destination)(?:\s+|=)" + _TARGET,
     rb"(?<![0-9&<>|])>\s{0,3}" + _TARGET,
-    rb"(?:urlretrieve|downloadfile)\(\s{0,4}[^,\n]{1,300},\s{0,4}" + _TARGET,
+    rb"(?:urlretrieve|downloadfile|getstore|lwp::simple::mirror)\(\s{0,4}[^,\n]{1,300},\s{0,4}" + _TARGET,
     rb"(?:-O\b|--remote-name\b)",
 )]
 REMOTE_NAME = re.compile(rb"(?:^|\s)(?:-o|--remote-name)(?:\s|$)")
@@ -529,7 +529,8 @@ DECODED_VALUE = re.compile(rb"base64\s+(?:-\w{0,5}d\b|--decode\b)|b64decode|b32d
 FETCHED_VALUE = re.compile(rb"\$\(\s{0,4}(?:curl|wget)\b|`\s{0,4}(?:curl|wget)\b|requests\.get\(|httpx\.get\(|urlopen\(|"
                            rb"\bhttps?\.(?:get|request)\(|\brequest\(\s{0,3}['\"]https?:|"
                            rb"\bfetch\(|axios\.get\(|downloadstring\(|invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b|"
-                           rb"net::http|open-uri|uri\.open\(|\burlopen|file_get_contents\(\s{0,3}['\"]https?:")
+                           rb"net::http|open-uri|uri\.open\(|\burlopen|file_get_contents\(\s{0,3}(?:['\"]https?:|\$[a-z_]{0,20}ur[li]\b)|"
+                           rb"\bget\(\s{0,3}\$[a-z_]{0,20}ur[li]\b")
 WORD = re.compile(rb"[a-z_][a-z0-9_]{0,40}")
 STREAM_APPEND = re.compile(rb"\.on\(\s{0,3}['\"]data['\"][^\n]{0,200}?\b(?P<n>[a-z_][a-z0-9_]{0,40})\s{0,3}\+=")
 # a file written with what a name holds: open(p, 'wb').write(r.content), Path(p).write_bytes(data)
@@ -549,8 +550,11 @@ RUN_VALUE = re.compile(rb"(?:^|[\s;&|(])(?:eval|exec|iex|invoke-expression)\s{0,
 # where a file (the target, read after the match) is run
 RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.|python[0-9.]{0,4}|node|perl|ruby|php|pwsh|"
                       rb"powershell|exec|nohup|start-process)\s+(?:-{1,2}[\w-]{1,20}\s+){0,3}|"
-                      # Ruby and Node run a file of code they load: load p, require(p)
-                      rb"(?:^|[\s;(])(?:load|require|require_relative|kernel\.load)(?:\s+|\(\s{0,3})|"
+                      # Ruby, Node, Perl and PHP run a file of code they load: load p, require(p), do $p, include $p
+                      rb"(?:^|[\s;(])(?:load|require|require_relative|kernel\.load|do|include|include_once|require_once)"
+                      rb"(?:\s+|\(\s{0,3})|"
+                      # Go and Perl run a program: exec.Command(p), system($p)
+                      rb"\bexec\.command(?:context)?\(\s{0,3}(?:ctx\s{0,3},\s{0,3})?|(?:^|[\s;(])system\(\s{0,3}|"
                       rb"\[\s{0,3}['\"](?:ba|z)?sh['\"]\s{0,3},\s{0,3}|(?:os\.system|os\.startfile|subprocess\.[a-z_]{1,20}|"
                       rb"os\.exec\w{1,4})\(\s{0,3}\[?\s{0,3}|^\s{0,20}(?:sudo\s+)?|&&\s{0,3}|;\s{0,3}|(?:^|[\s;(])&\s{1,3}|"
                       rb"(?:^|[\s;(])(?:invoke-item|ii|start)\s+|"
