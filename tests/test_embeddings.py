@@ -25,7 +25,9 @@ class _Fake(BaseHTTPRequestHandler):
         type(self).calls.append((self.path, self.headers.get("Authorization"), body))
         texts = body["input"]
         vecs = [[float(len(t)), 1.0, float(i)] for i, t in enumerate(texts)]
-        if self.path == "/api/embed":
+        if self.path.startswith("/array/"):   # a server that answers JSON, but not an object
+            out = [vecs]
+        elif self.path == "/api/embed":
             out = {"embeddings": vecs}
         elif self.path == "/v1/embeddings":
             out = {"data": [{"index": i, "embedding": v} for i, v in reversed(list(enumerate(vecs)))]}
@@ -81,6 +83,22 @@ def test_http_backend_failures_are_clear():
     e = create("ollama", model="m", url="http://127.0.0.1:9")  # nothing listens on the discard port
     with pytest.raises(EmbedderError, match="unreachable"):
         e.embed_batch(["x"])
+
+
+def test_http_backend_answer_not_a_json_object_is_a_clear_error(fake_server, tmp_path):
+    # it was read as an object: "'list' object has no attribute 'get'" ended the sync
+    for name, url in (("ollama", fake_server + "/array"), ("openai", fake_server + "/array/v1")):
+        e = create(name, model="m", url=url)
+        with pytest.raises(EmbedderError, match="JSON that is not an object"):
+            e.embed_batch(["x"])
+    root = tmp_path / "r"
+    write_skill(root, "cors-fix", description="Fix CORS errors in Next.js API routes")
+    lib = Library(home=tmp_path / "h", roots=[root], embedder="ollama", embedder_model="m",
+                  embedder_url=fake_server + "/array", auto_sync=False)
+    rep = lib.sync()
+    assert rep.added == 1 and any("embedding failed" in n and "JSON that is not an object" in n for n in rep.notes)
+    res = lib.search("cors", log=False)
+    assert res.hits[0].name == "cors-fix" and "lexical-only" in res.degraded
 
 
 def test_unreachable_backend_degrades_search_loudly(tmp_path):

@@ -55,10 +55,14 @@ class _HTTPEmbedder(Embedder):
             raise EmbedderError(f"{self.name} embedder answered HTTP {resp.status_code}: {resp.text[:200]}",
                                 fix="check the model name, the URL and the API key")
         try:
-            return resp.json()
+            data = resp.json()
         except ValueError:
             raise EmbedderError(f"{self.name} embedder returned a body that is not JSON",
                                 fix="check embedder_url points at the embeddings API") from None
+        if not isinstance(data, dict):
+            raise EmbedderError(f"{self.name} embedder returned JSON that is not an object",
+                                fix="check embedder_url points at the embeddings API")
+        return data
 
     def _check(self, vectors: object, n: int) -> np.ndarray:
         if not isinstance(vectors, list) or len(vectors) != n:
