@@ -131,15 +131,22 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
 }
 # a negated telling addressed to the user, in the languages ``languages.FOREIGN_CONCEAL`` does not read
 NEG_TELL: dict[str, tuple[str, ...]] = {
+    # "without telling the user" in the languages ``languages.FOREIGN_CONCEAL`` reads for a negated telling
+    "es": ("sin (?:avisar|decir|informar|contar|mencionar)", "a espaldas d"),
+    "pt": ("sem (?:avisar|dizer|informar|contar|mencionar)", "pelas costas d"),
+    "fr": ("sans (?:prévenir|avertir|informer|(?:le )?dire|mentionner|signaler)", "à l'insu d"),
+    "it": ("senza (?:avvisare|dire|informare|dirlo|menzionar)", "all'insaputa d"),
+    "de": ("ohne (?:\\w+ ){0,3}zu (?:informieren|sagen|erwähnen|benachrichtigen|erzählen)",
+           "ohne (?:dass|daß) (?:\\w+ ){0,3}(?:es|etwas|davon) (?:\\w+ ){0,2}(?:merk|erfähr|weiß|mitbekomm)"),
     "nl": ("vertel .{0,40}niet", "niet vertellen", "meld .{0,40}niet", "niet melden", "zeg .{0,40}niets", "verzwijg",
-           "hou .{0,40}geheim", "houd .{0,40}geheim"),
-    "pl": ("nie mów", "nie informuj", "nie wspominaj", "nie mówiąc", "ukryj"),
-    "sv": ("berätta inte", "säg inget", "nämn inte", "informera inte", "dölj"),
-    "ru": ("не говори", "не сообщай", "не упоминай", "не рассказывай", "скрой", "не сообщая"),
-    "tr": ("söyleme", "bahsetme", "bildirme", "gizle", "haber verme"),
+           "hou .{0,40}geheim", "houd .{0,40}geheim", "zonder (?:het )?(?:\\w+ ){0,3}te (?:vertellen|melden|informeren)"),
+    "pl": ("nie mów", "nie informuj", "nie wspominaj", "nie mówiąc", "ukryj", "bez (?:informowania|mówienia|powiadamiania)"),
+    "sv": ("berätta inte", "säg inget", "nämn inte", "informera inte", "dölj", "utan att (?:berätta|säga|informera|meddela)"),
+    "ru": ("не говори", "не сообщай", "не упоминай", "не рассказывай", "скрой", "не сообщая", "не говоря", "тайно от"),
+    "tr": ("söyleme", "bahsetme", "bildirme", "gizle", "haber verme", "söylemeden", "bildirmeden"),
     "ja": ("伝えない", "伝えず", "言わない", "知らせない", "知らせず", "報告しない", "黙って", "隠し", "触れない"),
-    "zh": ("不要告诉", "不要告訴", "别告诉", "別告訴", "不要提及", "不要通知", "隐瞒", "隱瞞", "不要让用户知道"),
-    "ko": ("알리지 마", "알리지 말", "말하지 마", "말하지 말", "언급하지 마", "숨기", "알리지 않"),
+    "zh": ("不要告诉", "不要告訴", "别告诉", "別告訴", "不要提及", "不要通知", "隐瞒", "隱瞞", "不要让", "不告诉", "瞒着"),
+    "ko": ("알리지 마", "알리지 말", "말하지 마", "말하지 말", "언급하지 마", "숨기", "알리지 않", "말하지 않고"),
 }
 CJK = ("ja", "zh", "ko")
 # the file holds text in a script of Cyrillic, Chinese, Japanese or Korean (its UTF-8 lead bytes)
