@@ -17,6 +17,8 @@ from ..errors import EmbedderError
 from .base import Embedder
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     import onnxruntime
     from tokenizers import Tokenizer
 
@@ -58,7 +60,7 @@ class MiniLMEmbedder(Embedder):
         self._tok: Tokenizer | None = None
         self._lock = threading.Lock()
         self.workers = max(1, min(os.cpu_count() or 1, 8))
-        self._pool = None
+        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def model_id(self) -> str:

@@ -18,6 +18,7 @@ from ..errors import ConfigError
 from .prompts import JudgeFailure, JudgeTimeout, clean_text
 
 if TYPE_CHECKING:
+    import httpx
     import onnxruntime
     from tokenizers import Tokenizer
 
@@ -43,7 +44,7 @@ class ChatBackend:
             base += "/v1"   # a bare host: the OpenAI-compatible API lives under /v1
         self.url = base
         self.api_key = api_key if kind == "openai" else ""
-        self._client = None
+        self._client: httpx.Client | None = None
         self._lock = threading.Lock()
 
     @property
