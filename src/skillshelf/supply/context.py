@@ -14,6 +14,11 @@ _EXAMPLE_HEAD = re.compile(rb"\b(?:examples?|e\.g\.|pattern|patterns|payloads?|a
                            rb"bad|wrong|avoid|don't|do\s+not|never|red\s+flags?|anti-?patterns?|malicious|injection|"
                            rb"suspicious|instead\s+of|before|quote|quotes|says?|wording|text|message|output|such\s+as|"
                            rb"like\s+this|for\s+instance|triggers?|user\s+says)\b|\xe2\x9d\x8c")
+# a table of reference describes (an issue and its solution, an option and what it does, a fact and how to say it):
+# its header names what it describes
+_REFERENCE_HEAD = re.compile(rb"\|\s{0,3}(?:issues?|problems?|symptoms?|errors?|causes?|options?|parameters?|fields?|settings?|"
+                             rb"propert(?:y|ies)|descriptions?|mistakes?|situations?|scenarios?|pitfalls?|facts?|solutions?|"
+                             rb"severity|flags?|arguments?|fix(?:es)?)\s{0,3}\|")
 MAX_TABLE_LINES = 60
 
 
@@ -31,7 +36,8 @@ def _line_before(scan: Scan, s: int) -> tuple[int, int] | None:
 
 
 def _table_of_examples(scan: Scan, s: int) -> bool:
-    """The header row of the table holding the line at ``s`` (or the line before the table) names examples."""
+    """The header row of the table holding the line at ``s`` (or the line before the table) names examples,
+    or the header names what a table of reference describes (an issue, an option, a fact)."""
     head = s
     for _ in range(MAX_TABLE_LINES):
         prev = _line_before(scan, head)
@@ -42,7 +48,8 @@ def _table_of_examples(scan: Scan, s: int) -> bool:
     prev = _line_before(scan, head)
     if prev is not None:
         lines.append(prev)
-    return any(_EXAMPLE_HEAD.search(scan.low[a:b]) for a, b in lines)
+    return any(_EXAMPLE_HEAD.search(scan.low[a:b]) for a, b in lines) \
+        or _REFERENCE_HEAD.search(scan.low[lines[0][0]:lines[0][1]]) is not None
 
 
 def _quote_of_example(scan: Scan, s: int) -> bool:
