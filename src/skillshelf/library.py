@@ -95,7 +95,8 @@ class Library:
                                 list_drafts=lambda: self.review.list(), roots=lambda: self.roots)
         self._resources = SkillResources(active=lambda: self.list(include_inactive=False), by_id=self._records.by_id,
                                          generation=CatalogReads(self.store).generation)
-        self._compare = Comparisons(resolve=self.get, diff=self.diff, evolver=lambda: self.evolver, review=lambda: self.review)
+        self._compare = Comparisons(resolve=self.get, diff=self.diff, evolver=lambda: self.evolver,
+                                    review=lambda: self.review, audit=lambda text: self.supply.audit_text(text))
         self.client = client
         self.model = LazyEmbedder(lambda: self.config, embedder)
         self.searcher = Searcher(self.store, self.config.search, embedder_provider=self.model.state,
@@ -168,9 +169,8 @@ class Library:
 
     @classmethod
     def rebuild(cls, home: str | Path | None = None, **kw: Any) -> tuple["Library", Path | None]:
-        """Move the database aside (when it is damaged or unwanted) and index the files into a
-        new one: the files are the truth. Returns the library and where the old file went.
-        Usage history lives in the database: it stays in the moved-aside file."""
+        """Move the database aside (damaged or unwanted) and index the files into a new one: the files
+        are the truth. Returns the library and where the old file (with the usage history) went."""
         cfg = kw.pop("config", None) or load_config(home, **{k: v for k, v in kw.items() if k in ("roots",)})
 
         def build() -> Library:

@@ -122,6 +122,11 @@ def review_show(name: str, full: bool = typer.Option(False, "--full", help="the 
             out.print(f"  {f['dropped']} should-trigger queries lost: under evolution.findability = \"block\" "
                       "approving it is refused")
         out.print()
+    if d.get("findings"):        # what the audit reads in the text to approve (an upstream change, an agent's FIX)
+        out.print("the audit of this text (medium or above: read it before you approve):")
+        for f in d["findings"]:
+            out.print(f"  {f['severity']:6} {f['rule']}  line {f.get('line') or '-'}  {visible(_clean(f['message']))}")
+        out.print()
     if d["base"] and not full:
         _write(d["unified"] or "(no differences)\n")
     else:

@@ -22,10 +22,13 @@ DIFF_CONTEXT = 3
 class Comparisons:
     """Given ``resolve`` (a name or id to its record), ``diff`` (a unified diff of two kept
     versions), ``evolver`` and ``review`` (callables returning the evolution service and the
-    review queue, built when first needed)."""
+    review queue, built when first needed) and ``audit`` (a SKILL.md text -> its audit's
+    findings of medium or above, as dicts)."""
 
-    def __init__(self, *, resolve: Callable, diff: Callable, evolver: Callable, review: Callable):
+    def __init__(self, *, resolve: Callable, diff: Callable, evolver: Callable, review: Callable,
+                 audit: Callable[[str], list[dict[str, Any]]] | None = None):
         self.get, self._diff, self._evolver, self._review = resolve, diff, evolver, review
+        self._audit = audit
 
     def version_text(self, name_or_id: str, version: int) -> str:
         """The full SKILL.md text of a kept version."""
@@ -65,9 +68,13 @@ class Comparisons:
         diff = "".join(difflib.unified_diff(before.splitlines(keepends=True), d["text"].splitlines(keepends=True),
                                             f"{base['id']} (v{base['version']})" if base else "(nothing)",
                                             f"draft {d['name']}", n=context))
+        # what the audit finds in the text a person is asked to approve (an upstream change, an
+        # agent's FIX): read here, before it is on disk and audited as a skill
+        findings = self._audit(d["text"]) if self._audit is not None else []
         return {"name": d["name"], "action": action, "args": args, "proposed_at": d["proposed_at"],
                 "text": d["text"], "base": base, "unified": visible(diff),
-                "rows": side_by_side(before, d["text"], context), "findability": d.get("findability")}
+                "rows": side_by_side(before, d["text"], context), "findability": d.get("findability"),
+                "findings": findings}
 
     # --- checks ---------------------------------------------------------------------------
     @staticmethod

@@ -80,6 +80,13 @@ class SupplyChain:
             out.append(_row(names.get(sid, sid), sid, f))
         return out
 
+    def audit_text(self, text: str, *, min_severity: str = "medium") -> list[dict[str, Any]]:
+        """The findings (``file, line, rule, severity, message, excerpt``) of a SKILL.md text that
+        is not on disk yet (a draft waiting for review), read as the library audits a skill, at or
+        above ``min_severity``."""
+        found = auditmod.audit_text(text, sentences=self.auditor.sentences)
+        return [f.as_dict() for f in found if auditmod.severity_at_least(f.severity, min_severity)]
+
     def audit_of(self, ref: str) -> dict[str, Any] | None:
         """One skill's audit (risk, findings, trusted) for ``show`` and the skill page."""
         rec = self._resolve(ref)
