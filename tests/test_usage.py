@@ -187,6 +187,25 @@ def test_a_request_a_skill_was_reported_to_work_for_is_not_a_gap(tmp_path):
     assert [g.query for g in lib.stats().gaps] == ["zx quux defrobnicate the gadget"]
 
 
+def test_the_kill_list_leaves_out_copies_of_a_shown_skill_and_skills_agents_reported_on(tmp_path):
+    """A search shows one skill of a name for all its copies, and a skill reported on was used:
+    neither never surfaced. The kill list offers bulk deprecation: a wrong entry costs a skill."""
+    root, mirror = tmp_path / "r", tmp_path / "mirror"
+    for name, desc in SKILLS.items():
+        write_skill(root, name, description=desc)
+    write_skill(mirror, "cors-fix", description=SKILLS["cors-fix"])        # a copy in another root
+    write_skill(mirror, "cobol-gantt", description=SKILLS["dead-skill"] + " (a mirror)")
+    lib = Library(home=tmp_path / "h", roots=[root, mirror], embedder=FakeEmbedder(), auto_sync=False,
+                  search=SearchConfig(recency_window=0))
+    lib.sync()
+    res = lib.search(SKILLS["cors-fix"], limit=1)
+    assert [h.name for h in res.hits] == ["cors-fix"] and res.hits[0].copies == 2
+    lib.report_outcome("flaky-tests", True)                 # used without a logged search
+    never = {x["name"] for x in lib.stats().never_surfaced}
+    assert "cors-fix" not in never and "flaky-tests" not in never
+    assert {"dead-skill", "cobol-gantt", "docker-build", "db-migrate"} <= never
+
+
 def test_most_used_ranks_by_reported_uses_not_times_shown(tmp_path):
     root = tmp_path / "r"
     for name, desc in SKILLS.items():

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import EmbedderError, NotFoundError, ValidationError, write_failure
 from ..store import now
 from ..store.protocols import UsageLogStore
-from ..text import sha256, tokenize
+from ..text import name_key, sha256, tokenize
 
 # What the log keeps of a request's text: its first LOGGED_TEXT_CHARS characters and a marker
 # saying how long it was. A request is rarely longer; one that is (a pasted log, a whole file)
@@ -445,8 +445,13 @@ class Usage:
         find_ids = {q["id"] for q in finds}
         report_rate = (len(find_ids & reported_queries) / len(find_ids)) if find_ids else 0.0
         surfaced_ever = self.log.ever_recommended()
+        # a search shows one skill of a name for all its copies (the other roots' skills of that
+        # name), and a skill an agent reported on was used: neither is a kill candidate
+        shown_keys = {name_key(nm) for sid, nm, _ in skills if sid in surfaced_ever}
+        shown_keys |= {name_key(o["name"]) for o in orows if o["name"]}
         # active skills only are kill candidates
-        never = [{"id": sid, "name": nm} for sid, nm, active in sorted(skills) if active and sid not in surfaced_ever]
+        never = [{"id": sid, "name": nm} for sid, nm, active in sorted(skills)
+                 if active and sid not in surfaced_ever and name_key(nm) not in shown_keys]
         per_skill = sorted(usage.values(), key=lambda u: (-(u.reports + u.times_shown), u.id))
         low = [u for u in per_skill if u.reports >= min_uses and (u.success_rate or 0.0) < low_rate]
         low.sort(key=lambda u: (u.success_rate or 0.0, -u.reports, u.id))
