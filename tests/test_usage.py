@@ -305,3 +305,19 @@ def test_the_log_keeps_the_start_of_a_long_request_and_recognises_its_repeat(tmp
     # a request of ordinary length is kept whole
     lib.search("cors errors in my api")
     assert lib.store.db.execute("SELECT text FROM queries ORDER BY id DESC").fetchone()[0] == "cors errors in my api"
+
+
+def test_a_long_request_is_shown_by_its_start_in_stats_and_the_report(tmp_path):
+    from test_evals import sk
+
+    home = tmp_path / "h"
+    root = tmp_path / "r"
+    for name, desc in SKILLS.items():
+        write_skill(root, name, description=desc)
+    long = "zq " + "x" * 20_000
+    assert sk(home, "roots", "add", str(root)).returncode == 0
+    assert sk(home, "search", long).returncode == 0
+    p = sk(home, "stats")
+    assert p.returncode == 0 and max(len(line) for line in p.stdout.splitlines()) <= 200, p.stdout
+    p = sk(home, "report")
+    assert p.returncode == 0 and "zq x" in p.stdout and max(len(line) for line in p.stdout.splitlines()) <= 260

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from ..text import trim
 from .common import _choice, _clean, _date, _json, _lib, _table, _usage_error, _write, err, out
 from .evals import worse_line
 
@@ -56,7 +57,7 @@ def stats(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYY
     out.print(t)
     t = _table("request", "times", "last seen", title="gaps (no confident match)")
     for g in st.gaps[:15]:
-        t.add_row(g.query, str(g.count), g.last_seen[:10])
+        t.add_row(trim(g.query, 100), str(g.count), g.last_seen[:10])     # a 2,000-character request: its start
     out.print(t)
     for w in worse:
         out.print(f"worse version: {worse_line(w)}")

@@ -21,13 +21,15 @@ import numpy as np
 from ..errors import EmbedderError, NotFoundError, ValidationError, write_failure
 from ..store import now
 from ..store.protocols import UsageLogStore
-from ..text import name_key, sha256, tokenize
+from ..text import name_key, sha256, tokenize, trim
 
 # What the log keeps of a request's text: its first LOGGED_TEXT_CHARS characters and a marker
 # saying how long it was. A request is rarely longer; one that is (a pasted log, a whole file)
 # would otherwise grow the database by its size on every search. The hash of the whole
 # normalised text is kept as well, so a repeat is still recognised.
 LOGGED_TEXT_CHARS = 2000
+# a request or a note as a report shows it (the log keeps more: ``skillshelf stats --json``)
+SHOWN_CHARS = 200
 
 
 def normalize_request(text: str) -> str:
@@ -201,7 +203,7 @@ def render_report(st: Stats, *, fmt: str = "md", limit: int = 25) -> str:
         for u in st.low_success[:limit]:
             lines.append(f"- **{u.name}** — {u.worked}/{u.reports} worked ({(u.success_rate or 0):.0%})")
             for note in u.notes[-3:]:
-                lines.append(f"  - {note}")
+                lines.append(f"  - {trim(note, SHOWN_CHARS)}")
     else:
         lines.append("- none")
     lines += ["", f"## Kill list (never surfaced: {len(st.never_surfaced)})", ""]
@@ -218,14 +220,15 @@ def render_report(st: Stats, *, fmt: str = "md", limit: int = 25) -> str:
             lines.append(f"- **{d['name']}** {d['direction']} — worked {d['worked']}, failed {d['failed']}"
                          f" ({d['clients']} client{'s' * (d['clients'] != 1)})")
             for q in d["requests"]:
-                lines.append(f"  - for: {q}")
+                lines.append(f"  - for: {trim(q, SHOWN_CHARS)}")
     else:
         lines.append("- nothing learned yet (outcomes reported with a query id teach ranking)")
     lines += ["", "## Gaps (requests nothing served)", ""]
     if st.gaps:
         for g in st.gaps[:limit]:
-            also = f" — also: {'; '.join(g.examples[1:3])}" if len(g.examples) > 1 else ""   # (a repeat adds none)
-            lines.append(f"- {g.query} ×{g.count}{also}")
+            also = (f" — also: {'; '.join(trim(e, SHOWN_CHARS) for e in g.examples[1:3])}"
+                    if len(g.examples) > 1 else "")   # (a repeat adds none)
+            lines.append(f"- {trim(g.query, SHOWN_CHARS)} ×{g.count}{also}")
     else:
         lines.append("- none")
     return "\n".join(lines) + "\n"
