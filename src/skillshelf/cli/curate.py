@@ -37,9 +37,14 @@ def history(name: str, json_out: bool = typer.Option(False, "--json")) -> None:
 @commands.command(cls=_counts("version numbers"))
 def diff(name: str = typer.Argument(..., help="skill name or id"),
          v1: int = typer.Argument(..., callback=_positive("version numbers"), metavar="V1"),
-         v2: int = typer.Argument(..., callback=_positive("version numbers"), metavar="V2")) -> None:
+         v2: int = typer.Argument(..., callback=_positive("version numbers"), metavar="V2"),
+         json_out: bool = typer.Option(False, "--json", help="name, v1, v2 and the unified diff as JSON")) -> None:
     """Unified diff between two versions of a skill."""
-    _write(visible(_lib().diff(name, v1, v2)) or "(no differences)\n")    # invisible characters as <U+200B>
+    text = _lib().diff(name, v1, v2)
+    if json_out:
+        _json({"name": name, "v1": v1, "v2": v2, "unified": text})
+        return
+    _write(visible(text) or "(no differences)\n")    # invisible characters as <U+200B>
 
 
 @commands.command(cls=_counts("the version number"))
@@ -108,10 +113,17 @@ def review_list(json_out: bool = typer.Option(False, "--json")) -> None:
 
 @review_app.command("show")
 def review_show(name: str, full: bool = typer.Option(False, "--full", help="the whole SKILL.md the draft would "
-                                                                           "write, not the diff")) -> None:
+                                                                           "write, not the diff"),
+                json_out: bool = typer.Option(False, "--json", help="the draft, its text, the diff, the audit's "
+                                                                    "findings and findability as JSON")) -> None:
     """What the draft would change: a diff against the skill it replaces (as the dashboard
     shows it); a new skill, or --full, prints the whole SKILL.md it would write."""
     d = _lib().draft_review(name)
+    if json_out:
+        base = {k: d["base"][k] for k in ("id", "name", "version")} if d["base"] else None
+        _json({k: d.get(k) for k in ("name", "action", "args", "proposed_at", "text", "unified", "findability",
+                                     "findings")} | {"base": base})
+        return
     out.print(f"draft {d['name']} ({str(d['args'].get('action', '')).upper()}, proposed {d['proposed_at']})"
               + (f" against {d['base']['id']} v{d['base']['version']}" if d["base"] and not full else "") + "\n")
     if d.get("findability"):     # the skill's evals searched with the draft's text in place of the current one
