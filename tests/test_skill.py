@@ -34,6 +34,9 @@ def test_lenient_read_of_messy_file():
 def test_fatal_cases_report_line_and_reason():
     p = skill.parse("---\nname: a\ndescription: bad: colon: here\n---\n")
     assert not p.usable and p.findings[-1].rule == "yaml.invalid" and p.findings[-1].line == 3
+    assert "quote values that contain ': '" in p.findings[-1].message
+    tab = skill.parse("---\nname: a\ndescription: d\n\tversion: 1\n---\n").findings[-1]
+    assert tab.rule == "yaml.invalid" and "indent with spaces, not tabs" in tab.message and "': '" not in tab.message
     assert not skill.parse("no frontmatter").usable
     assert skill.parse("---\nname: a\n---\n").findings[-1].rule == "description.missing"
     assert skill.parse(b"\xff\xfe---").findings[-1].rule == "encoding.utf8"

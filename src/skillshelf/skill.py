@@ -482,10 +482,10 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark is not None else None  # +1 for 1-based, +1 for the opening '---'
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        fix = ("indent with spaces, not tabs" if "tab" in reason
+               else "quote values that contain ': ' or start with special characters")
         return ParsedFile(None, findings + scan_frontmatter(head, folder_name) + [Finding(
-            "fatal", "yaml.invalid",
-            f"frontmatter is not valid YAML: {reason}; quote values that contain ': ' or start with special characters",
-            line)])
+            "fatal", "yaml.invalid", f"frontmatter is not valid YAML: {reason}; {fix}", line)])
     except Exception as exc:  # noqa: BLE001 — a safe loader's constructors only fail on content
         # a constructor refused a value (an unhashable key, a bad !!int, `!!float ''` raising
         # IndexError inside PyYAML): bad content, reported, never a crash of sync or validate
