@@ -49,3 +49,18 @@ def test_import_quiet_lists_only_what_was_not_taken(tmp_path):
     r = cli(tmp_path / "home", "import", str(src), "--quiet")
     assert "one" not in [ln.split()[-1] for ln in r.stdout.splitlines() if ln.startswith("  ")]
     assert "bad" in r.stdout
+
+
+def test_import_points_to_where_the_findings_are(tmp_path):
+    src = tmp_path / "src"
+    (src / "odd").mkdir(parents=True)
+    (src / "odd" / "SKILL.md").write_text("---\nname: odd\ndescription: A skill with a key the spec lacks.\n"
+                                          "colour: blue\n---\n# odd\n\nText.\n", encoding="utf-8")
+    home = tmp_path / "home"
+    r = cli(home, "import", str(src), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    note = next(ln for ln in r.stdout.splitlines() if ln.startswith("note:"))
+    assert "1 finding in the skills to import" in note and f"`skillshelf validate {src}`" in note, note
+    r = cli(home, "import", str(src))
+    note = next(ln for ln in r.stdout.splitlines() if ln.startswith("note:"))
+    assert "1 finding in the imported skills" in note and str(home / "skills") in note, note

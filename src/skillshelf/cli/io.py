@@ -104,8 +104,11 @@ def import_(
         if rep.with_findings:
             kinds = ", ".join(f"{k} {v:,}" for k, v in rep.with_findings.items())
             n_f = sum(rep.with_findings.values())
-            out.print(f"note: {n_f:,} findings in the imported skills, the same sync reports, kept as they are "
-                      f"({kinds}); `skillshelf validate {cfg.workspace}` lists them")
+            # a dry run wrote nothing: the findings are in the skills of the source
+            listed = f"`skillshelf validate {rep.source}`" if rep.dry_run else f"`skillshelf validate {cfg.workspace}`"
+            out.print(f"note: {n_f:,} finding{'s' * (n_f != 1)} in the "
+                      f"{'skills to import' if rep.dry_run else 'imported skills'}, the same sync reports, kept as "
+                      f"they are ({kinds}); {listed} lists them")
         counts = ", ".join(f"{v} {k}" for k, v in rep.counts.items())
         where = f"; root {rep.root}" if rep.root else ""
         n = len(rep.skills)
