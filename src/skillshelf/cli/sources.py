@@ -134,15 +134,38 @@ def sources_list(json_out: bool = typer.Option(False, "--json")) -> None:
                   f"{'   pinned' if r['pinned'] else ''}{held}{behind}   updated {r['updated'] or '-'}")
 
 
+def _kept_lines(label: str, kept: list[dict[str, Any]], done: bool) -> list[str]:
+    """What becomes (or became) of a person's edits in the source's folder, skill by skill."""
+    lines = []
+    for k in kept:
+        where = f"sources/{label}" + ("" if k["skill"] == "." else f"/{_clean(k['skill'])}")
+        files = ", ".join(f"{_clean(f)} {p}" for f, p in sorted(k["files"].items())[:5])
+        if k["action"] == "copy":
+            what = (f"is now the workspace copy {_clean(k['name'])}" if done else
+                    f"becomes the workspace copy {_clean(k['name'])}")
+            what += " (the locked upstream text is kept as its base: updates merge into it)"
+        elif k["action"] == "aside":
+            what = (f"copied to {_clean(k['kept'])}" if done and k["kept"] else
+                    f"is copied to sources/.kept/{label}/ before the folder is put back")
+        else:
+            what = "upstream's file is put back (a removed file is not kept)"
+        lines.append(f"  your edit of {where} ({files}): {what}" + (f" — {_clean(k['note'])}" if k["note"] else ""))
+    return lines
+
+
 def _print_plan(p: dict[str, Any]) -> None:
     frm, to = p["from"][:12], p["to"][:12]
     head = f"{p['label']}: {frm} → {to}" if frm != to else f"{p['label']}: at {to}"
-    drift = (f"; {len(p['drift'])} file(s) on disk differ from the lock and are put back "
-             f"(e.g. {_clean(p['drift'][0]['file'])})") if p["drift"] else ""
+    drift = (f"; {len(p['drift'])} file(s) on disk differ from the lock (e.g. {_clean(p['drift'][0]['file'])}): "
+             "your edits are kept, then the source's files are put back") if p["drift"] else ""
     if not p["changes"]:
         out.print(head + (drift or " — up to date"))
+        for line in _kept_lines(p["label"], p.get("kept") or [], False):
+            out.print(line)
         return
     out.print(head + drift)
+    for line in _kept_lines(p["label"], p.get("kept") or [], False):
+        out.print(line)
     for c in p["changes"]:
         line = f"  {c['change']:8} {_clean(c['path'])}"
         if c["change"] == "changed":
@@ -208,6 +231,8 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
                 out.print(f"{plan.label}: updated to {d['to'][:12]}; "
                           + ("the team's lock moved: every server fetches it" if lib.sources.team else "lock moved")
                           + (f"; {len(d['held'])} skill(s) held until `skillshelf trust NAME`" if d["held"] else ""))
+                for line in _kept_lines(plan.label, d["kept"], True):
+                    out.print(line)
                 for c in d["changes"]:
                     if c["edit"] == "conflict":
                         out.print(f"  conflict: {c['copy']} kept as you left it; upstream's text waits in the review "

@@ -264,9 +264,10 @@ class Drift:
     label: str
     file: str            # path relative to the source folder
     problem: str         # changed | missing | added
+    skill: str = ""      # the skill folder it belongs to, relative to the source ("" for the whole folder)
 
     def as_dict(self) -> dict[str, str]:
-        return {"source": self.label, "file": self.file, "problem": self.problem}
+        return {"source": self.label, "file": self.file, "problem": self.problem, "skill": self.skill}
 
 
 def _rel(skill: str, file: str) -> str:
@@ -287,10 +288,10 @@ def check(entry: SourceEntry, folder: Path) -> list[Drift]:
         for f in sk.files:
             got = cur_files.pop(f.path, None)
             if got is None:
-                out.append(Drift(entry.label, _rel(sk.path, f.path), "missing"))
+                out.append(Drift(entry.label, _rel(sk.path, f.path), "missing", sk.path))
             elif got != (f.digest, f.size):
-                out.append(Drift(entry.label, _rel(sk.path, f.path), "changed"))
-        out += [Drift(entry.label, _rel(sk.path, name), "added") for name in sorted(cur_files)]
+                out.append(Drift(entry.label, _rel(sk.path, f.path), "changed", sk.path))
+        out += [Drift(entry.label, _rel(sk.path, name), "added", sk.path) for name in sorted(cur_files)]
     for path, sk in sorted(have.items()):
-        out += [Drift(entry.label, _rel(path, f.path), "added") for f in sk.files]
+        out += [Drift(entry.label, _rel(path, f.path), "added", path) for f in sk.files]
     return out

@@ -43,6 +43,7 @@ from ..net import redact_text, redact_url
 from ..store.protocols import SourceLockStore
 from . import fetch as fetchmod, lock as lockmod
 from .fetch import SourceError, Spec
+from .kept_edits import KeptEdit, KeptEdits
 from .shared_sources import SharedSources
 from .skill_audit import audit_folder
 from .source_edits import EditedCopies
@@ -97,6 +98,7 @@ class UpdatePlan:
     changes: list[SkillChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     drift: list[lockmod.Drift] = field(default_factory=list)   # files on disk that differ from the lock
+    kept: list[KeptEdit] = field(default_factory=list)         # what becomes of a person's edits among them
     applied: bool = False
     held: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -109,7 +111,7 @@ class UpdatePlan:
     def as_dict(self) -> dict[str, Any]:
         return {"label": self.label, "from": self.old.commit, "to": self.new.commit, "ref": self.new.ref,
                 "changes": [c.as_dict() for c in self.changes], "notes": self.notes, "applied": self.applied,
-                "drift": [d.as_dict() for d in self.drift],
+                "drift": [d.as_dict() for d in self.drift], "kept": [k.as_dict() for k in self.kept],
                 "held": self.held, "seconds": self.seconds, "error": self.error}
 
 
@@ -128,6 +130,7 @@ class Sources:
         self._records, self._evolver, self._review, self._unpack = records, evolver, review, unpack
         self.shared = SharedSources(self, locks) if locks is not None else None
         self.edits = EditedCopies(self)
+        self.kept = KeptEdits(self)
 
     # --- where things are ---------------------------------------------------------------
     @property
@@ -492,7 +495,8 @@ class Sources:
         new = lockmod.SourceEntry(label=old.label, source=old.source, kind=old.kind, url=old.url,
                                   ref=spec.ref, path=old.path, commit=commit, pinned=old.pinned,
                                   submodules=old.submodules, updated=_now(), skills=skills)
-        plan = UpdatePlan(old.label, old, new, tree, notes=notes + more, drift=drift)
+        plan = UpdatePlan(old.label, old, new, tree, notes=notes + more, drift=drift,
+                          kept=self.kept.plan(old, drift))
         plan.seconds.update(drift=t1 - t0, fetch=t2 - t1, lock=t3 - t2)
         if spec.kind == "git":
             head = fetchmod.resolve(cache, spec.url, old.ref)
@@ -530,6 +534,11 @@ class Sources:
             if cur is None or cur.commit != plan.old.commit:
                 raise ConflictError(f"the source {plan.label} changed while this update was planned",
                                     fix="run `skillshelf sources update` again")
+            # a person's edits in the source's folder become workspace copies before it is put back
+            plan.drift = lockmod.check(plan.old, self.folder(plan.label))
+            plan.kept = self.kept.keep(plan, plan.drift) if plan.drift else []
+            if any(k.action == "copy" for k in plan.kept):
+                self.edits.plan(plan)         # the new copies are merged with upstream as any copy is
             # the bases of the edited copies are kept before anything moves
             for c in plan.changes:
                 if c.sides is not None and c.sides[0]:
@@ -652,7 +661,10 @@ class Sources:
         detail = "; ".join(f"{lb}: {len(d)} file(s) differ from the lock (e.g. {d[0].file}, {d[0].problem})"
                            for lb, d in bad.items())
         return [*out, Check("sources", "warn", detail + " — see `skillshelf lock --check`; "
-                                                        "`skillshelf sources update LABEL --yes` puts them back")]
+                                                        "`skillshelf sources update LABEL --yes` makes each edited "
+                                                        "skill a workspace copy (merged with upstream from then on; "
+                                                        "what cannot be is copied to sources/.kept/) and puts the "
+                                                        "source's files back")]
 
     def of(self, rec: Any) -> dict[str, Any] | None:
         """The source a skill came from (its label, URL and commit), for ``show``; for a

@@ -1,0 +1,108 @@
+"""A new user's walk through sources (a git repository over ``file://``, ``sources add / update /
+restore``, ``review``): a person's work is never dropped, and what a command did is said. Run as
+the real console script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_sources_git import ALPHA, Upstream, edit_as_person, git, lock_of, sk
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Upstream:
+    return Upstream(tmp_path / "up")
+
+
+def _path_shown(home: Path, name: str) -> Path:
+    r = sk(home, "show", name, "--json")
+    assert r.returncode == 0, r.stderr
+    return Path(json.loads(r.stdout)["path"])
+
+
+def _text(home: Path, name: str) -> str:
+    r = sk(home, "show", name, "--json")
+    assert r.returncode == 0, r.stderr
+    return Path(json.loads(r.stdout)["path"]).read_text(encoding="utf-8")
+
+
+def test_an_edit_in_the_sources_folder_becomes_a_workspace_copy_and_upstream_merges_into_it(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    path = _path_shown(home, "alpha")
+    assert path == home / "sources" / "ops" / "skills" / "alpha" / "SKILL.md"
+    # the person edits the file `show` printed, and adds a file beside it
+    path.write_text(path.read_text(encoding="utf-8").replace("Step one: list the widgets.",
+                                                              "Step one: list the widgets by owner."),
+                    encoding="utf-8")
+    (path.parent / "notes.md").write_text("my notes\n", encoding="utf-8")
+    # upstream changes another line of the same skill
+    upstream.write("skills/alpha/SKILL.md", ALPHA.replace("Keep the old key for a day.", "Keep the old key a week."))
+    upstream.commit("a week")
+    upstream.push()
+
+    dry = sk(home, "sources", "update", "ops", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "your edit of sources/ops/skills/alpha" in dry.stdout
+    assert "becomes the workspace copy alpha" in dry.stdout
+    assert "put back" in dry.stdout and "are put back (e.g." not in dry.stdout
+
+    doc = sk(home, "doctor")
+    assert "workspace copy" in doc.stdout + doc.stderr
+
+    r = sk(home, "sources", "update", "ops", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert "your edit of sources/ops/skills/alpha" in r.stdout and "is now the workspace copy alpha" in r.stdout
+    # the edit is in the workspace copy, upstream's change merged into it
+    text = _text(home, "alpha")
+    assert "Step one: list the widgets by owner." in text
+    assert "Keep the old key a week." in text
+    shown = json.loads(sk(home, "show", "alpha", "--json").stdout)
+    assert shown["kind"] == "workspace" and "sources" not in Path(shown["path"]).parts, shown
+    assert (Path(shown["path"]).parent / "notes.md").read_text(encoding="utf-8") == "my notes\n"
+    # the source's folder is the locked commit again
+    assert sk(home, "lock", "--check").returncode == 0
+    # the base kept is upstream's text: the next upstream change merges cleanly
+    upstream.write("skills/alpha/SKILL.md", upstream.read("skills/alpha/SKILL.md").replace(
+        "Step three: check the logs.", "Step three: check the logs twice."))
+    upstream.commit("twice")
+    upstream.push()
+    r = sk(home, "sources", "update", "ops", "--yes")
+    assert r.returncode == 0, r.stderr
+    text = _text(home, "alpha")
+    assert "by owner" in text and "a week" in text and "check the logs twice" in text
+
+
+def test_an_edit_beside_an_existing_copy_is_copied_aside_and_named(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    src = home / "sources" / "ops" / "skills" / "alpha" / "SKILL.md"
+    edit_as_person(home, "alpha", "Step two: rotate each key.", "Step two: rotate each key by hand.")
+    src.write_text(src.read_text(encoding="utf-8").replace("Step one", "Step 1"), encoding="utf-8")
+    r = sk(home, "sources", "update", "ops", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "your edit of sources/ops/skills/alpha" in r.stdout and "copied to " in r.stdout
+    kept = next((home / "sources" / ".kept" / "ops").glob("*/skills/alpha/SKILL.md"))
+    assert "Step 1" in kept.read_text(encoding="utf-8")
+    assert str(kept.parent.parent.parent) in r.stdout
+    assert "rotate each key by hand" in _text(home, "alpha")
+
+
+def test_a_new_skill_folder_in_a_source_is_copied_aside(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    mine = home / "sources" / "ops" / "skills" / "mine"
+    mine.mkdir()
+    (mine / "SKILL.md").write_text("---\nname: mine\ndescription: My own skill.\n---\n\nHello.\n", encoding="utf-8")
+    r = sk(home, "sources", "update", "ops", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "your edit of sources/ops/skills/mine" in r.stdout
+    assert list((home / "sources" / ".kept" / "ops").glob("*/skills/mine/SKILL.md"))
+    assert not mine.exists()
+    assert lock_of(home)["source"][0]["commit"] == git(upstream.work, "rev-parse", "HEAD")
