@@ -203,9 +203,12 @@ def languages(words: frozenset[bytes], data: bytes) -> tuple[str, ...]:
     """The lexicon's languages the file holds prose in: Latin script by three of a language's function
     words (two, when the text holds letters with accents), the others by their script (Chinese characters
     without kana: Chinese)."""
-    least = 2 if _ACCENTED.search(data) is not None else 3      # a short text with its letters: two words will do
-    out = [lang for lang, fw in FUNCTION_WORDS.items() if len(words & fw) >= least]
-    if OTHER_SCRIPT.search(data) is not None:
+    ascii_only = data.isascii()
+    counts = {lang: len(words & fw) for lang, fw in FUNCTION_WORDS.items()}
+    # a short text with accented letters: two words will do
+    least = 2 if not ascii_only and 2 in counts.values() and _ACCENTED.search(data) is not None else 3
+    out = [lang for lang, n in counts.items() if n >= least]
+    if not ascii_only and OTHER_SCRIPT.search(data) is not None:
         found = [lang for lang, rx in _SCRIPTS if rx.search(data) is not None]
         out += [lang for lang in found if not (lang == "zh" and "ja" in found)]
     return tuple(out)
