@@ -223,14 +223,18 @@ def test_a_conflicting_upstream_change_leaves_the_copy_and_goes_to_review(tmp_pa
     r = sk(home, "review", "show", "alpha")
     assert "<<<<<<< your copy" in r.stdout and "by hand" in r.stdout and "rotate-all" in r.stdout
 
-    # the base is kept: a later upstream change elsewhere still conflicts on the same line, not silently
+    # rejected: the person keeps theirs against upstream at that commit, which is the next base, so a
+    # later upstream change elsewhere merges cleanly and the same conflict does not come back
     upstream.write("skills/alpha/SKILL.md", upstream.read("skills/alpha/SKILL.md") + "\nMore notes.\n")
     upstream.commit("more")
     upstream.push()
-    sk(home, "review", "reject", "alpha", "--reason", "keep mine")
+    r = sk(home, "review", "reject", "alpha", "--reason", "keep mine")
+    assert r.returncode == 0, r.stderr
     r = sk(home, "sources", "update", "--yes")
-    assert r.returncode == 0 and "CONFLICT" in r.stdout
-    assert (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8") == before
+    assert r.returncode == 0 and "CONFLICT" not in r.stdout, r.stdout
+    text = (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8")
+    assert "by hand" in text and "More notes." in text and "rotate-all" not in text
+    assert "alpha" not in sk(home, "review", "list").stdout
 
 
 def test_update_to_an_older_commit_undoes_an_update(tmp_path, upstream):

@@ -70,7 +70,7 @@ def test_an_edit_in_the_sources_folder_becomes_a_workspace_copy_and_upstream_mer
     assert sk(home, "lock", "--check").returncode == 0
     # the base kept is upstream's text: the next upstream change merges cleanly
     upstream.write("skills/alpha/SKILL.md", upstream.read("skills/alpha/SKILL.md").replace(
-        "Step three: check the logs.", "Step three: check the logs twice."))
+        "# Alpha", "# Alpha, the key rotation"))
     upstream.commit("twice")
     upstream.push()
     r = sk(home, "sources", "update", "ops", "--yes")
@@ -106,3 +106,58 @@ def test_a_new_skill_folder_in_a_source_is_copied_aside(tmp_path, upstream):
     assert list((home / "sources" / ".kept" / "ops").glob("*/skills/mine/SKILL.md"))
     assert not mine.exists()
     assert lock_of(home)["source"][0]["commit"] == git(upstream.work, "rev-parse", "HEAD")
+
+
+def _conflict(home: Path, upstream: Upstream) -> None:
+    """A person's copy of alpha with two edits; upstream changes one of the same lines."""
+    edit_as_person(home, "alpha", "Step two: rotate each key.", "Step two: rotate each key by hand.")
+    edit_as_person(home, "alpha", "Keep the old key for a day.", "Keep the old key for a day, then shred it.")
+    upstream.write("skills/alpha/SKILL.md", ALPHA.replace("Step two: rotate each key.", "Step two: run rotate-all."))
+    upstream.commit("conflict")
+    upstream.push()
+    r = sk(home, "sources", "update", "ops", "--yes")
+    assert r.returncode == 0 and "CONFLICT" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_rejected_conflict_does_not_come_back_and_later_changes_merge(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    _conflict(home, upstream)
+    r = sk(home, "review", "reject", "alpha", "--reason", "keep mine")
+    assert r.returncode == 0, r.stderr
+    upstream.write("skills/alpha/SKILL.md", upstream.read("skills/alpha/SKILL.md").replace(
+        "# Alpha", "# Alpha, the key rotation"))
+    upstream.commit("twice")
+    upstream.push()
+    r = sk(home, "sources", "update", "ops", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "CONFLICT" not in r.stdout and "merged" in r.stdout, r.stdout
+    text = _text(home, "alpha")
+    assert "rotate each key by hand" in text and "then shred it" in text and "the key rotation" in text
+    assert "rotate-all" not in text
+    assert "alpha" not in sk(home, "review", "list").stdout
+
+
+def test_approving_a_conflict_keeps_the_persons_other_edits_and_says_what_it_replaced(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    _conflict(home, upstream)
+    show = sk(home, "review", "show", "alpha")
+    assert show.returncode == 0, show.stderr
+    assert "-Step two: rotate each key by hand." in show.stdout and "+Step two: run rotate-all." in show.stdout
+    assert "-Keep the old key for a day, then shred it." not in show.stdout
+    r = sk(home, "review", "approve", "alpha")
+    assert r.returncode == 0, r.stderr
+    assert "replaced 1 part(s)" in r.stdout and "rotate each key by hand" in r.stdout
+    assert "skillshelf history alpha" in r.stdout
+    text = _text(home, "alpha")
+    assert "run rotate-all" in text and "then shred it" in text and "by hand" not in text
+    # decided: upstream's later change elsewhere merges cleanly
+    upstream.write("skills/alpha/SKILL.md", upstream.read("skills/alpha/SKILL.md").replace(
+        "# Alpha", "# Alpha, the key rotation"))
+    upstream.commit("twice")
+    upstream.push()
+    r = sk(home, "sources", "update", "ops", "--yes")
+    assert r.returncode == 0 and "CONFLICT" not in r.stdout, r.stdout
+    text = _text(home, "alpha")
+    assert "run rotate-all" in text and "then shred it" in text and "the key rotation" in text

@@ -168,6 +168,9 @@ class ReviewQueue:
                 args["reason"] = (args.get("reason") or "") + f" (approved by {reviewer})"
             res = self.ev.apply(args, trigger="approved")
             self.drafts.remove(name)
+        up = args.get("upstream")
+        if isinstance(up, dict) and isinstance(up.get("note"), str) and up["note"]:
+            res.message += f" — {up['note']}"      # an upstream conflict: what of the person's text it replaced
         return res
 
     def reject(self, name: str, reason: str) -> dict:

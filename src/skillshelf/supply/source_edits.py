@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,11 @@ def _inside(folder: Path, rel: str) -> Path | None:
         return contained(folder, folder.joinpath(*rel.split("/")))
     except ValidationError:
         return None
+
+
+def _short(text: str, n: int = 80) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[:n - 1] + "…"
 
 
 def _read(path: Path | None) -> bytes | None:
@@ -108,6 +114,8 @@ class EditedCopies:
         return data if want and want == ("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw)) else None
 
     def plan(self, plan: Any) -> None:
+        with contextlib.suppress(SkillshelfError, OSError):
+            self.settle(plan.label)
         copies = self.copies(plan.label)
         tree = plan.tree
         assert tree is not None
@@ -196,6 +204,40 @@ class EditedCopies:
                 out.append(FileEdit(f, "merged", "", mine, m.data, theirs))
         return out
 
+    # --- a conflict a person decides ---------------------------------------------------------------
+    def _pending(self, label: str) -> Path:
+        """Upstream's texts of conflicts waiting in the review queue (``.bases/.pending/LABEL``)."""
+        self.src._bases(label)            # the label is checked
+        return self.src.base / ".bases" / ".pending" / label
+
+    def keep_pending(self, label: str, path: str, draft: str, text: str) -> None:
+        """Upstream's text of a conflict queued as the draft ``draft``: the next base once a person
+        approves or rejects it (either way they decided against upstream at that commit)."""
+        folder = self._pending(label).joinpath(*([] if path == "." else path.split("/")))
+        write_file(folder / "SKILL.md", text)
+        write_file(folder / "draft.json", json.dumps({"draft": draft}))
+
+    def settle(self, label: str) -> None:
+        """The conflicts of this source a person has decided (their draft is no longer waiting):
+        upstream's text of that commit becomes the base, so the same conflict does not come back
+        and upstream's later changes merge again."""
+        pending = self._pending(label)
+        if not pending.is_dir():
+            return
+        waiting = {d["name"] for d in self.src._review().list()}
+        for meta in sorted(pending.rglob("draft.json")):
+            try:
+                draft = json.loads(read_text_bounded(meta, 10_000)).get("draft")
+                text = read_text_bounded(meta.parent / "SKILL.md", MAX_SKILL_BYTES)
+            except (OSError, FileRefused, ValueError, AttributeError):
+                continue
+            if draft in waiting:
+                continue
+            rel = meta.parent.relative_to(pending).as_posix()
+            self.keep_base(label, "." if rel in ("", ".") else rel, text)
+            (meta.parent / "SKILL.md").unlink(missing_ok=True)
+            meta.unlink(missing_ok=True)
+
     def keep_base(self, label: str, path: str, text: str | bytes, file: str = "SKILL.md") -> None:
         base = self.src._bases(label).joinpath(*([] if path == "." else path.split("/")))
         target = _inside(base, file) if file != "SKILL.md" else base / "SKILL.md"
@@ -236,17 +278,34 @@ class EditedCopies:
             # a conflict (or a pinned source's merge): a draft a person approves or rejects
             taken = m if m.clean else None
             t = skillmod.parse(theirs).skill
-            args.update(body=taken.body if taken else (t.body if t else ""),
-                        description=taken.description if taken else (t.description if t else ""),
-                        reason=(f"merged upstream {short} into your copy (the source is pinned: approve to apply)"
-                                if taken else f"upstream {short} conflicts with your edit: approve to take "
-                                              "upstream's text (your edit stays in the history), reject to keep yours"),
+            o = skillmod.parse(ours).skill
+            history = (f"your text stays in the history: `skillshelf history {c.copy}`"
+                       + (f", `skillshelf rollback {c.copy} {o.version}`" if o is not None and o.version else ""))
+            if taken:
+                body, desc, note = taken.body, taken.description, ""
+                reason = f"merged upstream {short} into your copy (the source is pinned: approve to apply)"
+            elif base and m.theirs_body:      # the merge, upstream's side taken where both changed
+                body, desc = m.theirs_body, m.theirs_description
+                parts = "; ".join(repr(_short(r)) for r in m.replaced[:3]) + (" …" if len(m.replaced) > 3 else "")
+                note = (f"upstream's text replaced {len(m.replaced)} part(s) of your copy ({parts}); your other "
+                        f"edits stay; {history}")
+                reason = (f"upstream {short} conflicts with your edit in {m.why.replace(' changed on both sides', '')}:"
+                          " approve to take upstream's text there (your other edits stay), reject to keep yours")
+            else:                             # no merge can be made: upstream's whole text
+                body, desc = (t.body if t else ""), (t.description if t else "")
+                note = f"upstream's text replaced your copy's whole text; {history}"
+                reason = (f"upstream {short} conflicts with your edit: approve to take upstream's text (your edit "
+                          "stays in the history), reject to keep yours")
+            args.update(body=body, description=desc, reason=reason,
                         upstream={"source": plan.label, "commit": plan.new.commit, "skill": c.path,
-                                  "base": base, "yours": ours, "upstream": theirs, "merged": m.marked or None})
+                                  "base": base, "yours": ours, "upstream": theirs, "merged": m.marked or None,
+                                  "replaced": m.replaced, "note": note})
             try:
                 self.src._review().propose(args)
                 c.note = (c.note + "; " if c.note else "") + f"in the review queue: `skillshelf review show {c.copy}`"
                 if taken:
                     self.keep_base(plan.label, c.path, theirs)
+                else:      # once a person decides, upstream's text at this commit is the next base
+                    self.keep_pending(plan.label, c.path, c.copy, theirs)
             except SkillshelfError as exc:
                 c.note = (c.note + "; " if c.note else "") + f"not queued ({exc}); your copy is unchanged"

@@ -12,7 +12,8 @@ only when one side left it as it was."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import merge3
 
@@ -27,6 +28,11 @@ class Merged:
     marked: str = ""          # the whole files merged with conflict markers (for the review queue)
     same: bool = False        # the edited copy already holds upstream's change (nothing to write)
     why: str = ""             # what conflicts
+    # a conflict: the merge with upstream's side taken where both changed (a person's other edits
+    # kept), and the parts of the person's text it replaces
+    theirs_description: str = ""
+    theirs_body: str = ""
+    replaced: list[str] = field(default_factory=list)
 
 
 def _lines(text: str) -> list[str]:
@@ -36,6 +42,26 @@ def _lines(text: str) -> list[str]:
 def _marked(base: str, ours: str, theirs: str) -> str:
     m = merge3.Merge3(_lines(base), _lines(ours), _lines(theirs))
     return "".join(m.merge_lines(name_a="your copy", name_b="upstream", name_base="base", base_marker="|||||||"))
+
+
+def _taking_theirs(m: merge3.Merge3) -> tuple[str, list[str]]:
+    """The merged lines with each conflict resolved to upstream's side, and the person's lines of
+    each conflict (what that replaces)."""
+    out: list[str] = []
+    replaced: list[str] = []
+    for region in m.merge_regions():
+        r: tuple[Any, ...] = tuple(region)
+        kind = r[0]
+        if kind == "unchanged":
+            out += m.base[r[1]:r[2]]
+        elif kind in ("same", "a"):
+            out += m.a[r[1]:r[2]]
+        elif kind == "b":
+            out += m.b[r[1]:r[2]]
+        else:              # conflict: (zstart, zend, astart, aend, bstart, bend)
+            out += m.b[r[5]:r[6]]
+            replaced.append("".join(m.a[r[3]:r[4]]))
+    return "".join(out), replaced
 
 
 def merge(base: str, ours: str, theirs: str) -> Merged:
@@ -55,7 +81,12 @@ def merge(base: str, ours: str, theirs: str) -> Merged:
     if "conflict" in regions:
         conflicts.append(f"{regions.count('conflict')} part(s) of the body")
     if conflicts:
-        return Merged(False, marked=_marked(base, ours, theirs), why=" and ".join(conflicts) + " changed on both sides")
+        body, replaced = _taking_theirs(m)
+        if desc != t.description and "the description" in conflicts:
+            replaced.insert(0, f"description: {o.description}")
+        return Merged(False, marked=_marked(base, ours, theirs), why=" and ".join(conflicts) + " changed on both sides",
+                      theirs_description=t.description if "the description" in conflicts else desc,
+                      theirs_body=body, replaced=replaced)
     body = "".join(m.merge_lines())
     return Merged(True, desc, body, same=(desc == o.description and body == o.body))
 
