@@ -161,3 +161,27 @@ def test_approving_a_conflict_keeps_the_persons_other_edits_and_says_what_it_rep
     assert r.returncode == 0 and "CONFLICT" not in r.stdout, r.stdout
     text = _text(home, "alpha")
     assert "run rotate-all" in text and "then shred it" in text and "the key rotation" in text
+
+
+BROKEN = "---\nname: gamma\ndescription: [unclosed\n---\n\nBody.\n"
+
+
+def test_a_skill_that_cannot_be_read_is_named_by_add_update_and_list(tmp_path, upstream):
+    home = tmp_path / "home"
+    upstream.write("skills/gamma/SKILL.md", BROKEN)
+    upstream.commit("gamma")
+    upstream.push()
+    r = sk(home, "sources", "add", upstream.url, "--name", "ops")
+    assert r.returncode == 0, r.stderr
+    assert "3 skills" in r.stdout
+    assert "1 skill could not be read" in r.stdout and "skills/gamma/SKILL.md:" in r.stdout
+    assert "skillshelf validate " in r.stdout and "fix it upstream" in r.stdout
+    r = sk(home, "sources", "list")
+    assert "3 skills (1 cannot be read)" in r.stdout and "skills/gamma/SKILL.md" in r.stdout
+    upstream.write("skills/delta/SKILL.md", BROKEN.replace("gamma", "delta"))
+    upstream.commit("delta")
+    upstream.push()
+    r = sk(home, "sources", "update", "ops", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "added    skills/delta" in r.stdout and "skills/delta/SKILL.md:" in r.stdout
+    assert "1 skill could not be read" in r.stdout

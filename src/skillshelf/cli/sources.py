@@ -53,6 +53,18 @@ def _indexing(lib: Any, quiet: bool) -> Iterator[dict | None]:
         raise typer.Exit(130) from None
 
 
+def _unreadable_lines(bad: list[str], folder: str, indent: str = "") -> list[str]:
+    """The skills that could not be read, each named with its error and what to do."""
+    if not bad:
+        return []
+    lines = [f"{indent}{len(bad)} skill{'s' * (len(bad) != 1)} could not be read (left out of the library):"]
+    lines += [f"{indent}  {_clean(b)}" for b in bad[:10]]
+    first = bad[0].split(": ", 1)[0]
+    lines.append(f"{indent}  fix {'it' if len(bad) == 1 else 'them'} upstream, or see "
+                 f"`skillshelf validate {_clean(str(Path(folder) / first))}`")
+    return lines
+
+
 def _findings_line(findings: list[dict[str, Any]]) -> str:
     by = {s: sum(1 for f in findings if f.get("severity") == s) for s in ("high", "medium")}
     return ", ".join(f"{n} {s}" for s, n in by.items() if n) or "nothing medium or high"
@@ -78,6 +90,8 @@ def _add(ctx: typer.Context, source: str, name: Optional[str], ref: Optional[str
     shown = ", ".join(_clean(n) for n in res["names"][:12])
     out.print(f"skills: {shown}" + (f" … and {len(res['names']) - 12} more (`skillshelf list --root {res['root']}`)"
                                     if len(res["names"]) > 12 else ""))
+    for line in _unreadable_lines(res["unreadable"], str(lib.sources.folder(res["label"]))):
+        out.print(line)
     out.print(f"audit: {_findings_line(res['findings'])}"
               + (f" — see `skillshelf audit --root {res['root']}`" if res["findings"] else ""))
     for note in res["notes"][:10]:
@@ -118,7 +132,8 @@ def add(ctx: typer.Context, source: str = typer.Argument(..., metavar="SOURCE", 
 @sources_app.command("list")
 def sources_list(json_out: bool = typer.Option(False, "--json")) -> None:
     """Each source: label, where from, ref asked, commit locked, skills, pinned, behind upstream, last update."""
-    rows = _lib().sources.list()
+    lib = _lib()
+    rows = lib.sources.list()
     if json_out:
         _json(rows)
         return
@@ -130,8 +145,11 @@ def sources_list(json_out: bool = typer.Option(False, "--json")) -> None:
         out.print(f"{r['label']}  {_clean(r['url'])}" + (f"  ({_clean(r['path'])})" if r["path"] else ""))
         held = f"   {r['held']} held" if r["held"] else ""
         ref = r["ref"] or ("(default branch)" if r["kind"] == "git" else "-")
-        out.print(f"    ref {ref}   {r['kind']} {r['commit'][:12]}   {r['skills']} skills"
+        bad = f" ({len(r['unreadable'])} cannot be read)" if r["unreadable"] else ""
+        out.print(f"    ref {ref}   {r['kind']} {r['commit'][:12]}   {r['skills']} skills{bad}"
                   f"{'   pinned' if r['pinned'] else ''}{held}{behind}   updated {r['updated'] or '-'}")
+        for line in _unreadable_lines(r["unreadable"], str(lib.sources.folder(r["label"])), "    "):
+            out.print(line)
 
 
 def _kept_lines(label: str, kept: list[dict[str, Any]], done: bool) -> list[str]:
@@ -153,7 +171,7 @@ def _kept_lines(label: str, kept: list[dict[str, Any]], done: bool) -> list[str]
     return lines
 
 
-def _print_plan(p: dict[str, Any]) -> None:
+def _print_plan(p: dict[str, Any], folder: str) -> None:
     frm, to = p["from"][:12], p["to"][:12]
     head = f"{p['label']}: {frm} → {to}" if frm != to else f"{p['label']}: at {to}"
     drift = (f"; {len(p['drift'])} file(s) on disk differ from the lock (e.g. {_clean(p['drift'][0]['file'])}): "
@@ -191,6 +209,8 @@ def _print_plan(p: dict[str, Any]) -> None:
                       + (f" ({_clean(fe['note'])})" if fe["note"] else ""))
     for note in p["notes"][:10]:
         out.print(f"  note: {_clean(note)}")
+    for line in _unreadable_lines(p.get("unreadable") or [], folder, "  "):
+        out.print(line)
 
 
 @sources_app.command("update")
@@ -215,7 +235,7 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
                 results.append(d)
                 continue
             if not json_out:
-                _print_plan(d)
+                _print_plan(d, str(lib.sources.folder(plan.label)))
             if dry_run or not plan.moved:
                 results.append(d)
                 continue

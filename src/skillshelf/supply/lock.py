@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import skill as skillmod
 from ..catalog.resources import skill_files as served_files
 from ..catalog.roots import Root, discover
 from ..errors import ValidationError
-from ..files import MAX_RESOURCE_BYTES, FileRefused, read_bounded, write_file
+from ..files import MAX_RESOURCE_BYTES, MAX_SKILL_BYTES, FileRefused, read_bounded, write_file
 from ..net import redact_url
 from .fetch import clean_subdir
 
@@ -294,4 +295,21 @@ def check(entry: SourceEntry, folder: Path) -> list[Drift]:
         out += [Drift(entry.label, _rel(sk.path, name), "added", sk.path) for name in sorted(cur_files)]
     for path, sk in sorted(have.items()):
         out += [Drift(entry.label, _rel(path, f.path), "added", path) for f in sk.files]
+    return out
+
+
+def unreadable(folder: Path, paths: list[str]) -> list[str]:
+    """The skills among ``paths`` (skill folders of the source at ``folder``) whose SKILL.md is not a
+    readable skill, each as ``PATH/SKILL.md: why`` (the library leaves them out)."""
+    out = []
+    for path in paths:
+        rel = "SKILL.md" if path == "." else f"{path}/SKILL.md"
+        try:
+            parsed = skillmod.parse(read_bounded(folder.joinpath(*rel.split("/")), MAX_SKILL_BYTES))
+        except (OSError, FileRefused) as exc:
+            out.append(f"{rel}: {getattr(exc, 'strerror', None) or exc}")
+            continue
+        if parsed.skill is None:
+            worst = next((f for f in parsed.findings if f.severity == "fatal"), None)
+            out.append(f"{rel}: {worst.message if worst else 'not a readable skill'}")
     return out

@@ -99,6 +99,7 @@ class UpdatePlan:
     notes: list[str] = field(default_factory=list)
     drift: list[lockmod.Drift] = field(default_factory=list)   # files on disk that differ from the lock
     kept: list[KeptEdit] = field(default_factory=list)         # what becomes of a person's edits among them
+    unreadable: list[str] = field(default_factory=list)        # added or changed skills that cannot be read
     applied: bool = False
     held: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -112,6 +113,7 @@ class UpdatePlan:
         return {"label": self.label, "from": self.old.commit, "to": self.new.commit, "ref": self.new.ref,
                 "changes": [c.as_dict() for c in self.changes], "notes": self.notes, "applied": self.applied,
                 "drift": [d.as_dict() for d in self.drift], "kept": [k.as_dict() for k in self.kept],
+                "unreadable": self.unreadable,
                 "held": self.held, "seconds": self.seconds, "error": self.error}
 
 
@@ -350,6 +352,7 @@ class Sources:
         timing["audit"] = time.perf_counter() - t0
         names = sorted(r.name for r in self._records(root))
         return {**entry.summary(), "root": root, "notes": notes + more, "findings": findings,
+                "unreadable": self.unreadable(entry),
                 "indexed": getattr(report, "added", None), "names": names, "seconds": timing}
 
     def _install(self, items: list[tuple[lockmod.SourceEntry, Path, Path]],
@@ -380,6 +383,11 @@ class Sources:
             raise
         for entry, _, _ in items:
             self._installed(entry)
+
+    def unreadable(self, entry: lockmod.SourceEntry) -> builtins.list[str]:
+        """The source's skills the library cannot read (left out of the index), each ``PATH/SKILL.md: why``."""
+        indexed = {r.id.split(":", 1)[1] for r in self._records(self._root_label(entry.label) or entry.label)}
+        return lockmod.unreadable(self.folder(entry.label), [s.path for s in entry.skills if s.path not in indexed])
 
     def _installed(self, entry: lockmod.SourceEntry) -> None:
         """A team server: note the commit now in ``sources/LABEL`` (``follow`` skips it)."""
@@ -413,6 +421,7 @@ class Sources:
             if e.kind == "git" and st.get("upstream") and self._cache(e.label).is_dir():
                 behind = fetchmod.ahead(self._cache(e.label), e.commit, st["upstream"])
             out.append({**e.summary(), "root": root, "behind": behind, "checked": st.get("checked"),
+                        "unreadable": self.unreadable(e),
                         "held": sum(1 for sid in held if sid.startswith(root + ":"))})
         return out
 
@@ -520,6 +529,7 @@ class Sources:
                 with contextlib.suppress(OSError):
                     c.findings = [f.as_dict() for f in audit_folder(md)[0] if f.severity in ("medium", "high")]
         plan.seconds["audit"] = time.perf_counter() - t0
+        plan.unreadable = lockmod.unreadable(tree, [c.path for c in plan.changes if c.change != "removed"])
         self.edits.plan(plan)
         return plan
 
