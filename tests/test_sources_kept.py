@@ -185,3 +185,49 @@ def test_a_skill_that_cannot_be_read_is_named_by_add_update_and_list(tmp_path, u
     assert r.returncode == 0, r.stderr
     assert "added    skills/delta" in r.stdout and "skills/delta/SKILL.md:" in r.stdout
     assert "1 skill could not be read" in r.stdout
+
+
+def test_restore_brings_a_home_that_has_the_sources_to_the_lock(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    first = lock_of(home)["source"][0]["commit"]
+    pulled = tmp_path / "pulled.lock"
+    shutil.copy(home / "skillshelf.lock", pulled)
+    upstream.write("skills/beta/SKILL.md", upstream.read("skills/beta/SKILL.md") + "\nMore.\n")
+    second = upstream.commit("more")
+    upstream.push()
+    assert sk(home, "sources", "update", "ops", "--yes").returncode == 0
+    assert lock_of(home)["source"][0]["commit"] == second
+    # a person's edit in the source's folder, then the lock pulled from version control is restored
+    path = home / "sources" / "ops" / "skills" / "alpha" / "SKILL.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Step one", "Step 1"), encoding="utf-8")
+    r = sk(home, "sources", "restore", str(pulled))
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "already used" not in r.stderr
+    assert f"moved ops from {second[:12]} to {first[:12]}" in r.stdout
+    assert "is now the workspace copy alpha" in r.stdout
+    assert lock_of(home)["source"][0]["commit"] == first
+    assert lock_of(home)["source"][0].get("ref", "") == ""          # the lock's ref, not the commit
+    assert "More." not in (home / "sources/ops/skills/beta/SKILL.md").read_text(encoding="utf-8")
+    assert "Step 1" in _text(home, "alpha")
+    r = sk(home, "sources", "restore", str(pulled))
+    assert r.returncode == 0 and "ops: already at" in r.stdout, r.stdout + r.stderr
+
+
+def test_restore_refuses_another_source_under_the_same_label_and_a_file_that_is_not_a_lock(tmp_path, upstream):
+    home = tmp_path / "home"
+    other = Upstream(tmp_path / "other")
+    assert sk(home, "sources", "add", other.url, "--name", "ops").returncode == 0
+    theirs = tmp_path / "theirs"
+    assert sk(theirs, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    r = sk(home, "sources", "restore", str(theirs / "skillshelf.lock"))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "'ops' is a source from" in r.stderr and "sources remove ops" in r.stderr
+    readme = tmp_path / "README.md"
+    readme.write_text("# a project\n\nSome words.\n", encoding="utf-8")
+    r = sk(home, "sources", "restore", str(readme))
+    assert r.returncode != 0 and "is not a skillshelf.lock" in r.stderr and "Traceback" not in r.stderr
+    toml = tmp_path / "settings.toml"
+    toml.write_text("name = 'x'\n", encoding="utf-8")
+    r = sk(home, "sources", "restore", str(toml))
+    assert r.returncode != 0 and "is not a skillshelf.lock" in r.stderr and "unknown lock-version" not in r.stderr

@@ -284,7 +284,8 @@ def sources_remove(label: str = typer.Argument(..., metavar="LABEL"),
 def sources_restore(lockfile: Path = typer.Argument(..., metavar="LOCKFILE", help="a skillshelf.lock"),
                     json_out: bool = typer.Option(False, "--json")) -> None:
     """Fetch every source of a lock file at its locked commit and verify every file's digest (exit 1
-    naming the file on a mismatch; nothing is written then)."""
+    naming the file on a mismatch; nothing is written then). A source the home has already is
+    moved to the locked commit, as `sources update LABEL --to COMMIT` would (your edits kept)."""
     lib = _lib()
     with _indexing(lib, json_out) as progress:
         res = lib.sources.restore(lockfile, progress=progress)
@@ -293,6 +294,17 @@ def sources_restore(lockfile: Path = typer.Argument(..., metavar="LOCKFILE", hel
         return
     for s in res["sources"]:
         out.print(f"restored {s['label']}: {s['skills']} skills at {s['commit'][:12]}")
+    for m in res.get("moved") or []:
+        if not m["moved"]:
+            out.print(f"{m['label']}: already at {m['commit'][:12]}")
+            continue
+        out.print(f"moved {m['label']} from {m['from'][:12]} to {m['commit'][:12]}, as `skillshelf sources update "
+                  f"{m['label']} --to {m['commit'][:12]}` would (your edits kept)")
+        for line in _kept_lines(m["label"], m["kept"], True):
+            out.print(line)
+        for name in m["conflicts"]:
+            out.print(f"  conflict: {name} kept as you left it; upstream's text waits in the review queue "
+                      f"(`skillshelf review show {name}`)")
     out.print(f"{res['files_verified']} files verified against {_clean(str(lockfile))}")
 
 

@@ -41,7 +41,7 @@ from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationEr
 from ..files import FileRefused, locked, read_text_bounded, write_file
 from ..net import redact_text, redact_url
 from ..store.protocols import SourceLockStore
-from . import fetch as fetchmod, lock as lockmod
+from . import fetch as fetchmod, lock as lockmod, lock_restore
 from .fetch import SourceError, Spec
 from .kept_edits import KeptEdit, KeptEdits
 from .shared_sources import SharedSources
@@ -603,7 +603,8 @@ class Sources:
     def restore(self, lockfile: str | Path, *, progress: dict | None = None,
                 caller: Caller | None = None) -> dict[str, Any]:
         """Fetch every source of a lock file at its locked commit, verify every file's digest and
-        size, and only then put them in place (exit 1 naming the file on a mismatch)."""
+        size, and only then put them in place (exit 1 naming the file on a mismatch). A source this
+        home has already is moved to the locked commit, a person's edits kept (``lock_restore``)."""
         self._may(caller, "restoring sources")
         path = Path(lockfile).expanduser()
         try:
@@ -612,15 +613,26 @@ class Sources:
             raise ValidationError(f"{path}: {exc.message}", fix="pass a skillshelf.lock") from None
         except OSError as exc:
             raise NotFoundError(f"cannot read {path}: {exc.strerror or exc}", fix="pass a skillshelf.lock") from None
-        wanted = lockmod.parse(text, str(path))
+        try:
+            wanted = lockmod.parse(text, str(path))
+        except ValidationError as exc:
+            if "not valid TOML" not in exc.message:
+                raise
+            raise ValidationError(f"{path} is not a {lockmod.LOCK_NAME} (it is not TOML)",
+                                  fix=f"pass the {lockmod.LOCK_NAME} of a library with sources") from None
         if not wanted:
             raise ValidationError(f"{path} names no source", fix="pass the skillshelf.lock of a library with sources")
+        have = {e.label: e for e in self.entries()}
+        for e in wanted:       # a source this home has is moved to the locked commit (``lock_restore``)
+            if e.label in have:
+                lock_restore.same_source(have[e.label], e)
+        fresh = [e for e in wanted if e.label not in have]
         with locked(self.home, "sources"), contextlib.ExitStack() as stack:
             entries = self.entries()
-            for e in wanted:
+            for e in fresh:
                 self._check_label(e.label, entries)
             items = []
-            for e in wanted:
+            for e in fresh:
                 tmp = stack.enter_context(self._tmp(e.label))
                 spec = Spec(e.kind, e.url, e.path, e.ref, e.label)
                 tree = self._fetch(spec, e.label, tmp, commit=e.commit, submodules=e.submodules).tree
@@ -631,14 +643,16 @@ class Sources:
                                       + (f", and {len(bad) - 1} more" if len(bad) > 1 else ""),
                                       fix="the source is not what was locked; nothing was written")
                 items.append((e, tree, tmp / "cache.git"))
-            self._install(items, entries, caller=caller)
+            if items:
+                self._install(items, entries, caller=caller)
         self._reroot()
         self._sync(**(progress or {}))
-        for e in wanted:
+        for e in fresh:
             if e.pinned:
                 self.supply.pin(self._root_label(e.label) or e.label)
+        moved = [lock_restore.bring(self, e, progress=progress, caller=caller) for e in wanted if e.label in have]
         files = sum(len(s.files) for e in wanted for s in e.skills)
-        return {"sources": [e.summary() for e in wanted], "files_verified": files}
+        return {"sources": [e.summary() for e in fresh], "moved": moved, "files_verified": files}
 
     # --- checks ---------------------------------------------------------------------------
     def check(self) -> builtins.list[lockmod.Drift]:
