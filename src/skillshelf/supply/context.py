@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import patterns as P
+
 Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
 
 # a table column or a lead-in that holds examples, not steps
@@ -93,3 +95,9 @@ def table_row(scan: Scan, pos: int) -> bool:
     there is read (medium), not taken as the agent's next step (high)."""
     s, _ = scan.line_bounds(pos)
     return scan.data[s:pos].lstrip().startswith(b"|")
+
+
+def warns(text: bytes) -> bool:
+    """``text`` warns against the command that follows: a negation that is not a negated telling ("run this
+    and do not comment on it" keeps the step from the user; it does not show it as what not to do)."""
+    return P.NEGATION.search(text) is not None and P.NEGATION.search(P.NOT_TELLING.sub(b" ", text)) is not None

@@ -56,7 +56,7 @@ bundled file.
 
 from __future__ import annotations
 
-from . import patterns as P
+from . import lexicon, patterns as P
 from .intent_model import SentenceModel
 from .rules import (
     RANK,
@@ -115,7 +115,8 @@ def security_topic_of(skill_md: bytes | str) -> bool:
     attacks is then what the skill teaches."""
     data = skill_md.encode("utf-8", "surrogatepass") if isinstance(skill_md, str) else skill_md
     fm = _frontmatter(data)
-    return bool(fm and P.SECURITY_TOPIC.search(fm[0][:4000].lower()))
+    return bool(fm and (P.SECURITY_TOPIC.search(fm[0][:4000].lower())
+                        or lexicon.about_security(fm[0][:4000], data[:200_000])))
 
 
 def _frontmatter_value(fm: bytes, keys: tuple[bytes, ...]) -> tuple[str | None, int]:
@@ -208,7 +209,7 @@ def audit_bytes(data: bytes, file: str = "SKILL.md", *, kind: str | None = None,
     kind = kind or file_kind(file, data[:2])
     fm = _frontmatter(data) if kind == "markdown" else None
     if security_topic is None:
-        security_topic = bool(fm and P.SECURITY_TOPIC.search(fm[0][:4000].lower()))
+        security_topic = bool(fm) and security_topic_of(data)
     scan = Scan(data, file, kind, security_topic, sentences=sentences)
     if fm is not None and file.rsplit("/", 1)[-1].lower() == "skill.md":
         _check_allowed_tools(scan, fm[0], fm[1])

@@ -23,6 +23,8 @@ def check(scan: Scan) -> None:
     regions = scan.fences if scan.kind == "markdown" else [(0, len(scan.data))]
     if not regions:
         return
+    if scan.kind != "markdown":
+        _decoder_calls(scan)
     hints = {h for w, h in _FLOW_HINTS.items() if w in scan.words}
     budget = MAX_LINES_PER_RULE
     for rs, re_ in regions[:MAX_MARKS]:
@@ -37,6 +39,7 @@ def check(scan: Scan) -> None:
 def _flow(scan: Scan, rs: int, re_: int, budget: int) -> int:
     downloads: dict[bytes, list] = {}     # target -> [offset, url, verified]
     values: dict[bytes, tuple[str, int]] = {}   # name -> ('decode' | 'fetch', offset)
+    helpers = _download_helpers(scan.low, rs, re_) if b"()" in scan.low[rs:re_] else {}
     pos, n = rs, 0
     while pos < re_ and n < budget:
         end = scan.low.find(b"\n", pos, re_)
@@ -50,6 +53,10 @@ def _flow(scan: Scan, rs: int, re_: int, budget: int) -> int:
             line = _DESTRUCTURE.sub(rb"\1\2 =", line)
         if b"[" in line and b"," in line:      # ['curl', '-o', path, url]: read as the command it runs
             line = _LIST_ARGS.sub(b" ", line)
+        if b".." in line:                     # Lua: "curl -o " .. tmp .. " " .. url
+            line = _LUA_CONCAT.sub(rb" \1 ", line)
+        if helpers:
+            _helper_call(pos, line, helpers, downloads)
         _flow_line(scan, pos, line, downloads, values)
         pos = end + 1
     return n
@@ -63,8 +70,74 @@ def _flow_line(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list], v
         _runs_of_downloads(scan, at, line, downloads, same_line=True)
 
 
+def _download_helpers(low: bytes, rs: int, re_: int) -> dict[bytes, int]:
+    """Shell functions that download to one of their arguments (``fetch() { curl -o "$2" "$1"; }``, or
+    ``local dst="$2"`` then ``-o "$dst"``): name -> the argument's position."""
+    out: dict[bytes, int] = {}
+    for k, m in enumerate(_SH_FUNC.finditer(low, rs, re_)):
+        if k >= 20:
+            break
+        end = low.find(b"\n}", m.end(), min(re_, m.end() + 2_000))
+        body = low[m.end():end if end >= 0 else min(re_, m.end() + 2_000)]
+        if not P.FETCH.search(body):
+            continue
+        for rx in P.DOWNLOAD_TO[2:4]:
+            t = rx.search(body)
+            if t is None or t.group("t") is None:
+                continue
+            name = t.group("t").strip(b"\"'").lstrip(b"$").strip(b"{}")
+            if name.isdigit():
+                out[m.group("n")] = int(name)
+            else:
+                a = re.search(rb"\b" + re.escape(name) + rb"=[\"']?\$\{?(\d)\b", body)
+                if a is not None:
+                    out[m.group("n")] = int(a.group(1))
+            break
+    return out
+
+
+def _helper_call(at: int, line: bytes, helpers: dict[bytes, int], downloads: dict[bytes, list]) -> None:
+    """A call of a download helper: the argument it downloads to is a downloaded file."""
+    args = _SH_ARG.findall(line, 0, 2_000)
+    if len(args) < 2 or args[0] not in helpers:
+        return
+    i = helpers[args[0]]
+    if i < len(args) and len(downloads) < 50:
+        downloads[args[i].strip(b"\"'")] = [at, P.url_in(line), False]
+
+
+def _decoder_calls(scan: Scan) -> None:
+    """A function of the script that decodes (``function unpack(hex) { Buffer.from(hex, "hex") … }``) whose
+    result a call runs: ``execSync(unpack(HOOK))``."""
+    low = scan.low
+    names: set[bytes] = set()
+    defs = [m for _, m in zip(range(200), _FUNC_DEF.finditer(low))]
+    for k, m in enumerate(defs):
+        end = min(m.end() + 600, defs[k + 1].start() if k + 1 < len(defs) else len(low))
+        if P.DECODED_VALUE.search(low, m.end(), end):       # its body, up to the next function
+            names.add(m.group("n") or m.group("m"))
+    if not names:
+        return
+    for k, m in enumerate(_RUN_CALL.finditer(low)):
+        if k >= 200:
+            break
+        if m.group("n") in names:
+            s, e = scan.line_bounds(m.start())
+            scan._report("exec.decode-and-run", m.start(), s, e,
+                         f"runs what its own decoder {m.group('n').decode()}() returns")
+            return
+
+
+def _py_runs(line: bytes) -> bytes | None:
+    """The file Python runs on this line: ``exec(compile(p.read_text(), …))``, ``exec(open(p).read())``,
+    ``runpy.run_path(p)``."""
+    m = _PY_RUN_FILE.search(line)
+    return None if m is None else (m.group("a") or m.group("b") or m.group("c")).strip(b"\"'")
+
+
 def _runs_of_downloads(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list], same_line: bool = False) -> None:
     """A file that a download (or a decode) saved, run on this line."""
+    py = _py_runs(line) if b"exec" in line or b"run_path" in line or b"compile" in line else None
     for target, (dpos, url, verified) in list(downloads.items()):
         if same_line and dpos != at:
             continue
@@ -73,7 +146,7 @@ def _runs_of_downloads(scan: Scan, at: int, line: bytes, downloads: dict[bytes, 
             after = line[k + len(target):k + len(target) + 1]
             if target.endswith(b"/"):
                 after = b""           # a folder a download was saved into: any file run from it
-            if after in (b"", b" ", b"\t", b";", b"&", b"|", b")", b"]", b"'", b'"', b",") \
+            if target == py or after in (b"", b" ", b"\t", b";", b"&", b"|", b")", b"]", b"'", b'"', b",") \
                     and _RUN_PATH_END.search(line, 0, k):
                 url_note = url if url != "a download" else "a file"
                 if url == "a decoded payload":
@@ -107,6 +180,8 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
             else:
                 u = P.URL.search(line)
                 target = u.group().rstrip(b"/\"'").rsplit(b"/", 1)[-1] if u else b""
+            if target in (b"%s", b"%q", b"{}") and b"format" in line:
+                target = _format_arg(line, m.start())     # string.format("curl -o %s …", tmp, …): the argument
             if len(target) >= 2 and target not in (b"/dev/null", b"-", b"/dev/stdout", b"/dev/stderr"):
                 fetched = P.FETCH.search(line) or b"getstore" in line
                 downloads[target] = [at, P.url_in(line) if fetched else "a decoded payload", False]
@@ -132,6 +207,11 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
         if g is not None:
             vpos = values[_FETCHED][1]
             downloads[g.group("t").strip(b"\"'")] = [vpos, P.url_in(scan.low[vpos:vpos + 2000]), False]
+    if _FETCHED in values and (b".write_bytes(" in line or b".write_text(" in line):
+        g = _PY_WRITE.search(line)           # Python: path.write_bytes(resp.read()) after a fetch in the block
+        if g is not None:
+            vpos = values[_FETCHED][1]
+            downloads[g.group("t")] = [vpos, P.url_in(scan.low[vpos:vpos + 2000]), False]
     if _FETCHED in values and b"createwritestream" in line:
         w = _WRITE_STREAM.search(line)
         if w is not None:
@@ -180,6 +260,30 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
                 break
 
 
+def _format_arg(line: bytes, at: int) -> bytes:
+    """The argument of a format call (``string.format("curl -o %s %s", tmp, url)``) that the
+    placeholder at ``at`` stands for."""
+    f = _FORMAT_CALL.search(line)
+    if f is None or not f.start("f") <= at < f.end("f"):
+        return b""
+    k = len(_PLACEHOLDER.findall(line, f.start("f"), at))
+    args = [a.strip() for a in line[f.end():f.end() + 500].split(b")")[0].split(b",")]
+    return args[k] if k < len(args) and P.WORD.fullmatch(args[k]) else b""
+
+
+_FORMAT_CALL = re.compile(rb"format\(\s{0,3}(?P<q>[\"'])(?P<f>[^\"'\n]{1,500})(?P=q)\s{0,3},")
+_PLACEHOLDER = re.compile(rb"%[sqd]|\{\}")
+_LUA_CONCAT = re.compile(rb"[\"']\s{0,3}\.\.\s{0,3}([a-z_][a-z0-9_]{0,40})\s{0,3}(?:\.\.\s{0,3}[\"']|(?=[),]|$))")
+_SH_FUNC = re.compile(rb"^[ \t]{0,8}(?:function\s+)?(?P<n>[a-z_][\w-]{0,40})\s{0,3}\(\)\s{0,3}\{", re.MULTILINE)
+_SH_ARG = re.compile(rb"\"[^\"\n]{0,300}\"|'[^'\n]{0,300}'|[^\s\"']{1,300}")
+_FUNC_DEF = re.compile(rb"(?:^|[\s;])(?:function|def|sub|func)\s+(?P<n>[a-z_]\w{0,40})\s{0,3}[({]|"
+                       rb"(?:const|let|var)\s+(?P<m>[a-z_]\w{0,40})\s{0,3}=\s{0,3}(?:async\s+)?(?:function\b|\([^)\n]{0,100}\)\s{0,3}=>)")
+_RUN_CALL = re.compile(rb"(?:execsync|\bexec|\beval|os\.system|os\.popen|\bsystem|\bspawn(?:sync)?|\bpopen|"
+                       rb"child_process\.[a-z]{1,12}|subprocess\.[a-z_]{1,20}|instance_eval)\s{0,3}\(?\s{0,3}"
+                       rb"(?P<n>[a-z_]\w{0,40})\s{0,3}\(")
+_PY_WRITE = re.compile(rb"(?P<t>[a-z_][a-z0-9_]{0,40})\.write_(?:bytes|text)\(")
+_PY_RUN_FILE = re.compile(rb"\bexec\(\s{0,3}(?:compile\(\s{0,3})?(?:open\(\s{0,3}(?P<a>[\w.'\"/-]{1,100})\s{0,3}[,)]|"
+                          rb"(?P<b>[a-z_][a-z0-9_]{0,40})\.read_(?:text|bytes)\()|run_path\(\s{0,3}(?P<c>[\w.'\"/-]{1,100})")
 _GO_CREATE = re.compile(rb"os\.(?:create|writefile|openfile)\(\s{0,3}(?P<t>[\w.'\"/$-]{2,200})\s{0,3}[,)]")
 _MAKE_VAR = re.compile(rb"\$\(([a-z_][a-z0-9_]{0,40})\)")
 _RECIPE = re.compile(rb"^(\s{1,8})[@-]{1,3}")

@@ -216,12 +216,16 @@ PRIOR = re.compile(rb"\b(?:previous|previously|prior|earlier|above|before|given|
 # "the instructions above no longer apply", "your previous rules are void"
 _IS_VOID = (rb"(?:no\s+longer\s+(?:apply|applies|matter|matters|count|counts|hold|holds)|(?:do|does)\s+not\s+apply|"
             rb"(?:don't|doesn't)\s+apply|(?:are|is)\s+(?:now\s+)?(?:void|null|cancell?ed|revoked|obsolete|superseded|"
-            rb"replaced|suspended|lifted|waived|disabled|off))\b")
+            rb"replaced|suspended|lifted|waived|disabled|off|outdated|out\s+of\s+date|invalid|no\s+longer\s+valid))\b")
 # between the instructions and what is said of them: a few words, or a clause set off by commas
 # ("your previous guidance, including any system or developer message, no longer applies")
 _ASIDE = rb"(?:\s+|\s*,[^,.;!?\n]{1,100},\s*)(?:\w{1,20}\s+){0,2}?"
+# after "you received" a longer clause may say they are the agent's, naming who gave them or when ("… you
+# received from the system and from the user before this skill was loaded are suspended"); no stop between
+_GIVEN_BY = (rb"(?:\s+[^\s.;!?]{1,20}){0,6}?\s+(?:system|user|developer|operator|prompt|before|earlier|previously)\b"
+             rb"(?:\s+[^\s.;!?]{1,20}){0,8}?\s+")
 VOID = re.compile(rb"\b" + _DIRECTIVE + rb"\s+(?:above|before|so\s+far|you\s+(?:were|have\s+been)\s+given|"
-                  rb"you\s+(?:got|received|have))" + _ASIDE + _IS_VOID + rb"|"
+                  rb"you\s+(?:got|received|have))(?:" + _ASIDE + rb"|" + _GIVEN_BY + rb")" + _IS_VOID + rb"|"
                   rb"\b(?:previous|prior|earlier|above|original|initial|existing|system|your|other|all)\s+(?:\w{1,20}\s+)?"
                   + _DIRECTIVE + _ASIDE + _IS_VOID)
 REVEAL = re.compile(rb"\b(?:output|print|reveal|show|display|dump|list|echo|repeat|recite|leak|disclose|share|return|paste|"
@@ -262,7 +266,7 @@ _IGNORE_WORDS = frozenset((b"ignore", b"disregard", b"forget", b"override", b"ov
                            b"discard", b"stop", b"longer", b"supersede", b"pay", b"throw"))
 # the words that declare instructions void (``VOID``): "previous instructions are revoked" names no verb of ``IGNORE``
 _VOID_WORDS = frozenset(b"longer apply applies void null cancelled canceled revoked obsolete superseded replaced "
-                        b"suspended lifted waived disabled off".split())
+                        b"suspended lifted waived disabled off outdated invalid".split())
 _SET_ASIDE_WORDS = _IGNORE_WORDS | _VOID_WORDS
 _SECRET_WORDS = frozenset((b"credential", b"credentials", b"key", b"keys", b"token", b"tokens", b"secret", b"secrets",
                            b"password", b"passwords", b"env", b"environment", b"ssh", b"aws", b"kube", b"kubeconfig",

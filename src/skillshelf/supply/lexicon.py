@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 
-# language: concept: forms
+# language: concept: forms ("security": words of a skill or a section about attacks, as ``patterns.SECURITY_TOPIC``)
 LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
-    "es": {"secret": ("credencial", "contraseñ", "clave", "llave", "secreto", "token", "variables de entorno"),
+    "es": {"security": ("segurid", "ataque", "inyecci", "malicios", "vulnerab", "amenaza"),
+           "secret": ("credencial", "contraseñ", "clave", "llave", "secreto", "token", "variables de entorno"),
            "send": ("env[ií](?:a|e|ar|en|es|ad|o|ó)(?:lo|la|los|las|me|nos|selo|sela)?(?!\\w)",
                     "m[aá]nd(?:a|e|ar|en|ad)(?:lo|la|los|las|selo|sela)?(?!\\w)", "s[uú]b(?:e|a|ir|an|en)(?:lo|la|los|las)?(?!\\w)",
                     "compart(?:e|a|ir)(?:lo|la)?(?!\\w)", "p[eé]g(?:a|ue|ar)(?:lo|la|los|las)?(?!\\w)", "adjunt",
@@ -22,7 +23,8 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("anterior", "previa", "previo", "tus ", "sus ", "del sistema", "de seguridad", "todas", "todos",
                      "originales"),
            "who": ("usuari", "cliente"), "neg": ("no", "nunca", "jamás", "ni"), "source": ("desde", "de")},
-    "pt": {"secret": ("credenciai", "senha", "chave", "segredo", "token", "variáveis de ambiente"),
+    "pt": {"security": ("seguranç", "ataque", "injeç", "malicios", "vulnerab", "ameaça"),
+           "secret": ("credenciai", "senha", "chave", "segredo", "token", "variáveis de ambiente"),
            "send": ("envi(?:e|a|ar|em)(?:-o|-a|-os|-as)?(?!\\w)", "mand(?:e|a|ar)(?!\\w)", "sub(?:a|ir)(?!\\w)", "compartilh",
                     "col(?:e|ar)(?!\\w)", "anex(?:e|a|ar)(?!\\w)", "publique", "carregue", "transmit"),
            "instructions": ("instruç", "regras", "diretrizes", "orientaç", "prompt do sistema"),
@@ -30,7 +32,8 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "void": ("não (?:se )?aplicam mais", "deixa[mr]? de valer", "foram anulad", "sem efeito"),
            "prior": ("anterior", "prévi", "suas ", "seus ", "do sistema", "de segurança", "todas", "todos", "originais"),
            "who": ("usuári", "utilizador", "cliente"), "neg": ("não", "nunca", "jamais", "nem"), "source": ("de", "desde")},
-    "fr": {"secret": ("identifiant", "mot de passe", "mots de passe", "clé", "clef", "secret", "jeton", "token",
+    "fr": {"security": ("sécurité", "securite", "attaque", "injection", "malveill", "vulnérab", "menace"),
+           "secret": ("identifiant", "mot de passe", "mots de passe", "clé", "clef", "secret", "jeton", "token",
                       "variables d'environnement"),
            "send": ("envoie[sz]?(?!\\w)", "envoy", "transmet", "télévers", "televers", "colle[zr]?(?!\\w)", "joins", "joindre",
                     "joignez", "partage[zr]?(?!\\w)", "publie[zr]?(?!\\w)", "charge[zr]?(?!\\w)"),
@@ -41,7 +44,8 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("précédent", "antérieur", "tes ", "vos ", "du système", "de sécurité", "toutes", "tous",
                      "initiales", "originales"),
            "who": ("utilisat", "client"), "neg": ("ne", "n'", "jamais", "pas"), "source": ("depuis", "de", "du")},
-    "it": {"secret": ("credenzial", "password", "chiav", "segret", "token", "variabili d'ambiente"),
+    "it": {"security": ("sicurezza", "attacc", "iniezion", "malevol", "vulnerab", "minacc"),
+           "secret": ("credenzial", "password", "chiav", "segret", "token", "variabili d'ambiente"),
            "send": ("invia", "invii", "inviar", "mand(?:a|i|are|ate)(?:lo|la|li|le)?(?!\\w)",
                     "caric(?:a|are|ate)(?:lo|la|li|le)?(?!\\w)", "incoll", "allega", "condivid", "trasmett",
                     "pubblic(?:a|are|ate)(?!\\w)", "inoltr"),
@@ -51,7 +55,8 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("precedent", "tue ", "tuoi ", "sue ", "di sistema", "del sistema", "di sicurezza", "tutte", "tutti",
                      "original"),
            "who": ("utent", "client"), "neg": ("non", "mai", "né"), "source": ("da", "dal", "dalla")},
-    "de": {"secret": ("zugangsdaten", "anmeldedaten", "passw", "kennw", "schlüssel", "geheimnis", "token",
+    "de": {"security": ("sicherheit", "angriff", "injektion", "bösartig", "schwachstell", "bedrohung"),
+           "secret": ("zugangsdaten", "anmeldedaten", "passw", "kennw", "schlüssel", "geheimnis", "token",
                       "umgebungsvariablen"),
            "send": ("sende[nt]?(?!\\w)", "schick", "lad\\w{0,3} .{0,200}?hoch(?!\\w)", "hochlad", "übermittel", "übermittl", "übertrag",
                     "füg\\w{0,3} .{0,80}ein", "einfüg", "poste", "leite .{0,80}weiter", "weiterleit", "häng\\w{0,3} .{0,80}an(?!\\w)"),
@@ -64,7 +69,8 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("bisherig", "vorherig", "früher", "deine", "ihre", "system", "sicherheit", "alle", "ursprünglich"),
            "who": ("benutzer", "nutzer", "anwender", "kunde"), "neg": ("nicht", "nie", "niemals", "kein"),
            "source": ("von", "aus")},
-    "nl": {"secret": ("inloggegevens", "wachtwoord", "sleutel", "geheim", "token", "omgevingsvariabel",
+    "nl": {"security": ("beveilig", "aanval", "injectie", "kwaadaardig", "kwetsba", "dreiging"),
+           "secret": ("inloggegevens", "wachtwoord", "sleutel", "geheim", "token", "omgevingsvariabel",
                       "toegangsgegevens", "credentials"),
            "send": ("stuur", "verstuur", "sturen", "verzend", "zend(?:en)?(?!\\w)", "upload", "plak", "deel(?!\\w)", "delen",
                     "post(?:en)?(?!\\w)", "voeg .{0,80}toe(?!\\w)", "doorsturen"),
@@ -73,7 +79,8 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "void": ("gelden niet meer", "niet langer van toepassing", "vervallen", "zijn ongeldig", "niet meer geldig"),
            "prior": ("vorige", "eerdere", "je ", "jouw", "uw ", "systeem", "veiligheid", "alle", "oorspronkelijke"),
            "who": ("gebruiker", "klant"), "neg": ("niet", "nooit", "geen"), "source": ("van", "uit", "vanaf")},
-    "pl": {"secret": ("dane uwierzytelniając", "hasł", "hasel", "klucz", "sekret", "token", "zmienne środowiskowe"),
+    "pl": {"security": ("bezpieczeństw", "atak", "wstrzyk", "złośliw", "podatnoś", "zagroż"),
+           "secret": ("dane uwierzytelniając", "hasł", "hasel", "klucz", "sekret", "token", "zmienne środowiskowe"),
            "send": ("wyślij", "wyslij", "wysłać", "prześlij", "przeslij", "przesłać", "wklej", "załącz", "zalacz",
                     "udostępnij", "opublikuj", "wgraj", "przekaż"),
            "instructions": ("instrukcj", "zasady", "reguły", "polecenia", "wytyczne", "prompt systemowy"),
@@ -81,14 +88,16 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "void": ("nie obowiązują", "przestają obowiązywać", "unieważnion", "są nieważne"),
            "prior": ("poprzedni", "wcześniejsz", "twoje", "systemow", "bezpieczeństw", "wszystkie"),
            "who": ("użytkownik", "uzytkownik", "klient"), "neg": ("nie", "nigdy"), "source": ("z", "ze", "od")},
-    "sv": {"secret": ("inloggningsuppgift", "lösenord", "nyckel", "nycklar", "hemlig", "token", "miljövariabl"),
+    "sv": {"security": ("säkerhet", "attack", "injektion", "skadlig", "sårbar"),
+           "secret": ("inloggningsuppgift", "lösenord", "nyckel", "nycklar", "hemlig", "token", "miljövariabl"),
            "send": ("skicka", "ladda upp", "klistra in", "bifoga", "dela(?!\\w)", "posta", "överför", "vidarebefordra"),
            "instructions": ("instruktioner", "regler", "riktlinjer", "systemprompt", "anvisningar"),
            "set_aside": ("ignorera", "glöm", "bortse från", "strunta i"),
            "void": ("gäller inte längre", "upphävd", "är ogiltig"),
            "prior": ("tidigare", "föregående", "dina", "systemet", "säkerhet", "alla", "ursprungliga"),
            "who": ("användar", "kund"), "neg": ("inte", "aldrig", "ej"), "source": ("från",)},
-    "ru": {"secret": ("учётн", "учетн", "парол", "ключ", "токен", "секрет", "переменные окружения"),
+    "ru": {"security": ("безопасност", "атак", "инъекци", "вредонос", "уязвим", "угроз"),
+           "secret": ("учётн", "учетн", "парол", "ключ", "токен", "секрет", "переменные окружения"),
            "send": ("отправ", "пошли", "пошлите", "загрузи", "выгрузи", "вставь", "вставьте", "приложи", "перешли",
                     "передай", "передайте", "поделись", "опубликуй"),
            "instructions": ("инструкци", "правил", "указани", "системн\\w* промпт", "директив"),
@@ -96,7 +105,8 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "void": ("больше не действуют", "больше не применяются", "отменен", "отменён", "утратили силу"),
            "prior": ("предыдущ", "прежн", "твои", "ваши", "системн", "безопасност", "все"),
            "who": ("пользовател", "клиент"), "neg": ("не", "никогда"), "source": ("из", "с", "от")},
-    "tr": {"secret": ("kimlik bilgi", "parola", "şifre", "anahtar", "gizli", "token", "ortam değişken"),
+    "tr": {"security": ("güvenlik", "saldırı", "enjeksiyon", "kötü amaçlı", "zafiyet", "tehdit"),
+           "secret": ("kimlik bilgi", "parola", "şifre", "anahtar", "gizli", "token", "ortam değişken"),
            "send": ("gönder", "yükle", "yapıştır", "ekle", "paylaş", "ilet(?!\\w)", "iletin"),
            "instructions": ("talimat", "kural", "yönerge", "sistem istem"),
            "set_aside": ("yok say", "görmezden gel", "unut", "dikkate alma"),
@@ -104,7 +114,8 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("önceki", "mevcut", "senin", "sistem", "güvenlik", "tüm", "bütün"),
            "who": ("kullanıcı", "müşteri"), "neg": ("asla", "değil", "gönderme", "yükleme", "paylaşma"),
            "source": ("'dan", "'den", "dan ", "den ")},
-    "ja": {"secret": ("認証情報", "資格情報", "パスワード", "秘密鍵", "鍵", "トークン", "環境変数", "シークレット", "値"),
+    "ja": {"security": ("セキュリティ", "攻撃", "インジェクション", "悪意", "脆弱"),
+           "secret": ("認証情報", "資格情報", "パスワード", "秘密鍵", "鍵", "トークン", "環境変数", "シークレット", "値"),
            "send": ("送信", "送って", "送る", "送付", "アップロード", "転送", "貼り付け", "添付", "投稿", "共有", "提出", "ポスト"),
            "instructions": ("指示", "命令", "ルール", "規則", "システムプロンプト", "指令", "制約"),
            "set_aside": ("無視", "忘れ", "従わな"),
@@ -112,7 +123,8 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("以前", "これまで", "前の", "既存", "システム", "安全", "すべて", "全て"),
            "who": ("ユーザー", "利用者", "お客"), "neg": ("しないで", "しない", "ないで", "禁止", "絶対に", "決して"),
            "source": ("から",)},
-    "zh": {"secret": ("凭据", "憑證", "凭证", "密码", "密碼", "密钥", "密鑰", "私钥", "令牌", "环境变量", "環境變數", "秘密"),
+    "zh": {"security": ("安全", "攻击", "攻擊", "注入", "恶意", "惡意", "漏洞"),
+           "secret": ("凭据", "憑證", "凭证", "密码", "密碼", "密钥", "密鑰", "私钥", "令牌", "环境变量", "環境變數", "秘密"),
            "send": ("发送", "發送", "上传", "上傳", "粘贴", "貼上", "附上", "提交", "转发", "轉發", "分享", "发到", "发给", "传到"),
            "instructions": ("指令", "指示", "规则", "規則", "系统提示", "系統提示", "说明", "約束", "约束"),
            "set_aside": ("忽略", "忽视", "忽視", "无视", "無視", "忘记", "忘記", "不要遵守", "不再遵守"),
@@ -120,7 +132,8 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("之前", "以前", "先前", "原有", "系统", "系統", "安全", "所有", "全部", "你的"),
            "who": ("用户", "用戶", "使用者"), "neg": ("不要", "别", "別", "不得", "禁止", "切勿", "绝不", "絕不"),
            "source": ("从", "從")},
-    "ko": {"secret": ("자격 증명", "비밀번호", "암호", "키", "토큰", "환경 변수", "환경변수", "비밀"),
+    "ko": {"security": ("보안", "공격", "인젝션", "악성", "악의", "취약"),
+           "secret": ("자격 증명", "비밀번호", "암호", "키", "토큰", "환경 변수", "환경변수", "비밀"),
            "send": ("보내", "전송", "업로드", "붙여넣", "첨부", "공유", "제출", "게시"),
            "instructions": ("지시", "지침", "명령", "규칙", "시스템 프롬프트", "프롬프트"),
            "set_aside": ("무시", "잊어", "잊으", "따르지 마"),
@@ -223,6 +236,7 @@ class Concepts:
             return _alternation(forms) if forms else re.compile(r"(?!x)x")
         self.secret, self.send, self.instructions = alt("secret"), alt("send"), alt("instructions")
         self.set_aside, self.void, self.prior, self.who = alt("set_aside"), alt("void"), alt("prior"), alt("who")
+        self.security = alt("security")
         cj = [f for lang in langs if lang in CJK for f in NEG_TELL.get(lang, ())]
         self.conceal = _alternation([(lang, f) for lang in langs for f in NEG_TELL.get(lang, ())]) \
             if any(lang in NEG_TELL for lang in langs) else re.compile(r"(?!x)x")
@@ -233,6 +247,16 @@ class Concepts:
 
 
 _CONCEPTS: dict[tuple[str, ...], Concepts] = {}
+_WORD_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in range(256))
+
+
+def about_security(text: bytes, data: bytes, words: frozenset[bytes] | None = None) -> bool:
+    """``text`` (a heading, a front matter) names security or attacks in a language of the lexicon that
+    ``data`` (the file it is from; ``words``: its words, when known) is written in."""
+    if words is None:
+        words = frozenset(data.lower().translate(_WORD_BYTES).split())
+    langs = languages(words, data)
+    return bool(langs) and concepts(langs).security.search(text.decode("utf-8", "replace").lower()) is not None
 
 
 def concepts(langs: tuple[str, ...]) -> Concepts:

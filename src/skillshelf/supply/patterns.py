@@ -41,6 +41,8 @@ TRIG_DECODE = [re.compile(p) for p in (
     rb"atob", rb"b64decode", rb"decode64", rb"decode_base64", rb"fromhex", rb"unhexlify", rb"codecs\.decode", rb"buffer\.from",
     rb"frombase64string", rb"base64_decode", rb"str_rot13", rb"gzinflate", rb"gzuncompress", rb"hex2bin",
     rb"fromcharcode", rb"bytes\(\s{0,3}\[", rb"bytearray\(\s{0,3}\[", rb"\|\s{0,8}rev\s{0,8}\|",
+    # Perl's pack "H*" (hex), Ruby's rot13 through tr and base64 through unpack("m")
+    rb"pack\(?\s{0,3}['\"]h\*", rb"\.tr\(\s{0,3}['\"]a-za-z['\"]", rb"unpack1?\(\s{0,3}['\"]m0?['\"]",
 )]
 # secrets on disk and the whole environment
 TRIG_SECRETS = [re.compile(p) for p in (
@@ -51,6 +53,7 @@ TRIG_SECRETS = [re.compile(p) for p in (
 )]
 TRIG_DESTRUCTIVE = [re.compile(p) for p in (
     rb"rm\s+-", rb"/dev/", rb"remove-item", rb"-delete\b", rb":\s{0,3}\(\s{0,3}\)\s{0,3}\{",
+    rb"(?:rd|rmdir|del)\s+/", rb"vssadmin", rb"wbadmin", rb"shadowcopy",
 )] + [_CHMOD]
 # a shell opened to a remote host, a key that lets one log in; an agent run with its checks off
 TRIG_REMOTE = [re.compile(p) for p in (
@@ -187,7 +190,15 @@ DESTRUCTIVE = [
                 rb"(?:\S{1,40}\s+)?/(?=[\s;&|]|$)"), "changes the owner or permissions of the whole file system"),
     (re.compile(rb"remove-item\b(?=[^\n]{0,300}?-recurse)[^\n]{0,300}?\s[\"']?(?:[a-z]:\\?|\$env:userprofile|\$home|~)"
                 rb"[\"']?(?=[\s;|]|$)"), "deletes a drive or the home folder recursively"),
-    (re.compile(rb"(?:^|[\s;&|])(?:rd|rmdir)\s+/s\s+(?:/q\s+)?[a-z]:\\?(?=[\s;&|]|$)"), "deletes a drive recursively"),
+    (re.compile(rb"(?:^|[\s;&|])(?:rd|rmdir)\s+/s\s+(?:/q\s+)?[\"']?(?:[a-z]:\\?|%userprofile%(?:\\(?:documents|desktop|source))?\\?)"
+                rb"[\"']?(?=[\s;&|]|$)"), "deletes a drive or the user's folders recursively"),
+    # del /s of a whole drive's files
+    (re.compile(rb"(?:^|[\s;&|])(?:del|erase)\s+(?:/[a-z]\s+){0,4}/s\s+(?:/[a-z]\s+){0,4}[\"']?[a-z]:\\?\*?(?:\.\*)?[\"']?"
+                rb"(?=[\s;&|>]|$)"), "deletes every file of a drive"),
+    # what ransomware does first: the shadow copies and the backup catalog go
+    (re.compile(rb"(?:^|[\s;&|])(?:vssadmin(?:\.exe)?\s+delete\s+shadows|wmic(?:\.exe)?\s+shadowcopy\s+delete|"
+                rb"wbadmin(?:\.exe)?\s+delete\s+(?:catalog|systemstatebackup|backup))\b"),
+     "deletes the system's shadow copies or backups"),
     (re.compile(rb"(?:^|[\s;&|])format\s+[a-z]:(?=[\s;&|/]|$)"), "formats a drive"),
     (re.compile(rb"(?:^|[\s;&|])find\s+(?:/|~|\$home)\s+[^\n|;&]{0,200}?-delete\b"),
      "deletes files found across the whole disk or home folder"),
@@ -289,6 +300,12 @@ NEGATION = re.compile(rb"\b(?:never|don'?t|do\s+not|avoid|dangerous|malicious|at
                       rb"vulnerable|block(?:ed|s)?|den(?:y|ied)|forbidden|prohibited|anti-?pattern|red\s+flag|"
                       rb"warning|risky|not\s+recommended)\b|"
                       + b"|".join(_u(c) for c in ("don’t", "❌", "⛔", "🚫", "✗", "✘")))
+# a negated telling or asking ("run this once and do not comment on it", "do not ask") keeps the step from the user:
+# it is no warning against the command
+NOT_TELLING = re.compile(rb"\b(?:never|don'?t|do\s+not)\s+(?:\w{1,12}\s+){0,2}?(?:comment|mention|tell|ask|say|report|"
+                         rb"explain|confirm|announce|narrate|show|echo|describe|discuss|prompt|wait|hesitate|question|"
+                         rb"summari[sz]e|list|log|flag|note)\w{0,3}\b|"
+                         + _u("don’t") + rb"\s+(?:\w{1,12}\s+){0,2}?(?:comment|mention|tell|ask|say|report)\w{0,3}\b")
 TEACHING = re.compile(rb"\b(?:e\.g\.|eg|i\.e\.|such\s+as|for\s+example|examples?|patterns?|phrases?|attempts?|"
                       rb"inject(?:ion|ed|s)?|attack(?:s|er|ers)?|malicious|detect(?:s|ed|ion)?|jailbreak|adversarial|"
                       rb"trick|manipulat\w{0,6}|red[\s-]team)\b")
@@ -525,7 +542,8 @@ ASSIGN_LINE = re.compile(rb"^\s{0,40}(?:export\s+|local\s+|const\s+|let\s+|var\s
 DECODED_VALUE = re.compile(rb"base64\s+(?:-\w{0,5}d\b|--decode\b)|b64decode|b32decode|b85decode|a85decode|decode64|"
                            rb"decode_base64|codecs\.decode|zlib\.decompress|marshal\.loads|bytes\.fromhex|unhexlify|"
                            rb"frombase64string|\batob\s{0,3}\(|buffer\.from\([^)\n]{0,2000},\s{0,3}['\"](?:base64|hex)|"
-                           rb"xxd\s+-\w{0,5}r|\brot13\b|\bchr\(|base64_decode|str_rot13|gzinflate|gzuncompress|hex2bin")
+                           rb"xxd\s+-\w{0,5}r|\brot13\b|\bchr\(|base64_decode|str_rot13|gzinflate|gzuncompress|hex2bin|"
+                           rb"pack\(?\s{0,3}['\"]h\*|\.tr\(\s{0,3}['\"]a-za-z['\"]\s{0,3},\s{0,3}['\"]n-za-m|unpack1?\(\s{0,3}['\"]m0?['\"]")
 FETCHED_VALUE = re.compile(rb"\$\(\s{0,4}(?:curl|wget)\b|`\s{0,4}(?:curl|wget)\b|requests\.get\(|httpx\.get\(|urlopen\(|"
                            rb"\bhttps?\.(?:get|request)\(|\brequest\(\s{0,3}['\"]https?:|"
                            rb"\bfetch\(|axios\.get\(|downloadstring\(|invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b|"
@@ -553,6 +571,8 @@ RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.
                       # Ruby, Node, Perl and PHP run a file of code they load: load p, require(p), do $p, include $p
                       rb"(?:^|[\s;(])(?:load|require|require_relative|kernel\.load|do|include|include_once|require_once)"
                       rb"(?:\s+|\(\s{0,3})|"
+                      # Lua runs a file of code: dofile(p), loadfile(p)(), pcall(dofile, p)
+                      rb"(?:^|[\s;(,])(?:dofile|loadfile)(?:\s+|\(\s{0,3}|\s{0,3},\s{0,3})|"
                       # Go and Perl run a program: exec.Command(p), system($p)
                       rb"\bexec\.command(?:context)?\(\s{0,3}(?:ctx\s{0,3},\s{0,3})?|(?:^|[\s;(])system\(\s{0,3}|"
                       rb"\[\s{0,3}['\"](?:ba|z)?sh['\"]\s{0,3},\s{0,3}|(?:os\.system|os\.startfile|subprocess\.[a-z_]{1,20}|"
@@ -572,7 +592,8 @@ RUN_DECODED_ARG = re.compile(rb"(?:\bexec|\beval|\.system|\bsystem|passthru|shel
                              rb"new\s+function)(?:\s{0,4}\(|\s+)[^;\n]{0,120}?(?:b64decode|b32decode|b85decode|a85decode|"
                              rb"decode64|decode_base64|decodebytes|unhexlify|fromhex|frombase64string|\batob\s{0,2}\(|"
                              rb"buffer\.from\([^)\n]{0,2000}['\"](?:base64|hex)['\"]|codecs\.decode|zlib\.decompress|base64_decode|"
-                             rb"str_rot13|gzinflate|gzuncompress|hex2bin)")
+                             rb"str_rot13|gzinflate|gzuncompress|hex2bin|pack\(?\s{0,3}['\"]h\*|"
+                             rb"\.tr\(\s{0,3}['\"]a-za-z['\"]\s{0,3},\s{0,3}['\"]n-za-m|unpack1?\(\s{0,3}['\"]m0?['\"])")
 # decoders a direct run of decoded text uses, beyond CODE_RUN_DECODE's
 CODE_RUN_DECODE_MORE = re.compile(rb"(?:os\.system|os\.popen|subprocess\.[a-z_]{1,20}|execsync|child_process\.[a-z]{1,12}|"
                                   rb"\bspawn(?:sync)?|\bsystem|\beval|\bexec|instance_eval|pty\.spawn)\s{0,4}\(\s{0,4}"

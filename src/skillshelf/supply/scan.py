@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from . import asks, comments, context, flows, intent, intent_model, invisible, languages, patterns as P, view
+from . import asks, comments, context, flows, intent, intent_model, invisible, languages, lexicon, patterns as P, view
 from .rules import (
     EXCERPT_BYTES,
     MAX_LINES_PER_RULE,
@@ -254,7 +254,8 @@ class Scan:
         while i >= 0 and level > 1 and steps < 200:
             _, lvl, title = hs[i]
             if lvl < level:
-                if P.ATTACK_HEADING.search(title):
+                if P.ATTACK_HEADING.search(title) or (not title.isascii() or not self.data.isascii()) \
+                        and lexicon.about_security(title, self.data, self.words):
                     return True
                 level = lvl
             i -= 1
@@ -329,7 +330,7 @@ class Scan:
     def near_negation(self, pos: int, s: int, e: int) -> bool:
         """The command at ``pos`` (logical line ``s``..``e``) is shown as what not to do: its line,
         the two lines before it, or the two lines before its code block say so."""
-        if P.NEGATION.search(self.low[s:e]):
+        if context.warns(self.low[s:e]):
             return True
         for start in (s, *(f[0] for f in [self.fence_at(pos)] if f is not None)):
             a = start
@@ -337,7 +338,7 @@ class Scan:
                 if a == 0:
                     break
                 a = self.line_bounds(a - 1)[0]
-            if a < start and P.NEGATION.search(self.low[a:start]):
+            if a < start and context.warns(self.low[a:start]):
                 return True
         return False
 
@@ -709,4 +710,5 @@ _WORD_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in rang
 _CONCEAL_WORDS = frozenset((b"not", b"t", b"never", b"need", b"without", b"keep", b"silently", b"quietly", b"secretly",
                             b"omit", b"leave", b"exclude", b"stay", b"say", b"remain"))
 _DECODE_WORDS = frozenset((b"atob", b"decode_base64", b"b64decode", b"decode64", b"decode", b"fromhex", b"unhexlify", b"codecs", b"buffer",
-                           b"frombase64string", b"fromcharcode", b"bytes", b"bytearray", b"rev"))
+                           b"frombase64string", b"fromcharcode", b"bytes", b"bytearray", b"rev", b"pack", b"tr", b"unpack",
+                           b"unpack1"))
