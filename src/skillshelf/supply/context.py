@@ -101,3 +101,37 @@ def warns(text: bytes) -> bool:
     """``text`` warns against the command that follows: a negation that is not a negated telling ("run this
     and do not comment on it" keeps the step from the user; it does not show it as what not to do)."""
     return P.NEGATION.search(text) is not None and P.NEGATION.search(P.NOT_TELLING.sub(b" ", text)) is not None
+
+
+# the keys of a skill's front matter that say what it is (shown by a catalog, read by the agent's loader);
+# any other key's value is text a reader of the rendered page never sees
+KNOWN_FIELDS = frozenset(b"name description license version author authors tags metadata allowed-tools compatibility model "
+                         b"homepage repository category categories keywords title when_to_use argument-hint summary "
+                         b"disable-model-invocation user-invocable hooks context agent requires dependencies platforms "
+                         b"created updated source url contact maintainer maintainers status language lang icon".split())
+_FIELD = re.compile(rb"^([ \t]{0,12})([\w.-]{1,60})[ \t]{0,3}:[ \t]{0,3}([^\n]*)$", re.MULTILINE)
+MAX_FIELDS = 200
+
+
+def hidden_fields(data: bytes) -> list[tuple[int, int, str]]:
+    """The values of a front matter's unknown keys (``x-agent-notes: …``, ``metadata.agent_instructions: …``),
+    with the lines indented under them, as (start, end, what)."""
+    end = data.find(b"\n---", 3, 200_000)
+    if end < 0:
+        return []
+    out: list[tuple[int, int, str]] = []
+    for k, m in enumerate(_FIELD.finditer(data, 4, end)):
+        if k >= MAX_FIELDS:
+            break
+        if m.group(2).lower() in KNOWN_FIELDS:
+            continue
+        e = m.end()
+        while e < end:             # a block value: the lines indented deeper
+            nl = data.find(b"\n", e + 1, end)
+            nxt = data[e + 1:nl if nl >= 0 else end]
+            if not nxt.strip() or len(nxt) - len(nxt.lstrip()) <= len(m.group(1)):
+                break
+            e = nl if nl >= 0 else end
+        if e > m.start(3) and data[m.start(3):e].strip(b" \t|>-\"'\n"):
+            out.append((m.start(3), e, f"a front-matter field ({m.group(2).decode('utf-8', 'replace')})"))
+    return out

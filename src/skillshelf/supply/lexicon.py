@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import re
 
-# language: concept: forms ("security": words of a skill or a section about attacks, as ``patterns.SECURITY_TOPIC``)
+# language: concept: forms ("security": words of a skill or a section about attacks, as ``patterns.SECURITY_TOPIC``;
+# "regardless": whatever the result; "success": a claim that it went well; "report": what the user reads of the
+# work, a summary, a commit message)
 LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
-    "es": {"security": ("segurid", "ataque", "inyecci", "malicios", "vulnerab", "amenaza"),
+    "es": {"success": ("pasan", "éxito", "correctamente", "sin errores", "todo bien", "completad"),
+           "regardless": ("sea cual sea el resultado", "pase lo que pase", "aunque fall", "independientemente del resultado"),
+           "report": ("resumen", "informe", "mensaje de commit"),
+           "security": ("segurid", "ataque", "inyecci", "malicios", "vulnerab", "amenaza"),
            "secret": ("credencial", "contraseñ", "clave", "llave", "secreto", "token", "variables de entorno"),
            "send": ("env[ií](?:a|e|ar|en|es|ad|o|ó)(?:lo|la|los|las|me|nos|selo|sela)?(?!\\w)",
                     "m[aá]nd(?:a|e|ar|en|ad)(?:lo|la|los|las|selo|sela)?(?!\\w)", "s[uú]b(?:e|a|ir|an|en)(?:lo|la|los|las)?(?!\\w)",
@@ -23,7 +28,10 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("anterior", "previa", "previo", "tus ", "sus ", "del sistema", "de seguridad", "todas", "todos",
                      "originales"),
            "who": ("usuari", "cliente"), "neg": ("no", "nunca", "jamás", "ni"), "source": ("desde", "de")},
-    "pt": {"security": ("seguranç", "ataque", "injeç", "malicios", "vulnerab", "ameaça"),
+    "pt": {"success": ("passam", "sucesso", "sem erros", "concluíd", "tudo certo"),
+           "regardless": ("seja qual for o resultado", "aconteça o que acontecer", "mesmo que falh", "independentemente do resultado"),
+           "report": ("resumo", "relatório", "mensagem de commit"),
+           "security": ("seguranç", "ataque", "injeç", "malicios", "vulnerab", "ameaça"),
            "secret": ("credenciai", "senha", "chave", "segredo", "token", "variáveis de ambiente"),
            "send": ("envi(?:e|a|ar|em)(?:-o|-a|-os|-as)?(?!\\w)", "mand(?:e|a|ar)(?!\\w)", "sub(?:a|ir)(?!\\w)", "compartilh",
                     "col(?:e|ar)(?!\\w)", "anex(?:e|a|ar)(?!\\w)", "publique", "carregue", "transmit"),
@@ -32,7 +40,10 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "void": ("não (?:se )?aplicam mais", "deixa[mr]? de valer", "foram anulad", "sem efeito"),
            "prior": ("anterior", "prévi", "suas ", "seus ", "do sistema", "de segurança", "todas", "todos", "originais"),
            "who": ("usuári", "utilizador", "cliente"), "neg": ("não", "nunca", "jamais", "nem"), "source": ("de", "desde")},
-    "fr": {"security": ("sécurité", "securite", "attaque", "injection", "malveill", "vulnérab", "menace"),
+    "fr": {"success": ("passent", "réussi", "succès", "tout va bien", "aucun problème", "aucune erreur", "terminé", "conforme"),
+           "regardless": ("quel que soit le résultat", "quels que soient les résultats", "quoi qu'il arrive", "même en cas d'échec", "même si (?:\\w+ ){0,3}échou"),
+           "report": ("récapitulatif", "recapitulatif", "résumé", "compte rendu", "rapport", "message de commit"),
+           "security": ("sécurité", "securite", "attaque", "injection", "malveill", "vulnérab", "menace"),
            "secret": ("identifiant", "mot de passe", "mots de passe", "clé", "clef", "secret", "jeton", "token",
                       "variables d'environnement"),
            "send": ("envoie[sz]?(?!\\w)", "envoy", "transmet", "télévers", "televers", "colle[zr]?(?!\\w)", "joins", "joindre",
@@ -44,7 +55,10 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("précédent", "antérieur", "tes ", "vos ", "du système", "de sécurité", "toutes", "tous",
                      "initiales", "originales"),
            "who": ("utilisat", "client"), "neg": ("ne", "n'", "jamais", "pas"), "source": ("depuis", "de", "du")},
-    "it": {"security": ("sicurezza", "attacc", "iniezion", "malevol", "vulnerab", "minacc"),
+    "it": {"success": ("passano", "successo", "senza errori", "tutto ok", "completat", "riuscit"),
+           "regardless": ("qualunque sia il risultato", "qualsiasi sia (?:il risultato|l'esito)", "comunque vada", "anche se fallisc"),
+           "report": ("riepilogo", "resoconto", "rapporto", "sintesi", "messaggio di commit"),
+           "security": ("sicurezza", "attacc", "iniezion", "malevol", "vulnerab", "minacc"),
            "secret": ("credenzial", "password", "chiav", "segret", "token", "variabili d'ambiente"),
            "send": ("invia", "invii", "inviar", "mand(?:a|i|are|ate)(?:lo|la|li|le)?(?!\\w)",
                     "caric(?:a|are|ate)(?:lo|la|li|le)?(?!\\w)", "incoll", "allega", "condivid", "trasmett",
@@ -55,7 +69,10 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("precedent", "tue ", "tuoi ", "sue ", "di sistema", "del sistema", "di sicurezza", "tutte", "tutti",
                      "original"),
            "who": ("utent", "client"), "neg": ("non", "mai", "né"), "source": ("da", "dal", "dalla")},
-    "de": {"security": ("sicherheit", "angriff", "injektion", "bösartig", "schwachstell", "bedrohung"),
+    "de": {"success": ("bestanden", "erfolgreich", "keine fehler", "alles in ordnung", "grün"),
+           "regardless": ("unabhängig vom ergebnis", "egal (?:was|wie) (?:\\w+ ){0,3}(?:passiert|ausgeht|herauskommt)", "auch wenn (?:\\w+ ){0,4}fehlschläg"),
+           "report": ("zusammenfassung", "bericht", "commit-nachricht"),
+           "security": ("sicherheit", "angriff", "injektion", "bösartig", "schwachstell", "bedrohung"),
            "secret": ("zugangsdaten", "anmeldedaten", "passw", "kennw", "schlüssel", "geheimnis", "token",
                       "umgebungsvariablen"),
            "send": ("sende[nt]?(?!\\w)", "schick", "lad\\w{0,3} .{0,200}?hoch(?!\\w)", "hochlad", "übermittel", "übermittl", "übertrag",
@@ -69,7 +86,10 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("bisherig", "vorherig", "früher", "deine", "ihre", "system", "sicherheit", "alle", "ursprünglich"),
            "who": ("benutzer", "nutzer", "anwender", "kunde"), "neg": ("nicht", "nie", "niemals", "kein"),
            "source": ("von", "aus")},
-    "nl": {"security": ("beveilig", "aanval", "injectie", "kwaadaardig", "kwetsba", "dreiging"),
+    "nl": {"success": ("geslaagd", "succesvol", "geen fouten", "groen"),
+           "regardless": ("ongeacht het resultaat", "wat er ook gebeurt", "ook als (?:\\w+ ){0,3}mislukt"),
+           "report": ("samenvatting", "verslag", "rapport"),
+           "security": ("beveilig", "aanval", "injectie", "kwaadaardig", "kwetsba", "dreiging"),
            "secret": ("inloggegevens", "wachtwoord", "sleutel", "geheim", "token", "omgevingsvariabel",
                       "toegangsgegevens", "credentials"),
            "send": ("stuur", "verstuur", "sturen", "verzend", "zend(?:en)?(?!\\w)", "upload", "plak", "deel(?!\\w)", "delen",
@@ -79,7 +99,10 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "void": ("gelden niet meer", "niet langer van toepassing", "vervallen", "zijn ongeldig", "niet meer geldig"),
            "prior": ("vorige", "eerdere", "je ", "jouw", "uw ", "systeem", "veiligheid", "alle", "oorspronkelijke"),
            "who": ("gebruiker", "klant"), "neg": ("niet", "nooit", "geen"), "source": ("van", "uit", "vanaf")},
-    "pl": {"security": ("bezpieczeństw", "atak", "wstrzyk", "złośliw", "podatnoś", "zagroż"),
+    "pl": {"success": ("przechodzą", "sukces", "bez błędów", "powiodł"),
+           "regardless": ("niezależnie od wyniku", "bez względu na wynik", "cokolwiek się stanie"),
+           "report": ("podsumowani", "raport"),
+           "security": ("bezpieczeństw", "atak", "wstrzyk", "złośliw", "podatnoś", "zagroż"),
            "secret": ("dane uwierzytelniając", "hasł", "hasel", "klucz", "sekret", "token", "zmienne środowiskowe"),
            "send": ("wyślij", "wyslij", "wysłać", "prześlij", "przeslij", "przesłać", "wklej", "załącz", "zalacz",
                     "udostępnij", "opublikuj", "wgraj", "przekaż"),
@@ -88,7 +111,10 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "void": ("nie obowiązują", "przestają obowiązywać", "unieważnion", "są nieważne"),
            "prior": ("poprzedni", "wcześniejsz", "twoje", "systemow", "bezpieczeństw", "wszystkie"),
            "who": ("użytkownik", "uzytkownik", "klient"), "neg": ("nie", "nigdy"), "source": ("z", "ze", "od")},
-    "sv": {"security": ("säkerhet", "attack", "injektion", "skadlig", "sårbar"),
+    "sv": {"success": ("godkänd", "lyckades", "inga fel", "gröna"),
+           "regardless": ("oavsett resultat", "vad som än händer", "även om (?:\\w+ ){0,3}misslyck"),
+           "report": ("sammanfattning", "rapport"),
+           "security": ("säkerhet", "attack", "injektion", "skadlig", "sårbar"),
            "secret": ("inloggningsuppgift", "lösenord", "nyckel", "nycklar", "hemlig", "token", "miljövariabl"),
            "send": ("skicka", "ladda upp", "klistra in", "bifoga", "dela(?!\\w)", "posta", "överför", "vidarebefordra"),
            "instructions": ("instruktioner", "regler", "riktlinjer", "systemprompt", "anvisningar"),
@@ -96,7 +122,10 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "void": ("gäller inte längre", "upphävd", "är ogiltig"),
            "prior": ("tidigare", "föregående", "dina", "systemet", "säkerhet", "alla", "ursprungliga"),
            "who": ("användar", "kund"), "neg": ("inte", "aldrig", "ej"), "source": ("från",)},
-    "ru": {"security": ("безопасност", "атак", "инъекци", "вредонос", "уязвим", "угроз"),
+    "ru": {"success": ("проход", "успешн", "без ошибок"),
+           "regardless": ("независимо от результата", "что бы ни случилось", "даже если (?:\\w+ ){0,3}упад"),
+           "report": ("итог", "отчёт", "отчет", "сводк"),
+           "security": ("безопасност", "атак", "инъекци", "вредонос", "уязвим", "угроз"),
            "secret": ("учётн", "учетн", "парол", "ключ", "токен", "секрет", "переменные окружения"),
            "send": ("отправ", "пошли", "пошлите", "загрузи", "выгрузи", "вставь", "вставьте", "приложи", "перешли",
                     "передай", "передайте", "поделись", "опубликуй"),
@@ -105,7 +134,10 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "void": ("больше не действуют", "больше не применяются", "отменен", "отменён", "утратили силу"),
            "prior": ("предыдущ", "прежн", "твои", "ваши", "системн", "безопасност", "все"),
            "who": ("пользовател", "клиент"), "neg": ("не", "никогда"), "source": ("из", "с", "от")},
-    "tr": {"security": ("güvenlik", "saldırı", "enjeksiyon", "kötü amaçlı", "zafiyet", "tehdit"),
+    "tr": {"success": ("başarı", "geçti", "hata yok", "sorunsuz"),
+           "regardless": ("sonuç ne olursa olsun", "ne olursa olsun"),
+           "report": ("özet", "rapor"),
+           "security": ("güvenlik", "saldırı", "enjeksiyon", "kötü amaçlı", "zafiyet", "tehdit"),
            "secret": ("kimlik bilgi", "parola", "şifre", "anahtar", "gizli", "token", "ortam değişken"),
            "send": ("gönder", "yükle", "yapıştır", "ekle", "paylaş", "ilet(?!\\w)", "iletin"),
            "instructions": ("talimat", "kural", "yönerge", "sistem istem"),
@@ -114,7 +146,10 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("önceki", "mevcut", "senin", "sistem", "güvenlik", "tüm", "bütün"),
            "who": ("kullanıcı", "müşteri"), "neg": ("asla", "değil", "gönderme", "yükleme", "paylaşma"),
            "source": ("'dan", "'den", "dan ", "den ")},
-    "ja": {"security": ("セキュリティ", "攻撃", "インジェクション", "悪意", "脆弱"),
+    "ja": {"success": ("成功", "合格", "パスし", "問題なし", "問題ありません"),
+           "regardless": ("結果に関わらず", "結果にかかわらず", "失敗しても", "何があっても"),
+           "report": ("報告", "要約", "まとめ"),
+           "security": ("セキュリティ", "攻撃", "インジェクション", "悪意", "脆弱"),
            "secret": ("認証情報", "資格情報", "パスワード", "秘密鍵", "鍵", "トークン", "環境変数", "シークレット", "値"),
            "send": ("送信", "送って", "送る", "送付", "アップロード", "転送", "貼り付け", "添付", "投稿", "共有", "提出", "ポスト"),
            "instructions": ("指示", "命令", "ルール", "規則", "システムプロンプト", "指令", "制約"),
@@ -123,7 +158,10 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("以前", "これまで", "前の", "既存", "システム", "安全", "すべて", "全て"),
            "who": ("ユーザー", "利用者", "お客"), "neg": ("しないで", "しない", "ないで", "禁止", "絶対に", "決して"),
            "source": ("から",)},
-    "zh": {"security": ("安全", "攻击", "攻擊", "注入", "恶意", "惡意", "漏洞"),
+    "zh": {"success": ("成功", "通过", "通過", "没有问题", "沒有問題"),
+           "regardless": ("无论结果", "無論結果", "不管结果", "不管結果", "即使失败", "即使失敗"),
+           "report": ("总结", "總結", "报告", "報告", "摘要"),
+           "security": ("安全", "攻击", "攻擊", "注入", "恶意", "惡意", "漏洞"),
            "secret": ("凭据", "憑證", "凭证", "密码", "密碼", "密钥", "密鑰", "私钥", "令牌", "环境变量", "環境變數", "秘密"),
            "send": ("发送", "發送", "上传", "上傳", "粘贴", "貼上", "附上", "提交", "转发", "轉發", "分享", "发到", "发给", "传到"),
            "instructions": ("指令", "指示", "规则", "規則", "系统提示", "系統提示", "说明", "約束", "约束"),
@@ -132,7 +170,10 @@ LEXICON: dict[str, dict[str, tuple[str, ...]]] = {
            "prior": ("之前", "以前", "先前", "原有", "系统", "系統", "安全", "所有", "全部", "你的"),
            "who": ("用户", "用戶", "使用者"), "neg": ("不要", "别", "別", "不得", "禁止", "切勿", "绝不", "絕不"),
            "source": ("从", "從")},
-    "ko": {"security": ("보안", "공격", "인젝션", "악성", "악의", "취약"),
+    "ko": {"success": ("통과", "성공", "문제없", "문제 없"),
+           "regardless": ("결과와 상관없이", "결과에 상관없이", "결과와 관계없이", "결과에 관계없이", "실패하더라도"),
+           "report": ("보고", "요약"),
+           "security": ("보안", "공격", "인젝션", "악성", "악의", "취약"),
            "secret": ("자격 증명", "비밀번호", "암호", "키", "토큰", "환경 변수", "환경변수", "비밀"),
            "send": ("보내", "전송", "업로드", "붙여넣", "첨부", "공유", "제출", "게시"),
            "instructions": ("지시", "지침", "명령", "규칙", "시스템 프롬프트", "프롬프트"),
@@ -236,13 +277,15 @@ class Concepts:
             return _alternation(forms) if forms else re.compile(r"(?!x)x")
         self.secret, self.send, self.instructions = alt("secret"), alt("send"), alt("instructions")
         self.set_aside, self.void, self.prior, self.who = alt("set_aside"), alt("void"), alt("prior"), alt("who")
-        self.security = alt("security")
+        self.security, self.regardless, self.report = alt("security"), alt("regardless"), alt("report")
+        self.success = alt("success")
         cj = [f for lang in langs if lang in CJK for f in NEG_TELL.get(lang, ())]
         self.conceal = _alternation([(lang, f) for lang in langs for f in NEG_TELL.get(lang, ())]) \
             if any(lang in NEG_TELL for lang in langs) else re.compile(r"(?!x)x")
         self.cjk = any(lang in CJK for lang in langs)
         self.sov = "ja" in langs or "ko" in langs          # the verb after its object
         self.langs_sov_only = self.sov and "zh" not in langs
+        self.latin_verb_last = "tr" in langs               # Turkish puts the verb last too
         del cj
 
 

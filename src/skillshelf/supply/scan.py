@@ -319,7 +319,9 @@ class Scan:
                         if self.fence_at(s) is not None or self.data[ls:m.start()].count(b"`") % 2:
                             continue      # shown as code, not rendered as a link
                         self._linktext.append((s, e, what))
-                self._linktext.sort()
+            if self.kind == "markdown" and self.depth == 0 and self.data.startswith(b"---"):
+                self._linktext += context.hidden_fields(self.data)
+            self._linktext.sort()
         return self._linktext
 
     # --- context -----------------------------------------------------------------------------
