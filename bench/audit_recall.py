@@ -65,13 +65,15 @@ def summary(result: dict[str, dict[str, tuple[str, list[str]]]]) -> dict[str, fl
 
 
 def corpus_highs(root: Path, risks: dict[str, int] | None = None,
-                 model: SentenceModel | None = None) -> list[dict[str, object]]:
+                 model: SentenceModel | None = None, each: dict[str, str] | None = None) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for md in sorted(root.rglob("SKILL.md")):
         data = md.read_bytes()
         found = audit.audit_bytes(data, "SKILL.md", sentences=model)
         if risks is not None:
             risks[audit.risk(found)] = risks.get(audit.risk(found), 0) + 1
+        if each is not None:
+            each[str(md.parent.relative_to(root))] = audit.risk(found)
         for f in found:
             if f.severity == "high":
                 rows.append({"skill": str(md.parent.relative_to(root)), "rule": f.rule, "line": f.line,
@@ -86,6 +88,9 @@ def main() -> None:
     ap.add_argument("--dump", type=Path, help="write the corpus's high findings here (JSON lines)")
     ap.add_argument("--compare", type=Path, help="an earlier dump: print the high findings of skills new to high")
     ap.add_argument("--rules-only", action="store_true", help="leave the learned model of intent out")
+    ap.add_argument("--risks", type=Path, help="write each corpus skill's risk here (JSON); with --risks-before, "
+                                               "print every skill whose risk changed")
+    ap.add_argument("--risks-before", type=Path, help="an earlier --risks file")
     a = ap.parse_args()
     code = 0
     model = sentence_model(a.rules_only)
@@ -106,7 +111,8 @@ def main() -> None:
         root = a.corpus / "skills" if (a.corpus / "skills").is_dir() else a.corpus
         t0, c0 = time.perf_counter(), time.process_time()
         risks: dict[str, int] = {}
-        rows = corpus_highs(root, risks, model)
+        each: dict[str, str] = {}
+        rows = corpus_highs(root, risks, model, each)
         skills = {r["skill"] for r in rows}
         print(f"\ncorpus: {len(rows)} high findings in {len(skills)} skills ({time.perf_counter() - t0:.1f} s wall, "
               f"{time.process_time() - c0:.1f} s CPU); skills by risk: "
@@ -128,6 +134,14 @@ def main() -> None:
                   f"to high); gone: {len(old_skills - skills)} skills")
             for r in new:
                 print(f"- {r['skill']}:{r['line']}  {r['rule']}: {r['message']}\n    {r['excerpt']}")
+        if a.risks:
+            a.risks.write_text(json.dumps(each, indent=0, sort_keys=True))
+        if a.risks_before:
+            was = json.loads(a.risks_before.read_text())
+            moved = sorted(k for k in each if was.get(k, "none") != each[k])
+            print(f"\nskills whose risk changed against {a.risks_before.name}: {len(moved)}")
+            for k in moved:
+                print(f"- {k}: {was.get(k, 'none')} -> {each[k]}")
     sys.exit(code)
 
 

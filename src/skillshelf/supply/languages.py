@@ -39,8 +39,8 @@ FOREIGN_CONCEAL = re.compile(
 # "no olvides informar al usuario": not forgetting to tell is telling
 _X_FORGET = re.compile(rb"olvid|esquec|esque\xc3\xa7|oubli|vergiss|dimentic")
 _X_ANCHORS = (b"usu", b"utilisat", b"benutzer", b"nutzer", b"anwender", b"utent", b"resum", b"zusammenfassung",
-              b"riepilogo", b"sintesi", b"cliente", b"clienti", b"kunde", b"capitulatif", b"informe", b"relat", b"rapporto",
-              b"resoconto")
+              b"riepilogo", b"sintesi", b"cliente", b"clienti", b"kunde", b"capitulatif", b"informe ", b"relat\xc3\xb3rio",
+              b"rapporto", b"resoconto")
 
 
 def concealment(scan: Scan) -> None:

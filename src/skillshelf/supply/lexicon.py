@@ -224,6 +224,7 @@ SET_ASIDE = concept("set_aside")
 VOID = concept("void")
 PRIOR = concept("prior")
 WHO = concept("who")
+_SECURITY_FORMS = tuple({f for c in LEXICON.values() for f in c.get("security", ())})     # each a plain word
 NEG_LATIN = re.compile(r"(?<![\w])(?:" + "|".join(f for lang, c in LEXICON.items() if lang not in CJK
                                                    for f in c["neg"]) + r")(?![\w])")
 NEG_CJK = re.compile("|".join(f for lang in CJK for f in LEXICON[lang]["neg"]))
@@ -296,10 +297,13 @@ _WORD_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in rang
 def about_security(text: bytes, data: bytes, words: frozenset[bytes] | None = None) -> bool:
     """``text`` (a heading, a front matter) names security or attacks in a language of the lexicon that
     ``data`` (the file it is from; ``words``: its words, when known) is written in."""
+    t = text.decode("utf-8", "replace").lower()
+    if not any(f in t for f in _SECURITY_FORMS):
+        return False              # no language's word of security: the file's languages need not be found
     if words is None:
         words = frozenset(data.lower().translate(_WORD_BYTES).split())
     langs = languages(words, data)
-    return bool(langs) and concepts(langs).security.search(text.decode("utf-8", "replace").lower()) is not None
+    return bool(langs) and concepts(langs).security.search(t) is not None
 
 
 def concepts(langs: tuple[str, ...]) -> Concepts:
