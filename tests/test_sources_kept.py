@@ -231,3 +231,52 @@ def test_restore_refuses_another_source_under_the_same_label_and_a_file_that_is_
     toml.write_text("name = 'x'\n", encoding="utf-8")
     r = sk(home, "sources", "restore", str(toml))
     assert r.returncode != 0 and "is not a skillshelf.lock" in r.stderr and "unknown lock-version" not in r.stderr
+
+
+def _names(home: Path) -> list[str]:
+    r = sk(home, "list", "--json")
+    assert r.returncode == 0, r.stderr
+    return sorted(s["name"] for s in json.loads(r.stdout))
+
+
+def test_a_moved_or_copied_home_reads_its_own_sources(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    assert "sources/ops" in (home / "config.toml").read_text(encoding="utf-8")
+    assert str(home) not in (home / "config.toml").read_text(encoding="utf-8")     # relative to the home
+    moved = tmp_path / "moved"
+    home.rename(moved)
+    assert _names(moved) == ["alpha", "beta"]
+    doc = sk(moved, "doctor")
+    assert "ops" in doc.stdout and "not a root" not in doc.stdout and "missing" not in doc.stdout.lower(), doc.stdout
+    copy = tmp_path / "copy"
+    shutil.copytree(moved, copy, symlinks=True)
+    (moved / "sources" / "ops" / "skills" / "alpha" / "SKILL.md").write_text(
+        ALPHA.replace("Rotate widget keys", "Rotate the original's keys"), encoding="utf-8")
+    r = sk(copy, "roots", "list")
+    assert str(copy / "sources" / "ops") in r.stdout and str(moved) not in r.stdout
+
+
+def test_an_older_homes_absolute_source_roots_after_a_move_and_a_copy(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    cfg = home / "config.toml"        # as an older version wrote it
+    cfg.write_text(cfg.read_text(encoding="utf-8").replace('"sources/ops"', json.dumps(str(home / "sources/ops"))),
+                   encoding="utf-8")
+    assert str(home / "sources/ops") in cfg.read_text(encoding="utf-8")
+    copy = tmp_path / "copy"
+    shutil.copytree(home, copy, symlinks=True)
+    doc = sk(copy, "doctor")
+    assert f"the root {home / 'sources/ops'} is in another skillshelf home" in doc.stdout, doc.stdout
+    assert f"skillshelf roots add {copy / 'sources/ops'}" in doc.stdout
+    moved = tmp_path / "moved"
+    home.rename(moved)
+    assert _names(moved) == ["alpha", "beta"]
+    doc = sk(moved, "doctor")
+    assert "which has gone (the home was moved)" in doc.stdout and str(moved / "sources/ops") in doc.stdout
+    r = sk(moved, "roots", "remove", str(home / "sources/ops"))
+    assert r.returncode == 0, r.stderr
+    r = sk(moved, "roots", "add", str(moved / "sources/ops"))
+    assert r.returncode == 0, r.stderr
+    assert str(moved) not in (moved / "config.toml").read_text(encoding="utf-8")
+    assert "which has gone" not in sk(moved, "doctor").stdout

@@ -277,8 +277,8 @@ def describe(cfg: Config) -> list[tuple[str, Any, str, str]]:
     return rows
 
 
-def saved_roots(home: Path | str) -> list[Path]:
-    """The roots saved in ``<home>/config.toml`` (not those from the environment or flags)."""
+def saved_entries(home: Path | str) -> list[Path]:
+    """The roots as ``<home>/config.toml`` writes them (one inside the home relative to it)."""
     path = Path(home) / "config.toml"
     if not path.exists():
         return []
@@ -287,6 +287,23 @@ def saved_roots(home: Path | str) -> list[Path]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}", fix="fix the file or delete it") from None
     return _coerce("roots", [], data.get("roots", []))
+
+
+def anchored(home: Path | str, raw: Path) -> Path:
+    """A saved root as a path. One inside the home is saved relative to it (``add_root``: the home
+    can be moved or copied) and read under it. An absolute ``<old home>/sources/LABEL`` an older
+    version saved reads as this home's ``sources/LABEL`` once the old one has gone (the home moved)."""
+    if not raw.is_absolute():
+        return Path(home) / raw
+    mine = Path(home) / "sources" / raw.name
+    if raw.parent.name == "sources" and not raw.exists() and mine.is_dir():
+        return mine
+    return raw
+
+
+def saved_roots(home: Path | str) -> list[Path]:
+    """The roots saved in ``<home>/config.toml`` (not those from the environment or flags)."""
+    return [anchored(home, p) for p in saved_entries(home)]
 
 
 def ensure_home(cfg: Config) -> bool:
@@ -461,6 +478,8 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
                 origins[key] = "file"
             else:
                 raise ConfigError(f"{cfg_file}: unknown setting {key!r}", fix="see `skillshelf config` for the settings")
+    if "roots" in values:       # (only the file's so far) a root saved relative to the home is under it
+        values["roots"] = [anchored(base.home, p) for p in values["roots"]]
     for key, env in _ENV.items():
         if os.environ.get(env) not in (None, ""):
             values[key] = _coerce(key, getattr(base, key), os.environ[env])
@@ -557,11 +576,12 @@ def add_root(home: Path | str, path: str | Path) -> list[str]:
         raise ConfigError(f"{p} does not exist", fix="pass the folder that holds skill folders")
     if not p.is_dir():
         raise ConfigError(f"{p} is not a folder", fix="pass the folder that holds skill folders")
-    roots = [str(r) for r in saved_roots(home)]
-    if str(p) not in roots:
-        roots.append(str(p))
+    h = Path(home).expanduser().resolve()
+    roots = [str(r) for r in saved_entries(home)]
+    if p not in {anchored(h, Path(r)).resolve() for r in roots}:
+        roots.append(p.relative_to(h).as_posix() if h in p.parents else str(p))
         save_setting(Path(home), "roots", roots)
-    return roots
+    return [str(anchored(h, Path(r))) for r in roots]
 
 
 def remove_root(home: Path | str, path: str | Path, labels: dict[str, str] | None = None) -> list[str]:
@@ -569,14 +589,15 @@ def remove_root(home: Path | str, path: str | Path, labels: dict[str, str] | Non
     (``labels``: label -> path of the roots now open); the saved roots after it."""
     from .errors import NotFoundError
 
-    roots = [str(r) for r in saved_roots(home)]
+    roots = [str(r) for r in saved_entries(home)]
     target = Path(path).expanduser().resolve()  # strict=False: a root that has gone still resolves
-    match = [r for r in roots if Path(r).expanduser().resolve() == target]
+    # as read (under the home), or as written (an older absolute path that has gone)
+    match = [r for r in roots if target in {anchored(home, Path(r)).resolve(), Path(home, r).expanduser().resolve()}]
     if not match and labels and str(path) in labels:
-        match = [r for r in roots if Path(r).expanduser().resolve() == Path(labels[str(path)])]
+        match = [r for r in roots if anchored(home, Path(r)).resolve() == Path(labels[str(path)])]
     if not match:
         raise NotFoundError(f"{target} is not a saved root", suggestions=roots[:3] or None,
                             fix=None if roots else "no roots are saved (see `skillshelf roots list`)")
     roots = [r for r in roots if r not in match]
     save_setting(Path(home), "roots", roots or None)
-    return roots
+    return [str(anchored(home, Path(r))) for r in roots]

@@ -41,7 +41,7 @@ from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationEr
 from ..files import FileRefused, locked, read_text_bounded, write_file
 from ..net import redact_text, redact_url
 from ..store.protocols import SourceLockStore
-from . import fetch as fetchmod, lock as lockmod, lock_restore
+from . import fetch as fetchmod, home_roots, lock as lockmod, lock_restore
 from .fetch import SourceError, Spec
 from .kept_edits import KeptEdit, KeptEdits
 from .shared_sources import SharedSources
@@ -669,6 +669,7 @@ class Sources:
         except SkillshelfError as exc:
             return [Check("sources", "fail", str(exc))]
         out = [] if self.shared is None else self.shared.checks(entries)
+        out += home_roots.checks(self.home)       # a root in another home's sources/ (a copied home)
         if not entries:
             return out
         bad = {}
