@@ -3,13 +3,22 @@
 The socket is bound here, before anything says it is listening, and handed to the server
 as it is: a port in use or out of range is one clear error, and no other program can take
 the port between the check and the start. A bind beyond loopback needs a token long enough
-not to be guessed (``check_remote_token``)."""
+not to be guessed (``check_remote_token``).
+
+A server started from a terminal stops on Ctrl+C (``CtrlC``), whatever it is doing, and
+``asgi_server`` runs an ASGI app under that rule."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import os
 import re
+import signal
 import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
@@ -94,3 +103,69 @@ def bind_socket(host: str, port: int, *, default_port: int) -> socket.socket:
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}",
                           fix="pass --host with an address of this machine (default 127.0.0.1)") from None
     return sock
+
+
+GOODBYE = "skillshelf: stopping (Ctrl+C again stops at once)"
+INTERRUPTED = 130           # the exit code after Ctrl+C, as a shell reports a process SIGINT ended
+SHUTDOWN_GRACE = 1          # seconds an HTTP server gives open requests once it is asked to stop
+
+
+class CtrlC:
+    """Ctrl+C for a server, in the main thread while inside ``with CtrlC(stop)``: the first
+    says ``GOODBYE`` on stderr and calls ``stop()`` (it asks the server to end, or ends the
+    process itself); a second ends the process at once (exit 130). ``pressed`` says whether
+    it came. Elsewhere than the main thread it does nothing.
+
+    From a terminal, Ctrl+C reaches every process of the foreground group at any moment: a
+    server blocked reading stdin in a worker thread, or in the middle of a sync. Python's
+    KeyboardInterrupt would unwind the event loop, which then waits for those threads (a read
+    of stdin never ends). Once Ctrl+C was pressed the handler stays in place on leaving (the
+    process is ending: a second Ctrl+C still ends it at once); otherwise the previous one is
+    put back."""
+
+    def __init__(self, stop: Callable[[], object]):
+        self.stop = stop
+        self.pressed = False
+        self._previous: Any = None
+        self._installed = False
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.pressed:
+            os._exit(INTERRUPTED)
+        self.pressed = True
+        # os.write, not print: the main thread may be inside a write to stderr right now
+        with contextlib.suppress(OSError):
+            os.write(2, (GOODBYE + "\n").encode())
+        self.stop()
+
+    def __enter__(self) -> CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed and not self.pressed:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def asgi_server(app: Any, *, grace: int = SHUTDOWN_GRACE) -> Any:
+    """A uvicorn server of the ASGI ``app`` (``.run(sockets=[sock])``; ``.should_exit = True``
+    stops it). Open requests get ``grace`` seconds once it stops: a browser's or a client's
+    open stream no longer holds the process. SIGTERM is uvicorn's (it stops, then raises the
+    signal again with the handler it found). Ctrl+C is left to the ``CtrlC`` in place when it
+    starts, if any (uvicorn's would stop it only after its shutdown, and a second Ctrl+C then
+    met no handler of ours)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            ours = signal.getsignal(signal.SIGINT)
+            with super().capture_signals():
+                if isinstance(getattr(ours, "__self__", None), CtrlC) \
+                        and threading.current_thread() is threading.main_thread():
+                    signal.signal(signal.SIGINT, ours)
+                yield
+
+    return Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=grace))

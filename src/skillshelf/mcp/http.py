@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..net import bind_socket, check_remote_token
+from ..net import INTERRUPTED, CtrlC, asgi_server, bind_socket, check_remote_token
 
 log = logging.getLogger("skillshelf.mcp")
 
@@ -56,8 +56,8 @@ def http_app(server: Any, *, host: str, port: int, token: str = "",
 
 
 def run(build: Callable[[], Any], *, host: str, port: int, token: str = "", team: bool = False) -> tuple[Any, int]:
-    """Serve the server ``build()`` makes at ``http://host:port/mcp`` until stopped (Ctrl-C,
-    SIGTERM); then (the server, the exit code: 130 after Ctrl-C, else 0). ``ConfigError``
+    """Serve the server ``build()`` makes at ``http://host:port/mcp`` until stopped (Ctrl+C,
+    SIGTERM); then (the server, the exit code: 130 after Ctrl+C, else 0). ``ConfigError``
     before anything is built or said: a bind beyond loopback without a long enough token, a
     port that cannot be used.
 
@@ -68,8 +68,6 @@ def run(build: Callable[[], Any], *, host: str, port: int, token: str = "", team
     if not team:
         check_remote_token(token, host)
     sock = bind_socket(host, port, default_port=DEFAULT_PORT)   # before anything says it is listening
-    import uvicorn
-
     server = build()
     if team:
         if token:
@@ -85,21 +83,24 @@ def run(build: Callable[[], Any], *, host: str, port: int, token: str = "", team
     said = (" (a team store: every client sends 'Authorization: Bearer <its own token>'; an admin makes one "
             f"with `{MAKE_TOKEN}`)") if team else ""
     print(f"skillshelf MCP over Streamable HTTP at http://{shown}:{port}/mcp{said}", file=sys.stderr)
-    # uvicorn shuts down on SIGINT and SIGTERM, then raises the signal again with the handler
-    # it found: Ctrl-C as KeyboardInterrupt, SIGTERM as this (the default would kill the
-    # process before the library is closed)
+    # Ctrl+C says one line and stops uvicorn (``net.CtrlC``; open streams get
+    # ``net.SHUTDOWN_GRACE`` seconds); a second ends the process at once. uvicorn shuts down on
+    # SIGTERM, then raises it again with the handler it found: this one (the default would
+    # kill the process before the library is closed)
     previous = signal.signal(signal.SIGTERM, _stopped) if threading.current_thread() is threading.main_thread() \
         else None
+    listener = asgi_server(app)
     try:
-        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+        with CtrlC(lambda: setattr(listener, "should_exit", True)) as ctrl_c:
+            listener.run(sockets=[sock])
     except KeyboardInterrupt:   # an end, not a failure: no traceback
-        return server, 130
+        return server, INTERRUPTED
     except Stopped:
         return server, 0
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-    return server, 0
+    return server, INTERRUPTED if ctrl_c.pressed else 0
 
 
 class Stopped(Exception):

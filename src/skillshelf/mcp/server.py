@@ -672,7 +672,7 @@ def serve(factory: Callable[[], Any], *, http: bool = False, host: str = "127.0.
         if team and (refused := server.handle.opened()) is not None:
             print(f"error: {refused}", file=sys.stderr)
             _end(server, 1)
-        code = run_stdio(server)
+        code = run_stdio(server, end=lambda code: _end(server, code))   # Ctrl+C: a bounded end
     _end(server, code)
 
 

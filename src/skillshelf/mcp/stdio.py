@@ -10,7 +10,10 @@ process cleanly.
   null, as JSON-RPC 2.0 asks). Nothing about it is recursive, so no line can end the server
   with a RecursionError.
 - ``run`` serves until the client closes stdin and says the exit code: 0 when the client
-  went away, whatever state its pipes were left in.
+  went away, whatever state its pipes were left in. Started from a terminal it says one line
+  on stderr (a person sees what runs and how to stop it). Ctrl+C ends the process within
+  ``end``'s bound (the read of stdin waits in a worker thread that no cancellation ends, so
+  the event loop is not unwound: the library is closed and the process exits).
 - On a team store a stdio server is started by one person's client, so it serves one token:
   ``SKILLSHELF_TOKEN`` (``team_token``) names who is asking, with its role, and is what
   usage and saves are recorded under. Without it the server does not start.
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -27,6 +32,7 @@ import anyio
 log = logging.getLogger("skillshelf.mcp")
 
 TOKEN_MAX = 512     # characters of a token looked up in the store (real ones are 43)
+ON_A_TERMINAL = "skillshelf MCP server on stdio: an MCP client starts this command; Ctrl+C stops it"
 
 # Errors that only say that the client went away (its pipes closed).
 _GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError)
@@ -149,20 +155,39 @@ def _client_gone(exc: BaseException) -> bool:
     return isinstance(exc, _GONE)
 
 
-def run(server: Any) -> int:
-    """Serve ``server`` over stdio until the client closes stdin (or Ctrl-C); the exit code
-    the process should end with: 0, 130 on Ctrl-C, 1 when the server failed. A failure that
-    only says that the client went away (its pipes closed) is an end like any other."""
+def run(server: Any, end: Callable[[int], object] | None = None) -> int:
+    """Serve ``server`` over stdio until the client closes stdin; the exit code the process
+    should end with: 0, 1 when the server failed. A failure that only says that the client
+    went away (its pipes closed) is an end like any other. Ctrl+C (``net.CtrlC``) calls
+    ``end(130)``, which ends the process; without ``end`` it is a KeyboardInterrupt, and
+    130."""
+    from ..net import INTERRUPTED, CtrlC
+
+    def stop() -> None:
+        if end is None:
+            raise KeyboardInterrupt
+        end(INTERRUPTED)
+
+    if _is_terminal(sys.stdin):
+        print(ON_A_TERMINAL, file=sys.stderr, flush=True)
     try:
-        server.run("stdio")
+        with CtrlC(stop):
+            server.run("stdio")
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED
     except BaseException as exc:   # the exit code and the log say what happened
         if _client_gone(exc):
             return 0
         log.exception("the stdio server failed")
         return 1
     return 0
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def team_token() -> str:
