@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .common import _lib, state, store_url
+from .common import _in_range, _lib, state, store_url
 
 commands = typer.Typer()
 STORE_HELP = "a team store, postgresql://USER:PASSWORD@HOST/DB (as the global --store)"
@@ -39,7 +39,7 @@ def serve(
 
 @commands.command()
 def dashboard(host: str = typer.Option("127.0.0.1", help="bind address (non-loopback needs SKILLSHELF_HTTP_TOKEN, or a team store's tokens)"),
-              port: int = typer.Option(7788, help="port"),
+              port: int = typer.Option(7788, help="port", callback=_in_range(1, 65535, "a port")),
               open_browser: bool = typer.Option(False, "--open", help="open the dashboard in a browser"),
               store: Optional[str] = typer.Option(None, "--store", metavar="URL", help=STORE_HELP)) -> None:
     """The web dashboard: browse, search, review and curate the library."""
