@@ -118,8 +118,8 @@ def main() -> None:
               f"{time.process_time() - c0:.1f} s CPU); skills by risk: "
               + ", ".join(f"{s} {risks.get(s, 0):,}" for s in audit.SEVERITIES))
         by_rule: dict[str, int] = {}
-        for r in rows:
-            by_rule[str(r["rule"])] = by_rule.get(str(r["rule"]), 0) + 1
+        for row in rows:
+            by_rule[str(row["rule"])] = by_rule.get(str(row["rule"]), 0) + 1
         for rule, c in sorted(by_rule.items(), key=lambda kv: -kv[1]):
             print(f"  {rule:28} {c}")
         if a.dump:
@@ -127,13 +127,13 @@ def main() -> None:
         if a.compare:
             before = [json.loads(x) for x in a.compare.read_text().splitlines() if x.strip()]
             old = {(b["skill"], b["rule"]) for b in before}
-            new = [r for r in rows if (r["skill"], r["rule"]) not in old]
+            new = [row for row in rows if (row["skill"], row["rule"]) not in old]
             old_skills = {b["skill"] for b in before}
             print(f"\nnew high findings against {a.compare.name}: {len(new)} in "
-                  f"{len({r['skill'] for r in new})} skills ({len({r['skill'] for r in new} - old_skills)} skills new "
+                  f"{len({n['skill'] for n in new})} skills ({len({n['skill'] for n in new} - old_skills)} skills new "
                   f"to high); gone: {len(old_skills - skills)} skills")
-            for r in new:
-                print(f"- {r['skill']}:{r['line']}  {r['rule']}: {r['message']}\n    {r['excerpt']}")
+            for n in new:
+                print(f"- {n['skill']}:{n['line']}  {n['rule']}: {n['message']}\n    {n['excerpt']}")
         if a.risks:
             a.risks.write_text(json.dumps(each, indent=0, sort_keys=True))
         if a.risks_before:

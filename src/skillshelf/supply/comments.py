@@ -1,4 +1,4 @@
-"""The comments of a bundled script are prose an agent reads when a skill tells it to read the file: the
+"""The comments of a bundled script (or data file, or a Markdown file's code block) are prose an agent reads when a skill tells it to read the file: the
 prose rules (``intent``, ``languages``) read them too. A request there is medium, as text a script may show
 the agent; high when the comment speaks to the agent ("NOTE FOR AI CODING AGENTS: …"). Part of the audit of
 one file (``skillshelf.supply.scan``)."""
@@ -15,17 +15,29 @@ Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a ci
 # a whole-line comment: its marker (#, //, --, ;, REM, a block comment's * or /*) and its text
 _COMMENT = re.compile(rb"^([ \t]{0,40}(?:#(?!!)|//|--|;|rem\s|/\*+|\*(?!/)|<#|\"\"\"|''')[ \t]?)([^\n]*)$",
                       re.MULTILINE | re.IGNORECASE)
+# in a data file (YAML, TOML, INI) or a Markdown code block: a # or // comment
+_HASH_COMMENT = re.compile(rb"^([ \t]{0,40}(?:#(?![!#])|//)[ \t]?)([^\n]*)$", re.MULTILINE)
 MAX_COMMENT_LINES = 2_000
 # a comment that speaks to the agent: "NOTE FOR AI CODING AGENTS:", "Assistant: …", "if you are an AI model"
-_SPEAKS = re.compile(rb"\b(?:note|message|instructions?|notice)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?(?:ai\b|agents?\b|"
+_SPEAKS = re.compile(rb"\b(?:notes?|messages?|instructions?|notice)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?(?:ai\b|agents?\b|"
                      rb"assistants?\b|models?\b|llms?\b|claude\b|copilot\b|codex\b|cursor\b)|"
                      rb"\b(?:ai|agents?|assistants?|llms?|claude|copilot|codex)\b[^.\n]{0,30}?:|"
                      rb"\bif\s+you\s+are\s+an?\s+(?:ai|agent|assistant|language\s+model|llm)\b")
 
 
 def check(scan: Scan) -> None:
-    """Read the whole-line comments of a script as prose: everything else blanked (same offsets)."""
-    if scan.kind != "script" or scan.hidden_why or scan.depth:
+    """Read the whole-line comments of a script, of a data file (YAML, TOML: ``#``) and of a Markdown
+    file's code blocks as prose: everything else blanked (same offsets)."""
+    if scan.hidden_why or scan.depth:
+        return
+    if scan.kind == "script":
+        regions, rx, where = [(0, len(scan.data))], _COMMENT, "the script"
+    elif scan.kind == "text":
+        regions, rx, where = [(0, len(scan.data))], _HASH_COMMENT, "the file"
+    else:
+        regions, rx, where = scan.fences[:200] if b"#" in scan.data or b"//" in scan.data else [], _HASH_COMMENT, \
+            "a code block"
+    if not regions:
         return
     text = bytearray(b" " * len(scan.data))
     for i, nl in enumerate(re.finditer(rb"\n", scan.data)):
@@ -34,14 +46,15 @@ def check(scan: Scan) -> None:
         text[nl.start()] = 0x0A
     n = 0
     agent: list[tuple[int, int]] = []
-    for m in _COMMENT.finditer(scan.data):
-        n += 1
-        if n > MAX_COMMENT_LINES:
-            break
-        s, e = m.start(2), m.end(2)
-        text[s:e] = scan.data[s:e]
-        if _SPEAKS.search(scan.low, s, e):
-            agent.append((s, e))
+    for rs, re_ in regions:
+        for m in rx.finditer(scan.data, rs, re_):
+            n += 1
+            if n > MAX_COMMENT_LINES:
+                break
+            s, e = m.start(2), m.end(2)
+            text[s:e] = scan.data[s:e]
+            if _SPEAKS.search(scan.low, s, e):
+                agent.append((s, e))
     if n == 0:
         return
     # read as prose is read (negation, teaching, quotes lower it), then graded as a script's text
@@ -54,8 +67,8 @@ def check(scan: Scan) -> None:
         speaks = any(scan.line_of(s) <= f.line <= scan.line_of(e) + 4 and scan.line_of(s) >= f.line - 4
                      for s, e in agent)
         sev = f.severity if f.severity == "low" or speaks else "medium"
-        scan.add(f.rule, sev, at, f.message + (" — in a comment of the script, addressed to the agent" if speaks else
-                                                " — in a comment of the script"), excerpt=f.excerpt, line=f.line)
+        scan.add(f.rule, sev, at, f.message + f" — in a comment of {where}" + (", addressed to the agent" if speaks else ""),
+                 excerpt=f.excerpt, line=f.line)
 
 
 def _offset_of_line(scan: Scan, line: int) -> int:

@@ -156,7 +156,7 @@ CONCEAL_FORMS = [re.compile(p) for p in (
      rb"\boff\s+the\s+record\b|\bour\s+(?:little\s+)?secret\b"),
     (rb"\b(?:secretly|covertly|discreetly|stealthily)\s+(?:\w{1,20}\s+){0,1}?(?:send|upload|post|add|insert|"
      rb"push|copy|forward|transmit|append|install|run|execute|exfiltrat\w{0,3}|modify|change|write)\b"),
-)]
+)] + [P.NOT_ANYWHERE]           # "do not list the skipped tests anywhere"
 _HIDE_WORDS_ = b"hide hides conceal concealed concealing conceals omit omits omitted omitting suppress suppressed " \
     b"suppressing withhold withheld withholding exclude excluded excluding excludes keep keeping cover covering gloss " \
     b"glossing downplay leave leaving strip stripping scrub scrubbing remove drop skip hiding"
@@ -166,7 +166,7 @@ _FORM_WORDS = [frozenset(w.split()) for w in (
     _HIDE_WORDS_, _NEG_WORDS, _NEG_WORDS, _NEG_WORDS, _NEG_WORDS, b"keep keeps keeping kept", b"circumstances never no",
     b"sure ensure see", b"without", b"without", _HIDE_WORDS_, b"unaware dark behind",
     b"ask asks asked", b"so delete erase clear wipe remove scrub truncate", b"between off secret",
-    b"secretly covertly discreetly stealthily",
+    b"secretly covertly discreetly stealthily", b"anywhere",
 )]
 # reporting success whatever happened
 DECEIVE = re.compile(rb"\b(?:report|say|claim|tell|state|confirm|answer|reply|respond|announce|mark)\w{0,3}\s+(?:\w{1,20}\s+){0,4}?"
@@ -189,7 +189,7 @@ DECEIVE = re.compile(rb"\b(?:report|say|claim|tell|state|confirm|answer|reply|re
 # what is kept back is a step of the agent's (or a sign of one), not data or formatting
 STEP = re.compile(rb"\b(?:steps?|commands?|curl|wget|scripts?|hooks?|postinstall|preinstall|uploads?|uploaded|uploading|"
                   rb"downloads?|downloaded|requests?|network|telemetry|mirror\w{0,3}|install\w{0,5}|cron\w{0,3}|"
-                  rb"webhooks?|remote|server|urls?|send\w{0,3}|sent|post(?:ed|ing)?|push\w{0,3}|"
+                  rb"webhooks?|remote|server|urls?|send\w{0,3}|sent|post(?:ed|ing)?|push\w{0,3}|skipped|"
                   rb"exfil\w{0,8}|copied|this\s+(?:instruction|section|skill|file|part|note|line)|these\s+instructions|"
                   rb"what\s+(?:you|we)|changes?|modif\w{0,8}|edit(?:s|ed)?|added|wrote|written|bashrc|zshrc|profile|"
                   rb"backdoor|payload|binary|executable|ran|run(?:s|ning)?|execut\w{0,5}|tarballs?|dependenc\w{0,3}|"
@@ -282,7 +282,7 @@ _SEND_WORDS = frozenset((
     b"pass passing give provide supply feed publish hand append embed encode share sharing curl scp rsync sftp ftp transfer "
     b"dump stream broadcast expose beam env envi enviar envoyer envoyez envoie senden sende sendet schicke schicken schickt "
     b"bermitteln invia inviare manda mandar sube subir suba hochladen t l verser carica caricare").split())
-_CONCEAL_ANCHORS = _WHO_WORDS | _DECEIVE_WORDS | _TRACE_WORDS
+_CONCEAL_ANCHORS = _WHO_WORDS | _DECEIVE_WORDS | _TRACE_WORDS | {b"anywhere"}
 _WEAK_SEND_WORDS = frozenset(b"drop place stick stash insert add store save leave dm message text tweet mirror back sync "
                              b"commit".split())
 _CONCEAL_WORDS = frozenset((

@@ -270,6 +270,7 @@ CONCEAL = re.compile(
     rb"(?:in|to|within|inside)\s+(?:your|the)\s+(?:final\s+)?(?:summary|response|reply|answer|output|report|message|"
     rb"explanation|user)\b|"
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never)\s+bring\s+(?:this|these|that|it|them)\s+up\b|"
+
     # "don't say anything about the hook you installed", "no need to mention the upload"
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never|no\s+need\s+to|need\s+not)\s+(?:say|tell|mention|reveal|disclose|report|"
     rb"explain|discuss|acknowledge|note|talk|bring\s+up|inform|notify|alert)\s+(?:[\w'-]{1,20}\s+){0,6}?(?:the|this|that|"
@@ -294,6 +295,12 @@ CONCEAL = re.compile(
     rb"(?:changes?|steps?|edits?|uploads?|hooks?|lines?|modifications?|telemetry|requests?|calls?|commands?)\b|"
     rb"\b(?:omit|leave|exclude|drop)\s+(?:this|these|that|it|them)\s+(?:\w{1,20}\s+){0,3}?(?:out\s+of|from)\s+(?:your|the)\s+"
     rb"(?:final\s+)?(?:summary|response|reply|answer|output|report|message|explanation|logs?|changelog)\b")
+
+# "do not list the skipped tests anywhere": what the agent did to the work, kept out of every account of it
+# (read in sentences by ``intent``)
+NOT_ANYWHERE = re.compile(rb"\b(?:do\s+not|don" + _APOS + rb"?t|never)\s+(?:list|mention|show|report|include|note|name)\s+"
+                          rb"(?:the\s+|these\s+|those\s+|any\s+)?(?:skipped|disabled|muted|failing|failed|removed|deleted|"
+                          rb"changed|modified|added|extra)\s+(?:[\w'-]{1,20}\s+){0,2}?anywhere\b")
 
 # --- context: teaching, warnings, attacks ------------------------------------------------------------------
 NEGATION = re.compile(rb"\b(?:never|don'?t|do\s+not|avoid|dangerous|malicious|attacker'?s?|insecure|unsafe|bad|wrong|"
