@@ -8,7 +8,6 @@ delays the reaping of a child that has already exited, which would look like a h
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -20,7 +19,22 @@ import pytest
 
 from conftest import write_skill
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pseudo-terminal")
+
+def _no_pty() -> str | None:
+    """Why no pseudo-terminal can be made here, or None."""
+    if sys.platform == "win32":
+        return "a POSIX pseudo-terminal"
+    try:
+        a, b = os.openpty()
+    except OSError as exc:
+        return f"no pseudo-terminal: {exc}"
+    os.close(a)
+    os.close(b)
+    return None
+
+
+NO_PTY = _no_pty()
+pytestmark = pytest.mark.skipif(NO_PTY is not None, reason=NO_PTY or "")
 
 SCRIPT = shutil.which("skillshelf") or str(Path(sys.executable).parent / "skillshelf")
 GOODBYE = "skillshelf: stopping (Ctrl+C again stops at once)"
@@ -33,6 +47,8 @@ class Terminal:
     """A command run in a new pseudo-terminal; ``text`` is all it wrote (stdout and stderr)."""
 
     def __init__(self, args: list[str], env: dict[str, str]):
+        import fcntl
+
         master, slave = os.openpty()
         self.proc = subprocess.Popen([sys.executable, "-c", LEADER, *args], stdin=slave, stdout=slave,
                                      stderr=slave, env=env, close_fds=True)
