@@ -18,6 +18,8 @@ _COMMENT = re.compile(rb"^([ \t]{0,40}(?:#(?!!)|//|--|;|rem\s|/\*+|\*(?!/)|<#|\"
 # in a data file (YAML, TOML, INI) or a Markdown code block: a # or // comment
 _HASH_COMMENT = re.compile(rb"^([ \t]{0,40}(?:#(?![!#])|//)[ \t]?)([^\n]*)$", re.MULTILINE)
 MAX_COMMENT_LINES = 2_000
+# a Python docstring (or any string of three quotes opening a line)
+_DOCSTRING = re.compile(rb"^[ \t]{0,40}[rbu]{0,2}(\"\"\"|\'\'\')(.{0,20000}?)\1", re.MULTILINE | re.DOTALL)
 # a comment that speaks to the agent: "NOTE FOR AI CODING AGENTS:", "Assistant: …", "if you are an AI model"
 _SPEAKS = re.compile(rb"\b(?:notes?|messages?|instructions?|notice)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?(?:ai\b|agents?\b|"
                      rb"assistants?\b|models?\b|llms?\b|claude\b|copilot\b|codex\b|cursor\b)|"
@@ -28,8 +30,8 @@ _SPEAKS = re.compile(rb"\b(?:notes?|messages?|instructions?|notice)\s+(?:for|to)
 def check(scan: Scan) -> None:
     """Read the whole-line comments of a script, of a data file (YAML, TOML: ``#``) and of a Markdown
     file's code blocks as prose: everything else blanked (same offsets)."""
-    if scan.hidden_why or scan.depth:
-        return
+    if scan.hidden_why or scan.depth > 1:
+        return            # (depth 1: the text as a model reads it, ``view``)
     if scan.kind == "script":
         regions, rx, where = [(0, len(scan.data))], _COMMENT, "the script"
     elif scan.kind == "text":
@@ -55,6 +57,15 @@ def check(scan: Scan) -> None:
             text[s:e] = scan.data[s:e]
             if _SPEAKS.search(scan.low, s, e):
                 agent.append((s, e))
+    if scan.kind == "script" and scan.file.endswith(".py") and (b'"""' in scan.data or b"'''" in scan.data):
+        for k, m in enumerate(_DOCSTRING.finditer(scan.data)):   # a docstring is prose too
+            if k >= 200:
+                break
+            n += 1
+            text[m.start(2):m.end(2)] = scan.data[m.start(2):m.end(2)]
+            for sp in _SPEAKS.finditer(scan.low, m.start(2), m.end(2)):
+                agent.append((sp.start(), sp.end()))
+                break
     if n == 0:
         return
     # read as prose is read (negation, teaching, quotes lower it), then graded as a script's text

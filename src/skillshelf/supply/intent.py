@@ -49,7 +49,7 @@ SECRET = re.compile(P.SECRET_OBJECT + rb"|\b(?:ends?|ending|end|suffix\w{0,2}|na
                     rb"(?:in\s+|with\s+)?[`'\"]?_?(?:key|secret|token|password|pass|pat|credentials?)s?\b|\b(?:run|running|execute|call)\s+[`'\"]?(?:env|printenv|set|export\s+-p)\b|"
                     rb"\bkube\s?config\b|\bkube\s+(?:config|credentials)|"
                     rb"(?:ssh|gpg|pgp|signing|deploy|aws|cloud|gcp|azure)\s+(?:keys?|credentials?|config)\b|"
-                    rb"\.(?:ssh|aws|kube|gnupg|netrc|npmrc|pypirc|git-credentials)\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|"
+                    rb"\.(?:ssh|aws|kube|gnupg|netrc|npmrc|pypirc|git-credentials|pgpass|s3cfg|vault-token)\b|\bdatabase_url\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|"
                     rb"\$\{?[a-z0-9_]{0,30}(?:key|token|secret|password|passwd|pat|credentials?)\}?\b|"
                     rb"\bservice[\s-]account\s+(?:key|json|file)|\bkeystore\b|\.pem\b|\bmnemonic\b|"
                     rb"\brecovery\s+phrase|\bsession\s+cookies?|\bbrowser\s+(?:cookies|passwords|profile)|"
