@@ -203,7 +203,7 @@ PROBLEMS = re.compile(rb"\b(?:warnings?|errors?|failures?|failed|problems?|issue
 # the concealing verb negated: "never hide anything from the user", "don't push without telling the user"
 NEGATED = re.compile(_NEG + rb"(?:\s+[\w'-]{1,20}){0,3}?\s*$")
 IGNORE = re.compile(rb"\b(?:ignore|disregard|forget|override|overrule|bypass|set\s+aside|abandon|"
-                    rb"discard|stop\s+following|no\s+longer\s+follow|supersede|pay\s+no\s+attention\s+to|throw\s+out)\b")
+                    rb"discard|stop\s+following|no\s+longer\s+follow|supersedes?|pay\s+no\s+attention\s+to|throw\s+out)\b")
 _DIRECTIVE = (rb"(?:instructions?|rules|guidelines|guidance|advice|briefing|directives?|directions|system\s+prompt|"
               rb"prompts?|guardrails|polic(?:y|ies)|constraints|safeguards|restrictions|programming|training|orders|"
               # "what you were told before": the instructions named by how they were given
@@ -263,7 +263,7 @@ _HIDE_WORDS = frozenset((b"hide", b"hides", b"hiding", b"hidden", b"conceal", b"
                          b"covertly", b"discreetly", b"stealthily", b"regardless", b"whatever", b"matter", b"though",
                          b"irrespective", b"always", b"not", b"never", b"t", b"no", b"nothing", b"nobody", b"none"))
 _IGNORE_WORDS = frozenset((b"ignore", b"disregard", b"forget", b"override", b"overrule", b"bypass", b"set", b"abandon",
-                           b"discard", b"stop", b"longer", b"supersede", b"pay", b"throw"))
+                           b"discard", b"stop", b"longer", b"supersede", b"supersedes", b"pay", b"throw"))
 # the words that declare instructions void (``VOID``): "previous instructions are revoked" names no verb of ``IGNORE``
 _VOID_WORDS = frozenset(b"longer apply applies void null cancelled canceled revoked obsolete superseded replaced "
                         b"suspended lifted waived disabled off outdated invalid".split())
