@@ -76,7 +76,7 @@ def test_an_edit_in_the_sources_folder_becomes_a_workspace_copy_and_upstream_mer
     r = sk(home, "sources", "update", "ops", "--yes")
     assert r.returncode == 0, r.stderr
     text = _text(home, "alpha")
-    assert "by owner" in text and "a week" in text and "check the logs twice" in text
+    assert "by owner" in text and "a week" in text and "the key rotation" in text
 
 
 def test_an_edit_beside_an_existing_copy_is_copied_aside_and_named(tmp_path, upstream):
@@ -280,3 +280,35 @@ def test_an_older_homes_absolute_source_roots_after_a_move_and_a_copy(tmp_path, 
     assert r.returncode == 0, r.stderr
     assert str(moved) not in (moved / "config.toml").read_text(encoding="utf-8")
     assert "which has gone" not in sk(moved, "doctor").stdout
+
+
+def test_small_things_a_new_user_met(tmp_path, upstream):
+    import zipfile
+
+    home = tmp_path / "home"
+    archive = tmp_path / "ops.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("ops-main/skills/alpha/SKILL.md", ALPHA)
+        z.writestr("ops-main/README.md", "a collection\n")
+    # the archive's single top folder is stepped into: --path with it says so and what to pass
+    r = sk(home, "sources", "add", str(archive), "--path", "ops-main/skills", "--name", "zipped")
+    assert r.returncode == 1 and "top folder ops-main/" in r.stderr and "pass --path skills" in r.stderr, r.stderr
+    assert sk(home, "sources", "add", str(archive), "--path", "skills", "--name", "zipped").returncode == 0
+    # an unchanged source put back (a file edited there) is up to date, not "updated"
+    (home / "sources/zipped/alpha/SKILL.md").write_text(ALPHA.replace("Step one", "Step 1"), encoding="utf-8")
+    r = sk(home, "sources", "update", "zipped", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "zipped: up to date at" in r.stdout and "lock moved" not in r.stdout, r.stdout
+    # without a terminal, remove says what it would have asked
+    r = sk(home, "sources", "remove", "zipped")
+    assert r.returncode == 1 and "remove zipped (1 skills from" in r.stderr and "read the above" not in r.stderr
+    # a local working tree: uncommitted edits are not fetched, and the update says so
+    assert sk(home, "sources", "add", str(upstream.work), "--name", "local").returncode == 0
+    upstream.write("skills/beta/SKILL.md", upstream.read("skills/beta/SKILL.md") + "\nNot committed.\n")
+    r = sk(home, "sources", "update", "local", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert f"uncommitted changes in {upstream.work} (1 file) are not fetched" in r.stdout, r.stdout
+    # list says when it last looked upstream
+    assert sk(home, "sources", "update", "local", "--dry-run").returncode == 0
+    r = sk(home, "sources", "list")
+    assert "0 commits behind upstream (as of " in r.stdout and "--dry-run` looks again" in r.stdout, r.stdout

@@ -221,6 +221,35 @@ def test_a_persons_edit_is_shown_as_merged_before_and_after(client, lib, home, u
     assert "(staging first)" in mine and "for a week" in mine
 
 
+def test_an_edit_in_the_sources_folder_is_shown_becoming_a_copy_before_and_after(client, lib, home, upstream):
+    first = locked_commit(home)
+    path = home / "sources/team/skills/alpha/SKILL.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Step one", "Step 1"), encoding="utf-8")
+    html = main_of(post(client, "/sources/team/update").text)
+    assert "Your edits among them are kept first" in html
+    assert "skills/alpha</span>: becomes the workspace copy <strong>alpha</strong>" in html
+    html = main_of(post(client, "/sources/team/update", apply="1", **{"from": first, "to": first}).text)
+    assert "skills/alpha</span>: is now the workspace copy <strong>alpha</strong>" in html
+    assert "Step 1" in (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8")
+
+
+def test_a_skill_that_cannot_be_read_is_named_on_the_sources_page(tmp_path, upstream):
+    upstream.write("skills/gamma/SKILL.md", "---\nname: gamma\ndescription: [unclosed\n---\n\nBody.\n")
+    upstream.commit("gamma")
+    upstream.push()
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "team").returncode == 0
+    from skillshelf.web import create_app
+
+    lib = Library(home=home, embedder=FakeEmbedder(), auto_sync=False)
+    try:
+        with TestClient(create_app(lib, port=7788), base_url=BASE, follow_redirects=False) as c:
+            html = main_of(c.get("/sources").text)
+    finally:
+        lib.close()
+    assert "cannot be read" in html and "skills/gamma/SKILL.md: frontmatter is not valid YAML" in html
+
+
 def test_a_conflict_is_shown_before_and_leaves_your_copy_for_the_review_queue(client, lib, home, upstream):
     first = locked_commit(home)
     rec = lib.get("alpha")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +28,7 @@ def _ask(question: str, yes: bool, refused: str) -> None:
     if yes:
         return
     if not sys.stdin.isatty():
-        err.print(f"error: {refused}: there is no terminal to confirm on — read the above, then pass --yes")
+        err.print(f"error: {refused}: there is no terminal to ask on ({_clean(question)}) — pass --yes to do it")
         raise typer.Exit(1)
     if not typer.confirm(_clean(question)):
         err.print(refused)
@@ -63,6 +64,15 @@ def _unreadable_lines(bad: list[str], folder: str, indent: str = "") -> list[str
     lines.append(f"{indent}  fix {'it' if len(bad) == 1 else 'them'} upstream, or see "
                  f"`skillshelf validate {_clean(str(Path(folder) / first))}`")
     return lines
+
+
+def _when(iso: str | None) -> str:
+    """When a look at upstream was taken, in local time (the date too when not today)."""
+    try:
+        at = _dt.datetime.fromisoformat(str(iso)).astimezone()
+    except ValueError:
+        return "an earlier look"
+    return at.strftime("%H:%M" if at.date() == _dt.datetime.now().astimezone().date() else "%Y-%m-%d %H:%M")
 
 
 def _findings_line(findings: list[dict[str, Any]]) -> str:
@@ -141,7 +151,9 @@ def sources_list(json_out: bool = typer.Option(False, "--json")) -> None:
         out.print("no sources; add one with `skillshelf sources add SOURCE`")
         return
     for r in rows:
-        behind = "" if r["behind"] is None else f"   {r['behind']} commit{'s' * (r['behind'] != 1)} behind upstream"
+        behind = "" if r["behind"] is None else (f"   {r['behind']} commit{'s' * (r['behind'] != 1)} behind upstream "
+                                                 f"(as of {_when(r['checked'])}; `skillshelf sources update "
+                                                 f"--dry-run` looks again)")
         out.print(f"{r['label']}  {_clean(r['url'])}" + (f"  ({_clean(r['path'])})" if r["path"] else ""))
         held = f"   {r['held']} held" if r["held"] else ""
         ref = r["ref"] or ("(default branch)" if r["kind"] == "git" else "-")
@@ -180,6 +192,8 @@ def _print_plan(p: dict[str, Any], folder: str) -> None:
         out.print(head + (drift or " — up to date"))
         for line in _kept_lines(p["label"], p.get("kept") or [], False):
             out.print(line)
+        for note in p["notes"][:10]:
+            out.print(f"  note: {_clean(note)}")
         return
     out.print(head + drift)
     for line in _kept_lines(p["label"], p.get("kept") or [], False):
@@ -247,7 +261,12 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
             with _indexing(lib, json_out) as progress:
                 d = lib.sources.apply(plan, progress=progress).as_dict()
             results.append(d)
-            if not json_out:
+            if not json_out and d["from"] == d["to"] and not d["changes"]:      # the same commit: nothing moved
+                out.print(f"{plan.label}: up to date at {d['to'][:12]}"
+                          + ("; the source's files on disk are put back as locked" if d["drift"] else ""))
+                for line in _kept_lines(plan.label, d["kept"], True):
+                    out.print(line)
+            elif not json_out:
                 out.print(f"{plan.label}: updated to {d['to'][:12]}; "
                           + ("the team's lock moved: every server fetches it" if lib.sources.team else "lock moved")
                           + (f"; {len(d['held'])} skill(s) held until `skillshelf trust NAME`" if d["held"] else ""))

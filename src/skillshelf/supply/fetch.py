@@ -180,6 +180,25 @@ def _out(res: subprocess.CompletedProcess) -> str:
     return res.stdout.decode("utf-8", "replace").strip()
 
 
+def uncommitted(url: str) -> list[str]:
+    """A note when ``url`` is a local git working tree with uncommitted changes: only its commits
+    are fetched. (git status runs in the person's own working tree, hooks and fsmonitor off.)"""
+    path = Path(url[len("file://"):] if url.lower().startswith("file://") else url)
+    if not path.is_absolute() or not (path / ".git").exists():
+        return []
+    try:
+        res = subprocess.run([git_path(), *HARDENING, "-C", str(path), "--no-optional-locks", "status",
+                              "--porcelain", "--untracked-files=normal"], stdin=subprocess.DEVNULL,
+                             capture_output=True, env=git_env(), timeout=GIT_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if res.returncode != 0 or not res.stdout.strip():
+        return []
+    n = len(res.stdout.splitlines())
+    return [(f"uncommitted changes in {path} ({n} file{'s' * (n != 1)}) are not fetched: only commits are; "
+             "commit them, then update again")]
+
+
 def init_cache(git_dir: Path, url: str) -> None:
     """A new bare repository whose origin is ``url`` (nothing fetched yet)."""
     git_path()
@@ -516,18 +535,38 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def _top(files: dict[str, bytes], subdir: str) -> str:
+    """The single top folder an archive's files are stepped into ("" when none)."""
+    names = list(files)
+    tops = {n.split("/", 1)[0] for n in names}
+    if len(tops) == 1 and all("/" in n for n in names):
+        top = next(iter(tops))
+        if f"{top}/SKILL.md" not in files or subdir:
+            return top + "/"
+    return ""
+
+
+def no_files(spec: Spec, files: dict[str, bytes]) -> SourceError:
+    """The error for an archive or folder in which ``--path`` (or the whole) holds no files."""
+    if not spec.subdir:
+        return SourceError(f"{spec.url} holds no files",
+                           fix="pass a folder or archive that holds skill folders (each with a SKILL.md)")
+    top = _top(files, spec.subdir)
+    if top and spec.subdir.startswith(top):
+        return SourceError(f"--path {spec.subdir} holds no files in {spec.url}: the archive's single top folder "
+                           f"{top} is stepped into first, so --path starts inside it",
+                           fix=f"pass --path {spec.subdir[len(top):]}")
+    return SourceError(f"--path {spec.subdir} holds no files in {spec.url}",
+                       fix="pass --path with a folder of the source that holds the skills"
+                           + (f" (inside the archive's top folder {top})" if top else ""))
+
+
 def write_files(files: dict[str, bytes], executable: set[str], dest: Path, subdir: str) -> int:
     """Files read by the archive reader (checked names) written into the new folder ``dest``:
     a single top folder that holds no SKILL.md of its own is stepped into (as GitHub's archives
     wrap a repository), then ``subdir``. Returns how many were written."""
     names = list(files)
-    tops = {n.split("/", 1)[0] for n in names}
-    strip = ""
-    if len(tops) == 1 and all("/" in n for n in names):
-        top = next(iter(tops))
-        if f"{top}/SKILL.md" not in files or subdir:
-            strip = top + "/"
-    prefix = strip + (subdir + "/" if subdir else "")
+    prefix = _top(files, subdir) + (subdir + "/" if subdir else "")
     dest.mkdir(parents=True)
     n = 0
     for name in sorted(names):

@@ -75,6 +75,8 @@ class KeptEdits:
                 continue
             rel = d.file if d.skill == "." else d.file[len(d.skill) + 1:]
             by_skill.setdefault(d.skill, {})[rel] = d.problem
+        if not by_skill:
+            return []
         locked = entry.by_path()
         copies = self.src.edits.copies(entry.label)
         names = self._names(entry.label)

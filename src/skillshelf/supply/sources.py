@@ -291,10 +291,7 @@ class Sources:
         if spec.subdir and not any(n.startswith(spec.subdir + "/") or f"/{spec.subdir}/" in n for n in src.files):
             raise SourceError(f"--path {spec.subdir} does not exist in {spec.url}", fix="pass --path with a folder of the source that holds the skills")
         if fetchmod.write_files(src.files, src.executable, tree, spec.subdir) == 0:
-            if not spec.subdir:
-                raise SourceError(f"{spec.url} holds no files",
-                                  fix="pass a folder or archive that holds skill folders (each with a SKILL.md)")
-            raise SourceError(f"--path {spec.subdir} holds no files in {spec.url}", fix="pass --path with a folder of the source that holds the skills")
+            raise fetchmod.no_files(spec, src.files)
         return Fetched(tree, digest, list(src.notes))
 
     @staticmethod
@@ -332,6 +329,7 @@ class Sources:
                 tree, commit, notes, _ = self._fetch(spec, label, tmp, submodules=submodules)
                 timing["fetch"] = time.perf_counter() - t0
                 skills, more = lockmod.scan(tree, label)
+                more += fetchmod.uncommitted(spec.url) if spec.kind == "git" else []
                 timing["lock"] = time.perf_counter() - t0 - timing["fetch"]
                 if not skills:
                     raise SourceError(f"no SKILL.md in {self._where(spec)}",
@@ -504,6 +502,7 @@ class Sources:
         new = lockmod.SourceEntry(label=old.label, source=old.source, kind=old.kind, url=old.url,
                                   ref=spec.ref, path=old.path, commit=commit, pinned=old.pinned,
                                   submodules=old.submodules, updated=_now(), skills=skills)
+        notes += fetchmod.uncommitted(spec.url) if spec.kind == "git" else []
         plan = UpdatePlan(old.label, old, new, tree, notes=notes + more, drift=drift,
                           kept=self.kept.plan(old, drift))
         plan.seconds.update(drift=t1 - t0, fetch=t2 - t1, lock=t3 - t2)

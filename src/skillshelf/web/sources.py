@@ -60,7 +60,8 @@ def _rows(lib: Any) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
         skills = lib.browse(root=s["root"], limit=SKILLS_SHOWN)
         mine = [d for d in drift if d["source"] == s["label"]]
         rows.append({**s, "skill_links": [{"id": r.id, "name": r.name} for r in skills.items],
-                     "indexed": skills.total, "drift": mine[:DRIFT_SHOWN], "drift_total": len(mine)})
+                     "indexed": skills.total, "drift": mine[:DRIFT_SHOWN], "drift_total": len(mine),
+                     "unreadable": [shown_all(u) for u in s.get("unreadable") or []]})
     return rows, drift
 
 
@@ -76,7 +77,9 @@ def _summary(d: dict[str, Any]) -> dict[str, Any]:
         changes.append(dict(c, path=shown_all(c["path"]), files=[shown_all(f) for f in c["files"]],
                             note=shown_all(c["note"] or ""), findings=found))
     return dict(d, changes=changes, changes_total=len(d["changes"]), notes=[shown_all(n) for n in d["notes"]],
-                drift=d["drift"][:DRIFT_SHOWN], drift_total=len(d["drift"]))
+                drift=d["drift"][:DRIFT_SHOWN], drift_total=len(d["drift"]),
+                kept=[dict(k, skill=shown_all(k["skill"]), name=shown_all(k["name"]), kept=shown_all(k["kept"]),
+                           note=shown_all(k["note"])) for k in d.get("kept") or []])
 
 
 def _failed(exc: SkillshelfError) -> Response:
