@@ -6,7 +6,9 @@ across lines and what a skill ``asks`` in words), the audit of one file (``file_
 the audit of a skill's folder kept by content (``skill_audit``: ``Auditor``), pinned roots and the
 agent gate (``pins``: ``Pins``, ``Gate``) and the service the facade exposes (``chain``:
 ``SupplyChain``), and collections fetched from git or archives: fetching (``fetch``), the lock
-file (``lock``), a person's edits merged with upstream (``upstream_merge``, ``source_edits``), a
+file (``lock``), a person's edits merged with upstream (``upstream_merge``, ``source_edits``; those
+made in a source's own folder kept first: ``kept_edits``), a restore into a home that has the sources
+(``lock_restore``), roots left in another home's ``sources/`` (``home_roots``), a
 team's sources kept in the team store and fetched by every server (``shared_sources``) and the
 service the facade exposes as ``Library.sources`` (``sources``: ``Sources``).
 

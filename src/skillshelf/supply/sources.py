@@ -7,7 +7,8 @@ read-only root of the library; its bare git repository is kept in ``<home>/sourc
 Every change is made in a temporary folder under ``<home>/sources/.tmp/`` and renamed into place,
 the lock written last: a failure or Ctrl-C leaves the previous folder, the previous lock and no
 half-written source. An update keeps a person's edits of the source's skills (``source_edits``:
-merged three-way with upstream, a conflict to the review queue). A pinned source's changed
+merged three-way with upstream, a conflict to the review queue), those made in the source's folder
+itself first made workspace copies (``kept_edits``). A pinned source's changed
 skills are held until trusted, as any pinned root's.
 
 With a team store the sources and their lock live in the store and every server fetches the
