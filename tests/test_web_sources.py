@@ -230,6 +230,7 @@ def test_an_edit_in_the_sources_folder_is_shown_becoming_a_copy_before_and_after
     assert "skills/alpha</span>: becomes the workspace copy <strong>alpha</strong>" in html
     html = main_of(post(client, "/sources/team/update", apply="1", **{"from": first, "to": first}).text)
     assert "skills/alpha</span>: is now the workspace copy <strong>alpha</strong>" in html
+    assert "team: up to date at" in html and "lock moved" not in html
     assert "Step 1" in (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8")
 
 
