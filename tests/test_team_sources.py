@@ -223,6 +223,9 @@ def test_a_server_whose_copy_drifted_still_takes_the_next_commit(tmp_path, pg_ur
         # ... and checked against the lock: the drifted file is caught, the whole tree taken, nothing refused
         assert until(lambda: b.sources._state().get("coll", {}).get("installed") == second, WAIT) is not None
         assert "A local edit." not in beta.read_text(encoding="utf-8")
+        # the edit was copied aside first, not dropped
+        kept = list((tmp_path / "b" / "sources" / ".kept" / "coll").glob("*/beta/SKILL.md"))
+        assert kept and "A local edit." in kept[0].read_text(encoding="utf-8")
         assert b.sources.check() == [] and not [ch for ch in b.sources.checks() if ch.status == "fail"]
     finally:
         a.close()

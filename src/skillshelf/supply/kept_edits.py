@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,31 @@ class KeptEdits:
                                           fix=f"copy the folder {self.src.folder(plan.label)} elsewhere, then "
                                               "run the update again") from None
         return kept
+
+    def aside_drift(self, label: str, installed: str | None) -> Path | None:
+        """A team server about to put the team's next commit in place: the files of its folder a
+        person changed or added (against the lock it holds at ``installed``) copied to
+        ``sources/.kept/LABEL/<time>/`` and named on stderr. None when there are none."""
+        try:
+            old = next((e for e in lockmod.read(self.src.lock_path) if e.label == label), None)
+        except SkillshelfError:
+            return None
+        if old is None or not installed or old.commit != installed:
+            return None               # the lock here is not what the folder holds: no edit can be told
+        folder = self.src.folder(label)
+        drift = [d for d in lockmod.check(old, folder) if d.problem != "missing" and d.skill]
+        if not drift:
+            return None
+        dest = self.src.base / ".kept" / label / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        for d in drift:
+            src, to = _inside(folder, d.file), _inside(dest, d.file)
+            if src is not None and to is not None and src.is_file():
+                to.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, to)
+        print(f"skillshelf: {len(drift)} file(s) edited in {folder} kept in {dest} before the team's lock put the "
+              "source's files back (edit a source's skill through skillshelf to make a workspace copy)",
+              file=sys.stderr)
+        return dest
 
     def _aside(self, label: str, k: KeptEdit, aside_root: Path) -> None:
         folder = self.src.folder(label).joinpath(*([] if k.skill == "." else k.skill.split("/")))

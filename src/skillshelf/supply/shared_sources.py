@@ -158,6 +158,7 @@ class SharedSources:
             dest.parent.mkdir(parents=True, exist_ok=True)
             there = dest.exists()
             if there:
+                src.kept.aside_drift(e.label, had)     # a person's edits in the folder are copied aside first
                 os.rename(dest, aside)
             try:
                 os.rename(tree, dest)
