@@ -18,6 +18,9 @@ _COMMENT = re.compile(rb"^([ \t]{0,40}(?:#(?!!)|//|--|;|rem\s|/\*+|\*(?!/)|<#|\"
 # in a data file (YAML, TOML, INI) or a Markdown code block: a # or // comment
 _HASH_COMMENT = re.compile(rb"^([ \t]{0,40}(?:#(?![!#])|//)[ \t]?)([^\n]*)$", re.MULTILINE)
 MAX_COMMENT_LINES = 2_000
+_WORD_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in range(256))
+# the words the readers of ``intent`` start a sentence from
+_GATE = intent._SECRET_WORDS | intent._CONCEAL_ANCHORS | intent._SET_ASIDE_WORDS | intent._REVEAL_WORDS
 # a Python docstring (or any string of three quotes opening a line)
 _DOCSTRING = re.compile(rb"^[ \t]{0,40}[rbu]{0,2}(\"\"\"|\'\'\')(.{0,20000}?)\1", re.MULTILINE | re.DOTALL)
 # a comment that speaks to the agent: "NOTE FOR AI CODING AGENTS:", "Assistant: …", "if you are an AI model"
@@ -29,7 +32,7 @@ _SPEAKS = re.compile(rb"\b(?:notes?|messages?|instructions?|notice)\s+(?:for|to)
 
 def check(scan: Scan) -> None:
     """Read the whole-line comments of a script, of a data file (YAML, TOML: ``#``) and of a Markdown
-    file's code blocks as prose: everything else blanked (same offsets)."""
+    file's code blocks as prose: the comment lines alone, each found finding put back on its line."""
     if scan.hidden_why or scan.depth > 1:
         return            # (depth 1: the text as a model reads it, ``view``)
     if scan.kind == "script":
@@ -41,45 +44,57 @@ def check(scan: Scan) -> None:
             "a code block"
     if not regions:
         return
-    text = bytearray(b" " * len(scan.data))
-    for i, nl in enumerate(re.finditer(rb"\n", scan.data)):
-        if i > 200_000:
-            break
-        text[nl.start()] = 0x0A
-    n = 0
+    spans: list[tuple[int, int]] = []
     agent: list[tuple[int, int]] = []
     for rs, re_ in regions:
         for m in rx.finditer(scan.data, rs, re_):
-            n += 1
-            if n > MAX_COMMENT_LINES:
+            if len(spans) >= MAX_COMMENT_LINES:
                 break
             s, e = m.start(2), m.end(2)
-            text[s:e] = scan.data[s:e]
+            spans.append((s, e))
             if _SPEAKS.search(scan.low, s, e):
                 agent.append((s, e))
     if scan.kind == "script" and scan.file.endswith(".py") and (b'"""' in scan.data or b"'''" in scan.data):
         for k, m in enumerate(_DOCSTRING.finditer(scan.data)):   # a docstring is prose too
             if k >= 200:
                 break
-            n += 1
-            text[m.start(2):m.end(2)] = scan.data[m.start(2):m.end(2)]
+            spans.append((m.start(2), m.end(2)))
             for sp in _SPEAKS.finditer(scan.low, m.start(2), m.end(2)):
                 agent.append((sp.start(), sp.end()))
                 break
-    if n == 0:
+    if not spans:
         return
+    said = b" ".join(scan.low[s:e] for s, e in spans)
+    if said.isascii() and frozenset(said.translate(_WORD_BYTES).split()).isdisjoint(_GATE):
+        return            # no word any of the English readers starts from, and no other language
+    # the comment lines alone, a blank line where code came between them; origin: each line's line in the file
+    out: list[bytes] = []
+    origin: list[int] = []
+    last, prev = -1, -2
+    for s, e in sorted(spans, key=lambda se: (se[0], -se[1])):
+        if s < last:
+            continue          # a docstring's first line, also read as a comment
+        ln = scan.line_of(s)
+        if ln > prev + 1:
+            out.append(b"")
+            origin.append(ln)
+        for j, part in enumerate(scan.data[s:e].split(b"\n")):
+            out.append(part)
+            origin.append(ln + j)
+        last, prev = e, origin[-1]
     # read as prose is read (negation, teaching, quotes lower it), then graded as a script's text
-    inner = type(scan)(bytes(text), scan.file, "markdown", scan.security_topic, depth=scan.depth + 1)
+    inner = type(scan)(b"\n".join(out) + b"\n", scan.file, "markdown", scan.security_topic, depth=scan.depth + 1)
     intent.check(inner)
     languages.requests(inner)
     for f in inner.finish():
-        at = _offset_of_line(scan, f.line)
+        line = origin[min(max(f.line, 1), len(origin)) - 1]
+        at = _offset_of_line(scan, line)
         # a comment block speaking to the agent: its paragraph (the comment lines around it)
-        speaks = any(scan.line_of(s) <= f.line <= scan.line_of(e) + 4 and scan.line_of(s) >= f.line - 4
+        speaks = any(scan.line_of(s) <= line <= scan.line_of(e) + 4 and scan.line_of(s) >= line - 4
                      for s, e in agent)
         sev = f.severity if f.severity == "low" or speaks else "medium"
         scan.add(f.rule, sev, at, f.message + f" — in a comment of {where}" + (", addressed to the agent" if speaks else ""),
-                 excerpt=f.excerpt, line=f.line)
+                 excerpt=f.excerpt, line=line)
 
 
 def _offset_of_line(scan: Scan, line: int) -> int:
