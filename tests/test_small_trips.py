@@ -120,3 +120,25 @@ def test_diff_and_review_show_take_json_as_every_read_command_does(tmp_path):
     d = json.loads(p.stdout)
     assert d["action"] == "FIX" and d["base"]["version"] == 2 and "curl -fsSL" in d["text"]
     assert [f["rule"] for f in d["findings"] if f["severity"] == "high"] == ["exec.fetch-and-run"]
+
+
+def test_a_copied_home_serves_its_own_files_not_the_originals(tmp_path):
+    """``cp -a`` keeps every file's time and size: the quick look of a sync must still see that
+    the skill is now at another path, or the copy reads (and serves) the original home's files."""
+    import shutil
+
+    home = tmp_path / "home"
+    assert sk("init", home=home).returncode == 0
+    assert sk("sync", home=home).returncode == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(home, copy, symlinks=True)          # times kept, as cp -a does
+    md = home / "skills" / "docker-multi-stage-build" / "SKILL.md"
+    md.write_text(md.read_text(encoding="utf-8") + "\nOnly the original home has this line.\n", encoding="utf-8")
+    p = sk("show", "docker-multi-stage-build", "--json", home=copy)
+    assert p.returncode == 0, p.stderr
+    shown = json.loads(p.stdout)
+    assert shown["path"].startswith(str(copy)), shown["path"]
+    assert "Only the original home has this line." not in shown["body"]
+    shutil.rmtree(home)                                   # the original gone: the copy still works
+    p = sk("show", "docker-multi-stage-build", "--json", home=copy)
+    assert p.returncode == 0 and json.loads(p.stdout)["path"].startswith(str(copy))

@@ -228,7 +228,7 @@ def _sync_files(store: Store, roots: list[Root], report: SyncReport, progress: P
         if f.id in seen_ids:
             continue
         seen_ids.add(f.id)
-        if snapshot.get(f.id) == (f.mtime_ns, f.size):
+        if snapshot.get(f.id) == (f.mtime_ns, f.size, f.file):    # (a moved home: the same file elsewhere)
             report.unchanged += 1
             continue
         inv = invalid_rows.get(f.file)
@@ -322,7 +322,7 @@ def _sync_isolated(tx, writer: lexical.Writer, f: Found, row, report: SyncReport
     Ctrl-C rolls it back alone and goes on to the caller."""
     import sqlite3
 
-    if row is not None and row["mtime_ns"] == f.mtime_ns and row["size"] == f.size:
+    if row is not None and row["mtime_ns"] == f.mtime_ns and row["size"] == f.size and row["path"] == f.file:
         report.unchanged += 1          # another process indexed it meanwhile
         return
     writer.keep()
@@ -372,7 +372,7 @@ def _sync_one(tx, writer: lexical.Writer, f: Found, row, report: SyncReport, see
         return
     digest = sha256(data)
     if row is not None and row["content_hash"] == digest:
-        SkillIndex.touch(tx, row["rowid"], f.mtime_ns, f.size)
+        SkillIndex.touch(tx, row["rowid"], f.mtime_ns, f.size, f.file)
         report.unchanged += 1
         # touched (a checkout, a copy): its other files may have changed with it
         _audit(tx, auditor, f, data, report)

@@ -26,7 +26,7 @@ IN_CHUNK = 500   # values per IN (...) list: far below SQLite's limit on bound p
 # the invalid-file list's columns, in the table's order
 INVALID_COLUMNS = ("path", "root", "rel", "rule", "message", "line", "mtime_ns", "size")
 # what a sync needs to decide about a row it may write
-_ROW_STATE = ("rowid", "id", "mtime_ns", "size", "content_hash")
+_ROW_STATE = ("rowid", "id", "mtime_ns", "size", "content_hash", "path")
 
 
 def _marks(n: int) -> str:
@@ -59,11 +59,11 @@ class SkillIndex:
         self.store = store
 
     # --- reads outside a transaction (a first look; re-checked inside it) --------------
-    def file_states(self, under: list[tuple[str, str]] | None = None) -> dict[str, tuple[int, int]]:
-        """Skill id -> (mtime_ns, size) of the file each row was indexed from; ``under``: only
-        the ids equal to or starting with one of these (id, prefix) pairs."""
-        sql, params = _under("SELECT id, mtime_ns, size FROM skills", under)
-        return {r[0]: (r[1], r[2]) for r in self.store.db.execute(sql, params)}
+    def file_states(self, under: list[tuple[str, str]] | None = None) -> dict[str, tuple[int, int, str]]:
+        """Skill id -> (mtime_ns, size, path) of the file each row was indexed from; ``under``:
+        only the ids equal to or starting with one of these (id, prefix) pairs."""
+        sql, params = _under("SELECT id, mtime_ns, size, path FROM skills", under)
+        return {r[0]: (r[1], r[2], r[3]) for r in self.store.db.execute(sql, params)}
 
     def invalid_files(self) -> dict[str, dict[str, Any]]:
         """Path -> the invalid-file row (``INVALID_COLUMNS``) of every file that could not be indexed."""
@@ -73,8 +73,8 @@ class SkillIndex:
     # --- inside the sync's transaction ---------------------------------------------------
     @staticmethod
     def rows_for(tx, ids: list[str]) -> dict[str, dict[str, Any]]:
-        """Skill id -> its row's state (rowid, id, mtime_ns, size, content_hash), for the
-        ids that have a row now."""
+        """Skill id -> its row's state (rowid, id, mtime_ns, size, content_hash, path), for
+        the ids that have a row now."""
         out: dict[str, dict[str, Any]] = {}
         for part in _chunks(ids):
             for r in tx.execute(f"SELECT {', '.join(_ROW_STATE)} FROM skills WHERE id IN ({_marks(len(part))})",
@@ -101,9 +101,10 @@ class SkillIndex:
         tx.execute(f"UPDATE skills SET {sets} WHERE rowid = ?", (*values.values(), rowid))
 
     @staticmethod
-    def touch(tx, rowid: int, mtime_ns: int, size: int) -> None:
-        """Record a new file state for a row whose content did not change."""
-        tx.execute("UPDATE skills SET mtime_ns = ?, size = ? WHERE rowid = ?", (mtime_ns, size, rowid))
+    def touch(tx, rowid: int, mtime_ns: int, size: int, path: str) -> None:
+        """Record a new file state for a row whose content did not change (a moved or copied
+        home: the same skill at another path)."""
+        tx.execute("UPDATE skills SET mtime_ns = ?, size = ?, path = ? WHERE rowid = ?", (mtime_ns, size, path, rowid))
 
     @staticmethod
     def delete(tx, rowid: int) -> None:
