@@ -142,3 +142,17 @@ def test_a_copied_home_serves_its_own_files_not_the_originals(tmp_path):
     shutil.rmtree(home)                                   # the original gone: the copy still works
     p = sk("show", "docker-multi-stage-build", "--json", home=copy)
     assert p.returncode == 0 and json.loads(p.stdout)["path"].startswith(str(copy))
+
+
+def test_a_broken_settings_file_is_one_line_that_does_not_advise_deleting_the_saved_roots(tmp_path):
+    home = tmp_path / "home"
+    assert sk("init", home=home).returncode == 0
+    cfg = home / "config.toml"
+    cfg.write_text('roots = ["/srv/skills"\n', encoding="utf-8")
+    p = sk("list", home=home)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert "is not valid TOML" in p.stderr and "deleting it forgets them" in p.stderr
+    assert "or delete it" not in p.stderr
+    cfg.write_bytes(b"a" * 2_000_000)                     # read bounded: a huge file is named, not read
+    p = sk("list", home=home)
+    assert p.returncode == 1 and "the limit is" in p.stderr and "Traceback" not in p.stderr

@@ -17,6 +17,7 @@ from typing import Any
 import platformdirs
 
 from .errors import ConfigError
+from .files import FileRefused, read_text_bounded
 
 WRITE_POLICIES = ("read-only", "propose", "open")
 # the embedding backends offered to users ("fake", a deterministic test backend, is accepted
@@ -277,15 +278,28 @@ def describe(cfg: Config) -> list[tuple[str, Any, str, str]]:
     return rows
 
 
+# config.toml holds settings and saved roots: a file past this is not one a person wrote
+CONFIG_MAX_BYTES = 1 << 20
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """``config.toml`` read (bounded) and parsed; ``ConfigError`` naming the problem and the fix."""
+    keeps = "it also holds the saved roots and settings, so deleting it forgets them"
+    try:
+        return tomllib.loads(read_text_bounded(path, CONFIG_MAX_BYTES))
+    except FileRefused as exc:     # too large, or not UTF-8
+        raise ConfigError(f"the settings file cannot be read: {exc.message}",
+                          fix=f"make it a short UTF-8 text of the settings you need ({keeps})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}", fix=f"fix the line it names ({keeps})") from None
+
+
 def saved_entries(home: Path | str) -> list[Path]:
     """The roots as ``<home>/config.toml`` writes them (one inside the home relative to it)."""
     path = Path(home) / "config.toml"
     if not path.exists():
         return []
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}", fix="fix the file or delete it") from None
+    data = load_toml(path)
     return _coerce("roots", [], data.get("roots", []))
 
 
@@ -328,10 +342,7 @@ def save_setting(home: Path, key: str, value: Any) -> Path:
     path = Path(home) / "config.toml"
     data: dict[str, Any] = {}
     if path.exists():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path} is not valid TOML: {exc}", fix="fix the file or delete it") from None
+        data = load_toml(path)
     if value is None:
         data.pop(key, None)
     else:
@@ -415,10 +426,7 @@ def load(home: Path | str | None = None, **overrides: Any) -> Config:
     evolution_values: dict[str, Any] = {}
     cfg_file = base.config_path
     if cfg_file.exists():
-        try:
-            data = tomllib.loads(cfg_file.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{cfg_file} is not valid TOML: {exc}", fix="fix the file or delete it") from None
+        data = load_toml(cfg_file)
         names = {f.name: f for f in dataclasses.fields(Config) if not f.metadata.get("internal")}
         snames = {f.name: f for f in dataclasses.fields(SearchConfig)}
         jnames = {f.name for f in dataclasses.fields(JudgeConfig)}
