@@ -2,7 +2,7 @@
 
 ``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v10`` were each measured
 once against the rules of their day, by the rules' writer not having read them, and then used to
-improve the rules: they are seen now. ``heldout/`` is the newest: written by someone
+improve the rules: they are seen now. ``heldout/`` (the eleventh) is the newest: written by someone
 who read neither the rules nor the fixtures, measured once after the rules' last change, and not
 used to tune them (while no such set exists, its tests are skipped).
 The goal (issue 35): at least 90 % of the hostile skills medium or above, 75 % high, and no
@@ -27,8 +27,8 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v8", "heldout-v9", "heldout-v10")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 0, "high": 0}     # set when the next set is added and measured
-NEWEST_BENIGN_HIGH: set[str] = set()
+NEWEST_FLOOR = {"medium": 43, "high": 38}     # the eleventh set, 62 hostile: 69.4 % and 61.3 % (d5800de)
+NEWEST_BENIGN_HIGH: set[str] = {"c-prompt-injectie-les", "d-skill-intake-review"}
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
 
