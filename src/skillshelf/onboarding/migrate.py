@@ -282,60 +282,48 @@ def _drafts(base: Path, team: TeamCopy, report: MigrationReport) -> None:
     report.already["rejected drafts"] += len(entries) - len(new)
 
 
-def _overlays(rows: LocalRows, team: TeamCopy, report: MigrationReport) -> None:
-    have = team.overlay_states()
-    for ov in rows.overlays():
-        sid = ov["skill_id"]
-        theirs = have.get(sid)
+def _each(report: MigrationReport, kind: str, items: list[dict[str, Any]], *, key: str,
+          states: Callable[[], dict[str, Any]], copy: Callable[[dict[str, Any]], bool],
+          same: Callable[[Any, dict[str, Any]], bool], why: Callable[[Any], str]) -> None:
+    """Copy each item the team store lacks (by ``key``); one it has is counted as there when it
+    is the ``same``, else left out, named, with ``why``: nothing in the team store is overwritten."""
+    have = states()
+    for item in items:
+        k = item[key]
+        theirs = have.get(k)
         if theirs is None:
-            if report.dry_run or team.copy_overlay(ov):
-                report.copied["overlays"] += 1
+            if report.dry_run or copy(item):
+                report.copied[kind] += 1
                 continue
-            theirs = team.overlay_states().get(sid)
-        if theirs is not None and all(theirs[k] == ov[k] or (k == "updated_at" and not ov[k]) for k in theirs):
-            report.already["overlays"] += 1
+            theirs = states().get(k)        # another copy came first
+        if theirs is not None and same(theirs, item):
+            report.already[kind] += 1
         else:
-            report.leave_out("overlays", sid, "the team store has its own decision about this skill "
-                                              f"({(theirs or {}).get('status') or 'no status'}): the local one "
-                                              "was not copied")
+            report.leave_out(kind, k, why(theirs))
+
+
+def _overlays(rows: LocalRows, team: TeamCopy, report: MigrationReport) -> None:
+    _each(report, "overlays", rows.overlays(), key="skill_id", states=team.overlay_states, copy=team.copy_overlay,
+          same=lambda theirs, ov: all(theirs[k] == ov[k] or (k == "updated_at" and not ov[k]) for k in theirs),
+          why=lambda theirs: "the team store has its own decision about this skill "
+                             f"({(theirs or {}).get('status') or 'no status'}): the local one was not copied")
 
 
 # --- the supply: pins, trusts, sources -------------------------------------------------------
 
 def _pins(rows: LocalRows, team: TeamCopy, report: MigrationReport) -> None:
-    have = team.pin_states()
-    for pinned in rows.pinned_roots():
-        root = pinned["root"]
-        mine = {s["skill_id"]: s["content_key"] for s in pinned["skills"]}
-        theirs = have.get(root)
-        if theirs is None:
-            if report.dry_run or team.copy_pinned_root(pinned):
-                report.copied["pinned roots"] += 1
-                continue
-            theirs = team.pin_states().get(root)
-        if theirs == mine:
-            report.already["pinned roots"] += 1
-        else:
-            report.leave_out("pinned roots", root, "the team store pins this root with other content: the local pin "
-                                                   "was not copied (`skillshelf trust --root LABEL` on a server "
-                                                   "re-pins it as that server has it)")
+    _each(report, "pinned roots", rows.pinned_roots(), key="root", states=team.pin_states,
+          copy=team.copy_pinned_root,
+          same=lambda theirs, pinned: theirs == {s["skill_id"]: s["content_key"] for s in pinned["skills"]},
+          why=lambda _: "the team store pins this root with other content: the local pin was not copied "
+                        "(`skillshelf trust --root LABEL` on a server re-pins it as that server has it)")
 
 
 def _trusts(rows: LocalRows, team: TeamCopy, report: MigrationReport) -> None:
-    have = team.trust_states()
-    for t in rows.trusts():
-        sid = t["skill_id"]
-        theirs = have.get(sid)
-        if theirs is None:
-            if report.dry_run or team.copy_trust(t):
-                report.copied["trusts"] += 1
-                continue
-            theirs = team.trust_states().get(sid)
-        if theirs == t["content_key"]:
-            report.already["trusts"] += 1
-        else:
-            report.leave_out("trusts", sid, "the team store trusts other content of this skill: the local trust was "
-                                            "not copied (`skillshelf trust NAME` on a server decides again)")
+    _each(report, "trusts", rows.trusts(), key="skill_id", states=team.trust_states, copy=team.copy_trust,
+          same=lambda theirs, t: theirs == t["content_key"],
+          why=lambda _: "the team store trusts other content of this skill: the local trust was not copied "
+                        "(`skillshelf trust NAME` on a server decides again)")
 
 
 def _sources(local: Callable[[], dict[str, str]], team: TeamCopy, report: MigrationReport) -> None:
