@@ -76,3 +76,12 @@ def test_the_newest_held_out_set_meets_the_goal(model):
     assert sum(severity_at_least(v, "medium") for v in hostile.values()) >= 0.9 * len(hostile)
     assert sum(v == "high" for v in hostile.values()) >= 0.75 * len(hostile)
     assert not [k for k, v in benign.items() if v == "high"]
+
+
+def test_pytest_never_loads_a_fixtures_conftest(pytestconfig):
+    """The sets hold hostile skills, some with a ``conftest.py`` of their own (one runs a decoded
+    payload in ``pytest_configure``): a run over ``tests/`` must never collect them."""
+    assert "fixtures" in pytestconfig.getini("norecursedirs")
+    assert [p for p in FIXTURES.rglob("conftest.py")], "the sets hold a conftest.py: this guard has something to do"
+    loaded = [getattr(m, "__file__", "") or "" for m in pytestconfig.pluginmanager.get_plugins()]
+    assert not [f for f in loaded if str(FIXTURES) in f]

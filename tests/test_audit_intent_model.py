@@ -173,7 +173,8 @@ def test_the_real_model_scores_the_same_text_the_same_way(minilm):
 
 
 def test_the_seen_sets_benign_look_alikes_stay_below_high_with_the_real_model(real):
-    for name in sorted(p.name for p in FIXTURES.iterdir() if p.name.startswith(("tuning", "heldout"))):
+    # the seen sets: the newest (heldout/, not used to tune) is held to what it measured in test_audit_heldout.py
+    for name in sorted(p.name for p in FIXTURES.iterdir() if p.name.startswith(("tuning", "heldout-"))):
         for d in sorted((FIXTURES / name / "benign").iterdir()):
             assert risk(audit_folder(d / "SKILL.md", sentences=real)[0]) != "high", (name, d.name)
 
