@@ -373,6 +373,15 @@ def m015_change_journal(db: sqlite3.Connection) -> None:
     """)
 
 
+def m016_file_state_path(db: sqlite3.Connection) -> None:
+    # An unchanged sync's first look compares each file's path too (a moved or copied home finds
+    # the same skills, with the same times and sizes, at other paths): the covering index holds it.
+    _script(db, """
+    DROP INDEX skills_file_state;
+    CREATE INDEX skills_file_state ON skills(id, mtime_ns, size, path);
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_skills", m001_skills),
     ("002_lexical", m002_lexical),
@@ -389,4 +398,5 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("013_outcome_version", m013_outcome_version),
     ("014_skills_path", m014_skills_path),
     ("015_change_journal", m015_change_journal),
+    ("016_file_state_path", m016_file_state_path),
 ]
