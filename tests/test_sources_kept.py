@@ -312,3 +312,34 @@ def test_small_things_a_new_user_met(tmp_path, upstream):
     assert sk(home, "sources", "update", "local", "--dry-run").returncode == 0
     r = sk(home, "sources", "list")
     assert "0 commits behind upstream (as of " in r.stdout and "--dry-run` looks again" in r.stdout, r.stdout
+
+
+def test_a_persons_own_workspace_skill_of_the_same_name_is_never_written_over(tmp_path, upstream):
+    """An edit in the source's folder of a skill whose name a person's own workspace skill has
+    goes aside (the workspace folder holds another skill), and an agent's FIX of the source's
+    skill is refused: before, both wrote the copy over the person's skill, with no version kept."""
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    mine = home / "skills" / "alpha" / "SKILL.md"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("---\nname: alpha\ndescription: My own alpha, nothing to do with the source's.\n---\n\n"
+                    "My own alpha steps.\n", encoding="utf-8")
+    assert sk(home, "sync").returncode == 0
+    from skillshelf import Library
+    from skillshelf.embeddings.fake import FakeEmbedder
+    from skillshelf.errors import ConflictError
+
+    with Library(home, write_policy="open", embedder=FakeEmbedder(), auto_sync=False) as lib:
+        with pytest.raises(ConflictError, match="its own skill named 'alpha'"):
+            lib.save("FIX", target_skill_name="ops:skills/alpha", lesson="Check the key's age first", by="agent")
+    assert "My own alpha steps." in mine.read_text(encoding="utf-8")
+    src = home / "sources" / "ops" / "skills" / "alpha" / "SKILL.md"
+    src.write_text(src.read_text(encoding="utf-8") + "\nMy edit in the source's folder.\n", encoding="utf-8")
+    upstream.write("skills/alpha/SKILL.md", ALPHA.replace("Keep the old key for a day.", "Keep the old key a week."))
+    upstream.commit("a week")
+    upstream.push()
+    r = sk(home, "sources", "update", "ops", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "My own alpha steps." in mine.read_text(encoding="utf-8")
+    kept = list((home / "sources" / ".kept" / "ops").rglob("SKILL.md"))
+    assert kept and "My edit in the source's folder." in kept[0].read_text(encoding="utf-8")

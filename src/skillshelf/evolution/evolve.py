@@ -93,6 +93,24 @@ class Evolver:
         except OSError as exc:
             raise NotFoundError(f"cannot read {path}: {exc.strerror}", fix="run `skillshelf sync` and try again") from None
 
+    def _only_a_copy_of(self, name: str, origin: str) -> None:
+        """A FIX of a read-only root's skill writes its copy in the workspace folder of its name:
+        one holding another skill (a person's own, or a copy of another root's skill of that name)
+        is never written over."""
+        path = Path(self.cfg.workspace) / name / "SKILL.md"
+        if not path.exists():
+            return
+        try:
+            have = skillmod.parse(self._read(path)).skill
+        except SkillshelfError:
+            have = None
+        theirs = (have.metadata or {}).get("origin") if have is not None else None
+        if theirs != origin:
+            raise ConflictError(f"the workspace has its own skill named {name!r}"
+                                + (f" (a copy of {theirs})" if theirs else "") + f", not a copy of {origin}",
+                                fix=f"FIX workspace:{name} itself, or rename that skill first; a copy of {origin} "
+                                    "needs its folder")
+
     def _require(self, name: Any, what: str):
         if not isinstance(name, str) or not name.strip():
             raise ValidationError(f"{what} is required for this action", fix=f"pass {what}")
@@ -189,6 +207,7 @@ class Evolver:
             if target.kind != "workspace":
                 origin = target.id
                 meta["origin"] = target.id
+                self._only_a_copy_of(name, target.id)
             # a fork keeps every key of the original (unknown ones included)
             sk = cur.replace(name=name,
                              description=check_description(a["description"]) if a.get("description") else cur.description,
