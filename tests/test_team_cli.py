@@ -351,3 +351,10 @@ def test_migrate_store_carries_the_supply_decisions_pins_trusts_and_sources(loca
     assert p.returncode == 0, p.stderr
     assert {"alpha", "beta"} <= {s["name"] for s in json.loads(p.stdout)}
     assert git(up.work, "rev-parse", "HEAD")[:12] in sk("--store", pg_url, "sources", "list", home=other).stdout
+    # a second library that fetched the same source at the same commit, at another time: there already
+    second = tmp_path / "second"
+    assert sk("init", home=second).returncode == 0
+    assert sk("sources", "add", up.url, home=second).returncode == 0
+    p = sk("migrate-store", "--to", pg_url, home=second)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _counts(p.stdout)["sources"] == (0, 1)

@@ -326,6 +326,12 @@ def _trusts(rows: LocalRows, team: TeamCopy, report: MigrationReport) -> None:
                         "(`skillshelf trust NAME` on a server decides again)")
 
 
+def _locked_part(document: str) -> list[str]:
+    """A source's lock document without the time it was last updated (two libraries that fetched
+    the same commit at different times hold the same source)."""
+    return [line for line in document.splitlines() if not line.startswith("updated = ")]
+
+
 def _sources(local: Callable[[], dict[str, str]], team: TeamCopy, report: MigrationReport) -> None:
     try:
         mine = local()
@@ -337,7 +343,7 @@ def _sources(local: Callable[[], dict[str, str]], team: TeamCopy, report: Migrat
     for label, doc in sorted(mine.items()):
         if label not in theirs:
             new[label] = doc
-        elif theirs[label] == doc:
+        elif _locked_part(theirs[label]) == _locked_part(doc):     # the same source at the same commit
             report.already["sources"] += 1
         else:
             report.leave_out("sources", label, "the team's lock has a source of this label at another commit or "
