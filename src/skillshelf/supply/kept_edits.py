@@ -25,12 +25,12 @@ from ..files import (
     MAX_RESOURCE_BYTES,
     MAX_SKILL_BYTES,
     FileRefused,
-    contained,
     read_bounded,
     read_text_bounded,
     write_file,
 )
 from . import fetch as fetchmod, lock as lockmod
+from .source_edits import inside
 
 
 @dataclass
@@ -53,13 +53,6 @@ class KeptEdit:
     def as_dict(self) -> dict[str, Any]:
         return {"skill": self.skill, "files": self.files, "action": self.action, "name": self.name,
                 "kept": self.kept, "note": self.note}
-
-
-def _inside(folder: Path, rel: str) -> Path | None:
-    try:
-        return contained(folder, folder.joinpath(*rel.split("/")))
-    except ValidationError:
-        return None
 
 
 class KeptEdits:
@@ -126,7 +119,7 @@ class KeptEdits:
                                check=False)
             return res.stdout if res.returncode == 0 and len(res.stdout) <= MAX_RESOURCE_BYTES else None
         if plan.tree is not None and plan.new.commit == entry.commit:
-            path = _inside(plan.tree, file if skill == "." else f"{skill}/{file}")
+            path = inside(plan.tree, file if skill == "." else f"{skill}/{file}")
             with contextlib.suppress(OSError, FileRefused):
                 return read_bounded(path, MAX_RESOURCE_BYTES) if path is not None else None
         return None
@@ -171,7 +164,7 @@ class KeptEdits:
             return None
         dest = self.src.base / ".kept" / label / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
         for d in drift:
-            src, to = _inside(folder, d.file), _inside(dest, d.file)
+            src, to = inside(folder, d.file), inside(dest, d.file)
             if src is not None and to is not None and src.is_file():
                 to.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, to)
@@ -186,7 +179,7 @@ class KeptEdits:
         for f, problem in k.files.items():
             if problem == "missing":
                 continue
-            src, to = _inside(folder, f), _inside(dest, f)
+            src, to = inside(folder, f), inside(dest, f)
             if src is None or to is None or not src.is_file():
                 continue
             to.parent.mkdir(parents=True, exist_ok=True)
@@ -214,7 +207,7 @@ class KeptEdits:
         for f, problem in k.files.items():
             if problem == "missing" or f == "SKILL.md":
                 continue
-            src, to = _inside(folder, f), _inside(copy_dir, f)
+            src, to = inside(folder, f), inside(copy_dir, f)
             if src is None or to is None:
                 continue
             write_file(to, read_bounded(src, MAX_RESOURCE_BYTES))
@@ -225,6 +218,6 @@ class KeptEdits:
             if data is not None:
                 self.src.edits.keep_base(label, k.skill, data, f)
             else:
-                target = _inside(base, f)
+                target = inside(base, f)
                 if target is not None:
                     target.unlink(missing_ok=True)

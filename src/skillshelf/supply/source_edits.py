@@ -52,7 +52,7 @@ class FileEdit:
         return {"file": self.file, "edit": self.edit, "note": self.note}
 
 
-def _inside(folder: Path, rel: str) -> Path | None:
+def inside(folder: Path, rel: str) -> Path | None:
     """``folder``/``rel`` when it stays inside ``folder`` (``rel`` comes from the lock), else None."""
     try:
         return contained(folder, folder.joinpath(*rel.split("/")))
@@ -154,7 +154,7 @@ class EditedCopies:
         from: the one kept at the last merge, else the file at the locked commit (the git cache),
         else the source folder's when it still has the locked digest. None when it cannot be known."""
         rel = [] if path == "." else path.split("/")
-        kept = _read(_inside(self.src._bases(entry.label).joinpath(*rel), file))
+        kept = _read(inside(self.src._bases(entry.label).joinpath(*rel), file))
         if kept is not None:
             return kept
         if entry.kind == "git" and self.src._cache(entry.label).is_dir():
@@ -165,7 +165,7 @@ class EditedCopies:
                 return res.stdout
         skill = entry.by_path().get(path)
         want = skill.digests().get(file) if skill else None
-        data = _read(_inside(self.src.folder(entry.label).joinpath(*rel), file))
+        data = _read(inside(self.src.folder(entry.label).joinpath(*rel), file))
         if data is None or want != ("sha256:" + hashlib.sha256(data).hexdigest(), len(data)):
             return None
         return data
@@ -177,11 +177,11 @@ class EditedCopies:
         tree = plan.tree.joinpath(*([] if path == "." else path.split("/")))
         out = []
         for f in files:
-            mine = _inside(copy_dir, f) if f != "SKILL.md" else None
+            mine = inside(copy_dir, f) if f != "SKILL.md" else None
             if mine is None or not mine.is_file():
                 continue
             ours = _read(mine)
-            theirs = _read(_inside(tree, f))
+            theirs = _read(inside(tree, f))
             where = f"sources/{plan.label}/{f if path == '.' else path + '/' + f}"
             if ours is None:
                 out.append(FileEdit(f, "conflict", "your file cannot be read: it is left as it is", mine))
@@ -240,7 +240,7 @@ class EditedCopies:
 
     def keep_base(self, label: str, path: str, text: str | bytes, file: str = "SKILL.md") -> None:
         base = self.src._bases(label).joinpath(*([] if path == "." else path.split("/")))
-        target = _inside(base, file) if file != "SKILL.md" else base / "SKILL.md"
+        target = inside(base, file) if file != "SKILL.md" else base / "SKILL.md"
         if target is not None:
             write_file(target, text)
 

@@ -267,6 +267,5 @@ def draft(request: Request, name: str):
     d = lib_of(request).draft_review(name)
     # what a person reviews: an invisible character in the draft's reason or lesson is shown (<U+200B>)
     d["args"] = {k: visible(v) if isinstance(v, str) else v for k, v in d["args"].items()}
-    d["findings"] = [dict(f, where=f"{f.get('file') or 'SKILL.md'}" + (f":{f['line']}" if f.get("line") else ""),
-                          shown=visible(f.get("excerpt"))) for f in d.get("findings") or []]
+    d["findings"] = supply.finding_rows(d.get("findings") or [])
     return page(request, "draft.html", d=d)

@@ -26,6 +26,13 @@ EXCERPT_MAX = 300          # characters of a finding's excerpt shown
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
+
+def finding_rows(findings: list[dict]) -> list[dict]:
+    """Audit findings as ``_macros.audit_findings`` shows them: ``where`` (file:line) and a
+    visible excerpt (invisible characters named)."""
+    return [dict(f, where=f"{f.get('file') or 'SKILL.md'}" + (f":{f['line']}" if f.get("line") else ""),
+                 shown=visible(f.get("excerpt"))) for f in findings]
+
 def visible(text: Any, limit: int = EXCERPT_MAX) -> str:
     """Text with every character a reader would not see (controls, zero-width and bidi
     characters, other format characters) written as ``<U+200B>``, as the audit's excerpts
@@ -49,8 +56,7 @@ def findings(lib: Any, skill_id: str) -> dict[str, Any] | None:
         return None
     if a is None:
         return None
-    rows = [dict(f, where=f"{f.get('file') or 'SKILL.md'}" + (f":{f['line']}" if f.get("line") else ""),
-                 shown=visible(f.get("excerpt"))) for f in (a.get("findings") or [] if found is None else found)]
+    rows = finding_rows(a.get("findings") or [] if found is None else found)
     return {"risk": a.get("risk") or "none", "trusted": bool(a.get("trusted")), "findings": rows,
             "hidden": lib.supply.hidden().get(skill_id)}
 
