@@ -52,7 +52,8 @@ def test_a_save_through_one_server_is_indexed_on_the_other_without_walking_its_r
     assert until(lambda: found(b, "fix CORS errors in API routes", "cors-api")) is not None
     assert of(b, ro, walks) == [(str(b.config.workspace), "cors-api")]
     assert b.get("cors-api").kind == "workspace"
-    assert b.indexer.embedder_status()["vectors"] == b.indexer.embedder_status()["skills"]
+    # the text is embedded just after it is indexed: wait for the vector, never for a walk
+    assert until(lambda: (lambda st: st["vectors"] == st["skills"])(b.indexer.embedder_status())) is not None
     # a fix is indexed the same way
     walks.clear()
     a.save("FIX", target_skill_name="cors-api", lesson="Set Access-Control-Allow-Credentials too")
