@@ -173,8 +173,10 @@ def test_the_real_model_scores_the_same_text_the_same_way(minilm):
 
 
 def test_the_seen_sets_benign_look_alikes_stay_below_high_with_the_real_model(real):
-    # the seen sets: the newest (heldout/, not used to tune) is held to what it measured in test_audit_heldout.py
-    for name in sorted(p.name for p in FIXTURES.iterdir() if p.name.startswith(("tuning", "heldout-"))):
+    # the seen sets that meet the goal: the others (and the newest, heldout/) are held to what they measured
+    # in test_audit_heldout.py
+    from test_audit_heldout import SEEN
+    for name in SEEN:
         for d in sorted((FIXTURES / name / "benign").iterdir()):
             assert risk(audit_folder(d / "SKILL.md", sentences=real)[0]) != "high", (name, d.name)
 
