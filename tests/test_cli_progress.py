@@ -89,6 +89,23 @@ def test_plain_lines_name_each_phase_with_its_rate_and_time_left(monkeypatch):
     assert "\x1b" not in out.getvalue()
 
 
+def test_plain_lines_say_when_finding_the_files_takes_long_and_nothing_when_it_is_quick(monkeypatch):
+    monkeypatch.setattr(progress, "PLAIN_FINDING_AFTER", 0.1)
+    out = io.StringIO()
+    console = _SafeConsole(file=out, force_terminal=False, force_interactive=False, width=200)
+    with progress.SyncProgress(console, embedding=False) as prog:
+        time.sleep(0.3)                        # a large library's first look
+        prog.on_files(0, 2)
+        prog.on_files(2, 2)
+    assert out.getvalue().splitlines()[:2] == ["finding skill files", "reading 2 files · lexical index"]
+    out = io.StringIO()
+    console = _SafeConsole(file=out, force_terminal=False, force_interactive=False, width=200)
+    with progress.SyncProgress(console, embedding=False):
+        pass                                   # an unchanged library, found at once
+    time.sleep(0.3)
+    assert out.getvalue() == ""
+
+
 def test_sync_into_a_pipe_says_its_phases(tmp_path: Path):
     """The console script with stderr to a pipe: a line per phase, no live display, and
     nothing at all for a sync that changes nothing."""

@@ -18,6 +18,8 @@ from rich.text import Text
 
 # a log, a pipe or CI gets a line per phase, and one more at most this often while it lasts
 PLAIN_EVERY = 10.0
+# finding the files gets its line only when it takes this long (an unchanged sync prints nothing)
+PLAIN_FINDING_AFTER = 2.0
 
 # The live line's columns, each of a fixed width and never wrapped: the phase ("embedding (beside
 # reading)"), the count ("10,610/10,610"), the rate ("12,345 files/s"), the time taken ("1:26") and
@@ -193,7 +195,9 @@ def _clock(seconds: float) -> str:
 
 class _Plain:
     """A line when a phase starts, and its count, rate and time left every ``PLAIN_EVERY``
-    seconds while it lasts."""
+    seconds while it lasts. Finding the files has no count: its line comes only when it has
+    taken ``PLAIN_FINDING_AFTER`` seconds, so a log does not sit silent through a large library's
+    first look and a quick sync stays quiet."""
 
     def __init__(self, console: Any):
         self.console = console
@@ -201,12 +205,20 @@ class _Plain:
         self.unit = ""
         self.started = self.last = 0.0
         self.base = -1
+        self.finding: threading.Timer | None = None
 
     def start(self) -> None:
-        pass
+        self.finding = threading.Timer(PLAIN_FINDING_AFTER, self.console.print, ("finding skill files",))
+        self.finding.daemon = True
+        self.finding.start()
 
     def stop(self) -> None:
-        pass
+        self._found()
+
+    def _found(self) -> None:
+        if self.finding is not None:
+            self.finding.cancel()
+            self.finding = None
 
     def _begin(self, phase: str, unit: str, line: str) -> None:
         self.phase, self.unit = phase, unit
@@ -215,6 +227,7 @@ class _Plain:
         self.console.print(line)
 
     def reading(self, total: int, embedding: bool) -> None:
+        self._found()
         if total:
             beside = " (the model embeds them meanwhile)" if embedding else ""
             self._begin("reading", "files", f"reading {total:,} files · lexical index{beside}")
