@@ -12,7 +12,20 @@ from __future__ import annotations
 import bisect
 import re
 
-from . import asks, comments, context, flows, intent, intent_model, invisible, languages, lexicon, patterns as P, view
+from . import (
+    asks,
+    commands,
+    comments,
+    context,
+    flows,
+    intent,
+    intent_model,
+    invisible,
+    languages,
+    lexicon,
+    patterns as P,
+    view,
+)
 from .rules import (
     EXCERPT_BYTES,
     MAX_LINES_PER_RULE,
@@ -486,64 +499,12 @@ class Scan:
         invisible.check(self)
 
     def check_commands(self) -> None:
-        triggers = P.TRIG_COMMANDS + (P.TRIG_DECODE if self.words & _DECODE_WORDS else [])
-        for s, e in self.candidates(triggers, "commands that run code"):
-            self._fetch_line(s, e) or self._decode_line(s, e)
-        for s, e in self.candidates(P.TRIG_SECRETS, "secrets sent out"):
-            self._exfil_line(s, e)
-        for s, e in self.candidates(P.TRIG_DESTRUCTIVE, "destructive commands"):
-            self._destructive_line(s, e)
-        for s, e in self.candidates(P.TRIG_REMOTE, "remote access"):
-            line = self.low[s:e].replace(b"\\\n", b"  ")
-            for rx, what in P.REMOTE_ACCESS:
-                m = rx.search(line)
-                if m is not None:
-                    self._report("exec.remote-access", s + m.start(), s, e, what)
-                    break
-        for s, e in self.candidates(P.TRIG_UNGUARDED, "agents run without permission checks"):
-            m = P.UNGUARDED.search(self.low[s:e])
-            if m is not None:
-                flag = m.group().decode("utf-8", "replace")
-                self._report("tools.unrestricted-shell", s + m.start(), s, e,
-                             f"runs an agent with its permission checks off ({flag}): any command runs unasked")
-
-    def _stages(self, s: int, e: int) -> list[tuple[int, bytes]]:
-        """The pipeline stages of a logical line, as (offset, lower-cased bytes); ``||`` is not
-        a pipe, and a continuation backslash is a space."""
-        line = self.low[s:e].replace(b"\\\n", b"  ").replace(b"||", b"\0\0")
-        out, off = [], s
-        for part in line.split(b"|"):
-            out.append((off, part.replace(b"\0\0", b"||")))
-            off += len(part) + 1
-        return out
+        commands.check(self)
 
     def _report(self, rule: str, at: int, s: int, e: int, message: str) -> bool:
         sev, note = self.grade_command(rule, at, s, e)
         self.add(rule, sev, at, message + note)
         return True
-
-    def _fetch_line(self, s: int, e: int) -> bool:
-        line = self.low[s:e].replace(b"\\\n", b"  ")
-        stages = self._stages(s, e)
-        for k, (off, st) in enumerate(stages[:-1]):
-            m = P.FETCH.search(st)
-            if m is None:
-                continue
-            r = P.RUNNER.match(stages[k + 1][1])
-            if r is not None:
-                runner = (r.group("sh") or r.group("interp") or b"a shell").strip().decode()
-                return self._report_fetch(off + m.start(), s, e, P.url_in(st), f"pipes {{url}} into {runner}")
-        m = P.RUN_SUBST.search(line) or P.PS_RUN.search(line) or P.CODE_RUN_FETCH.search(line) \
-            or P.RUN_FETCHED_ARG.search(line) or P.REMOTE_RUN.search(line)
-        if m is not None:
-            return self._report_fetch(s + m.start(), s, e, P.url_in(line[m.start():]), "runs what it downloads from {url}")
-        parts = P.COMMAND_SEP.split(line)
-        off = 0
-        for k, part in enumerate(parts[:-1]):
-            if P.FETCH.search(part) and P.DOWNLOAD_OPT.search(part) \
-                    and any(P.RUN_FILE.match(p) for p in parts[k + 1:k + 4]):
-                return self._report_fetch(s + line.find(part), s, e, P.url_in(part), "downloads {url} and runs the file")
-        return False
 
     def _report_fetch(self, at: int, s: int, e: int, url: str, message: str) -> bool:
         sev, note = self.grade_command("exec.fetch-and-run", at, s, e)
@@ -551,58 +512,6 @@ class Scan:
             sev, note = "medium", " (the documented installer of a well-known tool, over HTTPS)"
         self.add("exec.fetch-and-run", sev, at, message.format(url=url) + note)
         return True
-
-    def _decode_line(self, s: int, e: int) -> bool:
-        line = self.low[s:e].replace(b"\\\n", b"  ")
-        stages = self._stages(s, e)
-        for k, (off, st) in enumerate(stages[:-1]):
-            m = P.DECODE.search(st)
-            if m is not None and P.RUNNER.match(stages[k + 1][1]):
-                return self._report("exec.decode-and-run", off + m.start(), s, e,
-                                    "decodes an encoded payload and pipes it into a shell or an interpreter")
-        m = P.CODE_RUN_DECODE.search(line) or P.CODE_RUN_DECODE_MORE.search(line) or P.RUN_DECODED_ARG.search(line)
-        if m is not None:
-            return self._report("exec.decode-and-run", s + m.start(), s, e, "runs code decoded from an encoded string")
-        m = P.PS_ENCODED.search(line)
-        if m is not None:
-            return self._report("exec.decode-and-run", s + m.start(), s, e, "runs an encoded PowerShell command")
-        m = P.SUBST_DECODE_RUN.search(line)
-        if m is not None and P.DECODE.search(line, m.end()):
-            return self._report("exec.decode-and-run", s + m.start(), s, e, "runs the output of a decoded payload")
-        if (b"iex" in line or b"invoke-expression" in line) and b"frombase64string" in line:
-            return self._report("exec.decode-and-run", s + line.find(b"frombase64string"), s, e,
-                                "runs a command decoded from base64 (PowerShell)")
-        return False
-
-    def _exfil_line(self, s: int, e: int) -> None:
-        stages = self._stages(s, e)
-        for k, (off, st) in enumerate(stages):
-            src = P.secret_in(st)
-            if src is None:
-                continue
-            spos, what = src
-            for _, later in stages[k + 1:k + 6]:      # piped into a later stage that sends
-                sink = P.SINK.search(later)
-                if sink is not None:
-                    self._report("exfil.secrets", off + spos, s, e, f"sends {what} out ({P.sink_name(sink)})")
-                    return
-            for sink in P.SINK.finditer(st, 0, spos):   # an argument of a command that sends
-                between = st[sink.end():spos]
-                name = sink.group("cmd") or b""
-                if P.IDENTITY.search(between):
-                    continue
-                if name in P.SENDS_ANY_ARG or P.UPLOAD_MARK.search(between) or st.startswith((b"$(", b"`"), spos):
-                    self._report("exfil.secrets", off + spos, s, e, f"sends {what} out ({P.sink_name(sink)})")
-                    return
-
-    def _destructive_line(self, s: int, e: int) -> None:
-        line = self.low[s:e].replace(b"\\\n", b"  ")
-        for rx, what in P.DESTRUCTIVE:
-            m = rx.search(line)
-            if m is not None:
-                target = (m.groupdict().get("t") or b"").decode("utf-8", "replace")
-                self._report("destructive.command", s + m.start(), s, e, what.format(t=target))
-                return
 
     def check_flows(self) -> None:
         flows.check(self)
@@ -701,16 +610,9 @@ _SHAPE = bytes(0x61 if (0x30 <= i <= 0x39 or 0x41 <= i <= 0x5A or 0x61 <= i <= 0
 _EMAIL = re.compile(rb"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,5}")
 
 
-
-
-
-
 # "hide the spinner from the user": the phrase names what it keeps back
 _OWN_OBJECT = re.compile(rb"(?:hide|conceal|keep)\s+(?:the|a|an|any|all|your)\s")
 _PRONOUN = re.compile(rb"\b(?:it|this|that|them|these|those|anything|everything)\b")
 _WORD_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in range(256))
 _CONCEAL_WORDS = frozenset((b"not", b"t", b"never", b"need", b"without", b"keep", b"silently", b"quietly", b"secretly",
                             b"omit", b"leave", b"exclude", b"stay", b"say", b"remain"))
-_DECODE_WORDS = frozenset((b"atob", b"decode_base64", b"b64decode", b"decode64", b"decode", b"fromhex", b"unhexlify", b"codecs", b"buffer",
-                           b"frombase64string", b"fromcharcode", b"bytes", b"bytearray", b"rev", b"pack", b"tr", b"unpack",
-                           b"unpack1"))
