@@ -343,3 +343,48 @@ def test_a_persons_own_workspace_skill_of_the_same_name_is_never_written_over(tm
     assert "My own alpha steps." in mine.read_text(encoding="utf-8")
     kept = list((home / "sources" / ".kept" / "ops").rglob("SKILL.md"))
     assert kept and "My edit in the source's folder." in kept[0].read_text(encoding="utf-8")
+
+
+def test_an_update_keeps_a_persons_files_the_lock_does_not_list(tmp_path, upstream):
+    """Hidden files, node_modules and files over the size bound are not in the lock: the old
+    commit's tree tells a person's from upstream's. A person's is carried into the new files (or
+    kept in sources/.kept when the new tree has a file there) and named; upstream's removed one goes."""
+    upstream.write("skills/beta/.upstream-hidden", "upstream's own\n")
+    upstream.commit("hidden")
+    upstream.push()
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    folder = home / "sources" / "ops" / "skills"
+    (folder / "alpha" / ".my-notes").write_text("my notes\n", encoding="utf-8")
+    (folder / "beta" / "node_modules" / "mine").mkdir(parents=True)
+    (folder / "beta" / "node_modules" / "mine" / "index.js").write_text("// mine\n", encoding="utf-8")
+    (folder / "beta" / "big.bin").write_bytes(b"x" * 5_000_001)
+    (folder / "beta" / ".upstream-hidden").write_text("upstream's own, edited by me\n", encoding="utf-8")
+    # an edit the lock sees too: the new tree is exported whole, not made from the folder
+    beta = folder / "beta" / "SKILL.md"
+    beta.write_text(beta.read_text(encoding="utf-8") + "\nMy step.\n", encoding="utf-8")
+    upstream.write("skills/alpha/SKILL.md", ALPHA.replace("Keep the old key for a day.", "Keep the old key a week."))
+    upstream.write("skills/beta/.upstream-hidden", "upstream's own, changed upstream\n")
+    upstream.commit("a week")
+    upstream.push()
+    r = sk(home, "sources", "update", "ops", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert (folder / "alpha" / ".my-notes").read_text(encoding="utf-8") == "my notes\n"
+    assert (folder / "beta" / "node_modules" / "mine" / "index.js").read_text(encoding="utf-8") == "// mine\n"
+    assert (folder / "beta" / "big.bin").stat().st_size == 5_000_001
+    assert "sources/ops/skills/alpha/.my-notes" in r.stdout and "carried into the new files" in r.stdout
+    # upstream's file there now: the person's version is kept aside, named
+    assert (folder / "beta" / ".upstream-hidden").read_text(encoding="utf-8") == "upstream's own, changed upstream\n"
+    kept = list((home / "sources" / ".kept" / "ops").glob("*/skills/beta/.upstream-hidden"))
+    assert kept and kept[0].read_text(encoding="utf-8") == "upstream's own, edited by me\n"
+    assert str(kept[0]) in r.stdout
+    assert sk(home, "lock", "--check").returncode == 0
+    # the next update leaves upstream's unlisted files alone and carries the person's again
+    upstream.write("skills/beta/.upstream-hidden", "gone soon\n")
+    upstream.commit("again")
+    upstream.push()
+    r = sk(home, "sources", "update", "ops", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert (folder / "alpha" / ".my-notes").is_file() and (folder / "beta" / "big.bin").is_file()
+    assert ".upstream-hidden" not in r.stdout

@@ -262,3 +262,78 @@ def test_a_fetch_that_failed_is_tried_again_without_a_restart(tmp_path, pg_url, 
         assert b.sources.failed_follows() == [] and b.sources.check() == []
     finally:
         b.close()
+
+
+def _kept_texts(home: Path, rel: str) -> list[str]:
+    return [p.read_text(encoding="utf-8") for p in (home / "sources" / ".kept").glob(f"coll*/**/{rel}")]
+
+
+def test_a_persons_edit_survives_a_fetch_that_failed_first(tmp_path, pg_url, up, monkeypatch):
+    """B's folder holds the first commit and a person's edit; the team's lock moves, B's first
+    fetch of it fails: the home's lock stays at the commit the folder holds (a lock moves only
+    after its folder), and once the fetch works the edit is kept in sources/.kept, not dropped."""
+    from skillshelf.supply.fetch import SourceError
+
+    a = team_library(tmp_path / "a", pg_url)
+    b = team_library(tmp_path / "b", pg_url)
+    try:
+        a.sources.add(up.url, label="coll", path="skills")
+        first = git(up.work, "rev-parse", "HEAD")
+        assert until(lambda: skill_text(b, "alpha") is not None, WAIT) is not None
+        beta = tmp_path / "b" / "sources" / "coll" / "beta" / "SKILL.md"
+        beta.write_text(beta.read_text(encoding="utf-8") + "\nMy own step.\n", encoding="utf-8")
+        real = b.sources._fetch
+        tries = []
+
+        def away(*args, **kw):
+            tries.append(1)
+            raise SourceError("cannot fetch: the host is away", fix="try again later")
+
+        monkeypatch.setattr(b.sources, "_fetch", away)
+        up.write("skills/alpha/SKILL.md", ALPHA.replace("rotate each key", "rotate each key twice"))
+        second = up.commit("second")
+        up.push()
+        r = cli(tmp_path / "a", pg_url, "sources", "update", "--yes")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert until(lambda: tries and b.sources.failed_follows() == ["coll"], WAIT) is not None
+        # the home's lock still names what the folder holds
+        assert locked_commit(tmp_path / "b") == first
+        monkeypatch.setattr(b.sources, "_fetch", real)       # the host is back
+        b.sources.follow(["coll"])
+        assert b.sources._state()["coll"]["installed"] == second
+        assert locked_commit(tmp_path / "b") == second
+        assert "My own step." not in beta.read_text(encoding="utf-8")
+        kept = _kept_texts(tmp_path / "b", "beta/SKILL.md")
+        assert kept and "My own step." in kept[0], list((tmp_path / "b" / "sources").rglob("*"))
+    finally:
+        a.close()
+        b.close()
+
+
+def test_an_edit_is_kept_even_when_the_homes_lock_names_the_next_commit(tmp_path, pg_url, up):
+    """The edit check compares the folder with the commit it holds (the git cache), not with the
+    home's lock: a lock exported ahead of its folder (an older version did) drops nothing."""
+    a = team_library(tmp_path / "a", pg_url)
+    b = team_library(tmp_path / "b", pg_url, follow=False)
+    try:
+        a.sources.add(up.url, label="coll", path="skills")
+        b.sources.follow(None)
+        assert b.sources.check() == []
+        beta = tmp_path / "b" / "sources" / "coll" / "beta" / "SKILL.md"
+        beta.write_text(beta.read_text(encoding="utf-8") + "\nMy own step.\n", encoding="utf-8")
+        (beta.parent / ".my-notes").write_text("hidden notes\n", encoding="utf-8")
+        up.write("skills/alpha/SKILL.md", ALPHA.replace("rotate each key", "rotate each key twice"))
+        up.commit("second")
+        up.push()
+        with a.sources.planning(["coll"]) as plans:
+            a.sources.apply(plans[0])
+        # the home's lock written ahead of the folder, as an older version did
+        lockmod.write(tmp_path / "b" / lockmod.LOCK_NAME, a.sources.entries())
+        b.sources.follow(["coll"])
+        assert b.sources.check() == []
+        kept = _kept_texts(tmp_path / "b", "beta/SKILL.md")
+        assert kept and "My own step." in kept[0]
+        assert _kept_texts(tmp_path / "b", "beta/.my-notes") == ["hidden notes\n"]
+    finally:
+        a.close()
+        b.close()

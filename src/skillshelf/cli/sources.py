@@ -183,6 +183,17 @@ def _kept_lines(label: str, kept: list[dict[str, Any]], done: bool) -> list[str]
     return lines
 
 
+def _unlisted_lines(label: str, unlisted: list[dict[str, Any]]) -> list[str]:
+    """A person's files the lock does not list (hidden, dependency folders, over the size bound): where each went."""
+    lines = []
+    for u in unlisted[:20]:
+        what = f"copied to {_clean(u['kept'])}" if u["kept"] else "carried into the new files"
+        lines.append(f"  your file sources/{label}/{_clean(u['file'])} (not in the lock, {u['problem']}): {what}")
+    if len(unlisted) > 20:
+        lines.append(f"  … and {len(unlisted) - 20} more of your files (see --json)")
+    return lines
+
+
 def _print_plan(p: dict[str, Any], folder: str) -> None:
     frm, to = p["from"][:12], p["to"][:12]
     head = f"{p['label']}: {frm} → {to}" if frm != to else f"{p['label']}: at {to}"
@@ -264,13 +275,13 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
             if not json_out and d["from"] == d["to"] and not d["changes"]:      # the same commit: nothing moved
                 out.print(f"{plan.label}: up to date at {d['to'][:12]}"
                           + ("; the source's files on disk are put back as locked" if d["drift"] else ""))
-                for line in _kept_lines(plan.label, d["kept"], True):
+                for line in _kept_lines(plan.label, d["kept"], True) + _unlisted_lines(plan.label, d["unlisted"]):
                     out.print(line)
             elif not json_out:
                 out.print(f"{plan.label}: updated to {d['to'][:12]}; "
                           + ("the team's lock moved: every server fetches it" if lib.sources.team else "lock moved")
                           + (f"; {len(d['held'])} skill(s) held until `skillshelf trust NAME`" if d["held"] else ""))
-                for line in _kept_lines(plan.label, d["kept"], True):
+                for line in _kept_lines(plan.label, d["kept"], True) + _unlisted_lines(plan.label, d["unlisted"]):
                     out.print(line)
                 for c in d["changes"]:
                     if c["edit"] == "conflict":
@@ -319,7 +330,7 @@ def sources_restore(lockfile: Path = typer.Argument(..., metavar="LOCKFILE", hel
             continue
         out.print(f"moved {m['label']} from {m['from'][:12]} to {m['commit'][:12]}, as `skillshelf sources update "
                   f"{m['label']} --to {m['commit'][:12]}` would (your edits kept)")
-        for line in _kept_lines(m["label"], m["kept"], True):
+        for line in _kept_lines(m["label"], m["kept"], True) + _unlisted_lines(m["label"], m.get("unlisted") or []):
             out.print(line)
         for name in m["conflicts"]:
             out.print(f"  conflict: {name} kept as you left it; upstream's text waits in the review queue "

@@ -12,7 +12,6 @@ already has a workspace copy, a SKILL.md that does not parse) is copied to
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from ..files import (
     read_text_bounded,
     write_file,
 )
-from . import fetch as fetchmod, lock as lockmod
+from . import fetch as fetchmod, lock as lockmod, person_files
 from .source_edits import inside
 
 
@@ -128,8 +127,13 @@ class KeptEdits:
         """Before ``plan`` puts the source's folder back: each edited skill becomes a workspace
         copy (its base kept), or its files are copied aside. Returns what was done, by skill."""
         kept = self.plan(plan.old, drift)
-        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        aside_root = self.src.base / ".kept" / plan.label / stamp
+        made: list[Path] = []
+
+        def aside_root() -> Path:      # one new folder per update, made when something goes in it
+            if not made:
+                made.append(person_files.kept_dir(self.src.base, plan.label))
+            return made[0]
+
         for k in kept:
             if k.action == "copy":
                 try:
@@ -139,7 +143,7 @@ class KeptEdits:
                     k.action, k.note = "aside", f"it could not become a workspace copy ({exc})"
             if k.action == "aside":
                 try:
-                    self._aside(plan.label, k, aside_root)
+                    self._aside(plan.label, k, aside_root())
                 except OSError as exc:
                     k.note = (k.note + "; " if k.note else "") + f"it could not be copied aside ({exc.strerror})"
                     raise SkillshelfError(f"your edit of sources/{plan.label}/{k.where} could not be kept: "
@@ -148,30 +152,129 @@ class KeptEdits:
                                               "run the update again") from None
         return kept
 
-    def aside_drift(self, label: str, installed: str | None) -> Path | None:
-        """A team server about to put the team's next commit in place: the files of its folder a
-        person changed or added (against the lock it holds at ``installed``) copied to
-        ``sources/.kept/LABEL/<time>/`` and named on stderr. None when there are none."""
+    def aside_drift(self, entry: lockmod.SourceEntry, installed: str | None, tree: Path | None) -> Path | None:
+        """A team server about to put ``tree`` (the team's next commit of ``entry``) in place: the
+        files of its folder a person changed or added, told from the commit the folder holds
+        (``installed``: the home's lock when it names that commit, and that commit's tree in the git
+        cache), copied to ``sources/.kept/LABEL/<time>/`` and named on stderr; a person's file the
+        new tree holds already (linked) stays. When nothing tells, every file is copied. None when
+        nothing was copied."""
+        label, folder = entry.label, self.src.folder(entry.label)
         try:
             old = next((e for e in lockmod.read(self.src.lock_path) if e.label == label), None)
         except SkillshelfError:
+            old = None
+        if old is not None and (not installed or old.commit != installed):
+            old = None                # the home's lock is not what the folder holds
+        files: dict[str, str] = {}
+        listed: set[str] = set()
+        if old is not None:
+            files = {d.file: d.problem for d in lockmod.check(old, folder) if d.problem != "missing" and d.skill}
+            listed = {f.path if s.path == "." else f"{s.path}/{f.path}" for s in old.skills for f in s.files}
+        ref = self._tree(entry, installed)
+        if ref is not None:
+            files.update(person_files.persons(folder, ref, skip=listed | set(files)))
+        elif old is None:             # nothing tells a person's file from upstream's: each one is kept
+            files = {rel: "unknown" for rel, _ in person_files.walk(folder)}
+        made: list[Path] = []
+
+        def dest() -> Path:
+            made.append(person_files.kept_dir(self.src.base, label))
+            return made[-1]
+
+        _, copied = person_files.keep(folder, files, tree, dest, carry=False)
+        if not copied:
             return None
-        if old is None or not installed or old.commit != installed:
-            return None               # the lock here is not what the folder holds: no edit can be told
-        folder = self.src.folder(label)
-        drift = [d for d in lockmod.check(old, folder) if d.problem != "missing" and d.skill]
-        if not drift:
-            return None
-        dest = self.src.base / ".kept" / label / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        for d in drift:
-            src, to = inside(folder, d.file), inside(dest, d.file)
-            if src is not None and to is not None and src.is_file():
-                to.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, to)
-        print(f"skillshelf: {len(drift)} file(s) edited in {folder} kept in {dest} before the team's lock put the "
-              "source's files back (edit a source's skill through skillshelf to make a workspace copy)",
+        print(f"skillshelf: {len(copied)} file(s) edited in {folder} kept in {made[0]} before the team's lock put "
+              "the source's files back (edit a source's skill through skillshelf to make a workspace copy)",
               file=sys.stderr)
-        return dest
+        return made[0]
+
+    def _tree(self, entry: lockmod.SourceEntry, commit: str | None) -> person_files.Tree | None:
+        """Every file of the source at ``commit`` (the git cache, or what was recorded of an archive)."""
+        if not commit:
+            return None
+        if entry.kind == "git":
+            return person_files.git_tree(self.src._cache(entry.label), commit, entry.path)
+        return person_files.recorded(self.src.base, entry.label, commit)
+
+    def keep_unlisted(self, plan: Any, since: float | None = None) -> list[dict[str, str]]:
+        """Before ``plan`` puts its new tree in place: the files of the source's folder the lock
+        does not list (hidden files, ``node_modules``, files over the size bound) that the old
+        commit does not hold, or holds otherwise, are a person's: carried into the new tree where
+        it has no file of that path, else copied to ``sources/.kept/``. ``since``: only files
+        written at or after that time. Returns each such file, where it went."""
+        folder, tree = self.src.folder(plan.label), plan.tree
+        if tree is None or not folder.is_dir():
+            return []
+        listed = {f.path if s.path == "." else f"{s.path}/{f.path}" for s in plan.old.skills for f in s.files}
+        listed |= {d.file for d in plan.drift}
+        ref = self._tree(plan.old, plan.old.commit)
+        if ref is not None:
+            files = person_files.persons(folder, ref, skip=listed, since=since)
+        else:       # nothing tells upstream's from a person's: each one is kept (the same file in the new tree is not)
+            files = {rel: "unknown" for rel, _ in person_files.walk(folder) if rel not in listed}
+        if not files:
+            return []
+        made: list[Path] = []
+
+        def dest() -> Path:
+            made.append(person_files.kept_dir(self.src.base, plan.label))
+            return made[-1]
+
+        carried, copied = person_files.keep(folder, files, tree, dest)
+        # one the new lock would list (a skill folder the old tree did not read as one) is kept aside instead
+        for rel in self._listed_in(plan.new, tree, carried):
+            to, at = inside(made[0] if made else dest(), rel), inside(tree, rel)
+            if to is not None and at is not None:
+                to.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(at, to)
+                at.unlink()
+                carried.remove(rel)
+                copied.append(rel)
+        return ([{"file": f, "problem": files[f], "kept": ""} for f in carried]
+                + [{"file": f, "problem": files[f], "kept": str(made[0] / f)} for f in copied])
+
+    @staticmethod
+    def _listed_in(entry: lockmod.SourceEntry, tree: Path, files: list[str]) -> list[str]:
+        """Those of ``files`` (paths in ``tree``) that ``entry``'s skills would list."""
+        skills = sorted((s.path for s in entry.skills), key=len, reverse=True)
+        served: dict[str, set[str]] = {}
+        out = []
+        for rel in files:
+            sp = next((p for p in skills if p == "." or rel.startswith(p + "/")), None)
+            if sp is None:
+                continue
+            if sp not in served:
+                served[sp] = set(lockmod.skill_files(tree.joinpath(*([] if sp == "." else sp.split("/")))))
+            if (rel if sp == "." else rel[len(sp) + 1:]) in served[sp]:
+                out.append(rel)
+        return out
+
+    def late(self, plan: Any, previous: Path, since: float) -> list[dict[str, str]]:
+        """After the source's folder was moved aside (to ``previous``), before the new tree takes its
+        place: a file a person wrote there while the update ran (at or after ``since``), kept as the
+        update did not see it, is copied to ``sources/.kept/``; a file of the new tree linked to one a
+        person wrote is made upstream's again. Returns what was kept."""
+        tree = plan.tree
+        if tree is None:
+            return []
+        ref = self._tree(plan.old, plan.old.commit)
+        if ref is None:
+            ref = {}
+            for s in plan.old.skills:
+                for f in s.files:
+                    ref[f.path if s.path == "." else f"{s.path}/{f.path}"] = ("sha256", f.digest[7:], f.size)
+        files = person_files.persons(previous, ref, since=since)
+        if plan.old.kind == "git":
+            shared = [d.file for d in plan.drift if d.problem == "changed"] + sorted(files)
+            person_files.unlink_shared(previous, tree, shared, self.src._cache(plan.label), plan.new.commit,
+                                       plan.new.path)
+        if not files:
+            return []
+        dest = person_files.kept_dir(self.src.base, plan.label)
+        _, copied = person_files.keep(previous, files, None, lambda: dest, carry=False)
+        return [{"file": f, "problem": files[f], "kept": str(dest / f)} for f in copied]
 
     def _aside(self, label: str, k: KeptEdit, aside_root: Path) -> None:
         folder = self.src.folder(label).joinpath(*([] if k.skill == "." else k.skill.split("/")))

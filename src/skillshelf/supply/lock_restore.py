@@ -49,4 +49,5 @@ def bring(src: Any, want: lockmod.SourceEntry, *, progress: dict | None = None,
     if want.pinned:
         src.supply.pin(src._root_label(want.label) or want.label)
     return {**want.summary(), "from": frm, "moved": moved, "kept": [k.as_dict() for k in plan.kept],
+            "unlisted": plan.unlisted,
             "conflicts": [c.copy for c in plan.changes if c.edit == "conflict"]}

@@ -22,6 +22,7 @@ import datetime as _dt
 import os
 import shutil
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -51,15 +52,19 @@ class SharedSources:
         moved one of the sources it changes since ``before`` was read), then export it."""
         self.store.replace(lockmod.documents(after), expect=lockmod.documents(before),
                            by=caller.name if caller is not None else "")
-        self.export(after)
+        was = lockmod.documents(before)
+        self.export(after, moved={lb for lb, doc in lockmod.documents(after).items() if was.get(lb) != doc})
 
-    def export(self, entries: builtins.list[lockmod.SourceEntry]) -> None:
+    def export(self, entries: builtins.list[lockmod.SourceEntry], *, moved: Collection[str] = ()) -> None:
         """The home's ``skillshelf.lock`` as the team's lock (written when it differs; not at all
-        while the team has no sources and the home no lock)."""
+        while the team has no sources and the home no lock). A source's entry moves only once its
+        folder has (``moved``: the labels this server just put in place): until then the home's lock
+        keeps the entry of the commit the folder holds, so a person's edit there can still be told."""
         path = self.src.lock_path
         if not entries and not path.exists():
             return
         self._keep_local(entries)
+        entries = self._held(entries, moved)
         text = lockmod.render(entries)
         with contextlib.suppress(OSError, FileRefused):
             if read_text_bounded(path, lockmod.MAX_LOCK_BYTES) == text:
@@ -68,6 +73,25 @@ class SharedSources:
             write_file(path, text)
         except SkillshelfError as exc:     # the store holds the truth; the next change writes it again
             print(f"skillshelf: cannot write the export of the team's lock to {path}: {exc}", file=sys.stderr)
+
+    def _held(self, entries: builtins.list[lockmod.SourceEntry],
+              moved: Collection[str]) -> builtins.list[lockmod.SourceEntry]:
+        """Each of the team's ``entries`` as this server's folder holds it: the team's when the
+        folder is at that commit (or was just ``moved`` there), else the home lock's entry of the
+        commit it holds, else none."""
+        state = self.src._state()
+        try:
+            mine = {e.label: e for e in lockmod.read(self.src.lock_path)}
+        except SkillshelfError:
+            mine = {}
+        out = []
+        for e in entries:
+            have = (state.get(e.label) or {}).get("installed")
+            if e.label in moved or have == e.commit:
+                out.append(e)
+            elif e.label in mine and mine[e.label].commit == have:
+                out.append(mine[e.label])
+        return out
 
     @property
     def local_lock(self) -> Path:
@@ -158,7 +182,7 @@ class SharedSources:
             dest.parent.mkdir(parents=True, exist_ok=True)
             there = dest.exists()
             if there:
-                src.kept.aside_drift(e.label, had)     # a person's edits in the folder are copied aside first
+                src.kept.aside_drift(e, had, tree)     # a person's edits in the folder are copied aside first
                 os.rename(dest, aside)
             try:
                 os.rename(tree, dest)

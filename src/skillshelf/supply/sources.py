@@ -42,7 +42,7 @@ from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationEr
 from ..files import FileRefused, locked, read_text_bounded, write_file
 from ..net import redact_text, redact_url
 from ..store.protocols import SourceLockStore
-from . import fetch as fetchmod, home_roots, lock as lockmod, lock_restore
+from . import fetch as fetchmod, home_roots, lock as lockmod, lock_restore, person_files
 from .fetch import SourceError, Spec
 from .kept_edits import KeptEdit, KeptEdits
 from .shared_sources import SharedSources
@@ -101,6 +101,7 @@ class UpdatePlan:
     drift: list[lockmod.Drift] = field(default_factory=list)   # files on disk that differ from the lock
     kept: list[KeptEdit] = field(default_factory=list)         # what becomes of a person's edits among them
     unreadable: list[str] = field(default_factory=list)        # added or changed skills that cannot be read
+    unlisted: list[dict] = field(default_factory=list)  # a person's files the lock does not list: carried or kept
     applied: bool = False
     held: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -114,7 +115,7 @@ class UpdatePlan:
         return {"label": self.label, "from": self.old.commit, "to": self.new.commit, "ref": self.new.ref,
                 "changes": [c.as_dict() for c in self.changes], "notes": self.notes, "applied": self.applied,
                 "drift": [d.as_dict() for d in self.drift], "kept": [k.as_dict() for k in self.kept],
-                "unreadable": self.unreadable,
+                "unreadable": self.unreadable, "unlisted": self.unlisted,
                 "held": self.held, "seconds": self.seconds, "error": self.error}
 
 
@@ -366,6 +367,8 @@ class Sources:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 os.rename(tree, dest)
                 done.append(functools.partial(shutil.rmtree, dest, ignore_errors=True))
+                if entry.kind != "git":      # what the archive held (a person's file is told from it)
+                    person_files.record(self.base, entry.label, entry.commit, person_files.listing(dest))
                 if cache.is_dir():
                     target = self._cache(entry.label)
                     target.parent.mkdir(parents=True, exist_ok=True)
@@ -452,6 +455,7 @@ class Sources:
             configmod.remove_root(self.home, self.folder(label))
         for p in (self.folder(label), self._cache(label), self._bases(label)):
             shutil.rmtree(p, ignore_errors=True)
+        person_files.forget(self.base, label)
         if self.shared is not None:
             data = self._state()
             if data.pop(label, None) is not None:
@@ -545,6 +549,7 @@ class Sources:
                 raise ConflictError(f"the source {plan.label} changed while this update was planned",
                                     fix="run `skillshelf sources update` again")
             # a person's edits in the source's folder become workspace copies before it is put back
+            since = time.time() - 1.0         # (what is written from here on is looked for again below)
             plan.drift = lockmod.check(plan.old, self.folder(plan.label))
             plan.kept = self.kept.keep(plan, plan.drift) if plan.drift else []
             if any(k.action == "copy" for k in plan.kept):
@@ -555,11 +560,15 @@ class Sources:
                     self.edits.keep_base(plan.label, c.path, c.sides[0])
             dest, tree = self.folder(plan.label), plan.tree
             assert tree is not None
+            listing = person_files.listing(tree) if plan.new.kind != "git" else None
+            plan.unlisted = self.kept.keep_unlisted(plan)      # hidden files, node_modules, ... a person put there
             aside = tree.parent / "previous"
             had = dest.exists()
             if had:
                 os.rename(dest, aside)
             try:
+                if had:            # what a person wrote while this ran: kept, never carried in a linked file
+                    plan.unlisted += self.kept.late(plan, aside, since)
                 os.rename(tree, dest)
                 try:
                     self._write_lock(entries, [plan.new if e.label == plan.label else e for e in entries],
@@ -572,6 +581,8 @@ class Sources:
                     os.rename(aside, dest)
                 raise
             self._installed(plan.new)
+            if listing is not None:
+                person_files.record(self.base, plan.label, plan.new.commit, listing)
             plan.tree = None
             # the previous files are deleted beside the indexing (on a disk with online discard,
             # deleting thousands of files takes longer than indexing the changed skills)
