@@ -388,3 +388,21 @@ def test_an_update_keeps_a_persons_files_the_lock_does_not_list(tmp_path, upstre
     assert r.returncode == 0, r.stderr
     assert (folder / "alpha" / ".my-notes").is_file() and (folder / "beta" / "big.bin").is_file()
     assert ".upstream-hidden" not in r.stdout
+
+
+def test_a_missing_root_in_another_homes_sources_stays_that_homes(tmp_path, upstream):
+    """An absolute root into ANOTHER home's sources/ (that home is still there) is never read as
+    this home's folder of that label when it goes missing: doctor names it missing."""
+    other, home = tmp_path / "other", tmp_path / "home"
+    assert sk(other, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    theirs = other / "sources" / "ops"
+    assert sk(home, "roots", "add", str(theirs)).returncode == 0
+    assert str(theirs) in (home / "config.toml").read_text(encoding="utf-8")
+    shutil.rmtree(theirs)                            # the other home drops its folder; it is still a home
+    r = sk(home, "roots", "list")
+    assert r.returncode == 0, r.stderr
+    assert str(theirs) in r.stdout, r.stdout         # the root is still that path, not re-read as this home's
+    doc = sk(home, "doctor")
+    assert str(theirs) in doc.stdout and "does not exist" in doc.stdout, doc.stdout
+    assert "Traceback" not in doc.stderr

@@ -306,11 +306,12 @@ def saved_entries(home: Path | str) -> list[Path]:
 def anchored(home: Path | str, raw: Path) -> Path:
     """A saved root as a path. One inside the home is saved relative to it (``add_root``: the home
     can be moved or copied) and read under it. An absolute ``<old home>/sources/LABEL`` an older
-    version saved reads as this home's ``sources/LABEL`` once the old one has gone (the home moved)."""
+    version saved reads as this home's ``sources/LABEL`` once the old home has gone (the home moved);
+    while that home is there, the root stays its folder (another home's, missing or not)."""
     if not raw.is_absolute():
         return Path(home) / raw
     mine = Path(home) / "sources" / raw.name
-    if raw.parent.name == "sources" and not raw.exists() and mine.is_dir():
+    if raw.parent.name == "sources" and not raw.parent.parent.exists() and mine.is_dir():
         return mine
     return raw
 

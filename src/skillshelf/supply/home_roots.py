@@ -31,6 +31,10 @@ def checks(home: Path) -> list[Check]:
         if read != raw:
             out.append(Check("sources", "warn", f"config.toml names {raw}, which has gone (the home was moved): it is "
                                                 f"read as {mine}; {fix}"))
+        elif not raw.exists():
+            out.append(Check("sources", "warn", f"the root {raw} does not exist: config.toml names a folder of another "
+                                                f"skillshelf home ({other}), not this home's; `skillshelf roots remove "
+                                                f"{raw}`" + (f", or `skillshelf roots add {mine}`" if mine.is_dir() else "")))
         elif mine.is_dir() or (other / "skillshelf.lock").is_file() or (other / "config.toml").is_file():
             out.append(Check("sources", "warn", f"the root {raw} is in another skillshelf home ({other}): this home "
                                                 f"reads that home's files" + (f", not its own {mine}; {fix}"
