@@ -406,3 +406,36 @@ def test_a_missing_root_in_another_homes_sources_stays_that_homes(tmp_path, upst
     doc = sk(home, "doctor")
     assert str(theirs) in doc.stdout and "does not exist" in doc.stdout, doc.stdout
     assert "Traceback" not in doc.stderr
+
+
+def test_two_keeps_in_one_second_keep_both(tmp_path, upstream, monkeypatch):
+    """Two updates of one label within a second each keep their own folder in sources/.kept."""
+    import datetime as real_dt
+    import importlib
+
+    from skillshelf import Library
+    from skillshelf.embeddings.fake import FakeEmbedder
+
+    class Frozen(real_dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return real_dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=tz)
+
+    frozen = type("dt", (), {"datetime": Frozen, "UTC": real_dt.UTC})
+    for name in ("skillshelf.supply.kept_edits", "skillshelf.supply.person_files"):
+        try:
+            monkeypatch.setattr(importlib.import_module(name), "_dt", frozen, raising=False)
+        except ImportError:
+            pass
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    edit_as_person(home, "alpha", "Step two: rotate each key.", "Step two: rotate each key by hand.")
+    src = home / "sources" / "ops" / "skills" / "alpha" / "SKILL.md"
+    with Library(home=home, embedder=FakeEmbedder(), auto_sync=False) as lib:
+        for text in ("Step 1, first edit", "Step 1, second edit"):
+            src.write_text(src.read_text(encoding="utf-8").replace("Step one", text), encoding="utf-8")
+            with lib.sources.planning(["ops"]) as plans:
+                lib.sources.apply(plans[0])
+            assert [k.action for k in plans[0].kept] == ["aside"]
+    kept = sorted(p.read_text(encoding="utf-8") for p in (home / "sources" / ".kept" / "ops").glob("*/skills/alpha/SKILL.md"))
+    assert len(kept) == 2 and "first edit" in kept[0] and "second edit" in kept[1], kept

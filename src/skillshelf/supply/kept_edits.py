@@ -59,6 +59,15 @@ class KeptEdits:
 
     def __init__(self, src: Any):
         self.src = src
+        self.seen: dict[str, dict[str, str]] = {}     # label -> each file kept, its sha256 when it was read
+
+    def _saw(self, label: str, folder: Path, files: Any) -> None:
+        seen = self.seen.setdefault(label, {})
+        for rel in files:
+            p = inside(folder, rel)
+            with contextlib.suppress(OSError):
+                if p is not None and p.is_file():
+                    seen[rel] = person_files.sha256(p)
 
     def plan(self, entry: lockmod.SourceEntry, drift: list[lockmod.Drift]) -> list[KeptEdit]:
         """What an update does with each skill of ``drift`` (the files on disk that differ from the lock)."""
@@ -127,6 +136,8 @@ class KeptEdits:
         """Before ``plan`` puts the source's folder back: each edited skill becomes a workspace
         copy (its base kept), or its files are copied aside. Returns what was done, by skill."""
         kept = self.plan(plan.old, drift)
+        self.seen[plan.label] = {}
+        self._saw(plan.label, self.src.folder(plan.label), [d.file for d in drift])
         made: list[Path] = []
 
         def aside_root() -> Path:      # one new folder per update, made when something goes in it
@@ -214,6 +225,7 @@ class KeptEdits:
             files = person_files.persons(folder, ref, skip=listed, since=since)
         else:       # nothing tells upstream's from a person's: each one is kept (the same file in the new tree is not)
             files = {rel: "unknown" for rel, _ in person_files.walk(folder) if rel not in listed}
+        self._saw(plan.label, folder, files)
         if not files:
             return []
         made: list[Path] = []
@@ -266,8 +278,13 @@ class KeptEdits:
                 for f in s.files:
                     ref[f.path if s.path == "." else f"{s.path}/{f.path}"] = ("sha256", f.digest[7:], f.size)
         files = person_files.persons(previous, ref, since=since)
+        shared = [d.file for d in plan.drift if d.problem == "changed"] + sorted(files)
+        seen = self.seen.pop(plan.label, {})
+        for rel in [f for f in files if f in seen]:      # kept above as it is now
+            with contextlib.suppress(OSError):
+                if person_files.sha256(previous / rel) == seen[rel]:
+                    del files[rel]
         if plan.old.kind == "git":
-            shared = [d.file for d in plan.drift if d.problem == "changed"] + sorted(files)
             person_files.unlink_shared(previous, tree, shared, self.src._cache(plan.label), plan.new.commit,
                                        plan.new.path)
         if not files:

@@ -135,6 +135,10 @@ def _digest(path: Path, how: str) -> str:
     return h.hexdigest()
 
 
+def sha256(path: Path) -> str:
+    return _digest(path, "sha256")
+
+
 def differs(path: Path, want: tuple[str, str, int], size: int) -> bool:
     how, digest, want_size = want
     if how == GITLINK:
