@@ -439,3 +439,74 @@ def test_two_keeps_in_one_second_keep_both(tmp_path, upstream, monkeypatch):
             assert [k.action for k in plans[0].kept] == ["aside"]
     kept = sorted(p.read_text(encoding="utf-8") for p in (home / "sources" / ".kept" / "ops").glob("*/skills/alpha/SKILL.md"))
     assert len(kept) == 2 and "first edit" in kept[0] and "second edit" in kept[1], kept
+
+
+DEPLOY = "#!/bin/sh\necho one\necho two\necho three\necho four\necho five\n"
+
+
+def test_edits_made_while_the_update_waits_at_its_prompt_are_kept(tmp_path, upstream):
+    """A person answers "apply?" minutes later, having edited meanwhile: a workspace copy's file
+    changed since the plan is not overwritten by the planned merge, and an in-place write to a
+    source file the new tree links to is kept, never carried into the new tree."""
+    import os
+    import pty
+    import subprocess
+    import threading
+    import time
+
+    from test_sources_git import SCRIPT
+
+    upstream.write("skills/beta/scripts/deploy.sh", DEPLOY)
+    upstream.commit("longer deploy")
+    upstream.push()
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    edit_as_person(home, "beta", "Run the gizmo deploy.", "Run the gizmo deploy, then check it.")
+    copy = Path(json.loads(sk(home, "show", "beta", "--json").stdout)["path"]).parent
+    (copy / "scripts").mkdir(exist_ok=True)
+    (copy / "scripts" / "deploy.sh").write_text(DEPLOY.replace("echo five", "echo five by me"), encoding="utf-8")
+    upstream.write("skills/beta/scripts/deploy.sh", DEPLOY.replace("echo one", "echo one upstream"))
+    upstream.commit("deploy")
+    upstream.push()
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
+    env.update(SKILLSHELF_EMBEDDER="fake", COLUMNS="200", SKILLSHELF_HOME=str(home))
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([str(SCRIPT), "sources", "update", "ops"], stdin=slave, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.extend(iter(lambda: proc.stdout.read1(4096), b"")), daemon=True)
+    reader.start()
+    try:
+        t0 = time.monotonic()
+        while b"apply the update of ops?" not in b"".join(got):
+            assert time.monotonic() - t0 < 60 and proc.poll() is None, b"".join(got) + proc.stderr.read()
+            time.sleep(0.05)
+        assert "merged" in b"".join(got).decode(), b"".join(got)
+        # while the question waits: the copy's file changed where upstream's change is too ...
+        (copy / "scripts" / "deploy.sh").write_text(DEPLOY.replace("echo one", "echo one by me"), encoding="utf-8")
+        # ... and an in-place write to a file of the source's folder upstream did not change
+        src = home / "sources" / "ops" / "skills" / "beta" / "SKILL.md"
+        with open(src, "r+", encoding="utf-8") as f:
+            text = f.read()
+            f.seek(0)
+            f.write(text + "\nWritten in place while it waited.\n")
+        os.write(master, b"y\n")
+        proc.wait(timeout=120)
+        reader.join(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    stdout, stderr = b"".join(got).decode(), proc.stderr.read().decode()
+    assert proc.returncode == 0, stdout + stderr
+    assert "Traceback" not in stderr
+    # the person's later text stays; the conflict is said
+    assert (copy / "scripts" / "deploy.sh").read_text(encoding="utf-8") == DEPLOY.replace("echo one", "echo one by me")
+    assert "deploy.sh kept as you left it" in stdout, stdout
+    # the source's folder is upstream's; the in-place write is kept aside, named
+    assert "Written in place" not in src.read_text(encoding="utf-8")
+    assert sk(home, "lock", "--check").returncode == 0
+    kept = [p.read_text(encoding="utf-8") for p in (home / "sources" / ".kept" / "ops").glob("*/skills/beta/SKILL.md")]
+    assert any("Written in place while it waited." in t for t in kept), kept

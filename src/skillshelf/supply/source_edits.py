@@ -47,6 +47,8 @@ class FileEdit:
     target: Path | None = None    # the copy's file
     data: bytes | None = None     # what is written there (merged)
     theirs: bytes | None = None   # upstream's new file (the next base)
+    ours: bytes | None = None     # the copy's file as the plan read it
+    base: bytes | None = None     # the upstream file the copy's was made from
 
     def as_dict(self) -> dict[str, str]:
         return {"file": self.file, "edit": self.edit, "note": self.note}
@@ -201,7 +203,7 @@ class EditedCopies:
                 out.append(FileEdit(f, "pinned", f"the source is pinned: upstream's change is not merged into your "
                                                  f"file (upstream's is {where})", mine))
             else:
-                out.append(FileEdit(f, "merged", "", mine, m.data, theirs))
+                out.append(FileEdit(f, "merged", "", mine, m.data, theirs, ours, base))
         return out
 
     # --- a conflict a person decides ---------------------------------------------------------------
@@ -247,6 +249,16 @@ class EditedCopies:
     def merge_files(self, plan: Any, c: Any) -> None:
         """Write the merged files into the copy and keep upstream's as the next base."""
         for fe in c.file_edits:
+            if fe.edit == "merged" and fe.target is not None and fe.theirs is not None:
+                now = _read(fe.target)       # a person may have changed it while the update waited
+                if now != fe.ours:
+                    m = merge_file(fe.base, now, fe.theirs) if now is not None and fe.base is not None else None
+                    if m is None or not m.clean:
+                        fe.edit, fe.data = "conflict", None
+                        fe.note = ("you changed it while the update waited, and upstream's change does not merge "
+                                   "with that: it is left as it is")
+                    else:
+                        fe.data = m.data
             try:
                 if fe.edit == "merged" and fe.target is not None and fe.data is not None:
                     write_file(fe.target, fe.data)
@@ -265,6 +277,14 @@ class EditedCopies:
             if c.edit == "kept":
                 self.keep_base(plan.label, c.path, theirs)
                 continue
+            rec = self.copies(plan.label).get(c.path) if c.edit in ("merged", "review") else None
+            now = _read(Path(rec.path)) if rec is not None else None
+            if now is not None and now.decode("utf-8", "replace") != ours:     # changed while the update waited
+                ours = now.decode("utf-8", "replace")
+                m = merge3way(base, ours, theirs)
+                c.sides = (base, ours, theirs, m)
+                if not m.clean:
+                    c.edit, c.note = "conflict", m.why + " (you changed your copy while the update waited)"
             args: dict[str, Any] = {"action": "FIX", "target_skill_name": f"workspace:{c.copy}",
                                     "replace_body": True}
             if c.edit == "merged":
