@@ -347,3 +347,36 @@ def test_the_dashboard_shows_the_owner_everything_and_the_facade_refuses_an_agen
         assert ids["blocked"] not in [x.id for x in hits]
     finally:
         lib.close()
+
+
+def test_an_export_leaves_held_skills_out_and_an_import_names_what_it_takes_in(shelf, tmp_path):
+    """An archive is read where no pin holds it: the held and the blocked skill stay out of an
+    export unless a person asks for them, and then the manifest marks them, the import says so,
+    and the receiving library's audit names the risky one."""
+    import json
+    import zipfile
+
+    h, _, _ = shelf
+    env = {**os.environ, "SKILLSHELF_EMBEDDER": "none"}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "skillshelf.entry", *a],   # noqa: E731
+                                    capture_output=True, text=True, timeout=120, env=env)
+    plain = tmp_path / "shelf.zip"
+    p = run("--home", str(h), "export", "--all", "--to", str(plain), "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert "2 held skills left out (blocked, victim)" in p.stdout and "--include-held" in p.stdout, p.stdout
+    with zipfile.ZipFile(plain) as z:
+        assert not [n for n in z.namelist() if n.startswith(("victim/", "blocked/"))], z.namelist()
+        assert all(SECRET.encode() not in z.read(n) for n in z.namelist())
+    p = run("--home", str(h), "export", "victim", "--to", str(tmp_path / "one.zip"))
+    assert p.returncode == 1 and "nothing to export" in p.stderr and "--include-held" in p.stderr, p.stderr
+
+    full = tmp_path / "full.zip"
+    p = run("--home", str(h), "export", "--all", "--to", str(full), "--include-held")
+    assert p.returncode == 0, p.stderr
+    with zipfile.ZipFile(full) as z:
+        marked = {s["name"] for s in json.loads(z.read("manifest.json"))["skills"] if s.get("held")}
+    assert marked == {"victim", "blocked"}
+    p = run("--home", str(tmp_path / "elsewhere"), "import", str(full))
+    assert p.returncode == 0, p.stderr
+    assert "victim was held back from agents where it was exported" in p.stdout, p.stdout
+    assert "audit: 1 imported skill high risk (blocked)" in p.stdout, p.stdout

@@ -533,14 +533,14 @@ class Library:
 
     # --- onboarding: export, import, pick (archive.py and pick.py, imported when called) ----
     def export_skills(self, names: builtins.list[str] | tuple[str, ...] = (), *, all_skills: bool = False,
-                      to: str | Path) -> "ExportReport":
+                      to: str | Path, include_held: bool = False) -> "ExportReport":
         """Write the named skills (or ``all_skills``: every skill; several of one name, or names
         no folder can have, each in a folder of its own named from the id) to a folder, a
         ``.zip`` or a ``.tar.gz``, with ``manifest.json`` (names, ids, versions, the sha256 of
-        every file). The report lists what was left out and why."""
+        every file). The report lists what was left out and why (held skills unless ``include_held``)."""
         from .onboarding.importer import export_skills
 
-        return export_skills(self, list(names), all_skills=all_skills, to=to)
+        return export_skills(self, list(names), all_skills=all_skills, to=to, include_held=include_held)
 
     @staticmethod
     def preview_import(source: str | Path, *, config: Config, mode: str = "copy", replace: bool = False) \

@@ -21,19 +21,23 @@ def export_(
                                       help="a new (or empty) folder, or an archive file to create"),
     quiet: bool = typer.Option(False, "--quiet", "-q",
                                help="no line per skill: only what was left out and the summary"),
+    include_held: bool = typer.Option(False, "--include-held",
+                                      help="export skills held back from agents too (marked held in the manifest)"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Export skills (SKILL.md and their other files) with a manifest.json of names, ids,
     versions and the sha256 of every file. Every skill is kept: several of one name, or a name
     no folder can have, each go into a folder of their own named from the id. Exits 1 when a
-    skill had to be left out (its files cannot be read): the archive is then incomplete."""
+    skill had to be left out (its files cannot be read): the archive is then incomplete.
+    Skills held back from agents (changed since a pin, or blocked by the audit) are left out
+    and named, unless --include-held: elsewhere no pin would hold them."""
     if to is None:
         raise _usage_error(ctx, "say where to: --to DIR, --to FILE.zip or --to FILE.tar.gz")
     if names and all_:
         raise _usage_error(ctx, "pass skill names or --all, not both")
     if not names and not all_:
         raise _usage_error(ctx, "name the skills to export, or pass --all")
-    rep = _lib().export_skills(names or [], all_skills=all_, to=to)
+    rep = _lib().export_skills(names or [], all_skills=all_, to=to, include_held=include_held)
     if json_out:
         _json(rep.as_dict())
         if rep.skipped:
@@ -43,12 +47,19 @@ def export_(
         for s in rep.skills:
             moved = f" → {s['folder']}" if "/" in s["folder"] else ""
             out.print(f"  {s['name']:40} v{s['version']}  {s['files']} file{'s' if s['files'] != 1 else ''}  "
-                      f"({s['id']}){moved}")
+                      f"({s['id']}){moved}" + ("  [held: marked in the manifest]" if s.get("held") else ""))
     for sk in rep.skipped:
         out.print(f"  skipped {sk['id']}: {sk['reason']}" + (f" ({sk['detail']})" if sk.get("detail") else ""))
     for n in rep.notes:
         out.print(f"  note: {n}")
-    total = len(rep.skills) + len(rep.skipped)
+    left_held = [h for h in rep.held if not include_held]
+    if left_held:
+        shown = ", ".join(h["name"] for h in left_held[:10]) + (" …" if len(left_held) > 10 else "")
+        out.print(f"note: {len(left_held)} held skill{'s' * (len(left_held) != 1)} left out ({shown}): held back "
+                  f"from agents here, nothing would hold {'them' if len(left_held) != 1 else 'it'} where the export "
+                  f"is imported; `skillshelf trust {left_held[0]['name']}` reviews what changed, or pass "
+                  "--include-held")
+    total = len(rep.skills) + len(rep.skipped) + len(left_held)
     left = ""
     if rep.skipped:
         left = f"; {len(rep.skipped)} left out: " + ", ".join(f"{r} ({c})" for r, c in rep.reasons.items())

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..access import AGENT
 from ..errors import ConflictError, NotFoundError, ValidationError, WriteError
 from ..files import FileRefused
 from . import unpack
@@ -128,7 +129,8 @@ def folder_for(key: str, folder_name: str, skill_name: str, used: set[str]) -> s
 @dataclass
 class ExportReport:
     """What an export wrote: each skill (name, id, version, files, its folder in the archive),
-    each skill left out with the reason, notes, and the bytes written."""
+    each skill left out with the reason, each held skill left out (or, with ``include_held``,
+    written and marked held in the manifest), notes, and the bytes written."""
 
     target: str
     kind: str                    # folder | zip | tar.gz
@@ -136,6 +138,7 @@ class ExportReport:
     notes: list[str]
     bytes: int
     skipped: list[dict[str, str]] = field(default_factory=list)   # id, name, reason, detail
+    held: list[dict[str, str]] = field(default_factory=list)      # id, name, why (left out unless included)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -162,12 +165,18 @@ def target_kind(to: Path) -> str:
     return "folder"
 
 
-def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Path) -> ExportReport:
+def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Path,
+                  include_held: bool = False) -> ExportReport:
     """Write the named skills (or every skill) to a folder, a .zip or a .tar.gz, with
     manifest.json. Every skill is kept: one whose folder name is taken by another skill (two
     skills of one name in different roots) or cannot be a folder name is written into a folder
     of its own named from its id. A skill whose files cannot be read is left out, and the
-    report says which and why."""
+    report says which and why.
+
+    A skill held back from agents (changed since its collection was pinned, or blocked by the
+    audit) is left out unless ``include_held``: an archive is read elsewhere, where no pin holds
+    it, and its unreviewed text would be served there. Included, the manifest marks it
+    (``held``) and an import says so. The gate decides it, as it does for an agent's read."""
     to = Path(to).expanduser()
     kind = target_kind(to)
     if not names and not all_skills:
@@ -189,6 +198,7 @@ def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Pat
             raise ValidationError(f"{to} is inside the library ({b})", fix="export to a folder outside it")
     notes: list[str] = []
     records = _records(lib, names, all_skills)
+    held: list[dict[str, str]] = []
     entries: list[dict[str, Any]] = []
     payload: list[tuple[str, SkillFiles]] = []
     skipped: list[dict[str, str]] = []
@@ -210,12 +220,17 @@ def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Pat
             skipped.append({"id": rec.id, "name": rec.name, "reason": "its file is gone since the last sync",
                             "detail": f"{rec.path} is missing: run `skillshelf sync`"})
             continue
+        why = lib.gate.refusal(AGENT, rec)
+        if why is not None:
+            held.append({"id": rec.id, "name": rec.name, "why": why})
+            if not include_held:
+                continue
         folder = folder_for(rec.id, rec.folder.name, rec.name, used)
         notes += [f"{rec.name}: {n}" for n in sf.notes]
         total += sf.size
         files = {rel: {"sha256": sha256(data), "bytes": len(data)} for rel, data in sf.files.items()}
         entries.append({"name": rec.name, "id": rec.id, "version": rec.version, "folder": folder,
-                        "files": files})
+                        "files": files} | ({"held": why} if why is not None else {}))
         payload.append((folder, sf))
     own = [e for e in entries if "/" in e["folder"]]
     if own:
@@ -224,8 +239,12 @@ def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Pat
                      f"be a folder name {'is' if one else 'are each'} in a folder of {'its' if one else 'their'} own "
                      f"named from the id (e.g. {own[0]['folder']})")
     if not payload:
-        raise ValidationError("nothing to export: " + "; ".join(f"{x['id']}: {x['detail']}" for x in skipped[:3]),
-                              fix="run `skillshelf sync`, or pass other skill names or ids")
+        why = [f"{x['id']}: {x['detail']}" for x in skipped[:3]] + [f"{x['name']} is held back from agents"
+                                                                    for x in held[:3]]
+        raise ValidationError("nothing to export: " + "; ".join(why),
+                              fix="run `skillshelf sync`, or pass other skill names or ids"
+                              + (f"; `skillshelf trust {held[0]['name']}` reviews a held skill, or pass "
+                                 "--include-held" if held else ""))
     if total > unpack.MAX_TOTAL_BYTES:
         raise ValidationError(f"the skills hold {total:,} bytes; an import accepts at most "
                               f"{unpack.MAX_TOTAL_BYTES:,}",
@@ -250,8 +269,8 @@ def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Pat
         raise WriteError(f"cannot write {to}: {exc.strerror or exc}; nothing was exported",
                          fix=f"check that {parent} is writable and has space") from None
     summary = [{"name": e["name"], "id": e["id"], "version": e["version"], "files": len(e["files"]),
-                "folder": e["folder"]} for e in entries]
-    return ExportReport(str(to), kind, summary, notes, total, skipped)
+                "folder": e["folder"], "held": "held" in e} for e in entries]
+    return ExportReport(str(to), kind, summary, notes, total, skipped, held)
 
 
 def _records(lib: Any, names: list[str], all_skills: bool) -> list[Any]:

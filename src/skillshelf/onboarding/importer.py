@@ -87,6 +87,8 @@ class Candidate:
     dest: str = ""                    # its folder in the workspace (or the unpacked root), relative
     # what sync would report about the file (spec errors, warnings): it is imported as it is
     findings: list[skillmod.Finding] = field(default_factory=list)
+    path: str = ""                    # its SKILL.md in the library once taken in
+    risk: str = ""                    # what the audit found there: medium | high ("" below)
 
     @property
     def folder_name(self) -> str:
@@ -95,7 +97,7 @@ class Candidate:
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "folder": self.folder or ".", "dest": self.dest, "status": self.status,
                 "message": self.message, "existing": self.existing, "files": len(self.files),
-                "version": self.version, "findings": [f.as_dict() for f in self.findings]}
+                "version": self.version, "findings": [f.as_dict() for f in self.findings], "risk": self.risk}
 
 
 @dataclass
@@ -285,16 +287,47 @@ def import_skills(lib: Any, source: str | Path, *, mode: str = "copy", replace: 
         present = {c.folder for c in cands}
         for folder in sorted(set(manifest) - present):
             notes.append(f"{MANIFEST} lists {folder}, which the source does not hold")
+        for c in cands:
+            why = (manifest.get(c.folder) or {}).get("held")
+            if why and c.status != "refused":
+                notes.append(f"{c.name} was held back from agents where it was exported ({str(why)[:200]}): "
+                             f"review it before an agent reads it (`skillshelf audit {c.name}`)")
     report = ImportReport(str(src.path), src.kind, mode, dry_run, cands, notes)
     lib._maybe_sync()   # compare with the files as they are now (an editor may have added one)
     if mode == "root":
-        return _as_root(lib, src, report)
+        return _audited(lib, _as_root(lib, src, report))
     _plan_copies(lib, cands, replace)
     if dry_run:
         return report
     _apply_copies(lib, src, cands)
     if any(c.status in ("new", "replace") for c in cands):
         report.notes += [f"index: {n}" for n in lib.sync().notes]
+    return _audited(lib, report)
+
+
+def _audited(lib: Any, report: ImportReport) -> ImportReport:
+    """What the library's audit found in the skills taken in (its sync audited them), at medium
+    or above: each candidate's ``risk``, and a note naming them. A dry run took nothing in."""
+    ids: dict[str, Candidate] = {}
+    for c in report.skills:
+        if c.path and c.status in ("new", "replace", "root") and not report.dry_run:
+            try:
+                ids[lib.get(c.path).id] = c
+            except SkillshelfError:
+                continue            # not indexed (the sync's notes say why)
+    if not ids or getattr(lib, "supply", None) is None:
+        return report
+    for r in lib.supply.audit(list(ids), min_severity="medium"):
+        found = ids.get(r["id"])
+        if found is not None and found.risk != "high":
+            found.risk = r["severity"]
+    for level in ("high", "medium"):
+        named = [c.name for c in ids.values() if c.risk == level]
+        if named:
+            shown = ", ".join(named[:8]) + (" …" if len(named) > 8 else "")
+            report.notes.append(f"audit: {len(named)} imported skill{'s' * (len(named) != 1)} {level} risk ({shown}): "
+                                f"`skillshelf audit {named[0]}` says why; agents are warned, or kept from such "
+                                'skills with [trust] block = "high" in config.toml')
     return report
 
 
@@ -435,6 +468,7 @@ def _apply_copies(lib: Any, src: Source, cands: list[Candidate]) -> None:
                             c.status, c.message = "clash", f"{dest.parent} is a link: skipped"
                             continue
                     os.rename(staged, dest)
+                c.path = str(dest / c.skill_md)
             except OSError as exc:
                 c.status, c.message = "error", f"cannot write {dest}: {exc.strerror or exc}"
             continue
@@ -455,6 +489,7 @@ def _apply_copies(lib: Any, src: Source, cands: list[Candidate]) -> None:
                 c.status, c.message = "error", exc.message
                 continue
             c.version = res.version
+            c.path = res.path
             folder = Path(res.path).parent
             for rel, data in c.files.items():
                 if rel == c.skill_md or (folder / rel).exists():
@@ -516,6 +551,9 @@ def _as_root(lib: Any, src: Source, report: ImportReport) -> ImportReport:
         if not report.dry_run:
             _register_root(lib, folder)
             report.notes += [f"index: {n}" for n in lib.sync().notes]
+            for c in report.skills:
+                if c.status == "root":
+                    c.path = str(folder / c.folder / c.skill_md) if c.folder else str(folder / c.skill_md)
         return report
     # an archive: the skills that passed are unpacked under <home>/imports/<archive name>
     base = lib.config.home / "imports"
@@ -548,4 +586,6 @@ def _as_root(lib: Any, src: Source, report: ImportReport) -> ImportReport:
                          fix=f"check that {base} is writable and has space") from None
     _register_root(lib, dest)
     report.notes += [f"index: {n}" for n in lib.sync().notes]
+    for c in keep:
+        c.path = str(dest / c.dest / c.skill_md)
     return report
