@@ -510,3 +510,54 @@ def test_edits_made_while_the_update_waits_at_its_prompt_are_kept(tmp_path, upst
     assert sk(home, "lock", "--check").returncode == 0
     kept = [p.read_text(encoding="utf-8") for p in (home / "sources" / ".kept" / "ops").glob("*/skills/beta/SKILL.md")]
     assert any("Written in place while it waited." in t for t in kept), kept
+
+
+def test_an_edit_saved_during_the_keep_step_is_kept(tmp_path, upstream):
+    """A person saves a source file again while the update is making their earlier edit a
+    workspace copy: the file is looked at again once the folder is moved aside, and kept."""
+    from skillshelf import Library
+    from skillshelf.embeddings.fake import FakeEmbedder
+
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    src = home / "sources" / "ops" / "skills" / "alpha" / "SKILL.md"
+    src.write_text(src.read_text(encoding="utf-8").replace("Step one", "Step 1"), encoding="utf-8")
+    upstream.write("skills/alpha/SKILL.md", ALPHA.replace("Keep the old key for a day.", "Keep the old key a week."))
+    upstream.commit("a week")
+    upstream.push()
+    with Library(home=home, embedder=FakeEmbedder(), auto_sync=False) as lib:
+        real = lib.sources.kept.keep
+
+        def keep_then_save(plan, drift):
+            out = real(plan, drift)
+            src.write_text(src.read_text(encoding="utf-8") + "\nSaved during the keep step.\n", encoding="utf-8")
+            return out
+
+        lib.sources.kept.keep = keep_then_save
+        with lib.sources.planning(["ops"]) as plans:
+            lib.sources.apply(plans[0])
+    kept = [p.read_text(encoding="utf-8") for p in (home / "sources" / ".kept" / "ops").glob("*/skills/alpha/SKILL.md")]
+    assert any("Saved during the keep step." in t for t in kept), kept
+    named = plans[0].as_dict()["unlisted"]        # (what the CLI prints)
+    assert [u["file"] for u in named] == ["skills/alpha/SKILL.md"] and named[0]["kept"], named
+    assert "Step 1" in _text(home, "alpha")                  # the earlier edit: the workspace copy
+    assert sk(home, "lock", "--check").returncode == 0
+
+
+def test_restoring_a_lock_without_the_pin_unpins_the_source(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops", "--pin").returncode == 0
+    assert lock_of(home)["source"][0]["pinned"] is True
+    pulled = tmp_path / "pulled.lock"
+    pulled.write_text((home / "skillshelf.lock").read_text(encoding="utf-8").replace("pinned = true", "pinned = false"),
+                      encoding="utf-8")
+    r = sk(home, "sources", "restore", str(pulled))
+    assert r.returncode == 0, r.stderr
+    assert lock_of(home)["source"][0]["pinned"] is False
+    listed = json.loads(sk(home, "sources", "list", "--json").stdout)
+    assert [s["pinned"] for s in listed] == [False], listed
+    r = sk(home, "sources", "restore", str(home / "skillshelf.lock"))     # and back: the pin comes back
+    assert r.returncode == 0, r.stderr
+    pulled.write_text(pulled.read_text(encoding="utf-8").replace("pinned = false", "pinned = true"), encoding="utf-8")
+    assert sk(home, "sources", "restore", str(pulled)).returncode == 0
+    assert lock_of(home)["source"][0]["pinned"] is True

@@ -184,11 +184,12 @@ def _kept_lines(label: str, kept: list[dict[str, Any]], done: bool) -> list[str]
 
 
 def _unlisted_lines(label: str, unlisted: list[dict[str, Any]]) -> list[str]:
-    """A person's files the lock does not list (hidden, dependency folders, over the size bound): where each went."""
+    """A person's files the update did not make workspace copies of (ones the lock does not list: hidden,
+    dependency folders, over the size bound; ones written while it ran): where each went."""
     lines = []
     for u in unlisted[:20]:
         what = f"copied to {_clean(u['kept'])}" if u["kept"] else "carried into the new files"
-        lines.append(f"  your file sources/{label}/{_clean(u['file'])} (not in the lock, {u['problem']}): {what}")
+        lines.append(f"  your file sources/{label}/{_clean(u['file'])} ({u['why']}, {u['problem']}): {what}")
     if len(unlisted) > 20:
         lines.append(f"  … and {len(unlisted) - 20} more of your files (see --json)")
     return lines

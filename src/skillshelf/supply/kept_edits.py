@@ -244,8 +244,9 @@ class KeptEdits:
                 at.unlink()
                 carried.remove(rel)
                 copied.append(rel)
-        return ([{"file": f, "problem": files[f], "kept": ""} for f in carried]
-                + [{"file": f, "problem": files[f], "kept": str(made[0] / f)} for f in copied])
+        why = "a file the lock does not list"
+        return ([{"file": f, "problem": files[f], "why": why, "kept": ""} for f in carried]
+                + [{"file": f, "problem": files[f], "why": why, "kept": str(made[0] / f)} for f in copied])
 
     @staticmethod
     def _listed_in(entry: lockmod.SourceEntry, tree: Path, files: list[str]) -> list[str]:
@@ -291,7 +292,8 @@ class KeptEdits:
             return []
         dest = person_files.kept_dir(self.src.base, plan.label)
         _, copied = person_files.keep(previous, files, None, lambda: dest, carry=False)
-        return [{"file": f, "problem": files[f], "kept": str(dest / f)} for f in copied]
+        return [{"file": f, "problem": files[f], "why": "written while the update ran", "kept": str(dest / f)}
+                for f in copied]
 
     def _aside(self, label: str, k: KeptEdit, aside_root: Path) -> None:
         folder = self.src.folder(label).joinpath(*([] if k.skill == "." else k.skill.split("/")))

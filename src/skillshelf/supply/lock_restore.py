@@ -8,9 +8,11 @@ naming it."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..errors import ConflictError
+from ..files import locked
 from . import lock as lockmod
 from .fetch import SourceError
 
@@ -46,8 +48,22 @@ def bring(src: Any, want: lockmod.SourceEntry, *, progress: dict | None = None,
         moved = plan.moved
         if moved:
             src.apply(plan, progress=progress, caller=caller)
-    if want.pinned:
-        src.supply.pin(src._root_label(want.label) or want.label)
+    _pin_as_locked(src, want, caller)
     return {**want.summary(), "from": frm, "moved": moved, "kept": [k.as_dict() for k in plan.kept],
             "unlisted": plan.unlisted,
             "conflicts": [c.copy for c in plan.changes if c.edit == "conflict"]}
+
+
+def _pin_as_locked(src: Any, want: lockmod.SourceEntry, caller: Any) -> None:
+    """The source pinned, or not, as the lock says (a lock without the pin unpins it), and the
+    home's lock saying so."""
+    root = src._root_label(want.label) or want.label
+    if want.pinned:
+        src.supply.pin(root)
+    elif any(p["root"] == root for p in src.supply.pinned_roots()):
+        src.supply.unpin(root)
+    with locked(src.home, "sources"):
+        entries = src.entries()
+        if any(e.label == want.label and e.pinned != want.pinned for e in entries):
+            src._write_lock(entries, [dataclasses.replace(e, pinned=want.pinned) if e.label == want.label else e
+                                      for e in entries], caller=caller)
