@@ -81,8 +81,9 @@ MARKDOWN_EXT = (".md", ".markdown", ".mdx", ".txt", ".rst")
 SCRIPT_EXT = (".sh", ".bash", ".zsh", ".fish", ".ksh", ".py", ".pyw", ".js", ".mjs", ".cjs", ".ts", ".mts",
               ".cts", ".jsx", ".tsx", ".ps1", ".psm1", ".psd1", ".bat", ".cmd", ".rb", ".pl", ".pm", ".php",
               ".lua", ".r", ".go", ".rs", ".java", ".kt", ".swift", ".cs", ".vbs", ".applescript", ".scpt",
-              ".awk", ".tcl", ".groovy", ".gradle", ".mk", ".nu", ".ex", ".exs")
-SCRIPT_NAMES = {"makefile", "dockerfile", "justfile", "rakefile", "gemfile", "procfile"}
+              ".awk", ".tcl", ".groovy", ".gradle", ".kts", ".mk", ".nu", ".ex", ".exs", ".cmake", ".vim", ".nix")
+SCRIPT_NAMES = {"makefile", "dockerfile", "justfile", "rakefile", "gemfile", "procfile", "cmakelists.txt", "vagrantfile",
+                "jenkinsfile", ".vimrc", ".bashrc", ".zshrc", ".profile", ".bash_profile", "noxfile.py"}
 
 
 def file_kind(name: str, head: bytes | str = b"") -> str:
@@ -90,6 +91,8 @@ def file_kind(name: str, head: bytes | str = b"") -> str:
     ``script`` (run as it is) or ``text`` (data: JSON, YAML, HTML, …), from the file name
     and, for a name without a known extension, a ``#!`` first line."""
     low = name.lower().rsplit("/", 1)[-1]
+    if low in SCRIPT_NAMES:
+        return "script"
     if low.endswith(MARKDOWN_EXT):
         return "markdown"
     if isinstance(head, str):

@@ -14,6 +14,7 @@ import re
 
 from . import (
     asks,
+    capabilities,
     commands,
     comments,
     context,
@@ -24,6 +25,7 @@ from . import (
     languages,
     lexicon,
     patterns as P,
+    scopes,
     view,
 )
 from .rules import (
@@ -398,9 +400,11 @@ class Scan:
         self.check_invisible()
         self.check_commands()
         self.check_flows()
+        capabilities.check(self)
         self.check_override()
         self.check_requests()
         intent.check(self)
+        scopes.check(self)
         languages.concealment(self)
         languages.requests(self)
         comments.check(self)
@@ -595,6 +599,7 @@ class Scan:
         inner.check_override()
         inner.check_requests()
         intent.check(inner)
+        scopes.check(inner)
         languages.concealment(inner)
         languages.requests(inner)
         inner.check_tokens()

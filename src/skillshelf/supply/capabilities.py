@@ -1,0 +1,242 @@
+"""Code in any file read by what it can do, not by its language. Part of the audit of one file
+(``skillshelf.supply.scan``).
+
+Each line of a script, a data file (a notebook's cells, a ``package.json`` script, a CMake, Gradle or
+YAML build file) or a Markdown code block is tagged with capabilities from tokens every language
+shares: it fetches (``curl``, ``wget``, ``urlopen``, ``file(DOWNLOAD``, ``reqwest``, ``http.Get``…), runs
+(``exec``, ``eval``, ``system``, ``spawn``, ``popen``, ``execute_process``, ``Command::new``,
+``jobstart``, ``sh -c``…), decodes (base64, hex, rot13, ``atob``, ``unhexlify``…), reads a secret (a secret
+file's path, a dump of the environment), sends (``POST``, ``--data``, ``requests.post``, a socket's
+``send``), opens a socket or a shell (``/bin/sh``, ``bash -i``, ``cmd.exe``, ``pty``). A pair within a
+few lines, joined by a name both lines use (or on one line), is a flow the precise rules of
+``skillshelf.supply.commands`` and ``flows`` may not know the words of: a download run (a checksum or
+signature checked between: medium), a decoded value run, a secret sent out, a socket handed a shell."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import patterns as P
+from .rules import MAX_LINES_PER_RULE
+from .scopes import SOURCE
+
+Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
+
+WINDOW_LINES = 12          # how far apart the two lines of a flow may be
+MAX_LINE = 4_000           # bytes of a line read
+
+FETCH = re.compile(rb"\b(?:curl|wget|invoke-webrequest|iwr|irm|invoke-restmethod|urlopen|urlretrieve|requests\.get|"
+                   rb"httpx\.get|fetch|downloadfile|downloadstring|downloaddata|webclient|download|reqwest|ureq|"
+                   rb"http\.get|https\.get|http\.newrequest|httpclient|getasync|openconnection|openstream|"
+                   rb"net::http|open-uri|lwp|http::tiny|xmlhttprequest|axios|got|aiohttp|urllib\w{0,2})\b")
+RUN = re.compile(rb"\b(?:exec(?:v|ve|vp|vpe|l|lp|le|sync|file|filesync)?|eval|system|spawn\w{0,4}|popen\w{0,2}|subprocess|"
+                 rb"execute_process|processbuilder|"
+                 rb"getruntime|jobstart|termopen|os\.execute|dofile|loadstring|loadfile|runpy|run_path|invoke-expression|"
+                 rb"iex|start-process|child_process|shell_exec|passthru|vm\.run\w{0,12})\b(?:\s*\(|!\s*\(|\s+[`'\"$])|"
+                 rb"\bcommand::new\b|\bnew\s+function\b|\bsubprocess\.\w{2,14}\s*\(|\|\s*(?:iex|invoke-expression)\b|\b(?:sh|bash|zsh|cmd|pwsh|powershell)(?:\.exe)?[\"']?\s*[,)]?\s*"
+                 rb"[\"']?(?:-c|/c|-command|-e)\b|\bexecute_process\b|"
+                 rb"(?:^\s*\.\s+|(?:^|[;&|`(\"']\s{0,2}|\bcommand\s+)(?:sh|bash|zsh|source|python3?|node|ruby|perl|pwsh|"
+                 rb"powershell|lua|nvim)\s+)[\"'$]?(?P<arg>[\w./${}-]{2,200})")
+DECODE = re.compile(rb"base64|\bb64\w{0,8}|\batob\b|fromhex|unhexlify|\bhex\b|rot13|rot_13|n-za-m|\bxor\b|"
+                    rb"frombase64string|\b(?:decodestring|decodebytes|decode64|strict_decode64)\b|buffer\.from|\bpack\s*\(|\bunpack1?\b|codecs|decompress|"
+                    rb"gunzip|inflate|fromcharcode|\\x[0-9a-f]{2}(?:\\x[0-9a-f]{2}){7}")
+SEND = re.compile(rb"\b(?:curl|wget|requests\.(?:post|put|patch)|httpx\.(?:post|put)|fetch|urlopen|invoke-webrequest|"
+                  rb"invoke-restmethod|iwr|irm|nc|ncat|netcat|socat|scp|rsync|sftp|smtplib|sendmail|axios|reqwest|"
+                  rb"http\.post|http\.request|https\.request|webclient|uploadstring|uploadfile|uploaddata|sendall|"
+                  rb"upload\w{0,4}|post)\b|/dev/tcp/|\bnet\.connect|\.send\s*\(|\.write\s*\(")
+SOCKET = re.compile(rb"\bsocket\b|\bnet\.(?:connect|socket|createconnection)|\btcpsocket\b|/dev/tcp/|\bfsockopen\b|"
+                    rb"\btcpclient\b|\bnet\.dial\b|\btcpstream\b|\bsocket\.connect|\bnew\s+socket|\bncat?\s+-e\b")
+SHELL = re.compile(rb"/bin/(?:ba|z)?sh\b|\bbash\s+-i\b|\bsh\s+-i\b|\bcmd\.exe\b|\bpty\.spawn|\bdup2\b|"
+                   rb"spawn\w{0,4}\s*\(\s*[\"'](?:/bin/)?(?:ba)?sh[\"']|command::new\s*\(\s*\"(?:ba)?sh\"|"
+                   rb"\b(?:exec|spawn|popen)\w{0,4}\s*\(\s*\[?\s*[\"'](?:ba)?sh[\"']")
+VERIFY = re.compile(rb"sha(?:1|256|384|512)|shasum|checksum|hashlib|\bdigest\b|\bverify\w{0,4}|gpg\s|\bsignature\b|"
+                    rb"cosign|minisign|get-filehash|integrity|expected_hash|\bhash\b")
+_NAME = re.compile(rb"[a-z_][a-z0-9_]{2,40}|[\w.-]{1,60}\.[a-z0-9]{1,5}\b")
+_STOP = frozenset(b"the and for let var const def function return import from true false none null self this new local "
+                  b"end then with args arg cmd command string str std process output stdout stderr exec eval system "
+                  b"spawn popen subprocess curl wget fetch http https url uri get post put run shell bash sh zsh "
+                  b"python python3 node ruby perl lua require sys json data text utf utf8 utf-8 decode encode base64 "
+                  b"buffer from_utf8 unwrap expect await async try catch except raise throw print echo println "
+                  b"console log res req response request body status ok err error file path dir tmp temp content "
+                  b"read write open close os io net env true_ false_ check call shell=true capture_output "
+                  b"elif else fi done while for in do if not set task script scripts name type value key "
+                  b"www com org io dev net html json host localhost example api app srv home user users root".split())
+_WORDS = frozenset((b"curl", b"wget", b"exec", b"eval", b"system", b"spawn", b"popen", b"subprocess", b"socket",
+                    b"base64", b"b64decode", b"atob", b"fromhex", b"unhexlify", b"hex", b"rot13", b"execute_process",
+                    b"jobstart", b"command", b"download", b"urlopen", b"fetch", b"printenv", b"environ", b"env",
+                    b"ssh", b"aws", b"netrc", b"pypirc", b"npmrc", b"credentials", b"dup2", b"pty", b"connect", b"xor",
+                    b"iex", b"invoke", b"child_process", b"dofile", b"loadstring", b"runpy", b"reqwest", b"http"))
+
+
+def _names(line: bytes) -> set[bytes]:
+    """The names a line uses (variables, files): what joins two lines of a flow; not the words of
+    capabilities themselves (two lines naming ``~/.ssh`` share no value)."""
+    return {n for n in _NAME.findall(line) if n not in _STOP and n not in _ALL_CAP_WORDS}
+
+
+def regions(scan: Scan) -> list[tuple[int, int]]:
+    if scan.kind == "markdown":
+        return scan.fences
+    return [(0, len(scan.low))]
+
+
+def check(scan: Scan) -> None:
+    """The flows of each region of code (a script or data file whole, a Markdown file's code blocks)."""
+    if not scan.words & _WORDS:
+        return
+    budget = MAX_LINES_PER_RULE
+    for rs, re_ in regions(scan):
+        if budget <= 0:
+            break
+        budget -= _region(scan, rs, re_, budget)
+
+
+_PAIRS = (("fetch", "run"), ("decode", "run"), ("secret", "send"), ("socket", "shell"))
+
+
+def _region(scan: Scan, rs: int, re_: int, budget: int) -> int:
+    low = scan.low
+    words = frozenset(low[rs:re_].translate(_WORD_BYTES).split())
+    whole = {k.decode() for k, v in _CAP_WORDS.items() if words & v}
+    if not any(a in whole and b in whole for a, b in _PAIRS):
+        return 0              # no pair of capabilities in this block: nothing to read line by line
+    recent: list[tuple[int, int, set[bytes], dict[str, int]]] = []     # (start, end, names, caps)
+    pos, n = rs, 0
+    while pos < re_ and n < budget:
+        end = low.find(b"\n", pos, re_)
+        end = re_ if end < 0 else end
+        n += 1
+        line = low[pos:min(end, pos + MAX_LINE)]
+        caps = _caps(line)
+        if caps:
+            names = _names(line)
+            recent = [r for r in recent if n - r[3]["#"] <= WINDOW_LINES]
+            caps["#"] = n
+            _pairs(scan, pos, end, line, names, caps, recent)
+            recent.append((pos, end, names, caps))
+        pos = end + 1
+    return n
+
+
+# the words (runs of a-z and 0-9) one of whose a text must hold for each pattern to be tried on it
+_CAP_WORDS = {k: frozenset(v.split()) for k, v in (
+    (b"fetch", (b"curl wget iwr irm invoke urlopen urlretrieve requests httpx fetch downloadfile downloadstring "
+               b"downloaddata webclient download reqwest ureq http https httpclient getasync openconnection openstream "
+               b"net uri lwp tiny xmlhttprequest axios got aiohttp urllib urllib2 urllib3")),
+    (b"run", (b"exec execv execvp execve execl execlp execsync execfile execfilesync eval system spawn spawnsync popen "
+             b"popen2 popen3 subprocess execute processbuilder getruntime jobstart termopen dofile loadstring loadfile "
+             b"runpy run_path iex start child_process shell_exec passthru vm command sh bash zsh cmd pwsh powershell "
+             b"source python python3 node ruby perl lua nvim function new")),
+    (b"decode", (b"base64 b64 b64decode b64encode atob fromhex unhexlify hex rot13 rot xor frombase64string decode "
+                b"decodestring decodebytes decode64 buffer pack unpack unpack1 codecs decompress gunzip inflate "
+                b"fromcharcode strict_decode64 x")),
+    (b"send", (b"curl wget requests httpx fetch urlopen invoke iwr irm nc ncat netcat socat scp rsync sftp smtplib "
+              b"sendmail axios reqwest http https webclient uploadstring uploadfile uploaddata sendall upload uploads "
+              b"post dev net send write")),
+    (b"socket", b"socket net tcpsocket tcp fsockopen tcpclient dial tcpstream ncat nc createconnection"),
+    (b"shell", b"bin sh bash zsh cmd pty dup2 spawn command exec execsync popen"),
+    (b"verify", (b"sha1 sha256 sha384 sha512 shasum sha256sum sha512sum checksum checksums hashlib digest verify "
+                b"verified verifying gpg signature cosign minisign get filehash integrity expected_hash hash")),
+    (b"secret", (b"ssh aws gnupg kube azure netrc npmrc pypirc git credentials password bash_history zsh_history "
+                b"docker gcloud gh id_rsa id_dsa id_ecdsa id_ed25519 shadow env printenv environ kubeconfig pgpass "
+                b"s3cfg vault keychain keyring login cookies wallet service_account generic internet set export "
+                b"childitem gci config")))}
+_ALL_CAP_WORDS = frozenset().union(*_CAP_WORDS.values())
+_PATTERNS = ((b"fetch", FETCH), (b"run", RUN), (b"decode", DECODE), (b"send", SEND), (b"socket", SOCKET),
+             (b"shell", SHELL), (b"verify", VERIFY), (b"secret", SOURCE))
+_WORD_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122 or c == 95) else 32 for c in range(256))
+
+
+def _caps(line: bytes) -> dict[str, int]:
+    words = frozenset(line.translate(_WORD_BYTES).split())
+    out: dict[str, int] = {}
+    for what, rx in _PATTERNS:
+        if words & _CAP_WORDS[what] or what == b"decode" and b"\\x" in line:
+            m = rx.search(line)
+            if m is not None:
+                out[what.decode()] = m.start()
+    if "secret" in out and P.IDENTITY.search(line[:out["secret"]]):
+        del out["secret"]     # ``ssh -i ~/.ssh/key``: the key proves who connects, it is not sent
+    if "secret" in out and b"://" in line:
+        # a path on another host (``curl http://target/.ssh/id_rsa``) is not a secret of this machine
+        start = line.rfind(b" ", 0, out["secret"]) + 1
+        if b"://" in line[start:out["secret"] + 1]:
+            del out["secret"]
+    return out
+
+
+def _pairs(scan: Scan, pos: int, end: int, line: bytes, names: set[bytes], caps: dict[str, int],
+           recent: list[tuple[int, int, set[bytes], dict[str, int]]]) -> None:
+    runs = "run" in caps
+    runner = False
+    if runs:
+        m = RUN.search(line)
+        if m is not None and m.group("arg"):
+            runner = True        # a program run by name: what it runs is its argument
+            names = _names(m.group("arg")) | {m.group("arg").strip(b"\"'${}")}
+    if runs and "fetch" in caps and _feeds(line, caps["fetch"], caps["run"], runner):
+        _report(scan, "exec.fetch-and-run", pos, end, pos + caps["fetch"], "fetches code and runs it on one line",
+                verified="verify" in caps)
+    if runs and "decode" in caps and _feeds(line, caps["decode"], caps["run"], runner):
+        _report(scan, "exec.decode-and-run", pos, end, pos + caps["decode"], "decodes a value and runs it on one line")
+    if "secret" in caps and "send" in caps and ("fetch" not in caps or caps["send"] < caps["secret"]):
+        _report(scan, "exfil.secrets", pos, end, pos + caps["secret"], "reads a secret and sends it out on one line")
+    if "socket" in caps and "shell" in caps:
+        _report(scan, "exec.remote-access", pos, end, pos + caps["socket"], "hands a socket a shell on one line")
+    for ps, pe, pnames, pc in reversed(recent):
+        shared = names & pnames
+        if runs and "fetch" in pc and shared and "run" not in pc:
+            verified = any("verify" in r[3] and r[0] >= ps for r in recent) or "verify" in caps
+            _report(scan, "exec.fetch-and-run", ps, pe, ps + pc["fetch"],
+                    f"fetches into {_shown(shared)} and a later line runs it", verified=verified, line_end=end)
+        if runs and "decode" in pc and shared and "run" not in pc:
+            _report(scan, "exec.decode-and-run", ps, pe, ps + pc["decode"],
+                    f"decodes into {_shown(shared)} and a later line runs it", line_end=end)
+        if "send" in caps and "secret" in pc and shared:
+            _report(scan, "exfil.secrets", ps, pe, ps + pc["secret"],
+                    f"reads a secret into {_shown(shared)} and a later line sends it out", line_end=end)
+        if "shell" in caps and "socket" in pc:
+            _report(scan, "exec.remote-access", ps, pe, ps + pc["socket"],
+                    "opens a socket and a later line hands it a shell", line_end=end)
+
+
+_PROGRAM = re.compile(rb"[(\[,]\s*[\"']$")
+
+
+def _feeds(line: bytes, source: int, run: int, runner: bool) -> bool:
+    """What is fetched or decoded on the line of a run is what it runs: the run's call wraps it
+    (``exec(b64decode(…))``, ``bash -c "$(curl …)"``) or it is piped into the run; not an argument of a
+    program run by name (``perl inspect.pl --hex 3c3f…``, ``pwsh install.ps1 -Url https://…``)."""
+    if source < run:       # piped into a run: a program run by name reads it as data (``| python3 parse.py``)
+        return not runner and b"|" in line[source:run + 2].replace(b"||", b"")
+    # ``subprocess.run(["curl", url])`` runs the fetcher itself
+    return not runner and not _PROGRAM.search(line, max(0, source - 4), source)
+
+
+def _shown(names: set[bytes]) -> str:
+    return repr(max(names, key=lambda n: (len(n), n)).decode("utf-8", "replace")[:40])
+
+
+def _report(scan: Scan, rule: str, s: int, e: int, at: int, message: str, *, verified: bool = False,
+            line_end: int | None = None) -> None:
+    first, last = scan.line_of(s), scan.line_of(line_end if line_end is not None else e)
+    if any(f.rule == rule and first <= f.line <= last for f in scan.findings):
+        return      # the precise rules found it
+    sev, note = scan.grade_command(rule, at, s, e)
+    if rule == "exec.fetch-and-run" and sev == "high" and not scan.hidden_at(at) and P.known_installer(P.url_in(scan.low[s:e])):
+        sev, note = "medium", " (the documented installer of a well-known tool, over HTTPS)"
+    if verified and sev == "high":
+        sev, note = "medium", " (a checksum or signature is checked on the way)"
+    if sev == "high" and scan.kind == "text" and not _runs_here(scan):
+        sev, note = "medium", " (in a data file)"
+    scan.add(rule, sev, at, f"{message} (read by what the code can do){note}")
+
+
+_HOOKS = re.compile(rb"\"(?:pre|post)?install\"|\"prepare\"|\"scripts\"|execute_process|\"cells\"|\"source\"|"
+                    rb"\brun:|\bscript:|\bsteps:|\bcommand:|\bentrypoint\b|\bcmd\b")
+
+
+def _runs_here(scan: Scan) -> bool:
+    """A data file whose text is run: a package manifest's scripts, a notebook's cells, a build or CI file."""
+    return _HOOKS.search(scan.low, 0, 200_000) is not None
