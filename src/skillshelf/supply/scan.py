@@ -25,6 +25,7 @@ from . import (
     languages,
     lexicon,
     patterns as P,
+    places,
     scopes,
     view,
 )
@@ -414,6 +415,7 @@ class Scan:
         if self.kind == "markdown":
             self.check_comments()
             self.check_link_text()
+            places.check(self)
         if self.depth == 0 and not self.hidden_why:
             self.check_view()
         return self.finish()
