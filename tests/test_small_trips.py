@@ -152,3 +152,32 @@ def test_a_broken_settings_file_is_one_line_that_does_not_advise_deleting_the_sa
     cfg.write_bytes(b"a" * 2_000_000)                     # read bounded: a huge file is named, not read
     p = sk("list", home=home)
     assert p.returncode == 1 and "the limit is" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_review_show_shows_what_approving_writes_after_the_skill_moved_on(tmp_path):
+    """A FIX draft waits; meanwhile a version is saved directly. Approving applies the draft's
+    change to the current text, so that is what `review show` must show: not the text proposed
+    against the old version, which read as deleting the newer lesson."""
+    home = drafts(tmp_path, {"docker-multi-stage-build": "Pin the base image by digest"})
+    lib = Library(home, write_policy="open", embedder=FakeEmbedder(), auto_sync=False)
+    try:
+        assert lib.save("FIX", target_skill_name="docker-multi-stage-build", by="agent",
+                        lesson="Windows runners need the BuildKit flag").version == 2
+    finally:
+        lib.close()
+    p = sk("review", "show", "docker-multi-stage-build", "--json", home=home)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert "changed since this draft was proposed" in d["note"]
+    removed = [x for x in d["unified"].splitlines() if x.startswith("-") and not x.startswith("---")]
+    assert not [x for x in removed if "BuildKit" in x], d["unified"]
+    p = sk("review", "show", "docker-multi-stage-build", home=home)
+    assert "note: the skill changed since this draft was proposed" in p.stdout, p.stdout
+    p = sk("review", "approve", "docker-multi-stage-build", home=home)
+    assert p.returncode == 0, p.stderr
+    written = (home / "skills" / "docker-multi-stage-build" / "SKILL.md").read_text(encoding="utf-8")
+    shown = d["text"]
+    assert "BuildKit" in written and "Pin the base image by digest" in written
+    # the text shown is the text written, but for the approval's own stamp in the changelog
+    assert [x for x in shown.splitlines() if "approved" not in x] == \
+        [x for x in written.splitlines() if "approved" not in x]

@@ -121,11 +121,13 @@ def review_show(name: str, full: bool = typer.Option(False, "--full", help="the 
     d = _lib().draft_review(name)
     if json_out:
         base = {k: d["base"][k] for k in ("id", "name", "version")} if d["base"] else None
-        _json({k: d.get(k) for k in ("name", "action", "args", "proposed_at", "text", "unified", "findability",
-                                     "findings")} | {"base": base})
+        _json({k: d.get(k) for k in ("name", "action", "args", "proposed_at", "text", "note", "unified",
+                                     "findability", "findings")} | {"base": base})
         return
     out.print(f"draft {d['name']} ({str(d['args'].get('action', '')).upper()}, proposed {d['proposed_at']})"
               + (f" against {d['base']['id']} v{d['base']['version']}" if d["base"] and not full else "") + "\n")
+    if d.get("note"):            # the skill moved on since the draft, or approving would be refused now
+        out.print(f"note: {_clean(d['note'])}\n")
     if d.get("findability"):     # the skill's evals searched with the draft's text in place of the current one
         f = d["findability"]
         out.print(f"{f['line']} on its {f['source']} evals" + "".join(f"\n  lost: {m['query']!r} (first: "

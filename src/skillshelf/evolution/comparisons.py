@@ -72,7 +72,7 @@ class Comparisons:
         # agent's FIX): read here, before it is on disk and audited as a skill
         findings = self._audit(d["text"]) if self._audit is not None else []
         return {"name": d["name"], "action": action, "args": args, "proposed_at": d["proposed_at"],
-                "text": d["text"], "base": base, "unified": visible(diff),
+                "text": d["text"], "note": d.get("note", ""), "base": base, "unified": visible(diff),
                 "rows": side_by_side(before, d["text"], context), "findability": d.get("findability"),
                 "findings": findings}
 

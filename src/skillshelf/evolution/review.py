@@ -156,9 +156,24 @@ class ReviewQueue:
         return data
 
     def show(self, name: str) -> dict:
+        """The draft: ``text`` is what approving it writes now. A FIX applies its change to the
+        skill as it is at approval, so when the skill moved on since the draft was proposed (a
+        version saved meanwhile), that is the text shown, with a ``note``; ``proposed_text`` is
+        the text as proposed. When approving would be refused now, ``note`` says why."""
         data = self._load(name)
+        stored = self.drafts.text(name)
+        text, note = stored, ""
+        try:
+            plan = self.ev.plan(dict(data["args"]))
+            now = planned_text(plan.action, plan.previous_text, plan.skill)
+            if now != stored:
+                text = now
+                note = ("the skill changed since this draft was proposed: shown is what approving it writes now, "
+                        "the draft's change applied to the current text")
+        except SkillshelfError as exc:
+            note = f"approving it now is refused: {exc.message}"
         return {"name": name, "args": data["args"], "proposed_at": data.get("proposed_at"),
-                "text": self.drafts.text(name), "findability": data.get("findability")}
+                "text": text, "proposed_text": stored, "note": note, "findability": data.get("findability")}
 
     def approve(self, name: str, *, reviewer: str = "") -> SaveResult:
         with self.drafts.lock(name):
