@@ -75,6 +75,22 @@ def test_sections_and_headings_skip_code_fences():
     assert skill.section(body, "missing") is None
 
 
+def test_a_fence_closes_only_with_its_own_kind_at_least_as_long():
+    """A ```` block holding a template with ``` blocks and headings is one block (CommonMark):
+    its headings are not sections, and a section runs past it to the next real heading."""
+    body = ("## Section Templates\n\n````markdown\n## Risks\n\n```yaml\nrisk: high\n```\n\n"
+            "## Implementation Plan\n````\n\nAfter the template.\n\n~~~\n## tilde\n```\n## still code\n~~~\n\n"
+            "## Validation Rules\n\nrules\n")
+    assert [h for _, h in skill.headings(body)] == ["Section Templates", "Validation Rules"]
+    tpl = skill.section(body, "Section Templates")
+    assert tpl.rstrip().endswith("~~~") and "After the template." in tpl and "Validation" not in tpl
+    assert skill.section(body, "Risks") is None
+    assert skill.section(body, "validation rules") == "## Validation Rules\n\nrules"
+    # ``` with a backtick in its info string is no fence; an unclosed fence runs to the end
+    assert [h for _, h in skill.headings("``` a`b\n## real\n")] == ["real"]
+    assert skill.headings("```\n## code\n") == []
+
+
 def test_ttl_expiry():
     s = skill.Skill(name="a", description="d", metadata={"ttl-days": "10", "last-modified": "2026-01-01"})
     assert s.expires_on().isoformat() == "2026-01-11"

@@ -676,16 +676,35 @@ def heading(line: str) -> tuple[int, str] | None:
     return (level, text) if text else None
 
 
+def in_code(lines: list[str]) -> list[bool]:
+    """For each line, whether it belongs to a fenced code block (its fences included), as
+    CommonMark reads fences: a run of three or more backticks or tildes opens one, and only a
+    run of the same character, at least as long and with nothing after it, closes it. A
+    ```` fence around a template holding ``` blocks stays one block. Linear."""
+    out: list[bool] = []
+    open_char, open_len = "", 0
+    for line in lines:
+        stripped = line.lstrip()
+        ch = stripped[:1]
+        run = len(stripped) - len(stripped.lstrip(ch)) if ch in ("`", "~") else 0
+        if open_len:
+            out.append(True)
+            if ch == open_char and run >= open_len and not stripped[run:].strip():
+                open_char, open_len = "", 0
+        elif run >= 3 and not (ch == "`" and "`" in stripped[run:]):
+            out.append(True)
+            open_char, open_len = ch, run
+        else:
+            out.append(False)
+    return out
+
+
 def headings(body: str) -> list[tuple[int, str]]:
     """(level, text) of every Markdown heading outside code fences."""
     out: list[tuple[int, str]] = []
-    fence = False
-    for line in body.split("\n"):
-        stripped = line.lstrip()
-        if stripped.startswith("```") or stripped.startswith("~~~"):
-            fence = not fence
-            continue
-        if not fence:
+    lines = body.split("\n")
+    for line, code in zip(lines, in_code(lines)):
+        if not code:
             h = heading(line)
             if h:
                 out.append(h)
@@ -696,14 +715,9 @@ def section(body: str, title: str) -> str | None:
     """The text of the section whose heading matches ``title`` (case-insensitive), heading included."""
     want = title.strip().lstrip("#").strip().lower()
     lines = body.split("\n")
-    fence = False
     start = level = None
-    for i, line in enumerate(lines):
-        stripped = line.lstrip()
-        if stripped.startswith("```") or stripped.startswith("~~~"):
-            fence = not fence
-            continue
-        if fence:
+    for i, (line, code) in enumerate(zip(lines, in_code(lines))):
+        if code:
             continue
         h = heading(line)
         if not h:

@@ -56,12 +56,8 @@ def split_sections(body: str) -> tuple[str, list[tuple[str, str]]]:
     lines = body.split("\n")
     pre: list[str] = []
     sections: list[tuple[str, list[str]]] = []
-    fence = False
-    for line in lines:
-        s = line.lstrip()
-        if s.startswith("```") or s.startswith("~~~"):
-            fence = not fence
-        h = None if fence else skillmod.heading(line)
+    for line, code in zip(lines, skillmod.in_code(lines)):
+        h = None if code else skillmod.heading(line)
         if h and h[0] == level:
             sections.append((h[1].strip(), [line]))
         elif sections:
