@@ -203,3 +203,27 @@ def test_a_port_out_of_range_is_a_usage_error_for_both_servers(tmp_path, args):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "out of range" in lines[0] and "65535" in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_stopped_sync_says_how_to_finish_with_the_root_it_was_given(tmp_path):
+    """A sync of a root given with --root, stopped: the command it suggests carries that root
+    (and the home). `skillshelf sync` alone syncs the saved roots only, and took the skills of
+    the one-off root out of the index."""
+    root = tmp_path / "big root"
+    for i in range(3000):
+        write_skill(root, f"s{i:05d}", description=f"skill number {i} about topic {i % 97}",
+                    body="## Steps\n\n" + " ".join(f"w{i}x{j}" for j in range(200)) + "\n")
+    home = tmp_path / "home"
+    env = _env(home) | {"COLUMNS": "400"}
+    env.pop("SKILLSHELF_HOME")
+    term = Terminal([SCRIPT, "--home", str(home), "--root", str(root), "sync"], env)
+    try:
+        term.wait_for("reading", timeout=120)
+        term.ctrl_c()
+        took = term.ended_within(30)
+        assert took is not None and term.proc.returncode == 130, term.text[-3000:]
+        said = " ".join(term.text.split())       # the line as printed, wrapped or not
+        assert f"run `skillshelf --home {home} --root '{root}' sync` to finish" in said, said[-2000:]
+        assert "with the same --root" in said and "Traceback" not in said
+    finally:
+        term.close()

@@ -27,6 +27,17 @@ def init(samples: bool = typer.Option(True, "--samples/--no-samples", help="writ
               "Add a collection: skillshelf roots add PATH && skillshelf sync"))
 
 
+def _again(command: str) -> str:
+    """The command line to run ``command`` again with the options given before it (--home,
+    --root, --store): the roots of this run are only its own unless saved."""
+    import shlex
+
+    st = common.state
+    opts = ([f"--home {shlex.quote(str(st.home))}"] if st.home else []) \
+        + [f"--root {shlex.quote(str(r))}" for r in st.roots]
+    return " ".join(["skillshelf", *opts, command])
+
+
 @commands.command()
 def sync(json_out: bool = typer.Option(False, "--json", help="print the counts as JSON")) -> None:
     """Bring the index up to date with the files (only what changed is read)."""
@@ -50,7 +61,9 @@ def sync(json_out: bool = typer.Option(False, "--json", help="print the counts a
     except Library.Interrupted as exc:      # Ctrl-C: the work done is committed; say what was kept
         r = exc.report
         common.err.print(f"stopped: kept {r.added} added, {r.updated} updated, {r.removed} removed skills and "
-                         f"{r.embedded} vectors; run `skillshelf sync` to finish")
+                         f"{r.embedded} vectors; run `{_again('sync')}` to finish"
+                         + (" (with the same --root: a sync without it leaves that folder's skills out; "
+                            "`skillshelf roots add PATH` saves a root)" if common.state.roots else ""))
         raise typer.Exit(130) from None
     elapsed = time.perf_counter() - t0
     out.print(f"added {rep.added} · updated {rep.updated} · removed {rep.removed} · unchanged {rep.unchanged}"
