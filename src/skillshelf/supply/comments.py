@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import intent, languages
+from . import intent, languages, scopes
 
 Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
 
@@ -85,6 +85,7 @@ def check(scan: Scan) -> None:
     # read as prose is read (negation, teaching, quotes lower it), then graded as a script's text
     inner = type(scan)(b"\n".join(out) + b"\n", scan.file, "markdown", scan.security_topic, depth=scan.depth + 1)
     intent.check(inner)
+    scopes.check(inner)
     languages.requests(inner)
     for f in inner.finish():
         line = origin[min(max(f.line, 1), len(origin)) - 1]

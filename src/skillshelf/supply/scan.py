@@ -598,6 +598,7 @@ class Scan:
                      self.security_topic, depth=self.depth + 1, hidden_why=why)
         inner.check_commands()
         inner.check_flows()
+        capabilities.check(inner)
         inner.check_override()
         inner.check_requests()
         intent.check(inner)
