@@ -372,3 +372,15 @@ def test_eval_all_names_each_of_two_skills_of_one_name_by_its_id(tmp_path):
     assert len(lines) == 2, p.stdout
     ids = sorted(re.search(r"cors-fix \[([^\]]+)\] \(authored\)", ln).group(1) for ln in lines)
     assert ids == ["team-skills:cors-fix", "workspace:cors-fix"]
+
+
+def test_a_skill_without_evals_is_not_counted_as_passed_and_a_gate_on_it_fails(tmp_path):
+    h = tmp_path / "h"
+    make_home(h)
+    p = sk(h, "eval", "commit-style")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "commit-style: no evals" in p.stdout and "0 passed, 0 failed, 1 without evals" in p.stdout, p.stdout
+    assert "nothing was evaluated" in p.stderr and "eval_queries.json" in p.stderr, p.stderr
+    p = sk(h, "eval", "cors-fix", "commit-style")
+    assert re.search(r"\b\d passed, \d failed, 1 without evals", p.stdout), p.stdout
+    assert "nothing was evaluated" not in p.stderr

@@ -6,7 +6,7 @@ from collections import Counter
 
 import typer
 
-from .common import _clean, _in_range, _json, _lib, _usage_error, out
+from .common import _clean, _in_range, _json, _lib, _usage_error, err, out
 
 commands = typer.Typer()
 
@@ -59,6 +59,11 @@ def eval_(ctx: typer.Context,
         _print(run)
     if not run.passed:
         raise typer.Exit(1)
+    if run.results and all(r.source == "none" for r in run.results):
+        # a gate on skills that have no evals passes nothing: it says so and fails
+        err.print("error: nothing was evaluated: no named skill has evals; write evals/eval_queries.json in its "
+                  "folder, or `skillshelf eval NAME --init` writes one from the usage log")
+        raise typer.Exit(1)
 
 
 def _print(run) -> None:
@@ -87,6 +92,8 @@ def _print(run) -> None:
                   f"({c['queries']} queries): merge them, or sharpen their descriptions")
     if run.without_evals:
         out.print(f"{run.without_evals} skills have no evals (`skillshelf eval NAME` on one says so)")
+    none = sum(r.source == "none" for r in run.results)
     failed = sum(not r.passed for r in run.results)
-    out.print(f"{len(run.results) - failed} passed, {failed} failed (floors: recall {run.min_recall:.0%}, "
-              f"false triggers {run.max_false:.0%})")
+    out.print(f"{len(run.results) - failed - none} passed, {failed} failed"
+              + (f", {none} without evals" if none else "")
+              + f" (floors: recall {run.min_recall:.0%}, false triggers {run.max_false:.0%})")
