@@ -561,3 +561,31 @@ def test_restoring_a_lock_without_the_pin_unpins_the_source(tmp_path, upstream):
     pulled.write_text(pulled.read_text(encoding="utf-8").replace("pinned = false", "pinned = true"), encoding="utf-8")
     assert sk(home, "sources", "restore", str(pulled)).returncode == 0
     assert lock_of(home)["source"][0]["pinned"] is True
+
+
+def test_an_archive_sources_update_tells_a_persons_files_from_what_the_archive_held(tmp_path):
+    """For an archive (here a folder source), what it held when it was put in place tells its own
+    files the lock does not list (one outside any skill) from a person's: the person's is carried,
+    upstream's removed one goes."""
+    up = tmp_path / "coll"
+    (up / "skills" / "alpha").mkdir(parents=True)
+    (up / "skills" / "alpha" / "SKILL.md").write_text(ALPHA, encoding="utf-8")
+    (up / "skills" / "NOTES.txt").write_text("upstream's\n", encoding="utf-8")
+    (up / "README.md").write_text("a collection\n", encoding="utf-8")
+    home = tmp_path / "home"
+    r = sk(home, "sources", "add", str(up), "--name", "coll")
+    assert r.returncode == 0, r.stderr
+    top = home / "sources" / "coll"
+    assert (top / "skills" / "NOTES.txt").is_file()
+    folder = top / "skills" / "alpha"
+    (folder / ".mine").write_text("mine\n", encoding="utf-8")
+    (top / "MY-NOTES.txt").write_text("mine too\n", encoding="utf-8")
+    (up / "skills" / "NOTES.txt").unlink()
+    (up / "skills" / "alpha" / "SKILL.md").write_text(ALPHA.replace("for a day", "a week"), encoding="utf-8")
+    r = sk(home, "sources", "update", "coll", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert (folder / ".mine").read_text(encoding="utf-8") == "mine\n"
+    assert (top / "MY-NOTES.txt").read_text(encoding="utf-8") == "mine too\n"
+    assert "sources/coll/skills/alpha/.mine" in r.stdout and "sources/coll/MY-NOTES.txt" in r.stdout
+    assert not (top / "skills" / "NOTES.txt").exists() and "NOTES.txt (" not in r.stdout.replace("MY-NOTES.txt (", "")
+    assert "a week" in (folder / "SKILL.md").read_text(encoding="utf-8")

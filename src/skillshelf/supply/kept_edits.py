@@ -185,8 +185,8 @@ class KeptEdits:
         ref = self._tree(entry, installed)
         if ref is not None:
             files.update(person_files.persons(folder, ref, skip=listed | set(files)))
-        elif old is None:             # nothing tells a person's file from upstream's: each one is kept
-            files = {rel: "unknown" for rel, _ in person_files.walk(folder)}
+        else:                         # nothing tells a person's file from upstream's: each one is kept
+            files.update({rel: "unknown" for rel, _ in person_files.walk(folder) if rel not in listed and rel not in files})
         made: list[Path] = []
 
         def dest() -> Path:

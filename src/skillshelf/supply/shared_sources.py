@@ -33,7 +33,7 @@ from ..errors import SkillshelfError
 from ..files import FileRefused, locked, read_text_bounded, write_file
 from ..net import redact_text, redact_url
 from ..store.protocols import SourceLockStore
-from . import lock as lockmod
+from . import lock as lockmod, person_files
 from .fetch import Spec
 
 
@@ -190,6 +190,8 @@ class SharedSources:
                 if there:
                     os.rename(aside, dest)
                 raise
+            if e.kind != "git":        # what the archive held (a person's file is told from it)
+                person_files.record(src.base, e.label, e.commit, person_files.listing(dest))
             if (tmp / "cache.git").is_dir():
                 cache.parent.mkdir(parents=True, exist_ok=True)
                 shutil.rmtree(cache, ignore_errors=True)
