@@ -388,3 +388,21 @@ def test_a_resource_uri_with_a_control_character_is_invalid_params(home, uri, ca
         assert e.code == -32602, (e.code, e.message)
         assert "bad skill URI" in e.message and "Fix: " in e.message
     assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
+
+
+def test_a_skill_merged_away_says_into_which_when_an_agent_reads_it(home):
+    async def main():
+        async with Client(server_for(home)) as c:
+            m = await c.call_tool("save_skill", {"action": "MERGE", "name": "docker-tips",
+                                                 "description": "Docker build tips: cache layers, multi-stage builds",
+                                                 "body": "## Tips\n\nCache the dependency layer.\n",
+                                                 "source_skill_names": "docker-tip-0, docker-tip-1"})
+            assert not m.is_error, m.content[0].text
+            g = await c.call_tool("get_skill", {"name": "docker-tip-0"})
+            assert not g.is_error
+            assert "Note: this skill is merged into docker-tips: read docker-tips instead." in g.content[0].text
+            assert g.structured_content["metadata"]["status"] == "merged into docker-tips: read docker-tips instead"
+            live = await c.call_tool("get_skill", {"name": "docker-tips"})
+            assert "Note: this skill is" not in live.content[0].text
+            assert live.structured_content["metadata"]["status"] is None
+    run(main)

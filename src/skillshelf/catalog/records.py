@@ -67,6 +67,23 @@ class SkillRecord:
         return bool(self.expires_on and self.expires_on < _dt.date.today().isoformat())
 
     @property
+    def status_note(self) -> str | None:
+        """Why the skill is not in use, in words every reader gets (``show``, ``get_skill``): merged
+        into another (and which), deprecated by its file or by the owner, or past its TTL."""
+        meta, ov = self.metadata, self.overlay or {}
+        into = meta.get("merged-into")
+        if into or meta.get("status") == "merged":
+            return f"merged into {into}: read {into} instead" if into else "merged into another skill"
+        if ov.get("status") == "deprecated":
+            return f"deprecated by the owner: {ov.get('reason') or 'no reason given'}"
+        if not self.active:
+            why = meta.get("status-reason")
+            return (meta.get("status") or "inactive") + (f": {why}" if why else "")
+        if self.expired:
+            return f"past its TTL ({self.expires_on}): its advice may be out of date"
+        return None
+
+    @property
     def folder(self) -> Path:
         return Path(self.path).parent
 

@@ -97,7 +97,7 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
     if ov.get("status") == "deprecated":
         out.print(f"status   deprecated by you: {ov.get('reason') or '-'} (kept in the library; the file is untouched)")
     elif not rec.active:
-        out.print("status   inactive")
+        out.print(f"status   {rec.status_note}")
     if rec.expired:
         out.print(f"expired  {rec.expires_on}")
     elif rec.expires_on:

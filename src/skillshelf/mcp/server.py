@@ -539,11 +539,13 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
                                                                   files.more)
         meta = {"display_name": rec.display_name, "description": trim(rec.description, 1024),
                 "skill_type": rec.skill_type, "tags": rec.tags, "repo": rec.repo, "lineage": rec.lineage,
-                "active": rec.active, "expired": rec.expired, "path": rec.path}
+                "active": rec.active, "expired": rec.expired, "status": rec.status_note, "path": rec.path}
         risk = mcp_text.risks_of(lib, [rec])[rec.id]
         data = {"name": rec.name, "id": rec.id, "version": rec.version, "risk": risk, "metadata": meta,
                 "files": shown_files, "files_more": files_more, "section": section or None, "offset": offset}
         head = f"# {rec.display_name} (v{rec.version}, {rec.id})"
+        if rec.status_note:           # merged into another, deprecated, past its TTL: said before the text
+            head += f"\nNote: this skill is {rec.status_note}."
         if risk in ("medium", "high") and (said := lib.supply.headline(rec.id)):
             head = f"{said}\n{head}"
         if files_line and offset == 0:
