@@ -91,7 +91,7 @@ def test_restore_undoes_a_deprecation(lib_home):
     name = "docker-multi-stage-build"
     p = sk("deprecate", name, "--reason", "superseded", home=lib_home)
     assert p.returncode == 0, p.stderr
-    assert "status   inactive" in sk("show", name, home=lib_home).stdout
+    assert "status   deprecated: superseded" in sk("show", name, home=lib_home).stdout
     hits = json.loads(sk("search", "multi-stage docker build", "--json", home=lib_home).stdout)["hits"]
     assert name not in [h["name"] for h in hits]
     p = sk("restore", name, "--reason", "still the one we use", home=lib_home)

@@ -76,9 +76,9 @@ class SkillRecord:
             return f"merged into {into}: read {into} instead" if into else "merged into another skill"
         if ov.get("status") == "deprecated":
             return f"deprecated by the owner: {ov.get('reason') or 'no reason given'}"
-        if not self.active:
+        if not self.active:         # `deprecate` writes status: inactive and the reason
             why = meta.get("status-reason")
-            return (meta.get("status") or "inactive") + (f": {why}" if why else "")
+            return "deprecated" + (f": {why}" if why else "")
         if self.expired:
             return f"past its TTL ({self.expires_on}): its advice may be out of date"
         return None
