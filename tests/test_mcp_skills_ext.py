@@ -531,3 +531,7 @@ def test_a_skill_whose_folder_is_not_its_name_is_not_an_extension_entry(tmp_path
         assert entry["uri"].rsplit("/", 2)[-2] == entry["frontmatter"]["name"]
     assert err.code == -32602 and "folder" in err.message
     assert "# Tools" in read.contents[0].text
+    # the owner is told which skills hosts reading the extension do not see, and why
+    with Library(home, embedder="none", auto_sync=False) as lib:
+        line = next(c for c in lib.doctor().checks if c.name == "skills extension")
+    assert line.status == "warn" and "pdf-tools (folder PDF Tools)" in line.detail and "rename" in line.detail

@@ -351,7 +351,7 @@ class Library:
 
         self._maybe_sync()
         extra = [store_check(self.store_status(), self._team.status() if self._team is not None else None),
-                 *self.sources.checks()]
+                 *self.sources.checks(), self._resources.extension_check()]
         return report(config=self.config, store=self.store, roots_=self.roots, missing_roots=self.missing_roots,
                       indexed_ids=self._records.rows.ids, invalid_files=self.invalid_files, clashes=self.clashes,
                       embedder_status=self.embedder_status, judge_check=self.judge_check,

@@ -35,6 +35,7 @@ from urllib.parse import quote, unquote
 import yaml
 
 from .. import files, skill as skillmod
+from ..checks import Check
 from ..errors import HeldError, NotFoundError, ValidationError
 from .roots import SKIP_DIRS
 
@@ -199,6 +200,20 @@ class SkillResources:
         """``catalog()`` without the skills whose ids are in ``hidden`` (held back from the reader)."""
         recs = self.catalog()
         return [r for r in recs if r.id not in hidden] if hidden else recs
+
+    def extension_check(self) -> Check:
+        """The doctor's line on the Skills Extension: the skills ``skills/list`` leaves out because
+        their folder is not their name (SEP-2640 names a skill by the last segment of its URI, and
+        a host refuses an entry whose frontmatter says otherwise). Search, ``get_skill`` and
+        ``resources/read`` serve them all the same."""
+        off = [r for r in self.catalog() if r.name != r.folder.name]
+        if not off:
+            return Check("skills extension", "ok", "every skill is listed by skills/list")
+        shown = ", ".join(f"{r.name} (folder {r.folder.name})" for r in off[:5]) + (" …" if len(off) > 5 else "")
+        return Check("skills extension", "warn",
+                     f"{len(off)} skill{'s' * (len(off) != 1)} left out of skills/list: the folder is not the "
+                     f"skill's name ({shown}); rename the folder or the name to match (search and get_skill "
+                     "serve them)")
 
     def resource_page(self, cursor: str | None = None, size: int = PAGE, *,
                       hidden: frozenset[str] = frozenset()) -> tuple[list[dict[str, Any]], str | None]:
