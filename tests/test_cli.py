@@ -361,3 +361,14 @@ def test_a_saved_root_that_disappears_is_reported_not_fatal(tmp_path, monkeypatc
     code, _, e = cli(capsys, *g, "list")
     assert code == 0 and "(from SKILLSHELF_ROOTS) does not exist" in e and "take it out of SKILLSHELF_ROOTS" in e
 
+
+
+def test_stats_of_a_new_library_says_none_instead_of_empty_tables(home, monkeypatch, capsys):
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    assert cli(capsys, "--home", home, "init")[0] == 0
+    code, o, _ = cli(capsys, "--home", home, "stats")
+    assert code == 0
+    for line in ("most used: none yet (no outcome reported)", "low success (rewrite candidates): none",
+                 "gaps (no confident match): none"):
+        assert line in o, o
+    assert "┃" not in o and "━" not in o, o          # no table header without rows

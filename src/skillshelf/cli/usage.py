@@ -50,19 +50,24 @@ def stats(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYY
     for u in st.most_used[:15]:
         t.add_row(u.name, str(u.reports), "-" if u.success_rate is None else f"{u.success_rate:.0%}",
                   str(u.times_shown), u.last_used or "-")
-    out.print(t)
+    _table_or_none(t, "most used: none yet (no outcome reported)")
     t = _table("skill", "worked", "reports", "rate", title="low success (rewrite candidates)")
     for u in st.low_success[:15]:
         t.add_row(u.name, str(u.worked), str(u.reports), f"{(u.success_rate or 0):.0%}")
-    out.print(t)
+    _table_or_none(t, "low success (rewrite candidates): none")
     t = _table("request", "times", "last seen", title="gaps (no confident match)")
     for g in st.gaps[:15]:
         t.add_row(trim(g.query, 100), str(g.count), g.last_seen[:10])     # a 2,000-character request: its start
-    out.print(t)
+    _table_or_none(t, "gaps (no confident match): none")
     for w in worse:
         out.print(f"worse version: {worse_line(w)}")
     out.print(f"never surfaced (kill candidates): {len(st.never_surfaced)} skills"
               + (": " + ", ".join(x['name'] for x in st.never_surfaced[:10]) if st.never_surfaced else ""))
+
+
+def _table_or_none(t, empty: str) -> None:
+    """A table, or one line saying it is empty (a header with no rows reads as a broken table)."""
+    out.print(t if t.row_count else empty)
 
 
 def _judge_line(js: dict) -> str:
