@@ -41,6 +41,12 @@ def _trust_fix(name: str) -> str:
     return f"a person reviews it first: `skillshelf trust {name}` shows what changed and allows it"
 
 
+def _held(said: str, name: str) -> HeldError:
+    """The error for a refusal: the refusal's own "A person must review it first" sentence is
+    the error's fix, said once."""
+    return HeldError(said.split(" A person must review it first:")[0], fix=_trust_fix(name))
+
+
 class ReadGate:
     """Given the agent gate (held and blocked skills) and the pins (the digests of pinned files)."""
 
@@ -72,7 +78,7 @@ class ReadGate:
         """``rec`` when ``reader`` may have its text, else ``HeldError``."""
         said = self.refusal(reader, rec)
         if said is not None:
-            raise HeldError(said, fix=_trust_fix(rec.name))
+            raise _held(said, rec.name)
         return rec
 
     def check_file(self, reader: Reader, rec: Any, file: str, data: bytes) -> bytes:
@@ -87,7 +93,7 @@ class ReadGate:
             if pin is None or not pin.get("sha256") or hashlib.sha256(data).hexdigest() != pin["sha256"]:
                 said = self._hold(rec, f"its file {file} differs from the pinned one")
         if said is not None:
-            raise HeldError(said, fix=_trust_fix(rec.name))
+            raise _held(said, rec.name)
         return data
 
     def check_text(self, reader: Reader, rec: Any, file: str, text: str) -> str:
