@@ -380,3 +380,15 @@ def test_an_export_leaves_held_skills_out_and_an_import_names_what_it_takes_in(s
     assert p.returncode == 0, p.stderr
     assert "victim was held back from agents where it was exported" in p.stdout, p.stdout
     assert "audit: 1 imported skill high risk (blocked)" in p.stdout, p.stdout
+
+
+def test_a_held_skills_error_says_the_review_step_once(shelf):
+    h, _, ids = shelf
+    lib = _lib(h)
+    try:
+        with pytest.raises(HeldError) as err:
+            lib.skill_text(ids["victim"], reader=AGENT)
+    finally:
+        lib.close()
+    assert "held back from agents" in err.value.message and "review it first" not in err.value.message
+    assert err.value.fix and "skillshelf trust victim" in err.value.fix
