@@ -25,6 +25,7 @@ Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a ci
 
 WINDOW_LINES = 12          # how far apart the two lines of a flow may be
 MAX_LINE = 4_000           # bytes of a line read
+MAX_CARRIED = 5            # lines a call left open carries on to
 
 FETCH = re.compile(rb"\b(?:curl|wget|invoke-webrequest|iwr|irm|invoke-restmethod|urlopen|urlretrieve|requests\.get|"
                    rb"httpx\.get|fetch|downloadfile|downloadstring|downloaddata|webclient|download|reqwest|ureq|"
@@ -45,8 +46,9 @@ SEND = re.compile(rb"\b(?:curl|wget|requests\.(?:post|put|patch)|httpx\.(?:post|
                   rb"invoke-restmethod|iwr|irm|nc|ncat|netcat|socat|scp|rsync|sftp|smtplib|sendmail|axios|reqwest|"
                   rb"http\.post|http\.request|https\.request|webclient|uploadstring|uploadfile|uploaddata|sendall|"
                   rb"upload\w{0,4}|post)\b|/dev/tcp/|\bnet\.connect|\.send\s*\(|\.write\s*\(")
-SOCKET = re.compile(rb"\bsocket\b|\bnet\.(?:connect|socket|createconnection)|\btcpsocket\b|/dev/tcp/|\bfsockopen\b|"
-                    rb"\btcpclient\b|\bnet\.dial\b|\btcpstream\b|\bsocket\.connect|\bnew\s+socket|\bncat?\s+-e\b")
+SOCKET = re.compile(rb"\bsocket\b|\.connect\s*\(\s*\d{2,5}\s*,|\bconnect\s*\(\s*\(?\s*[\"'][\w.-]{3,100}[\"']\s*,\s*\d{2,5}\b|"
+                    rb"require\(\s*[\"']net[\"']\s*\)|\bnet\.(?:connect|socket|createconnection)|\btcpsocket\b|/dev/tcp/|"
+                    rb"\bfsockopen\b|\btcpclient\b|\bnet\.dial\b|\btcpstream\b|\bsocket\.connect|\bnew\s+socket|\bncat?\s+-e\b")
 SHELL = re.compile(rb"/bin/(?:ba|z)?sh\b|\bbash\s+-i\b|\bsh\s+-i\b|\bcmd\.exe\b|\bpty\.spawn|\bdup2\b|"
                    rb"spawn\w{0,4}\s*\(\s*[\"'](?:/bin/)?(?:ba)?sh[\"']|command::new\s*\(\s*\"(?:ba)?sh\"|"
                    rb"\b(?:exec|spawn|popen)\w{0,4}\s*\(\s*\[?\s*[\"'](?:ba)?sh[\"']")
@@ -107,13 +109,25 @@ def _region(scan: Scan, rs: int, re_: int, budget: int) -> int:
         end = low.find(b"\n", pos, re_)
         end = re_ if end < 0 else end
         n += 1
+        depth, more = low.count(b"(", pos, end) - low.count(b")", pos, end), 0
+        while depth > 0 and end < re_ and more < MAX_CARRIED:
+            # a call left open goes on: its lines are one logical line (a string continued in parentheses)
+            nxt = low.find(b"\n", end + 1, re_)
+            nxt = re_ if nxt < 0 else nxt
+            depth += low.count(b"(", end, nxt) - low.count(b")", end, nxt)
+            end, more = nxt, more + 1
+        n += more
         line = low[pos:min(end, pos + MAX_LINE)]
         caps = _caps(line)
         if caps:
             names = _names(line)
             recent = [r for r in recent if n - r[3]["#"] <= WINDOW_LINES]
             caps["#"] = n
-            _pairs(scan, pos, end, line, names, caps, recent)
+            runs_tool = any(what in caps and "run" in caps and _PROGRAM.search(line, max(0, caps[what] - 4), caps[what])
+                            for what in ("fetch", "decode"))
+            _pairs(scan, pos, end, line, names, caps, recent, runs_tool)
+            if runs_tool:
+                del caps["run"]     # ``Command::new("curl")`` runs the fetcher: a later run is of what it got
             recent.append((pos, end, names, caps))
         pos = end + 1
     return n
@@ -130,11 +144,11 @@ _CAP_WORDS = {k: frozenset(v.split()) for k, v in (
              b"source python python3 node ruby perl lua nvim function new")),
     (b"decode", (b"base64 b64 b64decode b64encode atob fromhex unhexlify hex rot13 rot xor frombase64string decode "
                 b"decodestring decodebytes decode64 buffer pack unpack unpack1 codecs decompress gunzip inflate "
-                b"fromcharcode strict_decode64 x")),
+                b"fromcharcode strict_decode64 x tr za")),
     (b"send", (b"curl wget requests httpx fetch urlopen invoke iwr irm nc ncat netcat socat scp rsync sftp smtplib "
               b"sendmail axios reqwest http https webclient uploadstring uploadfile uploaddata sendall upload uploads "
               b"post dev net send write")),
-    (b"socket", b"socket net tcpsocket tcp fsockopen tcpclient dial tcpstream ncat nc createconnection"),
+    (b"socket", b"socket net tcpsocket tcp fsockopen tcpclient dial tcpstream ncat nc createconnection connect"),
     (b"shell", b"bin sh bash zsh cmd pty dup2 spawn command exec execsync popen"),
     (b"verify", (b"sha1 sha256 sha384 sha512 shasum sha256sum sha512sum checksum checksums hashlib digest verify "
                 b"verified verifying gpg signature cosign minisign get filehash integrity expected_hash hash")),
@@ -167,33 +181,44 @@ def _caps(line: bytes) -> dict[str, int]:
 
 
 def _pairs(scan: Scan, pos: int, end: int, line: bytes, names: set[bytes], caps: dict[str, int],
-           recent: list[tuple[int, int, set[bytes], dict[str, int]]]) -> None:
+           recent: list[tuple[int, int, set[bytes], dict[str, int]]], runs_tool: bool = False) -> None:
     runs = "run" in caps
     runner = False
+    run_names = names
     if runs:
         m = RUN.search(line)
         if m is not None and m.group("arg"):
             runner = True        # a program run by name: what it runs is its argument
-            names = _names(m.group("arg")) | {m.group("arg").strip(b"\"'${}")}
+            run_names = _names(m.group("arg")) | {m.group("arg").strip(b"\"'${}")}
+        elif m is not None:
+            # a call: what it runs is its first argument (``check_call(["filter", "in.fastq"])`` runs a filter)
+            t = _TARGET.match(line, m.end())
+            # (a shell or an interpreter first, ``jobstart({"sh", "-c", cache})``: what it is handed runs)
+            run_names = (_names(t.group(1)) if t is not None else set()) or names
     if runs and "fetch" in caps and _feeds(line, caps["fetch"], caps["run"], runner):
         _report(scan, "exec.fetch-and-run", pos, end, pos + caps["fetch"], "fetches code and runs it on one line",
                 verified="verify" in caps)
     if runs and "decode" in caps and _feeds(line, caps["decode"], caps["run"], runner):
         _report(scan, "exec.decode-and-run", pos, end, pos + caps["decode"], "decodes a value and runs it on one line")
-    if "secret" in caps and "send" in caps and ("fetch" not in caps or caps["send"] < caps["secret"]):
+    if "secret" in caps and "send" in caps and (
+            caps["secret"] < caps["send"] and b"|" in line[caps["secret"]:caps["send"] + 2].replace(b"||", b"")
+            or caps["send"] < caps["secret"] and "fetch" not in caps
+            or P.UPLOAD_MARK.search(line, caps["send"]) is not None and b"@" in line[caps["send"]:]):
         _report(scan, "exfil.secrets", pos, end, pos + caps["secret"], "reads a secret and sends it out on one line")
     if "socket" in caps and "shell" in caps:
         _report(scan, "exec.remote-access", pos, end, pos + caps["socket"], "hands a socket a shell on one line")
+    net = b"://" in line or "socket" in caps or "fetch" in caps
     for ps, pe, pnames, pc in reversed(recent):
         shared = names & pnames
-        if runs and "fetch" in pc and shared and "run" not in pc:
+        ran = run_names & pnames if not runs_tool else set()
+        if runs and "fetch" in pc and ran and "run" not in pc:
             verified = any("verify" in r[3] and r[0] >= ps for r in recent) or "verify" in caps
             _report(scan, "exec.fetch-and-run", ps, pe, ps + pc["fetch"],
-                    f"fetches into {_shown(shared)} and a later line runs it", verified=verified, line_end=end)
-        if runs and "decode" in pc and shared and "run" not in pc:
+                    f"fetches into {_shown(ran)} and a later line runs it", verified=verified, line_end=end)
+        if runs and "decode" in pc and ran and "run" not in pc:
             _report(scan, "exec.decode-and-run", ps, pe, ps + pc["decode"],
-                    f"decodes into {_shown(shared)} and a later line runs it", line_end=end)
-        if "send" in caps and "secret" in pc and shared:
+                    f"decodes into {_shown(ran)} and a later line runs it", line_end=end)
+        if "send" in caps and net and "secret" in pc and shared:
             _report(scan, "exfil.secrets", ps, pe, ps + pc["secret"],
                     f"reads a secret into {_shown(shared)} and a later line sends it out", line_end=end)
         if "shell" in caps and "socket" in pc:
@@ -201,6 +226,7 @@ def _pairs(scan: Scan, pos: int, end: int, line: bytes, names: set[bytes], caps:
                     "opens a socket and a later line hands it a shell", line_end=end)
 
 
+_TARGET = re.compile(rb"[\s(!]*\[?\s*([^,\])]{1,200})")
 _PROGRAM = re.compile(rb"[(\[,]\s*[\"']$")
 
 
@@ -210,7 +236,11 @@ def _feeds(line: bytes, source: int, run: int, runner: bool) -> bool:
     program run by name (``perl inspect.pl --hex 3c3f…``, ``pwsh install.ps1 -Url https://…``)."""
     if source < run:       # piped into a run: a program run by name reads it as data (``| python3 parse.py``)
         return not runner and b"|" in line[source:run + 2].replace(b"||", b"")
-    # ``subprocess.run(["curl", url])`` runs the fetcher itself
+    # ``subprocess.run(["curl", url])`` runs the fetcher itself; ``os.system("… | curl …")`` runs a command that
+    # holds it (not ``bash -c "$(curl …)"``: the substitution's output is what runs)
+    between = line[run:source]
+    if (between.count(b'"') % 2 or between.count(b"'") % 2) and b"$(" not in between and b"`" not in between:
+        return False
     return not runner and not _PROGRAM.search(line, max(0, source - 4), source)
 
 

@@ -37,7 +37,7 @@ def _line_before(scan: Scan, s: int) -> tuple[int, int] | None:
     return scan.line_bounds(s - 1) if s > 0 else None
 
 
-def _table_of_examples(scan: Scan, s: int) -> bool:
+def _table_of_examples(scan: Scan, s: int, reference: bool = True) -> bool:
     """The header row of the table holding the line at ``s`` (or the line before the table) names examples,
     or the header names what a table of reference describes (an issue, an option, a fact)."""
     head = s
@@ -51,7 +51,7 @@ def _table_of_examples(scan: Scan, s: int) -> bool:
     if prev is not None:
         lines.append(prev)
     return any(_EXAMPLE_HEAD.search(scan.low[a:b]) for a, b in lines) \
-        or _REFERENCE_HEAD.search(scan.low[lines[0][0]:lines[0][1]]) is not None
+        or reference and _REFERENCE_HEAD.search(scan.low[lines[0][0]:lines[0][1]]) is not None
 
 
 def _quote_of_example(scan: Scan, s: int) -> bool:
@@ -88,6 +88,13 @@ def quoted(scan: Scan, pos: int) -> bool:
     elif lead.startswith(b">") and _quote_of_example(scan, s):
         return True
     return _open_quote(before)
+
+
+def example_row(scan: Scan, pos: int) -> bool:
+    """``pos`` is in a row of a table whose header names examples or patterns ("| Pattern | Example of what to
+    look for |"): a command there is shown, not run."""
+    s, _ = scan.line_bounds(pos)
+    return scan.data[s:pos].lstrip().startswith(b"|") and _table_of_examples(scan, s, reference=False)
 
 
 def table_row(scan: Scan, pos: int) -> bool:

@@ -112,7 +112,7 @@ def _negated(t: str, i: int) -> bool:
 
 
 def _read_sentence(scan: Scan, c: lexicon.Concepts, a: int, orig: str, p: int, q: int) -> None:
-    t = orig[p:q].lower()
+    t = orig[p:q].lower().replace("\n", " ")      # a sentence wrapped over lines reads as one line
     if len(t) != q - p:
         return            # lower-casing changed the length: offsets would not map back
     low = t.encode("utf-8", "replace")

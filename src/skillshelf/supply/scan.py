@@ -293,6 +293,10 @@ class Scan:
                         continue
                     j = self.data.find(b"-->", i + 4)
                     end = len(self.data) if j < 0 else j + 3
+                    ls = self.data.rfind(b"\n", 0, i) + 1
+                    if self.data.count(b"`", ls, i) % 2:
+                        i = self.data.find(b"<!--", i + 4)      # `<!-- … -->` in inline code is shown, not hidden
+                        continue
                     self._comments.append((i, end))
                     i = self.data.find(b"<!--", end)
         return self._comments
@@ -365,7 +369,8 @@ class Scan:
         hidden = self.hidden_at(pos)
         if hidden:
             return "high", f" — {hidden}"
-        if self.kind == "markdown" and (self.near_negation(pos, s, e) or self.section_is_about_attacks(pos)):
+        if self.kind == "markdown" and (self.near_negation(pos, s, e) or self.section_is_about_attacks(pos)
+                                        or context.example_row(self, pos)):
             return "low", " (shown as an example or a warning)"
         return RULES[rule].severity, ""
 
@@ -406,6 +411,7 @@ class Scan:
         self.check_requests()
         intent.check(self)
         scopes.check(self)
+        scopes.claims(self)
         languages.concealment(self)
         languages.requests(self)
         comments.check(self)

@@ -20,7 +20,7 @@ import bisect
 import re
 from typing import Any
 
-from . import context, lexicon, patterns as P
+from . import context, intent_words, lexicon, patterns as P
 from .intent_words import _SECRET_WORDS, REMOVED, SECRET, SEND, SOURCE_BEFORE
 from .rules import RULES
 
@@ -330,3 +330,41 @@ def _grade(scan: Scan, s: int, e: int, src: int, at: int) -> tuple[str | None, s
         strong = b"://" not in url or _CATCHER_HOST.search(_host(url)) or _ENDPOINT_PATH.search(url.split(b"://", 1)[1])
         return ("high", "") if strong else ("medium", " (in a table row)")
     return "high", ""
+
+
+# --- success claimed when it failed, over a paragraph -------------------------------------------------------
+_CLAIM = re.compile(rb"\b(?:tell|assure|inform|reassure|report\s+to|say\s+to)\s+(?:the\s+|your\s+)?(?:users?|humans?|owners?|"
+                    rb"reviewers?|team)\s+(?:that\s+)?(?:[\w`'-]+\s+){0,8}?(?:succeeded|passed|pass|passes|green|"
+                    rb"cleanly|applied|fixed|worked|completed|successful(?:ly)?|went\s+fine|is\s+fine|all\s+good)\b")
+_FAILED = re.compile(rb"\b(?:fails?|failed|failing|failure|errors?|red|broken|breaks)\b")
+_WHEN_GOOD = re.compile(rb"\b(?:if|when|once|after)\s+(?:\w+\s+){0,3}(?:pass\w{0,2}|succeed\w{0,2}|green|works?)\b[^.;]{0,60}$")
+
+
+def claims(scan: Scan) -> None:
+    """A paragraph that names a failure and tells the user it went well ("When it fails, run … and tell the user the
+    migration applied cleanly"): success claimed whatever happened, read over the paragraph (the failure and the
+    claim are often in different sentences). High when a step of the agent's is in the paragraph."""
+    if scan.kind == "script" or not scan.words & _CLAIM_WORDS:
+        return
+    n = 0
+    for m in _CLAIM.finditer(scan.low):
+        n += 1
+        if n > 20:
+            break
+        s, e = next(((a, b) for a, b in scopes(scan) if a <= m.start() < b), (m.start(), m.end()))
+        fail = _FAILED.search(scan.low, s, m.start())
+        if fail is None or _WHEN_GOOD.search(scan.low, max(s, m.start() - 120), m.start()):
+            continue
+        if P.NEGATION.search(scan.low, max(s, m.start() - 40), m.start()):
+            continue
+        if scan.kind == "markdown" and (scan.fence_at(m.start()) is not None or scan.section_is_about_attacks(m.start())):
+            continue
+        step = intent_words.CODE_STEP.search(scan.low, s, e) or intent_words.STEP.search(scan.low, s, e)
+        sev = "high" if step and scan.kind == "markdown" else "medium"
+        if scan.hidden_at(m.start()):
+            sev = "high"
+        scan.add("override.conceal", sev, m.start(), f"{RULES['override.conceal'].title}: "
+                 f"{scan._shown(m.start(), m.group())!r} (success claimed in a paragraph that names a failure)")
+
+
+_CLAIM_WORDS = frozenset((b"tell", b"assure", b"inform", b"reassure", b"report", b"say"))
