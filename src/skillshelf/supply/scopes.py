@@ -353,7 +353,8 @@ def claims(scan: Scan) -> None:
             break
         s, e = next(((a, b) for a, b in scopes(scan) if a <= m.start() < b), (m.start(), m.end()))
         fail = _FAILED.search(scan.low, s, m.start())
-        if fail is None or _WHEN_GOOD.search(scan.low, max(s, m.start() - 120), m.start()):
+        if fail is None or _WHEN_GOOD.search(scan.low, max(s, m.start() - 120), m.start()) \
+                or _ONLY_IF.match(scan.low, m.end()):
             continue
         if P.NEGATION.search(scan.low, max(s, m.start() - 40), m.start()):
             continue
@@ -367,4 +368,6 @@ def claims(scan: Scan) -> None:
                  f"{scan._shown(m.start(), m.group())!r} (success claimed in a paragraph that names a failure)")
 
 
+_ONLY_IF = re.compile(rb"[\s,]{0,3}(?:only\s+)?(?:if|when|once|after)\s+(?:it|they|the\s+\w+)\s+(?:did|do|does|really|actually|"
+                      rb"pass\w{0,2}|succeed\w{0,2})\b|[\s,]{0,3}only\s+(?:if|when|once|after)\b")
 _CLAIM_WORDS = frozenset((b"tell", b"assure", b"inform", b"reassure", b"report", b"say"))
