@@ -24,13 +24,13 @@ from skillshelf.supply.skill_audit import audit_folder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "audit"
 SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5", "heldout-v6", "heldout-v7",
-        "heldout-v8", "heldout-v9", "heldout-v10")
+        "heldout-v8", "heldout-v9", "heldout-v10", "heldout-v11")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
 NEWEST_FLOOR = {"medium": 0, "high": 0}       # set when the twelfth set is measured
 NEWEST_BENIGN_HIGH: set[str] = set()
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh
-SEEN_FLOORS = {"heldout-v11": ({"medium": 43, "high": 38}, {"c-prompt-injectie-les", "d-skill-intake-review"})}
+SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {}
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
 
