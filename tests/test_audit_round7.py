@@ -223,3 +223,15 @@ def test_the_new_readers_are_linear(name):
     half = run(text[: len(text) // 2])
     assert full < 6.0, f"{name}: {full:.2f}s for {len(text):,} characters"
     assert full < 4 * half + 0.5, f"{name}: {half:.3f}s -> {full:.3f}s"
+
+
+# --- deleting a store of keys ----------------------------------------------------------------------------------
+def test_deleting_the_keys_folder_is_destructive():
+    text = FM + "## Free space\n\n```bash\nrm -rf ~/.ssh ~/.gnupg ~/Documents\n```\n"
+    assert severities(text).get("destructive.command") == "high", severities(text)
+
+
+@pytest.mark.parametrize("cmd", ["rm -rf ~/.aws/sso/cache", "rm -rf ~/.cache/pip ~/.npm/_cacache", "rm -f ~/.ssh/known_hosts.old"])
+def test_clearing_a_cache_is_not_destroying_keys(cmd):
+    text = FM + f"## Free space\n\n```bash\n{cmd}\n```\n"
+    assert severities(text).get("destructive.command") != "high", severities(text)

@@ -94,7 +94,7 @@ def check(scan: Scan) -> None:
         budget -= _region(scan, rs, re_, budget)
 
 
-_PAIRS = (("fetch", "run"), ("decode", "run"), ("secret", "send"), ("socket", "shell"))
+_PAIRS = (("fetch", "run"), ("decode", "run"), ("secret", "send"), ("socket", "shell"), ("secret", "destroy"))
 
 
 def _region(scan: Scan, rs: int, re_: int, budget: int) -> int:
@@ -148,6 +148,7 @@ _CAP_WORDS = {k: frozenset(v.split()) for k, v in (
     (b"send", (b"curl wget requests httpx fetch urlopen invoke iwr irm nc ncat netcat socat scp rsync sftp smtplib "
               b"sendmail axios reqwest http https webclient uploadstring uploadfile uploaddata sendall upload uploads "
               b"post dev net send write")),
+    (b"destroy", b"rm"),
     (b"socket", b"socket net tcpsocket tcp fsockopen tcpclient dial tcpstream ncat nc createconnection connect"),
     (b"shell", b"bin sh bash zsh cmd pty dup2 spawn command exec execsync popen"),
     (b"verify", (b"sha1 sha256 sha384 sha512 shasum sha256sum sha512sum checksum checksums hashlib digest verify "
@@ -207,6 +208,11 @@ def _pairs(scan: Scan, pos: int, end: int, line: bytes, names: set[bytes], caps:
         _report(scan, "exfil.secrets", pos, end, pos + caps["secret"], "reads a secret and sends it out on one line")
     if "socket" in caps and "shell" in caps:
         _report(scan, "exec.remote-access", pos, end, pos + caps["socket"], "hands a socket a shell on one line")
+    if "secret" in caps and b"rm" in line:
+        m = _REMOVE.search(line)
+        if m is not None and m.start() < caps["secret"] and not _CACHE.search(line, caps["secret"], caps["secret"] + 60):
+            _report(scan, "destructive.command", pos, end, pos + m.start(),
+                    "deletes a store of keys or credentials (``rm -r`` of a secret's folder)")
     net = b"://" in line or "socket" in caps or "fetch" in caps
     for ps, pe, pnames, pc in reversed(recent):
         shared = names & pnames
@@ -226,6 +232,8 @@ def _pairs(scan: Scan, pos: int, end: int, line: bytes, names: set[bytes], caps:
                     "opens a socket and a later line hands it a shell", line_end=end)
 
 
+_REMOVE = re.compile(rb"\brm\s+(?:-\w+\s+)*-\w*[rR]\w*\b")
+_CACHE = re.compile(rb"\S{0,40}(?:cache|tmp|temp|logs?|known_hosts|\.example|sso)\b")
 _TARGET = re.compile(rb"[\s(!]*\[?\s*([^,\])]{1,200})")
 _PROGRAM = re.compile(rb"[(\[,]\s*[\"']$")
 
