@@ -7,7 +7,10 @@ person's other changed or added files beside its SKILL.md), with the locked upst
 as its base in ``sources/.bases/``: the update then merges upstream's change into it three-way,
 as into any copy. What cannot become a copy (a skill folder the lock does not name, a skill that
 already has a workspace copy, a SKILL.md that does not parse) is copied to
-``sources/.kept/LABEL/<time>/`` and named. A removed file is named too: upstream's is put back."""
+``sources/.kept/LABEL/<time>/`` and named. A removed file is named too: upstream's is put back.
+A person's file the lock does not list is told from upstream's by the old commit's tree
+(``person_files``): carried into the new tree, or kept. Once the folder is moved aside it is looked
+at again: what a person wrote while the update ran is kept, and never rides in a linked file."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
@@ -79,7 +80,7 @@ def _manifest(base: Path, label: str) -> Path:
 
 def listing(tree: Path) -> dict[str, list]:
     """Every file of a fetched tree with its sha256 and size (what ``record`` keeps)."""
-    return {rel: ["sha256", _digest(tree / rel, "sha256"), size] for rel, size in walk(tree)}
+    return {rel: ["sha256", _digest(tree / rel, "sha256"), st.st_size] for rel, st in walk(tree)}
 
 
 def record(base: Path, label: str, commit: str, files: dict[str, list]) -> None:
@@ -106,8 +107,8 @@ def forget(base: Path, label: str) -> None:
     _manifest(base, label).unlink(missing_ok=True)
 
 
-def walk(folder: Path) -> Iterator[tuple[str, int]]:
-    """(path relative to ``folder``, size) of every regular file under it (links not followed)."""
+def walk(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """(path relative to ``folder``, its stat) of every regular file under it (links not followed)."""
     for dirpath, dirnames, filenames in os.walk(folder):
         here = Path(dirpath)
         rel_dir = here.relative_to(folder).as_posix()
@@ -118,9 +119,9 @@ def walk(folder: Path) -> Iterator[tuple[str, int]]:
                 st = p.lstat()
             except OSError:
                 continue
-            if p.is_symlink() or not p.is_file():
+            if not stat.S_ISREG(st.st_mode):
                 continue
-            yield (name if rel_dir == "." else f"{rel_dir}/{name}"), st.st_size
+            yield (name if rel_dir == "." else f"{rel_dir}/{name}"), st
 
 
 def _digest(path: Path, how: str) -> str:
@@ -157,19 +158,13 @@ def persons(folder: Path, tree: Tree, *, skip: Collection[str] = (), since: floa
     files written at or after that time."""
     links = [p + "/" for p, v in tree.items() if v[0] == GITLINK]
     out = {}
-    for rel, size in walk(folder):
-        if rel in skip or any(rel.startswith(p) for p in links):
+    for rel, st in walk(folder):
+        if rel in skip or (since is not None and st.st_mtime < since) or any(rel.startswith(p) for p in links):
             continue
-        if since is not None:
-            try:
-                if (folder / rel).stat().st_mtime < since:
-                    continue
-            except OSError:
-                continue
         want = tree.get(rel)
         if want is None:
             out[rel] = "added"
-        elif differs(folder / rel, want, size):
+        elif differs(folder / rel, want, st.st_size):
             out[rel] = "changed"
     return out
 

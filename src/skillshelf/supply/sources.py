@@ -549,7 +549,7 @@ class Sources:
                 raise ConflictError(f"the source {plan.label} changed while this update was planned",
                                     fix="run `skillshelf sources update` again")
             # a person's edits in the source's folder become workspace copies before it is put back
-            since = time.time() - 1.0         # (what is written from here on is looked for again below)
+            since, t0 = time.time() - 1.0, time.perf_counter()   # (what is written from here on: looked at again)
             plan.drift = lockmod.check(plan.old, self.folder(plan.label))
             plan.kept = self.kept.keep(plan, plan.drift) if plan.drift else []
             if any(k.action == "copy" for k in plan.kept):
@@ -569,6 +569,7 @@ class Sources:
             try:
                 if had:            # what a person wrote while this ran: kept, never carried in a linked file
                     plan.unlisted += self.kept.late(plan, aside, since)
+                plan.seconds["keep"] = time.perf_counter() - t0
                 os.rename(tree, dest)
                 try:
                     self._write_lock(entries, [plan.new if e.label == plan.label else e for e in entries],
