@@ -248,8 +248,12 @@ def _read(scan: Scan, s: int, e: int, src: int, found: list[tuple[int, int]], *,
     if kind is None:
         return
     text = low[s:e]
+    quiet = False
     if (kind == "weak" or not strong) and not _sends(text):
-        return
+        if strong and not text.isascii():
+            quiet = True      # a key file and a URL in a language the lexicon does not know: medium
+        else:
+            return
     if not strong:
         # a secret named in words: to an endpoint, in the same list item (a list of a service's facts names
         # its credentials in one item and its endpoint in the next)
@@ -259,6 +263,8 @@ def _read(scan: Scan, s: int, e: int, src: int, found: list[tuple[int, int]], *,
     sev, note = _grade(scan, s, e, src, at)
     if sev is None:
         return
+    if quiet and sev == "high" and not scan.hidden_at(at):
+        sev, note = "medium", " (a secret's path and a URL in one paragraph; no verb of sending the lexicon knows)"
     if kind == "weak" and sev == "high" and not scan.hidden_at(at) and not (_DEST_WORD.search(text) or _UPLOAD.search(text)
                                                                              or _sends_near(low, src, at)):
         sev, note = "medium", " (the paragraph names a secret and a URL; the sending is not said near them)"
