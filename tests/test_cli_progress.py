@@ -124,7 +124,8 @@ def test_sync_into_a_pipe_says_its_phases(tmp_path: Path):
     assert p.returncode == 0 and p.stderr == "" and p.stdout.startswith("added 0 ")
 
 
-def _sync_on_a_terminal(tmp_path: Path, columns: int, skills: int) -> tuple[int, list[str]]:
+def _sync_on_a_terminal(tmp_path: Path, columns: int, skills: int,
+                        command: tuple[str, ...] = ("sync",)) -> tuple[int, list[str]]:
     """The console script's ``sync`` with stderr on a pseudo-terminal ``columns`` wide (the live
     display), the bundled model embedding: its exit code and the lines the display drew."""
     import fcntl
@@ -146,7 +147,7 @@ def _sync_on_a_terminal(tmp_path: Path, columns: int, skills: int) -> tuple[int,
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
     env |= {"COLUMNS": str(columns), "TERM": "xterm", "SKILLSHELF_EMBEDDER": "minilm"}
-    proc = subprocess.Popen([str(SCRIPT), "--home", str(tmp_path / "home"), "--root", str(root), "sync"],
+    proc = subprocess.Popen([str(SCRIPT), "--home", str(tmp_path / "home"), "--root", str(root), *command],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env)
     os.close(slave)
     raw = b""
@@ -184,3 +185,11 @@ def test_sync_on_an_80_column_terminal_shows_the_embedding_rate_and_time_left_an
     assert any(re.search(texts, f) for f in embedding), embedding
     finishing = [f for f in embedding if f.startswith("embedding (finishing)")]
     assert any(re.search(texts + r" +\d+:\d\d ~\d+:\d\d left", f) for f in finishing), finishing
+
+
+def test_a_command_that_indexes_first_shows_that_on_a_terminal(tmp_path):
+    """`doctor` (or a first search) in a home whose root was never synced indexes it before it
+    answers: on a terminal that shows as a sync does, instead of a silent wait."""
+    code, frames = _sync_on_a_terminal(tmp_path, 120, 300, command=("doctor",))
+    assert code == 0, frames
+    assert any("reading · lexical index" in f for f in frames), frames

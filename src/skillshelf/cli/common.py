@@ -4,10 +4,12 @@ that make a malformed argument a usage error (exit 2), and the one-line error me
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
@@ -101,10 +103,12 @@ def _config(**overrides: Any):
                 **overrides)
 
 
-def _lib(*, warn_missing: bool = True, creates: bool = False, samples: bool | None = None):
+def _lib(*, warn_missing: bool = True, creates: bool = False, samples: bool | None = None, shown: bool = True):
     """Open the library for one command. A home without a library is created, and said so on
     stderr (unless the command is there to create one): a typo in --home would otherwise
-    look like an empty library. Saved roots that have gone are named once, on stderr."""
+    look like an empty library. Saved roots that have gone are named once, on stderr. On a
+    terminal, the sync a command runs first (new or changed files) shows its progress there, as
+    ``sync`` does (``shown``; a server keeps its own)."""
     from ..config import ensure_home
     from ..library import Library
 
@@ -117,7 +121,18 @@ def _lib(*, warn_missing: bool = True, creates: bool = False, samples: bool | No
     if warn_missing:
         for m in lib.missing_roots:
             err.print(f"warning: {m.message}; left out — {m.fix}")
+    if shown and err.is_interactive:
+        lib.indexer.shown = lambda: _shown(lib)
     return lib
+
+
+@contextlib.contextmanager
+def _shown(lib: Any) -> Iterator[tuple[Any, Any]]:
+    """The progress display of a sync a command runs before it answers (nothing when nothing changed)."""
+    from .progress import SyncProgress
+
+    with SyncProgress(err, embedding=lib.config.embedder != "none") as prog:
+        yield prog.on_files, prog.on_texts
 
 
 def _json(data: Any) -> None:

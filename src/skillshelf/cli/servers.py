@@ -49,4 +49,4 @@ def dashboard(host: str = typer.Option("127.0.0.1", help="bind address (non-loop
         state.store = _store(store)
 
     web.require()       # a broken install is said before a library is opened
-    web.serve(_lib(), host=host, port=port, open_browser=open_browser)
+    web.serve(_lib(shown=False), host=host, port=port, open_browser=open_browser)

@@ -188,6 +188,9 @@ class Indexer:
         # ... and a sync of every root waits for its copy's edits to be kept (``Mirror.settle``: the
         # folders that changed)
         self.before_sync: Callable[[], Iterable[Path | str] | None] | None = None
+        # how a sync on the query path shows its progress: a context giving the (files, texts)
+        # callbacks (a command run in a terminal sets it; a first look at a large root is long)
+        self.shown: Callable[[], Any] | None = None
 
     # --- syncing --------------------------------------------------------------------
     def sync(self, *, progress=None, embed: bool = True, embed_progress=None,
@@ -347,7 +350,9 @@ class Indexer:
             try:
                 # a full look at every skill's files only at the rescan interval: the others
                 # audit what the scan found changed
-                report = self.sync(embed=embed, full=time.monotonic() - self._files_seen >= RESCAN)
+                with self.shown() if self.shown is not None else contextlib.nullcontext((None, None)) as (on, emb):
+                    report = self.sync(embed=embed, full=time.monotonic() - self._files_seen >= RESCAN,
+                                       progress=on, embed_progress=emb)
             except (OSError, sqlite3.OperationalError, StoreError) as exc:
                 if isinstance(exc, StoreError) and "damaged" in exc.message:
                     raise
