@@ -135,3 +135,9 @@ def test_a_missing_description_does_not_hide_the_other_findings():
     assert {"name.case", "name.chars", "name.folder-mismatch", "keys.unknown"} <= rules(p)
     with pytest.raises(SkillFormatError, match="no description"):
         skill.parse_strict("---\nname: Broken Skill\n---\n")
+
+
+def test_a_frontmatter_never_closed_is_named_as_such():
+    found = skill.parse("---\nname: a\ndescription: b\n\n# Body\n").findings
+    assert [f.rule for f in found] == ["frontmatter.unclosed"] and "add a line '---'" in found[0].message
+    assert [f.rule for f in skill.parse("# Body\n").findings] == ["frontmatter.missing"]

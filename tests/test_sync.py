@@ -124,7 +124,7 @@ def test_real_corpus_syncs_and_names_unparsable_files(tmp_path):
     expected_bad = {r["id"] for r in index if r.get("parse_error")}
     reported = {str(__import__("pathlib").Path(i.path).relative_to((CORPUS / "skills").resolve())) for i in rep.invalid}
     assert expected_bad <= reported  # every file whose YAML does not parse is named
-    assert all(i.rule in ("yaml.invalid", "description.missing", "frontmatter.missing",
+    assert all(i.rule in ("yaml.invalid", "description.missing", "frontmatter.missing", "frontmatter.unclosed",
                           "frontmatter.not-mapping") for i in rep.invalid)
     assert rep.added + len(rep.invalid) == len(index)
     assert lib.sync().unchanged == rep.added

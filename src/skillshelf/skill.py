@@ -461,6 +461,11 @@ def parse(text: str | bytes, *, folder_name: str | None = None) -> ParsedFile:
 
     head, body, _ = split_frontmatter(text)
     if head is None:
+        if text.split("\n", 1)[0].rstrip() == "---":
+            # it opens one: the closing line is what is missing
+            return ParsedFile(None, findings + [Finding(
+                "fatal", "frontmatter.unclosed",
+                "the frontmatter opened on line 1 is never closed: add a line '---' after its last field", 1)])
         return ParsedFile(None, findings + [Finding(
             "fatal", "frontmatter.missing",
             "no YAML frontmatter; the file must start with '---', the fields, and '---'", 1)])
