@@ -152,8 +152,8 @@ def test_parse_never_raises(text):
         assert 1 <= sk.version <= 10 ** 12
         assert sk.ttl_days is None or 1 <= sk.ttl_days <= 10 ** 6
         sk.expires_on()
-        skillmod.headings(sk.body)
-        skillmod.section(sk.body, "Solution")
+        textmod.headings(sk.body)
+        textmod.section(sk.body, "Solution")
 
 
 @pytest.mark.parametrize("value", ["!!int", "!!float", "!!bool"])
@@ -202,8 +202,8 @@ def test_headings_are_linear(head, unit, n, tail):
     regex takes ~18 s on '# x' + 2,000 spaces + 'y')."""
     line = "#" + head + unit * n + tail
     t0 = time.perf_counter()
-    skillmod.headings(line + "\n" + line)
-    skillmod.section(line, line)
+    textmod.headings(line + "\n" + line)
+    textmod.section(line, line)
     assert time.perf_counter() - t0 < 0.5
 
 

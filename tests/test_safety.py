@@ -20,7 +20,8 @@ from conftest import write_skill
 
 from skillshelf import Library
 from skillshelf.errors import NotFoundError, ValidationError, WriteError
-from skillshelf.skill import headings, parse
+from skillshelf.skill import parse
+from skillshelf.text import headings
 
 BODY = "## When to Use\n\nwhen\n\n## Solution\n\nold solution\n"
 

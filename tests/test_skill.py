@@ -1,6 +1,6 @@
 import pytest
 
-from skillshelf import skill
+from skillshelf import skill, text
 from skillshelf.errors import SkillFormatError
 
 
@@ -69,10 +69,10 @@ def test_validate_for_write_is_strict():
 
 def test_sections_and_headings_skip_code_fences():
     body = "# T\n\n## Solution\n\nfix\n```\n## not a heading\n```\n### Sub\n\nmore\n\n## Lessons Learned\n\n- v1\n"
-    assert [h for _, h in skill.headings(body)] == ["T", "Solution", "Sub", "Lessons Learned"]
-    sol = skill.section(body, "solution")
+    assert [h for _, h in text.headings(body)] == ["T", "Solution", "Sub", "Lessons Learned"]
+    sol = text.section(body, "solution")
     assert sol.startswith("## Solution") and "### Sub" in sol and "Lessons" not in sol
-    assert skill.section(body, "missing") is None
+    assert text.section(body, "missing") is None
 
 
 def test_a_fence_closes_only_with_its_own_kind_at_least_as_long():
@@ -81,14 +81,14 @@ def test_a_fence_closes_only_with_its_own_kind_at_least_as_long():
     body = ("## Section Templates\n\n````markdown\n## Risks\n\n```yaml\nrisk: high\n```\n\n"
             "## Implementation Plan\n````\n\nAfter the template.\n\n~~~\n## tilde\n```\n## still code\n~~~\n\n"
             "## Validation Rules\n\nrules\n")
-    assert [h for _, h in skill.headings(body)] == ["Section Templates", "Validation Rules"]
-    tpl = skill.section(body, "Section Templates")
+    assert [h for _, h in text.headings(body)] == ["Section Templates", "Validation Rules"]
+    tpl = text.section(body, "Section Templates")
     assert tpl.rstrip().endswith("~~~") and "After the template." in tpl and "Validation" not in tpl
-    assert skill.section(body, "Risks") is None
-    assert skill.section(body, "validation rules") == "## Validation Rules\n\nrules"
+    assert text.section(body, "Risks") is None
+    assert text.section(body, "validation rules") == "## Validation Rules\n\nrules"
     # ``` with a backtick in its info string is no fence; an unclosed fence runs to the end
-    assert [h for _, h in skill.headings("``` a`b\n## real\n")] == ["real"]
-    assert skill.headings("```\n## code\n") == []
+    assert [h for _, h in text.headings("``` a`b\n## real\n")] == ["real"]
+    assert text.headings("```\n## code\n") == []
 
 
 def test_ttl_expiry():

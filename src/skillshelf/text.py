@@ -1,4 +1,5 @@
-"""Text helpers shared by indexing and search: the lexical tokenizer and name keys.
+"""Text helpers shared by indexing and search: the lexical tokenizer, name keys, and the
+headings and sections of a Markdown body (outside its code fences).
 
 The tokenizer runs on both documents and queries. It splits camelCase, hyphens, dots,
 underscores and slashes, and also emits each adjacent pair joined, so that
@@ -131,3 +132,78 @@ def yaml_text(value: Any, inner: bool = False) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+# --- body sections -------------------------------------------------------------
+# Headings are parsed by hand, not with a regex: the obvious pattern
+# (``^(#{1,6})\s+(.+?)\s*#*\s*$``) backtracks cubically on a line of spaces, and bodies
+# come from strangers.
+
+def heading(line: str) -> tuple[int, str] | None:
+    """(level, text) when ``line`` is an ATX heading (``## Title ##``), else None. Linear."""
+    if not line.startswith("#"):
+        return None
+    level = len(line) - len(line.lstrip("#"))
+    rest = line[level:]
+    if level > 6 or not rest or rest[0] not in " \t\f\v":
+        return None
+    text = rest.strip()
+    closed = text.rstrip("#").rstrip()
+    text = closed or text      # a title made only of '#' stays as it is
+    return (level, text) if text else None
+
+
+def in_code(lines: list[str]) -> list[bool]:
+    """For each line, whether it belongs to a fenced code block (its fences included), as
+    CommonMark reads fences: a run of three or more backticks or tildes opens one, and only a
+    run of the same character, at least as long and with nothing after it, closes it. A
+    ```` fence around a template holding ``` blocks stays one block. Linear."""
+    out: list[bool] = []
+    open_char, open_len = "", 0
+    for line in lines:
+        stripped = line.lstrip()
+        ch = stripped[:1]
+        run = len(stripped) - len(stripped.lstrip(ch)) if ch in ("`", "~") else 0
+        if open_len:
+            out.append(True)
+            if ch == open_char and run >= open_len and not stripped[run:].strip():
+                open_char, open_len = "", 0
+        elif run >= 3 and not (ch == "`" and "`" in stripped[run:]):
+            out.append(True)
+            open_char, open_len = ch, run
+        else:
+            out.append(False)
+    return out
+
+
+def headings(body: str) -> list[tuple[int, str]]:
+    """(level, text) of every Markdown heading outside code fences."""
+    out: list[tuple[int, str]] = []
+    lines = body.split("\n")
+    for line, code in zip(lines, in_code(lines)):
+        if not code:
+            h = heading(line)
+            if h:
+                out.append(h)
+    return out
+
+
+def section(body: str, title: str) -> str | None:
+    """The text of the section whose heading matches ``title`` (case-insensitive), heading included."""
+    want = title.strip().lstrip("#").strip().lower()
+    lines = body.split("\n")
+    start = level = None
+    for i, (line, code) in enumerate(zip(lines, in_code(lines))):
+        if code:
+            continue
+        h = heading(line)
+        if not h:
+            continue
+        lvl, text = h[0], h[1].strip().lower()
+        if start is None and text == want:
+            start, level = i, lvl
+        elif start is not None and lvl <= (level or 6):
+            return "\n".join(lines[start:i]).strip("\n")
+    if start is None:
+        return None
+    return "\n".join(lines[start:]).strip("\n")

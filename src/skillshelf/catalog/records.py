@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import skill as skillmod
+from .. import skill as skillmod, text as textmod
 from ..checks import Clash
 from ..errors import NotFoundError, ValidationError
 from ..store.records import SkillRows
@@ -138,7 +138,7 @@ class SkillRecord:
 
     def sections(self, level: int = 2) -> list[str]:
         """The body's headings down to ``level``, in order (what ``read(..., section)`` takes)."""
-        return [h for lvl, h in skillmod.headings(self.body) if lvl <= level]
+        return [h for lvl, h in textmod.headings(self.body) if lvl <= level]
 
     def to_skill(self) -> skillmod.Skill:
         return skillmod.parse_strict(Path(self.path).read_text(encoding="utf-8-sig"),
@@ -229,9 +229,9 @@ class Records:
         rec = self.get(name_or_id)
         if not section:
             return rec, rec.body
-        body = skillmod.section(rec.body, section)
+        body = textmod.section(rec.body, section)
         if body is None:
-            names = [h for lvl, h in skillmod.headings(rec.body) if lvl <= 2]
+            names = [h for lvl, h in textmod.headings(rec.body) if lvl <= 2]
             heads = ", ".join(names[:12]) + (", …" if len(names) > 12 else "") if names else "none"
             raise NotFoundError(f"{rec.name} has no section {section!r}", fix=f"sections: {heads}")
         return rec, body

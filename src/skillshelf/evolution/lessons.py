@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import re
 
-from .. import skill as skillmod
+from .. import text as textmod
 
 LESSONS = "Lessons Learned"
 _VERSION_MARK = re.compile(r"^\s*[-*]\s*(?:\*\*)?v(\d+)(?:\*\*)?\s*[:.)-]\s*", re.I)
 
 
 def lesson_lines(body: str) -> list[str]:
-    sec = skillmod.section(body, LESSONS)
+    sec = textmod.section(body, LESSONS)
     if not sec:
         return []
     lines = sec.split("\n")[1:]
@@ -49,15 +49,15 @@ def merge_lessons(existing: list[str], new: list[str], lesson: str | None, versi
 
 def split_sections(body: str) -> tuple[str, list[tuple[str, str]]]:
     """(preamble, [(heading title, full section text)]) at the first heading level used (## usually)."""
-    heads = skillmod.headings(body)
+    heads = textmod.headings(body)
     level = min((lvl for lvl, _ in heads if lvl > 1), default=None)
     if level is None:
         return body, []
     lines = body.split("\n")
     pre: list[str] = []
     sections: list[tuple[str, list[str]]] = []
-    for line, code in zip(lines, skillmod.in_code(lines)):
-        h = None if code else skillmod.heading(line)
+    for line, code in zip(lines, textmod.in_code(lines)):
+        h = None if code else textmod.heading(line)
         if h and h[0] == level:
             sections.append((h[1].strip(), [line]))
         elif sections:

@@ -185,11 +185,9 @@ class Indexer:
         # what it may be missing is said with the indexing note (``team.Team.lag``)
         self.before_read: Callable[..., None] | None = None
         self.lag: Callable[[], str | None] | None = None
-        # ... and a sync of every root waits for its copy's edits to be kept (``Mirror.settle``: the
-        # folders that changed)
+        # ... and a sync of every root waits for its copy's edits to be kept (``Mirror.settle``)
         self.before_sync: Callable[[], Iterable[Path | str] | None] | None = None
-        # how a sync on the query path shows its progress: a context giving the (files, texts)
-        # callbacks (a command run in a terminal sets it; a first look at a large root is long)
+        # how a query path's sync shows progress: a context giving its (files, texts) callbacks
         self.shown: Callable[[], Any] | None = None
 
     # --- syncing --------------------------------------------------------------------
@@ -335,10 +333,9 @@ class Indexer:
     # --- the query path (one-shot commands, the Python API) ---------------------------
     def maybe_sync(self, *, embed: bool = False) -> None:
         """Pick up editor changes before a query, where no background thread does: the first
-        time a stat scan; a library used again later watches file-system events and rescans
-        only when they report a change (or every ``RESCAN`` seconds). The model is loaded to
-        embed only what changed, or with ``embed`` (a search, which needs it anyway) to fill
-        any missing vector: listing or reading skills never loads it for nothing."""
+        time a stat scan; later on file-system events (or every ``RESCAN`` seconds). The model
+        embeds only what changed, or with ``embed`` (a search needs it anyway) every missing
+        vector: listing or reading skills never loads it for nothing."""
         # (not from inside a sync; RLock._is_owned is CPython's, missing from typeshed's stub)
         if self.before_read is not None and not self._sync_lock._is_owned():  # type: ignore[attr-defined]
             self.before_read()
@@ -348,8 +345,7 @@ class Indexer:
             if not self._due():
                 return
             try:
-                # a full look at every skill's files only at the rescan interval: the others
-                # audit what the scan found changed
+                # a full look at every skill's files only at the rescan interval (else what changed)
                 with self.shown() if self.shown is not None else contextlib.nullcontext((None, None)) as (on, emb):
                     report = self.sync(embed=embed, full=time.monotonic() - self._files_seen >= RESCAN,
                                        progress=on, embed_progress=emb)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import skill as skillmod
+from .. import skill as skillmod, text as textmod
 from ..catalog import overlay as overlaymod
 from ..catalog.roots import Found, Root, discover, in_scope, path_in_scope
 from ..errors import StoreError
@@ -118,7 +118,7 @@ def scan(roots: list[Root], exclude: tuple = (), only: list[tuple[Root, str]] | 
 
 def lexical_fields(sk: skillmod.Skill) -> tuple[str, str, str, str, str]:
     """The five BM25F fields of a skill (see ``lexical.FIELDS``)."""
-    heads = " ".join(h for _, h in skillmod.headings(sk.body))
+    heads = " ".join(h for _, h in textmod.headings(sk.body))
     names = sk.name if sk.display_name == sk.name else f"{sk.name} {sk.display_name}"
     return (names, sk.description, " ".join(sk.tags), heads, sk.body)
 
