@@ -181,3 +181,12 @@ def test_review_show_shows_what_approving_writes_after_the_skill_moved_on(tmp_pa
     # the text shown is the text written, but for the approval's own stamp in the changelog
     assert [x for x in shown.splitlines() if "approved" not in x] == \
         [x for x in written.splitlines() if "approved" not in x]
+
+
+def test_a_draft_name_not_found_offers_only_names_like_it(tmp_path):
+    home = drafts(tmp_path, {"docker-multi-stage-build": "Pin the base image by digest"})
+    p = sk("review", "approve", "bad-draft", home=home)
+    assert p.returncode == 1 and "did you mean" not in p.stderr, p.stderr
+    assert "1 draft waits: `skillshelf review list` names them" in p.stderr, p.stderr
+    p = sk("review", "approve", "docker-multi-stage-buld", home=home)
+    assert "did you mean: docker-multi-stage-build" in p.stderr, p.stderr

@@ -150,9 +150,15 @@ class ReviewQueue:
     def _load(self, name: str) -> dict:
         data = self.drafts.record(name) if isinstance(name, str) else None
         if data is None:
+            import difflib
+
             names = [d["name"] for d in self.list()]
-            raise NotFoundError(f"no draft named {str(name)[:80]!r}", suggestions=names[:3],
-                                fix=None if names else "there are no drafts waiting")
+            # only names like the one asked for are offered: another draft is no "did you mean"
+            close = difflib.get_close_matches(str(name), names, n=3, cutoff=0.6)
+            raise NotFoundError(f"no draft named {str(name)[:80]!r}", suggestions=close,
+                                fix="there are no drafts waiting" if not names else None if close else
+                                f"{len(names)} draft{'s' * (len(names) != 1)} wait{'s' * (len(names) == 1)}: `skillshelf review list` "
+                                "names them")
         return data
 
     def show(self, name: str) -> dict:
