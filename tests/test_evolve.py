@@ -163,8 +163,10 @@ def test_bad_bodies_refused(tmp_path):
         lib.save("ARCHIVE", name="a-skill", description="d", body="  \n")
     with pytest.raises(ValidationError, match="frontmatter"):
         lib.save("ARCHIVE", name="a-skill", description="d", body="---\nname: x\n---\nbody")
-    with pytest.raises(ValidationError, match="limit"):
+    with pytest.raises(ValidationError, match="limit") as err:
         lib.save("ARCHIVE", name="a-skill", description="d", body="x" * 2000)
+    # the fix is one an agent can follow with save_skill (it writes no reference files)
+    assert "shorter body" in err.value.fix and "references/" not in err.value.fix
     with pytest.raises(ValidationError, match="action"):
         lib.save("EXPLODE", name="a-skill", description="d", body="b")
 

@@ -83,8 +83,9 @@ def check_body(body: Any, max_bytes: int) -> str:
         raise ValidationError("the body carries its own frontmatter",
                               fix="send only the Markdown body; pass name, description and tags as arguments")
     if len(body.encode("utf-8")) > max_bytes:
-        raise ValidationError(f"the body is {len(body.encode('utf-8'))} bytes; the limit is {max_bytes}",
-                              fix="shorten it or move detail into references/ files")
+        raise ValidationError(f"the body is {len(body.encode('utf-8')):,} bytes; the limit is {max_bytes:,}",
+                              fix="send a shorter body: keep the steps and the fix, and leave out long examples "
+                                  "and logs (a person can add reference files beside the SKILL.md)")
     return body.replace("\r\n", "\n").strip("\n")
 
 
