@@ -30,7 +30,8 @@ MAX_CARRIED = 5            # lines a call left open carries on to
 FETCH = re.compile(rb"\b(?:curl|wget|invoke-webrequest|iwr|irm|invoke-restmethod|urlopen|urlretrieve|requests\.get|"
                    rb"httpx\.get|fetch|downloadfile|downloadstring|downloaddata|webclient|download|reqwest|ureq|"
                    rb"http\.get|https\.get|http\.newrequest|httpclient|getasync|openconnection|openstream|"
-                   rb"net::http|open-uri|lwp|http::tiny|xmlhttprequest|axios|got|aiohttp|urllib\w{0,2})\b")
+                   rb"net::http|open-uri|lwp|http::tiny|xmlhttprequest|axios|got|aiohttp|urllib\w{0,2})\b|"
+                   rb"\burl\s*\(\s*\"https?://[^)]{0,200}\)\s*\.\s*(?:readtext|readbytes|openstream|openconnection)")
 RUN = re.compile(rb"\b(?:exec(?:v|ve|vp|vpe|l|lp|le|sync|file|filesync)?|eval|system|spawn\w{0,4}|popen\w{0,2}|subprocess|"
                  rb"execute_process|processbuilder|"
                  rb"getruntime|jobstart|termopen|os\.execute|dofile|loadstring|loadfile|runpy|run_path|invoke-expression|"
@@ -56,11 +57,11 @@ VERIFY = re.compile(rb"sha(?:1|256|384|512)|shasum|checksum|hashlib|\bdigest\b|\
                     rb"cosign|minisign|get-filehash|integrity|expected_hash|\bhash\b")
 _NAME = re.compile(rb"[a-z_][a-z0-9_]{2,40}|[\w.-]{1,60}\.[a-z0-9]{1,5}\b")
 _STOP = frozenset(b"the and for let var const def function return import from true false none null self this new local "
-                  b"end then with args arg cmd command string str std process output stdout stderr exec eval system "
+                  b"end then with args arg cmd command string str std process stdout stderr exec eval system "
                   b"spawn popen subprocess curl wget fetch http https url uri get post put run shell bash sh zsh "
-                  b"python python3 node ruby perl lua require sys json data text utf utf8 utf-8 decode encode base64 "
+                  b"python python3 node ruby perl lua require sys json utf utf8 utf-8 decode encode base64 "
                   b"buffer from_utf8 unwrap expect await async try catch except raise throw print echo println "
-                  b"console log res req response request body status ok err error file path dir tmp temp content "
+                  b"console log req request status ok err error file path dir tmp temp "
                   b"read write open close os io net env true_ false_ check call shell=true capture_output "
                   b"elif else fi done while for in do if not set task script scripts name type value key "
                   b"www com org io dev net html json host localhost example api app srv home user users root".split())
@@ -69,6 +70,21 @@ _WORDS = frozenset((b"curl", b"wget", b"exec", b"eval", b"system", b"spawn", b"p
                     b"jobstart", b"command", b"download", b"urlopen", b"fetch", b"printenv", b"environ", b"env",
                     b"ssh", b"aws", b"netrc", b"pypirc", b"npmrc", b"credentials", b"dup2", b"pty", b"connect", b"xor",
                     b"iex", b"invoke", b"child_process", b"dofile", b"loadstring", b"runpy", b"reqwest", b"http"))
+
+
+_SHORT = re.compile(rb"(?<![\w.@-])[a-z_][a-z0-9_]?(?!\w)")
+_ASSIGNED = re.compile(rb"(?:^|[;{(\s])(?:(?:val|var|let|const|local|my|set)\s+)?\$?([a-z_][a-z0-9_]?)\s*(?:,\s*_\s*)?"
+                       rb"(?::=|=(?![=~>]))")
+
+
+def _assigned(line: bytes) -> set[bytes]:
+    """The short names a line assigns (``k = …``, ``$c = …``, ``val s =``, ``data, _ :=``): a later line that uses
+    one uses what this line made."""
+    return set(_ASSIGNED.findall(line)) - _STOP
+
+
+def _used(line: bytes) -> set[bytes]:
+    return set(_SHORT.findall(line)) - _STOP - _ALL_CAP_WORDS
 
 
 def _names(line: bytes) -> set[bytes]:
@@ -125,10 +141,10 @@ def _region(scan: Scan, rs: int, re_: int, budget: int) -> int:
             caps["#"] = n
             runs_tool = any(what in caps and "run" in caps and _PROGRAM.search(line, max(0, caps[what] - 4), caps[what])
                             for what in ("fetch", "decode"))
-            _pairs(scan, pos, end, line, names, caps, recent, runs_tool)
+            _pairs(scan, pos, end, line, names | _used(line), caps, recent, runs_tool)
             if runs_tool:
                 del caps["run"]     # ``Command::new("curl")`` runs the fetcher: a later run is of what it got
-            recent.append((pos, end, names, caps))
+            recent.append((pos, end, names | _assigned(line), caps))
         pos = end + 1
     return n
 
@@ -137,7 +153,7 @@ def _region(scan: Scan, rs: int, re_: int, budget: int) -> int:
 _CAP_WORDS = {k: frozenset(v.split()) for k, v in (
     (b"fetch", (b"curl wget iwr irm invoke urlopen urlretrieve requests httpx fetch downloadfile downloadstring "
                b"downloaddata webclient download reqwest ureq http https httpclient getasync openconnection openstream "
-               b"net uri lwp tiny xmlhttprequest axios got aiohttp urllib urllib2 urllib3")),
+               b"net uri lwp tiny xmlhttprequest axios got aiohttp urllib urllib2 urllib3 readtext readbytes openstream")),
     (b"run", (b"exec execv execvp execve execl execlp execsync execfile execfilesync eval system spawn spawnsync popen "
              b"popen2 popen3 subprocess execute processbuilder getruntime jobstart termopen dofile loadstring loadfile "
              b"runpy run_path iex start child_process shell_exec passthru vm command sh bash zsh cmd pwsh powershell "
@@ -190,12 +206,12 @@ def _pairs(scan: Scan, pos: int, end: int, line: bytes, names: set[bytes], caps:
         m = RUN.search(line)
         if m is not None and m.group("arg"):
             runner = True        # a program run by name: what it runs is its argument
-            run_names = _names(m.group("arg")) | {m.group("arg").strip(b"\"'${}")}
+            run_names = _names(m.group("arg")) | _used(m.group("arg")) | {m.group("arg").strip(b"\"'${}")}
         elif m is not None:
             # a call: what it runs is its first argument (``check_call(["filter", "in.fastq"])`` runs a filter)
             t = _TARGET.match(line, m.end())
             # (a shell or an interpreter first, ``jobstart({"sh", "-c", cache})``: what it is handed runs)
-            run_names = (_names(t.group(1)) if t is not None else set()) or names
+            run_names = ((_names(t.group(1)) | _used(t.group(1))) if t is not None else set()) or names
     if runs and "fetch" in caps and _feeds(line, caps["fetch"], caps["run"], runner):
         _report(scan, "exec.fetch-and-run", pos, end, pos + caps["fetch"], "fetches code and runs it on one line",
                 verified="verify" in caps)
