@@ -779,3 +779,27 @@ def test_overview_and_curate_share_one_curation_pass(lib, monkeypatch):
     assert len(calls) == 1
     assert len(few["kill"]) == min(2, few["kill_total"]) and len(every["kill"]) == every["kill_total"]
     assert again["kill"] == few["kill"]
+
+
+def test_the_inactive_tile_names_what_it_counts(tmp_path):
+    """A merge retires its sources: the overview's tile says merged, not "1 deprecated"."""
+    from skillshelf.web import create_app
+
+    lib = make_lib(tmp_path, write_policy="open")
+    try:
+        for n in ("tz-one", "tz-two"):
+            lib.save("ARCHIVE", name=n, description=f"Time zones in CI, part {n}", body="## Fix\n\nTZ=UTC\n",
+                     by="person")
+        lib.save("MERGE", name="tz-both", description="Time zones in CI", body="## Fix\n\nTZ=UTC\n",
+                 source_skill_names="tz-one, tz-two", by="person")
+        with TestClient(create_app(lib, port=7788), base_url=BASE) as c:
+            page = c.get("/").text
+        tile = page[page.index('href="/skills?status=inactive"'):][:400]
+        assert "merged into others" in tile and "deprecated" not in tile, tile
+        lib.deprecate("docker-build", "old")
+        with TestClient(create_app(lib, port=7788), base_url=BASE) as c:
+            page = c.get("/").text
+        tile = page[page.index('href="/skills?status=inactive"'):][:400]
+        assert "inactive: 1 deprecated · 2 merged" in tile, tile
+    finally:
+        lib.close()
