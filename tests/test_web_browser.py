@@ -232,7 +232,9 @@ def test_every_page_fits_a_phone(server, phone, shots):
         pg.screenshot(path=str(shots / f"phone-{name}.png"), full_page=True)
         width, inner = pg.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert inner == PHONE["width"] and width <= inner, f"{url} is {width} px wide on a {inner} px screen"
-        for control in ("a.brand", "header nav a[href='/curate']", "a.btn:has-text('New skill')", "#gq"):
+        for control in ("a.brand", *(f"header nav a[href='{h}']" for h in ("/", "/skills", "/review", "/curate",
+                                                                           "/held", "/sources")),
+                        "a.btn:has-text('New skill')", "#gq"):
             box = _box(pg, control)
             assert pg.locator(control).first.is_visible() and box["x"] >= 0 and box["x"] + box["width"] <= inner, \
                 (url, control, box)
