@@ -225,3 +225,20 @@ def test_a_person_edit_can_replace_the_whole_body_and_is_stamped_as_theirs(tmp_p
     assert "only this now" in lib.get("guide").body and "## Extra" in lib.get("guide").body
     lib.save("ARCHIVE", name="by-agent", description="d", body=BODY)
     assert lib.get("by-agent").metadata["source"] == "agent"
+
+
+def test_lessons_a_merge_carries_say_whose_version_learned_them(tmp_path):
+    """A merged skill's v2 lesson must not read like a lesson its sources learned at their v2."""
+    lib = make(tmp_path)
+    for n in ("tz-jest", "tz-pytest"):
+        lib.save("ARCHIVE", name=n, description=f"Time zones in {n}", body="## Fix\n\nTZ=UTC\n", lesson=f"{n} starts")
+        lib.save("FIX", target_skill_name=n, lesson=f"{n} needs the runner's TZ too")
+    lib.save("MERGE", name="tz-tests", source_skill_names="tz-jest, tz-pytest", description="Time zones in tests")
+    lib.save("FIX", target_skill_name="tz-tests", lesson="Windows runners need tzutil")
+    lines = [x for x in lib.get("tz-tests").body.splitlines() if x.startswith("- ")]
+    assert "- (from tz-jest v2) tz-jest needs the runner's TZ too" in lines, lines
+    assert "- (from tz-pytest v1) tz-pytest starts" in lines, lines
+    assert [x for x in lines if x.startswith("- v2:")] == ["- v2: Windows runners need tzutil"], lines
+    # a carried lesson sent again is recognised as one the skill has
+    with pytest.raises(ValidationError, match="leaves tz-tests as it is"):
+        lib.save("FIX", target_skill_name="tz-tests", lesson="tz-jest needs the runner's TZ too")

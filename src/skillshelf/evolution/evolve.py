@@ -33,7 +33,7 @@ from .guards import (MAX_LESSON_CHARS, MAX_REASON_CHARS, RESERVED, check_body, c
 from .frontmatter import LINEAGE_KEYS, planned_text, rewrite
 from .history import ChangelogEntry, FileHistory, History
 from .lifecycle import INACTIVE, Lifecycle
-from .lessons import LESSONS, compose_body, lesson_lines, merge_lessons, split_sections
+from .lessons import LESSONS, carried, compose_body, lesson_lines, merge_lessons, split_sections
 from .review import Drafts, FileDrafts, ReviewQueue
 
 __all__ = ["ACTIONS", "LESSONS", "RESERVED", "ChangelogEntry", "Drafts", "Evolver", "FileDrafts", "FileHistory",
@@ -250,8 +250,9 @@ class Evolver:
         body = check_body(a["body"], max_b) if a.get("body") else "\n\n".join(
             f"## From {r.name}\n\n{split_sections(r.body)[0] or r.description}" for r in recs)
         all_lessons: list[str] = []
-        for r in recs:
-            all_lessons = merge_lessons(all_lessons, lesson_lines(r.body), None, 1)
+        for r in recs:       # a source's version marks are its own, except the skill merged into
+            own = lesson_lines(r.body)
+            all_lessons = merge_lessons(all_lessons, own if r.name == name else carried(own, r.name), None, 1)
         base_version = 0
         prev_text = None
         if existing is not None:

@@ -10,6 +10,8 @@ from .. import text as textmod
 
 LESSONS = "Lessons Learned"
 _VERSION_MARK = re.compile(r"^\s*[-*]\s*(?:\*\*)?v(\d+)(?:\*\*)?\s*[:.)-]\s*", re.I)
+# a lesson a MERGE carried from another skill: "- (from jest-ci v2) …" (its version is that skill's)
+_CARRIED = re.compile(r"^\s*[-*]\s*\(from [a-z0-9-]{1,64} v\d+\)\s*")
 
 
 def lesson_lines(body: str) -> list[str]:
@@ -27,7 +29,17 @@ def lesson_lines(body: str) -> list[str]:
 
 
 def _lesson_text(line: str) -> str:
-    return " ".join(_VERSION_MARK.sub("", line).lstrip("-* ").split()).lower()
+    return " ".join(_VERSION_MARK.sub("", _CARRIED.sub("", line)).lstrip("-* ").split()).lower()
+
+
+def carried(lines: list[str], source: str) -> list[str]:
+    """Lessons a MERGE takes from ``source``: their version marks say whose version learned them
+    ("- v2: …" becomes "- (from source v2) …"), so they do not read as the merged skill's v2."""
+    out = []
+    for line in lines:
+        m = _VERSION_MARK.match(line)
+        out.append(f"- (from {source} v{m.group(1)}) {line[m.end():].strip()}" if m else line)
+    return out
 
 
 def merge_lessons(existing: list[str], new: list[str], lesson: str | None, version: int) -> list[str]:
