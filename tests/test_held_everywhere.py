@@ -392,3 +392,21 @@ def test_a_held_skills_error_says_the_review_step_once(shelf):
         lib.close()
     assert "held back from agents" in err.value.message and "review it first" not in err.value.message
     assert err.value.fix and "skillshelf trust victim" in err.value.fix
+
+
+def test_a_held_skills_page_says_so_in_its_header(shelf):
+    from fastapi.testclient import TestClient
+
+    from skillshelf.web import create_app
+
+    h, _, ids = shelf
+    lib = _lib(h)
+    try:
+        owner = TestClient(create_app(lib, port=7788), base_url="http://127.0.0.1:7788")
+        page = owner.get(f"/skill/{ids['blocked']}").text
+        head = page[page.index('class="skillhead"'):page.index('class="lede"')]
+        assert "held from agents" in head, head
+        page = owner.get(f"/skill/{ids['bystander']}").text
+        assert "held from agents" not in page
+    finally:
+        lib.close()
