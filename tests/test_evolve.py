@@ -242,3 +242,30 @@ def test_lessons_a_merge_carries_say_whose_version_learned_them(tmp_path):
     # a carried lesson sent again is recognised as one the skill has
     with pytest.raises(ValidationError, match="leaves tz-tests as it is"):
         lib.save("FIX", target_skill_name="tz-tests", lesson="tz-jest needs the runner's TZ too")
+
+
+@pytest.mark.parametrize("body, kept", [
+    ("## Steps\n\nDo it.\n\n## Notes\n\nSome.\n\n### Lessons Learned\n\n- v1: old lesson\n", "### Lessons"),
+    ("## Steps\n\nA fence starts with:\n\n    ```\n\nThen text.\n\n## Lessons Learned\n\n- v1: old lesson\n", None),
+    ("## Steps\n\n1. Run:\n\n    ```bash\n    make\n    ```\n\n## Lessons Learned\n\n- v1: old lesson\n", None),
+])
+def test_two_fixes_keep_one_lessons_section_with_every_lesson(tmp_path, body, kept):
+    lib = make(tmp_path)
+    lib.save("ARCHIVE", name="odd-body", description="A body written by hand", body=body)
+    for lesson in ("second lesson", "third lesson"):
+        lib.save("FIX", target_skill_name="odd-body", lesson=lesson)
+    out = lib.get("odd-body").body
+    assert out.count("Lessons Learned") == 1, out
+    assert all(x in out for x in ("old lesson", "- v2: second lesson", "- v3: third lesson")), out
+    if kept:
+        assert kept not in out           # the nested heading went with the others
+
+
+def test_a_fix_of_a_body_with_a_fence_never_closed_is_refused_naming_it(tmp_path):
+    lib = make(tmp_path)
+    lib.save("ARCHIVE", name="open-fence", description="A body with an open fence",
+             body="## Steps\n\nRun it.\n")
+    with pytest.raises(ValidationError, match="never closed") as err:
+        lib.save("FIX", target_skill_name="open-fence", body="## Steps\n\n```bash\nmake\n``` end\n", lesson="x")
+    assert "close the fence" in err.value.fix
+    assert lib.get("open-fence").version == 1

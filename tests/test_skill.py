@@ -141,3 +141,16 @@ def test_a_frontmatter_never_closed_is_named_as_such():
     found = skill.parse("---\nname: a\ndescription: b\n\n# Body\n").findings
     assert [f.rule for f in found] == ["frontmatter.unclosed"] and "add a line '---'" in found[0].message
     assert [f.rule for f in skill.parse("# Body\n").findings] == ["frontmatter.missing"]
+
+
+def test_fences_follow_indentation_as_commonmark_does():
+    # a closing run indented four past its opening fence is the code's, not the fence's end
+    tpl = "```markdown\n1. Run:\n\n    ```bash\n    make\n    ```\n\n## In the template\n```\n\n## Real\n"
+    assert [h for _, h in text.headings(tpl)] == ["Real"]
+    # a run indented four past the text before it (not in a list) is an indented code line
+    ind = "A fence starts with:\n\n    ```\n\nThen text.\n\n## Lessons Learned\n\n- v1: a\n"
+    assert [h for _, h in text.headings(ind)] == ["Lessons Learned"]
+    # in a list item, an indented fence is a fence
+    item = "1. Run:\n\n    ```bash\n    ## not a heading\n    ```\n\n## After\n"
+    assert [h for _, h in text.headings(item)] == ["After"]
+    assert text.fences("x\n```bash\nmake\n``` end\n".split("\n"))[1] == 1     # never closed

@@ -153,27 +153,43 @@ def heading(line: str) -> tuple[int, str] | None:
     return (level, text) if text else None
 
 
+_LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
+
+
 def in_code(lines: list[str]) -> list[bool]:
+    """``fences(lines)``'s first part."""
+    return fences(lines)[0]
+
+
+def fences(lines: list[str]) -> tuple[list[bool], int | None]:
     """For each line, whether it belongs to a fenced code block (its fences included), as
     CommonMark reads fences: a run of three or more backticks or tildes opens one, and only a
-    run of the same character, at least as long and with nothing after it, closes it. A
-    ```` fence around a template holding ``` blocks stays one block. Linear."""
+    run of the same character, at least as long, with nothing after it and indented less than
+    four columns past the opening fence, closes it. A ```` fence around a template holding ```
+    blocks stays one block, and so does a fence holding a list item's indented block. A run
+    indented four columns past the text before it, outside a list, is an indented code line,
+    not a fence. Also the index of the line that opened a fence never closed (None: none).
+    Linear."""
     out: list[bool] = []
-    open_char, open_len = "", 0
+    open_char, open_len, open_indent, opened = "", 0, 0, 0
+    prev_indent, prev_item = 0, False        # the last line of text outside code
     for line in lines:
         stripped = line.lstrip()
+        indent = len(line.expandtabs(4)) - len(stripped.expandtabs(4))
         ch = stripped[:1]
         run = len(stripped) - len(stripped.lstrip(ch)) if ch in ("`", "~") else 0
         if open_len:
             out.append(True)
-            if ch == open_char and run >= open_len and not stripped[run:].strip():
+            if ch == open_char and run >= open_len and not stripped[run:].strip() and indent < open_indent + 4:
                 open_char, open_len = "", 0
-        elif run >= 3 and not (ch == "`" and "`" in stripped[run:]):
+        elif run >= 3 and not (ch == "`" and "`" in stripped[run:]) and (indent < prev_indent + 4 or prev_item):
             out.append(True)
-            open_char, open_len = ch, run
+            open_char, open_len, open_indent, opened = ch, run, indent, len(out) - 1
         else:
             out.append(False)
-    return out
+            if stripped:
+                prev_indent, prev_item = indent, bool(_LIST_ITEM.match(stripped))
+    return out, (opened if open_len else None)
 
 
 def headings(body: str) -> list[tuple[int, str]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from .. import text as textmod
+from ..errors import ValidationError
 
 LESSONS = "Lessons Learned"
 _VERSION_MARK = re.compile(r"^\s*[-*]\s*(?:\*\*)?v(\d+)(?:\*\*)?\s*[:.)-]\s*", re.I)
@@ -79,6 +80,13 @@ def split_sections(body: str) -> tuple[str, list[tuple[str, str]]]:
     return "\n".join(pre).strip("\n"), [(t, "\n".join(ls).strip("\n")) for t, ls in sections]
 
 
+def _without_lessons(text: str) -> str:
+    sub = textmod.section(text, LESSONS)
+    if not sub or text.lstrip().split("\n", 1)[0].lstrip("#").strip().lower() == LESSONS.lower():
+        return text
+    return text.replace(sub, "").rstrip()
+
+
 def compose_body(old: str, new: str | None, lessons: list[str]) -> str:
     """The new body. Sections the caller resent replace the old ones in place; old sections
     it did not resend are kept; new sections follow; the merged Lessons Learned come last."""
@@ -94,8 +102,19 @@ def compose_body(old: str, new: str | None, lessons: list[str]) -> str:
         secs += [(t, text) for t, text in new_secs if t.lower() in fresh]
         pre = new_pre or old_pre
     secs = [(t, text) for t, text in secs if t.lower() != LESSONS.lower()]
+    # a Lessons Learned heading one level down (### under ## Notes) is the same section: its
+    # lessons were read, and it goes with the others
+    secs = [(t, _without_lessons(text)) for t, text in secs]
     parts = [pre] if pre else []
     parts += [text for _, text in secs]
+    lines = "\n\n".join(parts).split("\n")
+    opened = textmod.fences(lines)[1]
+    if lessons and opened is not None:
+        # the lessons would land inside the code block, where no reader finds them again
+        raise ValidationError(f"the skill's body opens a code fence that is never closed ({lines[opened].strip()[:40]!r},"
+                              f" line {opened + 1} of the body), so its Lessons Learned cannot be kept apart",
+                              fix="close the fence (a line of ``` after the code) in the body you send, or ask a "
+                                  "person to close it in the file")
     if lessons:
         parts.append(f"## {LESSONS}\n\n" + "\n".join(lessons))
     return "\n\n".join(p for p in parts if p.strip())
