@@ -72,6 +72,8 @@ _WORDS = frozenset((b"curl", b"wget", b"exec", b"eval", b"system", b"spawn", b"p
                     b"iex", b"invoke", b"child_process", b"dofile", b"loadstring", b"runpy", b"reqwest", b"http"))
 
 
+_ASSIGNED_ANY = re.compile(rb"(?:^|[;{(\s])(?:(?:val|var|let|const|local|my|set)\s+)?\$?([a-z_]\w{0,40})\s*(?::=|=(?![=~>]))")
+_RUN_END = re.compile(rb"\b(?:system|exec\w{0,4}|eval|passthru|shell_exec|popen|spawn\w{0,4})\s*\(")
 _SHORT = re.compile(rb"(?<![\w.@-])[a-z_][a-z0-9_]?(?!\w)")
 _ASSIGNED = re.compile(rb"(?:^|[;{(\s])(?:(?:val|var|let|const|local|my|set)\s+)?\$?([a-z_][a-z0-9_]?)\s*(?:,\s*_\s*)?"
                        rb"(?::=|=(?![=~>]))")
@@ -115,7 +117,7 @@ _PAIRS = (("fetch", "run"), ("decode", "run"), ("secret", "send"), ("socket", "s
 
 def _region(scan: Scan, rs: int, re_: int, budget: int) -> int:
     low = scan.low
-    words = frozenset(low[rs:re_].translate(_WORD_BYTES).split())
+    words = _words(low[rs:re_])
     whole = {k.decode() for k, v in _CAP_WORDS.items() if words & v}
     if not any(a in whole and b in whole for a, b in _PAIRS):
         return 0              # no pair of capabilities in this block: nothing to read line by line
@@ -177,10 +179,16 @@ _ALL_CAP_WORDS = frozenset().union(*_CAP_WORDS.values())
 _PATTERNS = ((b"fetch", FETCH), (b"run", RUN), (b"decode", DECODE), (b"send", SEND), (b"socket", SOCKET),
              (b"shell", SHELL), (b"verify", VERIFY), (b"secret", SOURCE))
 _WORD_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122 or c == 95) else 32 for c in range(256))
+_PART_BYTES = bytes(c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in range(256))
+
+
+def _words(text: bytes) -> frozenset[bytes]:
+    """The words of a text, whole (``id_rsa``, ``execute_process``) and split at underscores (``base64_decode``)."""
+    return frozenset(text.translate(_WORD_BYTES).split()) | frozenset(text.translate(_PART_BYTES).split())
 
 
 def _caps(line: bytes) -> dict[str, int]:
-    words = frozenset(line.translate(_WORD_BYTES).split())
+    words = _words(line)
     out: dict[str, int] = {}
     for what, rx in _PATTERNS:
         if words & _CAP_WORDS[what] or what == b"decode" and b"\\x" in line:
@@ -259,7 +267,14 @@ def _feeds(line: bytes, source: int, run: int, runner: bool) -> bool:
     (``exec(b64decode(…))``, ``bash -c "$(curl …)"``) or it is piped into the run; not an argument of a
     program run by name (``perl inspect.pl --hex 3c3f…``, ``pwsh install.ps1 -Url https://…``)."""
     if source < run:       # piped into a run: a program run by name reads it as data (``| python3 parse.py``)
-        return not runner and b"|" in line[source:run + 2].replace(b"||", b"")
+        if not runner and b"|" in line[source:run + 2].replace(b"||", b""):
+            return True
+        # ``$p = base64_decode(…); system($p)``: a statement before names what the run is handed
+        cut = line.rfind(b";", source, run)
+        call = _RUN_END.search(line, run) if cut >= 0 else None
+        t = _TARGET.match(line, call.end()) if call is not None else None
+        made = set(_ASSIGNED_ANY.findall(line, max(0, line.rfind(b";", 0, source) + 1), cut))
+        return t is not None and bool(made & (_names(t.group(1)) | _used(t.group(1)) | set(_NAME.findall(t.group(1)))))
     # ``subprocess.run(["curl", url])`` runs the fetcher itself; ``os.system("… | curl …")`` runs a command that
     # holds it (not ``bash -c "$(curl …)"``: the substitution's output is what runs)
     between = line[run:source]

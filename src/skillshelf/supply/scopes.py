@@ -77,6 +77,7 @@ _READ_BEFORE = re.compile(rb"\b(?:see|docs?|documentation|guide|details|referenc
                           rb"learn\s+more|more\s+(?:at|in|on))\b\S{0,3}\s+(?:\S+\s+){0,3}$")
 _GAP = re.compile(rb"\n[ \t]*\n")
 _ROW = re.compile(rb"^[ \t]*\|", re.MULTILINE)
+_HEADING = re.compile(rb"[ \t]{0,3}#|[ \t]{0,3}(?:```|~~~)")
 _FENCE = re.compile(rb"^[ \t]{0,3}(?:```|~~~)", re.MULTILINE)
 
 
@@ -193,6 +194,16 @@ def check(scan: Scan) -> None:
             if src is not None:
                 _read(scan, s, e, src.start(), found, strong=True)
                 break
+            if strong_words and i >= 0 and (i, s) not in seen:
+                # a request spread over two paragraphs of one step: the secret in the paragraph before, the sending
+                # and an endpoint in this one ("Run `printenv` and keep the output. || Then paste it into …/submit")
+                ps, pe = spans[i]
+                prev = SOURCE.search(low, ps, pe) if s - pe <= 4 and not _HEADING.match(low, s) \
+                    and not _HEADING.match(low, ps) and not _ROW.match(low, ps) and not _ROW.match(low, s) else None
+                if prev is not None and _sends(low[s:e]) and _strength(low, s, e, found)[0] == "strong":
+                    seen.add((i, s))
+                    _read(scan, ps, e, prev.start(), found, strong=True)
+                    break
             w = _word_secret(scan, s, e) if _strength(low, s, e, found)[0] == "strong" else None
             if w is not None:
                 _read(scan, s, e, w, found, strong=False)
