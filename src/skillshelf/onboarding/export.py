@@ -222,6 +222,8 @@ def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Pat
             continue
         why = lib.gate.refusal(AGENT, rec)
         if why is not None:
+            # the reason alone (the review step it names is this library's)
+            why = lib.supply.hidden().get(rec.id) or why.split(" A person must review it first:")[0]
             held.append({"id": rec.id, "name": rec.name, "why": why})
             if not include_held:
                 continue
@@ -242,9 +244,8 @@ def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Pat
         why = [f"{x['id']}: {x['detail']}" for x in skipped[:3]] + [f"{x['name']} is held back from agents"
                                                                     for x in held[:3]]
         raise ValidationError("nothing to export: " + "; ".join(why),
-                              fix="run `skillshelf sync`, or pass other skill names or ids"
-                              + (f"; `skillshelf trust {held[0]['name']}` reviews a held skill, or pass "
-                                 "--include-held" if held else ""))
+                              fix=(f"`skillshelf trust {held[0]['name']}` reviews a held skill, or pass --include-held"
+                                   if held and not skipped else "run `skillshelf sync`, or pass other skill names or ids"))
     if total > unpack.MAX_TOTAL_BYTES:
         raise ValidationError(f"the skills hold {total:,} bytes; an import accepts at most "
                               f"{unpack.MAX_TOTAL_BYTES:,}",

@@ -289,9 +289,9 @@ def import_skills(lib: Any, source: str | Path, *, mode: str = "copy", replace: 
             notes.append(f"{MANIFEST} lists {folder}, which the source does not hold")
         for c in cands:
             why = (manifest.get(c.folder) or {}).get("held")
-            if why and c.status != "refused":
-                notes.append(f"{c.name} was held back from agents where it was exported ({str(why)[:200]}): "
-                             f"review it before an agent reads it (`skillshelf audit {c.name}`)")
+            if why and c.status != "refused":      # the archive's text, on one line
+                notes.append(f"{c.name} was held back from agents where it was exported "
+                             f"({' '.join(str(why).split())[:200]}): review it before an agent reads it")
     report = ImportReport(str(src.path), src.kind, mode, dry_run, cands, notes)
     lib._maybe_sync()   # compare with the files as they are now (an editor may have added one)
     if mode == "root":
@@ -303,6 +303,13 @@ def import_skills(lib: Any, source: str | Path, *, mode: str = "copy", replace: 
     if any(c.status in ("new", "replace") for c in cands):
         report.notes += [f"index: {n}" for n in lib.sync().notes]
     return _audited(lib, report)
+
+
+def _finds(lib: Any, name: str, skill_id: str) -> bool:
+    try:
+        return lib.get(name).id == skill_id
+    except SkillshelfError:
+        return False
 
 
 def _audited(lib: Any, report: ImportReport) -> ImportReport:
@@ -322,7 +329,8 @@ def _audited(lib: Any, report: ImportReport) -> ImportReport:
         if found is not None and found.risk != "high":
             found.risk = r["severity"]
     for level in ("high", "medium"):
-        named = [c.name for c in ids.values() if c.risk == level]
+        # by name where the name finds that skill, else by id (another skill of the name wins a lookup)
+        named = [c.name if _finds(lib, c.name, sid) else sid for sid, c in ids.items() if c.risk == level]
         if named:
             shown = ", ".join(named[:8]) + (" …" if len(named) > 8 else "")
             report.notes.append(f"audit: {len(named)} imported skill{'s' * (len(named) != 1)} {level} risk ({shown}): "
