@@ -1,8 +1,8 @@
 """The audit on skills its rules were not written against (tests/fixtures/audit/).
 
-``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v11`` were each measured
+``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v12`` were each measured
 once against the rules of their day, by the rules' writer not having read them, and then used to
-improve the rules: they are seen now. ``heldout/`` (the twelfth) is the newest: written by someone
+improve the rules: they are seen now. ``heldout/`` (the thirteenth) is the newest: written by someone
 who read neither the rules nor the fixtures, measured once after the rules' last change, and not
 used to tune them (while no such set exists, its tests are skipped).
 The goal (issue 35): at least 90 % of the hostile skills medium or above, 75 % high, and no
@@ -27,10 +27,13 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v8", "heldout-v9", "heldout-v10", "heldout-v11")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 0, "high": 0}       # set when the twelfth set is measured
+NEWEST_FLOOR = {"medium": 0, "high": 0}       # set when the thirteenth set is measured
 NEWEST_BENIGN_HIGH: set[str] = set()
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh
-SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {}
+SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {
+    # the twelfth set, 57 hostile, measured once with the rules of 04cbfa1: 82.5 % and 75.4 %
+    "heldout-v12": ({"medium": 47, "high": 43}, {"b-tr-supply-chain-review"}),
+}
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
 
