@@ -418,12 +418,15 @@ def changed_paths(git_dir: Path, old: str, new: str, subdir: str) -> dict[str, s
 
 
 def export_changes(git_dir: Path, new: str, subdir: str, changed: dict[str, str], previous: Path,
-                   dest: Path) -> list[str] | None:
-    """The tree of ``new`` written into the new folder ``dest`` from the ``previous`` one (the tree of
-    the commit before, as exported): unchanged files hard-linked (no copy, and deleting the previous
-    folder then frees nothing), the ``changed`` ones written from git. None when links cannot be
-    made here (another file system): the caller exports the whole tree."""
+                   dest: Path, upstream: dict[str, bool]) -> list[str] | None:
+    """The tree of ``new`` written into the new folder ``dest`` from the ``previous`` one (the folder
+    of the commit before): each file of that commit it holds unchanged (``upstream``: path -> whether
+    it does) and that did not change since is hard-linked (no copy, and deleting the previous folder
+    then frees nothing); the ``changed`` ones, and the commit's files it does not hold as they were,
+    are written from git; any other file of it (a person's) is left out. None when links cannot be
+    made here (another file system) or too much is to be written: the caller exports the whole tree."""
     dest.mkdir(parents=True)
+    linked: set[str] = set()
     try:
         for dirpath, dirnames, filenames in os.walk(previous):
             here = Path(dirpath)
@@ -432,13 +435,14 @@ def export_changes(git_dir: Path, new: str, subdir: str, changed: dict[str, str]
             out_dir.mkdir(exist_ok=True)
             for name in [*filenames, *(d for d in dirnames if (here / d).is_symlink())]:
                 rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-                if rel in changed:
+                if rel in changed or not upstream.get(rel):
                     continue
                 src = here / name
                 if src.is_symlink():
                     os.symlink(os.readlink(src), out_dir / name)
                 else:
                     os.link(src, out_dir / name)
+                linked.add(rel)
             dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()]
         # a folder whose files were all deleted goes too (git has no empty folders)
         for dirpath, dirnames, filenames in os.walk(dest, topdown=False):
@@ -447,7 +451,11 @@ def export_changes(git_dir: Path, new: str, subdir: str, changed: dict[str, str]
     except OSError:
         shutil.rmtree(dest, ignore_errors=True)
         return None
-    wanted = sorted(p for p, st in changed.items() if st != "D")
+    wanted = sorted({p for p, st in changed.items() if st != "D"}
+                    | {p for p in upstream if p not in linked and p not in changed})
+    if len(wanted) > MAX_CHANGED_FILES:
+        shutil.rmtree(dest, ignore_errors=True)
+        return None
     if not wanted:
         return []
     return _archive(git_dir, f"{new}:{subdir}" if subdir else new, dest, wanted)

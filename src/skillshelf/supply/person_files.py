@@ -21,6 +21,7 @@ import shutil
 import stat
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
+from typing import Any
 
 from ..files import FileRefused, read_text_bounded, write_file
 from . import fetch as fetchmod
@@ -29,8 +30,10 @@ from .source_edits import inside
 # a tree: path (relative to the source's folder) -> (how it is digested, digest, size)
 Tree = dict[str, tuple[str, str, int]]
 
-GITLINK = "gitlink"          # a submodule's folder: what is under it is upstream's
+GITLINK = "gitlink"          # a submodule's folder: the tree does not list what is under it
+LINK = "link"                # a symbolic link of the commit
 MAX_MANIFEST_BYTES = 64_000_000
+HEX = "0123456789abcdef"
 
 
 def kept_dir(base: Path, label: str) -> Path:
@@ -48,9 +51,9 @@ def kept_dir(base: Path, label: str) -> Path:
     raise FileExistsError(f"{root}: too many kept folders in one second")
 
 
-def git_tree(cache: Path, commit: str, subdir: str) -> Tree | None:
-    """Every file of ``commit`` (at ``subdir``) in the git cache ``cache``; None when the cache
-    does not hold that commit."""
+def git_tree(cache: Path, commit: str, subdir: str, *, links: bool = False) -> Tree | None:
+    """Every file of ``commit`` (at ``subdir``) in the git cache ``cache`` (``links``: its symbolic
+    links too, as ``LINK``); None when the cache does not hold that commit."""
     if not cache.is_dir() or not commit:
         return None
     res = fetchmod.git(cache, "ls-tree", "-r", "-l", "-z", "--end-of-options",
@@ -71,6 +74,40 @@ def git_tree(cache: Path, commit: str, subdir: str) -> Tree | None:
             out[path] = (GITLINK, "", -1)
         elif parts[1] == b"blob" and not parts[0].startswith(b"120"):      # (a link is never a person's file)
             out[path] = (algo, parts[2].decode("ascii", "replace"), int(parts[3]))
+        elif parts[1] == b"blob" and links:
+            out[path] = (LINK, "", -1)
+    return out
+
+
+def listed(entry: Any) -> set[str]:
+    """The path (relative to the source's folder) of every file the lock ``entry`` lists."""
+    return {f.path if s.path == "." else f"{s.path}/{f.path}" for s in entry.skills for f in s.files}
+
+
+def upstreams(cache: Path, commit: str, subdir: str, folder: Path,
+              locked: Collection[str] = ()) -> dict[str, bool] | None:
+    """Each file of ``commit`` (at ``subdir``), and whether ``folder`` holds it as that commit does (a
+    new tree may link it then): one of ``locked`` (the lock's, checked already: the folder did not
+    drift) is taken as it is, any other is compared with git's blob. A path the commit does not hold
+    is not in it: a person's file reaches a new tree only as one kept (``kept_edits``). None when the
+    cache lacks the commit."""
+    tree = git_tree(cache, commit, subdir, links=True)
+    if tree is None:
+        return None
+    out: dict[str, bool] = {}
+    for rel, want in tree.items():
+        if want[0] == GITLINK or any(part in ("", ".", "..") for part in rel.split("/")):
+            continue
+        path = folder.joinpath(*rel.split("/"))
+        try:
+            st = path.lstat()
+        except OSError:
+            out[rel] = False
+            continue
+        if want[0] == LINK:
+            out[rel] = stat.S_ISLNK(st.st_mode)
+        else:
+            out[rel] = stat.S_ISREG(st.st_mode) and (rel in locked or not differs(path, want, st.st_size))
     return out
 
 
@@ -90,17 +127,37 @@ def record(base: Path, label: str, commit: str, files: dict[str, list]) -> None:
 
 
 def recorded(base: Path, label: str, commit: str) -> Tree | None:
-    """The tree ``record`` kept for ``commit`` (None when it kept none for it)."""
+    """The tree ``record`` kept for ``commit`` (None when it kept none for it, or its record is damaged)."""
+    got = _recorded(base, label)
+    return got[1] if isinstance(got, tuple) and got[0] == commit else None
+
+
+def damaged(base: Path, label: str) -> list[str]:
+    """A note when the record of ``label``'s archive is there but damaged (it is taken as absent: a
+    file of the folder the lock does not list is kept as a person's)."""
+    got = _recorded(base, label)
+    return [got] if isinstance(got, str) else []
+
+
+def _recorded(base: Path, label: str) -> tuple[str, Tree] | str | None:
+    """(commit, tree) of the record; None when there is none; what is wrong when it is damaged."""
+    bad = (f"the record of what the archive of {label} held (sources/.trees/{label}.json) is damaged: each file "
+           "of its folder the lock does not list is taken for yours and kept")
     try:
         data = json.loads(read_text_bounded(_manifest(base, label), MAX_MANIFEST_BYTES))
+    except FileNotFoundError:
+        return None
     except (OSError, ValueError, FileRefused):
-        return None
-    if not isinstance(data, dict) or data.get("commit") != commit or not isinstance(data.get("files"), dict):
-        return None
-    try:
-        return {str(k): (str(v[0]), str(v[1]), int(v[2])) for k, v in data["files"].items()}
-    except (TypeError, ValueError, IndexError):
-        return None
+        return bad
+    if not isinstance(data, dict) or not isinstance(data.get("commit"), str) or not isinstance(data.get("files"), dict):
+        return bad
+    out: Tree = {}
+    for rel, v in data["files"].items():
+        if not (isinstance(v, list) and len(v) == 3 and v[0] == "sha256" and isinstance(v[1], str)
+                and len(v[1]) == 64 and not v[1].strip(HEX) and type(v[2]) is int and v[2] >= 0):
+            return bad
+        out[rel] = ("sha256", v[1], v[2])
+    return data["commit"], out
 
 
 def forget(base: Path, label: str) -> None:
@@ -154,12 +211,16 @@ def differs(path: Path, want: tuple[str, str, int], size: int) -> bool:
 
 def persons(folder: Path, tree: Tree, *, skip: Collection[str] = (), since: float | None = None) -> dict[str, str]:
     """The files of ``folder`` that ``tree`` does not hold (added) or holds otherwise (changed),
-    each a person's; ``skip``: paths not to look at (the lock's, checked already); ``since``: only
-    files written at or after that time."""
+    each a person's; one in a submodule's folder (the tree does not list its files) is ``unknown``;
+    ``skip``: paths not to look at (the lock's, checked already); ``since``: only files written at
+    or after that time."""
     links = [p + "/" for p, v in tree.items() if v[0] == GITLINK]
     out = {}
     for rel, st in walk(folder):
-        if rel in skip or (since is not None and st.st_mtime < since) or any(rel.startswith(p) for p in links):
+        if rel in skip or (since is not None and st.st_mtime < since):
+            continue
+        if any(rel.startswith(p) for p in links):
+            out[rel] = "unknown"
             continue
         want = tree.get(rel)
         if want is None:

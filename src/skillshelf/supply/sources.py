@@ -26,10 +26,9 @@ import functools
 import json
 import os
 import shutil
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -42,7 +41,7 @@ from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationEr
 from ..files import FileRefused, locked, read_text_bounded, write_file
 from ..net import redact_text, redact_url
 from ..store.protocols import SourceLockStore
-from . import fetch as fetchmod, home_roots, lock as lockmod, lock_restore, person_files
+from . import fetch as fetchmod, home_roots, lock as lockmod, lock_restore, person_files, swap
 from .fetch import SourceError, Spec
 from .kept_edits import KeptEdit, KeptEdits
 from .shared_sources import SharedSources
@@ -216,22 +215,8 @@ class Sources:
         raise NotFoundError(f"no source {label!r} in this library", suggestions=known[:3] or None,
                             fix=None if known else "add one with `skillshelf sources add SOURCE`")
 
-    STALE_TMP = 86_400      # seconds after which a temporary folder is one a killed process left
-
-    @contextlib.contextmanager
-    def _tmp(self, label: str) -> Iterator[Path]:
-        (self.base / ".tmp").mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            for old in (self.base / ".tmp").iterdir():
-                if time.time() - old.stat().st_mtime > self.STALE_TMP:
-                    shutil.rmtree(old, ignore_errors=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.base / ".tmp"))
-        try:
-            yield tmp
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-            with contextlib.suppress(OSError):     # (another change still working in it keeps it)
-                (self.base / ".tmp").rmdir()
+    def _tmp(self, label: str) -> contextlib.AbstractContextManager[Path]:
+        return swap.temporary(self.base, label)
 
     def _reroot(self) -> None:
         """Put the saved roots (sources included) in the facade's list of roots, in place."""
@@ -262,10 +247,11 @@ class Sources:
     # --- fetching ------------------------------------------------------------------------
     def _fetch(self, spec: Spec, label: str, tmp: Path, *, commit: str | None = None,
                cache: Path | None = None, submodules: bool = False,
-               previous: tuple[str, Path] | None = None) -> Fetched:
+               previous: tuple[str, Path] | None = None, listed: Collection[str] = ()) -> Fetched:
         """Fetch ``spec`` into ``tmp/tree``. ``cache``: the bare repository to fetch into (a new one
-        in ``tmp/cache.git`` if absent). ``previous``: (commit, folder) of the tree as exported before
-        and unchanged since: its unchanged files are linked, not written again."""
+        in ``tmp/cache.git`` if absent). ``previous``: (commit, folder) of the tree as exported before:
+        the files of that commit it holds unchanged (``listed``: the lock's, checked) are linked, not
+        written again; no other file of it goes into the new tree."""
         tree = tmp / "tree"
         if spec.kind == "git":
             git_dir = cache if cache is not None and cache.is_dir() else tmp / "cache.git"
@@ -279,9 +265,11 @@ class Sources:
                 raise SourceError(f"--path {spec.subdir} does not exist in {spec.url} at {got[:12]}",
                                   fix="pass --path with a folder of the repository, or leave it out")
             if previous is not None and not submodules:
-                changed = fetchmod.changed_paths(git_dir, previous[0], got, spec.subdir)
-                if changed is not None:
-                    notes = fetchmod.export_changes(git_dir, got, spec.subdir, changed, previous[1], tree)
+                was, folder = previous
+                changed = fetchmod.changed_paths(git_dir, was, got, spec.subdir)
+                ups = None if changed is None else person_files.upstreams(git_dir, was, spec.subdir, folder, listed)
+                if changed is not None and ups is not None:
+                    notes = fetchmod.export_changes(git_dir, got, spec.subdir, changed, folder, tree, ups)
                     if notes is not None:
                         return Fetched(tree, got, notes, changed)
             notes = fetchmod.export(git_dir, got, spec.subdir, tree, url=spec.url, submodules=submodules)
@@ -496,10 +484,10 @@ class Sources:
             fetchmod.init_cache(cache, spec.url)
         drift = lockmod.check(old, self.folder(old.label))
         t1 = time.perf_counter()
-        # an unchanged folder is the old commit's tree: the new one is made from it and git's diff
+        # an unchanged folder's files of the old commit: the new tree is made from them and git's diff
         previous = None if drift else (old.commit, self.folder(old.label))
         tree, commit, notes, changed = self._fetch(spec, old.label, tmp, cache=cache, submodules=old.submodules,
-                                                   previous=previous)
+                                                   previous=previous, listed=person_files.listed(old))
         t2 = time.perf_counter()
         skills, more = lockmod.scan(tree, old.label, reuse=old.by_path() if changed is not None else None,
                                     changed=changed)
@@ -507,7 +495,7 @@ class Sources:
         new = lockmod.SourceEntry(label=old.label, source=old.source, kind=old.kind, url=old.url,
                                   ref=spec.ref, path=old.path, commit=commit, pinned=old.pinned,
                                   submodules=old.submodules, updated=_now(), skills=skills)
-        notes += fetchmod.uncommitted(spec.url) if spec.kind == "git" else []
+        notes += fetchmod.uncommitted(spec.url) if spec.kind == "git" else person_files.damaged(self.base, old.label)
         plan = UpdatePlan(old.label, old, new, tree, notes=notes + more, drift=drift,
                           kept=self.kept.plan(old, drift))
         plan.seconds.update(drift=t1 - t0, fetch=t2 - t1, lock=t3 - t2)
@@ -578,8 +566,8 @@ class Sources:
                     os.rename(dest, tree)
                     raise
             except BaseException:
-                if had:
-                    os.rename(aside, dest)
+                if had:        # (when something made the folder again meanwhile, it is kept under .kept/)
+                    swap.put_back(self.base, plan.label, aside, dest)
                 raise
             self._installed(plan.new)
             if listing is not None:
