@@ -118,6 +118,7 @@ KNOWN_FIELDS = frozenset(b"name description license version author authors tags 
                          b"created updated source url contact maintainer maintainers status language lang icon".split())
 _FIELD = re.compile(rb"^([ \t]{0,12})([\w.-]{1,60})[ \t]{0,3}:[ \t]{0,3}([^\n]*)$", re.MULTILINE)
 MAX_FIELDS = 200
+_BLOCK_SCALAR = re.compile(rb"[|>][-+0-9]{0,3}[ \t]*(?:#[^\n]*)?$")
 
 
 def hidden_fields(data: bytes) -> list[tuple[int, int, str]]:
@@ -127,18 +128,23 @@ def hidden_fields(data: bytes) -> list[tuple[int, int, str]]:
     if end < 0:
         return []
     out: list[tuple[int, int, str]] = []
+    inside = 0          # the end of the block scalar being read: its lines are text, not keys
     for k, m in enumerate(_FIELD.finditer(data, 4, end)):
         if k >= MAX_FIELDS:
             break
-        if m.group(2).lower() in KNOWN_FIELDS:
-            continue
-        e = m.end()
-        while e < end:             # a block value: the lines indented deeper
+        if m.start() < inside:
+            continue        # ``description: >`` folds the lines under it: "HIJACKED: …" there is the description
+        e, scalar = m.end(), _BLOCK_SCALAR.match(m.group(3)) is not None
+        while e < end:             # a block value: the lines indented deeper (a block scalar's blank lines too)
             nl = data.find(b"\n", e + 1, end)
             nxt = data[e + 1:nl if nl >= 0 else end]
-            if not nxt.strip() or len(nxt) - len(nxt.lstrip()) <= len(m.group(1)):
+            if not nxt.strip() and not scalar or nxt.strip() and len(nxt) - len(nxt.lstrip()) <= len(m.group(1)):
                 break
             e = nl if nl >= 0 else end
+        if scalar:
+            inside = e
+        if m.group(2).lower() in KNOWN_FIELDS:
+            continue
         if e > m.start(3) and data[m.start(3):e].strip(b" \t|>-\"'\n"):
             out.append((m.start(3), e, f"a front-matter field ({m.group(2).decode('utf-8', 'replace')})"))
     return out

@@ -21,6 +21,7 @@ Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a ci
 MAX_PLACES = 60            # hidden places of one file read through every rule
 MAX_PLACE = 20_000         # bytes of one place read
 MIN_WORDS = 6              # an alt text of a few words describes an image
+MIN_BYTES = 120            # … unless it is long: Chinese or Japanese put no spaces between words
 
 _AGENT = re.compile(rb"\b(?:ai|a\.i\.|llms?|gpt\w{0,4}|claude|copilot|codex|cursor|gemini|chatgpt|bots?|"
                     rb"assist\w{0,8}|asist\w{0,8}|agent\w{0,6}|model\w{0,3}|modell\w{0,3}|"
@@ -66,22 +67,25 @@ def check(scan: Scan) -> None:
             break
         e = min(e, s + MAX_PLACE)
         body = scan.low[s:e]
-        if len(body.split(None, MIN_WORDS)) < MIN_WORDS:
+        if len(body.split(None, MIN_WORDS)) < MIN_WORDS and len(body) < MIN_BYTES:
             continue
         read += 1
         collapsed = what.startswith("a collapsed")
         if not collapsed:
             scan.audit_hidden(scan.data[s:e], s, f"in {what}" if not what.startswith("an HTML") else what)
-        if not front:       # a front matter's fields (hooks, triggers) are read by every rule, not by anchors
-            _anchors(scan, s, e, body, what, collapsed)
+        # a front matter's fields at any depth (hooks, triggers, metadata.*) are read by the anchors only when
+        # the agent is named with its instructions and a secret (or its instructions set aside and a command)
+        _anchors(scan, s, e, body, what, collapsed, strict=front)
 
 
-def _anchors(scan: Scan, s: int, e: int, body: bytes, what: str, collapsed: bool) -> None:
+def _anchors(scan: Scan, s: int, e: int, body: bytes, what: str, collapsed: bool, strict: bool = False) -> None:
     agent = _AGENT.search(body)
-    told = _INSTRUCTIONS.search(body)
-    act = _COMMAND.search(body) or SOURCE.search(body)
+    secret = SOURCE.search(body)
+    # the agent named beside a secret of this machine is told what to do with it, in any language
+    told = _INSTRUCTIONS.search(body) or (secret if agent else None)
+    act = _COMMAND.search(body) or secret
     aside = _IGNORE.search(body)
-    if not ((told or aside) and (agent or act)):
+    if not ((told or aside) and (agent or act)) or strict and not (agent and (told or aside) and (secret or aside and act)):
         return          # a note of the author's ("based on Anthropic's agent: https://…") names no instructions
     if collapsed:
         # a <details> block is shown when opened: what speaks to the agent there is read (medium), and is
