@@ -148,12 +148,14 @@ SUBST_DECODE_RUN = re.compile(rb"(?:eval|(?:ba|z|k)?sh\s+-c|iex|invoke-expressio
                               rb"perl\s+-e|ruby\s+-e)\s{0,4}[(\"']{0,3}\s{0,4}\$\(")
 
 # --- secrets out ------------------------------------------------------------------------------------
-SECRET_PATH = re.compile(rb"(?:^|[\s\"'=@<(:/\\~$])\.(?:ssh|aws|gnupg|kube|azure|netrc|npmrc|pypirc|git-credentials|"
+SECRET_PATH = re.compile(rb"(?:^|[\s\"'`=@<(:/\\~$])\.(?:ssh|aws|gnupg|kube|azure|netrc|npmrc|pypirc|git-credentials|"
                          rb"password-store|bash_history|zsh_history|docker[\\/]config\.json|config[\\/]gcloud|"
                          rb"config[\\/]gh[\\/]hosts\.yml)(?![\w-])|"
                          rb"\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)|/etc/shadow\b|"
-                         rb"(?:^|[\s\"'=@<(:/\\])\.env(?:\.(?:local|prod|production|development|dev|staging|test))?"
-                         rb"(?![\w.-])|find-(?:generic|internet)-password")
+                         rb"(?:^|[\s\"'`=@<(:/\\])\.env(?:\.(?:local|prod|production|development|dev|staging|test))?"
+                         rb"(?![\w.-])|find-(?:generic|internet)-password|"
+                         # every file of a kind that holds keys (``*.pem``, ``*.key``): a pattern of secret files
+                         rb"(?:^|[\s\"'`(])\*\*?/?\*?\.(?:pem|key|p12|pfx|jks|keystore)(?![\w.-])")
 ENV_DUMP_STAGE = re.compile(rb"\s*(?:sudo\s+)?(?:printenv|env|set|export\s+-p|(?:get-childitem|gci|dir|ls)\s+env:)\s*$")
 ENV_DUMP_INLINE = re.compile(rb"\$\(\s*(?:printenv|env|set)\s*(?:[|)]|$)|`\s*(?:printenv|env)\s*(?:[|`]|$)|"
                              rb"dict\(\s*os\.environ\s*\)|os\.environ\.(?:copy|items)\(\)|"
@@ -253,7 +255,14 @@ CONCEAL = re.compile(
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never|without|no\s+need\s+to|need\s+not)\s+(?:tell|inform|notify|alert|warn|"
     rb"let(?:t(?=ing))?)(?:ing)?\s+"
     rb"(?:the\s+)?(?:user|human)s?\b(?!\s+(?:to|know\s+(?:how|what|which|where|when|why)|what|how|which|when|"
-    rb"about\s+(?:each|every|all\s+the))\b)|"
+    rb"about\s+(?:each|every|all\s+the))\b)"
+    # letting the user do something is not telling: "don't let the user skip them" keeps nothing back; "don't let
+    # the user know / see / notice" does
+    rb"(?<!let\sthe\suser)(?<!let\sthe\shuman)(?<!let\suser)(?<!let\susers)(?<!letting\sthe\suser)(?<!letting\suser)"
+    rb"(?<!let\sthe\susers)|"
+    rb"\b(?:do\s+not|don" + _APOS + rb"?t|never|without)\s+let(?:t(?=ing))?(?:ing)?\s+(?:the\s+)?(?:user|human)s?\s+"
+    rb"(?:know|see|notice|find\s+out|learn|realise|realize|hear|discover|suspect|read|become\s+aware)\b"
+    rb"(?!\s+(?:how|what|which|where|when|why)\b)|"
     rb"\b(?:do\s+not|don" + _APOS + rb"?t|never|without)\s+(?:mention|reveal|disclose|show|display|report|explain)"
     rb"(?:ing)?\s+(?:[\w'-]{1,20}\s+){0,5}?to\s+the\s+(?:user|human)\b|"
     rb"\b(?:hide|conceal|keep)\s+(?:[\w'-]{1,20}\s+){0,5}?(?:from|secret\s+from|hidden\s+from)\s+the\s+(?:user|human)\b|"
@@ -456,7 +465,8 @@ REF_DEF = re.compile(rb"^[ ]{0,3}\[[^\[\]\n]{1,200}\]:[ \t]{0,10}<?[^\s<>]{1,100
                      rb"(?P<t>[\"'(][^\n]{1,2000})$", re.MULTILINE)
 # an HTML tag (on one line) and its attributes: Markdown renders the tag, not the attributes' values, so
 # every value is text a reader never sees, except a form field's value and placeholder, which are shown
-HTML_TAG = re.compile(rb"<[a-z][a-z0-9-]{0,30}(?=[\s/>])[^<>\n]{0,2000}>")        # on the lower-cased text
+# on the lower-cased text; a tag may run over lines (``<img src=…\n     title="…">``), never past another ``<``
+HTML_TAG = re.compile(rb"<[a-z][a-z0-9-]{0,30}(?=[\s/>])[^<>]{0,2000}>")
 HTML_ATTR = re.compile(rb"\s(?!value\b|placeholder\b)[a-z_:@][a-z0-9_.:-]{0,40}\s{0,3}=\s{0,3}"
                        rb"(?:\"(?P<t>[^\"\n]{1,1000})\"|'(?P<b>[^'\n]{1,1000})')")
 
