@@ -31,7 +31,9 @@ FETCH = re.compile(rb"\b(?:curl|wget|invoke-webrequest|iwr|irm|invoke-restmethod
                    rb"httpx\.get|fetch|downloadfile|downloadstring|downloaddata|webclient|download|reqwest|ureq|"
                    rb"http\.get|https\.get|http\.newrequest|httpclient|getasync|openconnection|openstream|"
                    rb"net::http|open-uri|lwp|http::tiny|xmlhttprequest|axios|got|aiohttp|urllib\w{0,2})\b|"
-                   rb"\burl\s*\(\s*\"https?://[^)]{0,200}\)\s*\.\s*(?:readtext|readbytes|openstream|openconnection)")
+                   rb"\burl\s*\(\s*\"https?://[^)]{0,200}\)\s*\.\s*(?:readtext|readbytes|openstream|openconnection)|"
+                   # any call handed a URL reads it (``file_get_contents("https://…")``, ``download.file("https://…")``)
+                   rb"\b\w{1,40}\s*\(\s*@?[\"'](?:https?|ftp)://")
 RUN = re.compile(rb"\b(?:exec(?:v|ve|vp|vpe|l|lp|le|sync|file|filesync)?|eval|system|spawn\w{0,4}|popen\w{0,2}|subprocess|"
                  rb"execute_process|processbuilder|"
                  rb"getruntime|jobstart|termopen|os\.execute|dofile|loadstring|loadfile|runpy|run_path|invoke-expression|"
@@ -42,7 +44,7 @@ RUN = re.compile(rb"\b(?:exec(?:v|ve|vp|vpe|l|lp|le|sync|file|filesync)?|eval|sy
                  rb"powershell|lua|nvim)\s+)[\"'$]?(?P<arg>[\w./${}-]{2,200})")
 DECODE = re.compile(rb"base64|\bb64\w{0,8}|\batob\b|fromhex|unhexlify|\bhex\b|rot13|rot_13|n-za-m|\bxor\b|"
                     rb"frombase64string|\b(?:decodestring|decodebytes|decode64|strict_decode64)\b|buffer\.from|\bpack\s*\(|\bunpack1?\b|codecs|decompress|"
-                    rb"gunzip|inflate|fromcharcode|\\x[0-9a-f]{2}(?:\\x[0-9a-f]{2}){7}")
+                    rb"gunzip|inflate|fromcharcode|rawtochar|\bstrtoi\s*\(|\bas\.raw\b|\\x[0-9a-f]{2}(?:\\x[0-9a-f]{2}){7}")
 SEND = re.compile(rb"\b(?:curl|wget|requests\.(?:post|put|patch)|httpx\.(?:post|put)|fetch|urlopen|invoke-webrequest|"
                   rb"invoke-restmethod|iwr|irm|nc|ncat|netcat|socat|scp|rsync|sftp|smtplib|sendmail|axios|reqwest|"
                   rb"http\.post|http\.request|https\.request|webclient|uploadstring|uploadfile|uploaddata|sendall|"
@@ -55,6 +57,11 @@ SHELL = re.compile(rb"/bin/(?:ba|z)?sh\b|\bbash\s+-i\b|\bsh\s+-i\b|\bcmd\.exe\b|
                    rb"\b(?:exec|spawn|popen)\w{0,4}\s*\(\s*\[?\s*[\"'](?:ba)?sh[\"']")
 VERIFY = re.compile(rb"sha(?:1|256|384|512)|shasum|checksum|hashlib|\bdigest\b|\bverify\w{0,4}|gpg\s|\bsignature\b|"
                     rb"cosign|minisign|get-filehash|integrity|expected_hash|\bhash\b")
+# a line whose command is a variable's value runs what that variable holds: ``"$dst" --flag``, ``"${bin}/tool"``,
+# ``start "" /b "%DEST%"``, ``call %TOOL%``, ``& $exe`` (not ``$x = …`` nor ``$obj->call()``)
+VAR_RUN = re.compile(rb"\s*(?:(?:&|call|exec|start(?:\s+\"[^\"\n]{0,80}\")?(?:\s+/\w{1,12})*)\s+[\"']?|[\"'])"
+                     rb"(?:\$\{?|%)([a-z_]\w{0,40})|\s*%([a-z_]\w{0,40})%")
+_VARS = re.compile(rb"[$%]\{?([a-z_]\w{0,40})")        # a variable is a name whatever its word
 _NAME = re.compile(rb"[a-z_][a-z0-9_]{2,40}|[\w.-]{1,60}\.[a-z0-9]{1,5}\b")
 _STOP = frozenset(b"the and for let var const def function return import from true false none null self this new local "
                   b"end then with args arg cmd command string str std process stdout stderr exec eval system "
@@ -112,6 +119,15 @@ def check(scan: Scan) -> None:
         budget -= _region(scan, rs, re_, budget)
 
 
+def _carry(line: bytes, recent: list[tuple[int, int, set[bytes], dict[str, int]]], n: int) -> None:
+    """A line with no capability that uses what a recent line fetched or decoded hands it on: the names it
+    uses and writes join that line's (``file_put_contents($target, $bin)``, ``mv "$dst" "$dir/$name"``)."""
+    names = _names(line) | _assigned(line) | set(_VARS.findall(line))
+    for _, _, pnames, pc in recent:
+        if ("fetch" in pc or "decode" in pc) and "run" not in pc and n - pc["#"] <= WINDOW_LINES and names & pnames:
+            pnames |= names
+
+
 _PAIRS = (("fetch", "run"), ("decode", "run"), ("secret", "send"), ("socket", "shell"), ("secret", "destroy"))
 
 
@@ -146,7 +162,10 @@ def _region(scan: Scan, rs: int, re_: int, budget: int) -> int:
             _pairs(scan, pos, end, line, names | _used(line), caps, recent, runs_tool)
             if runs_tool:
                 del caps["run"]     # ``Command::new("curl")`` runs the fetcher: a later run is of what it got
-            recent.append((pos, end, names | _assigned(line), caps))
+            made = set(_ASSIGNED_ANY.findall(line)) if "fetch" in caps or "decode" in caps else set()
+            recent.append((pos, end, names | _assigned(line) | made, caps))     # ``$bin = fetch(…)``: bin holds it
+        elif any(("fetch" in r[3] or "decode" in r[3]) and "run" not in r[3] for r in recent):
+            _carry(line, recent, n)
         pos = end + 1
     return n
 
@@ -162,7 +181,7 @@ _CAP_WORDS = {k: frozenset(v.split()) for k, v in (
              b"source python python3 node ruby perl lua nvim function new")),
     (b"decode", (b"base64 b64 b64decode b64encode atob fromhex unhexlify hex rot13 rot xor frombase64string decode "
                 b"decodestring decodebytes decode64 buffer pack unpack unpack1 codecs decompress gunzip inflate "
-                b"fromcharcode strict_decode64 x tr za")),
+                b"fromcharcode strict_decode64 x tr za rawtochar strtoi raw")),
     (b"send", (b"curl wget requests httpx fetch urlopen invoke iwr irm nc ncat netcat socat scp rsync sftp smtplib "
               b"sendmail axios reqwest http https webclient uploadstring uploadfile uploaddata sendall upload uploads "
               b"post dev net send write")),
@@ -195,6 +214,10 @@ def _caps(line: bytes) -> dict[str, int]:
             m = rx.search(line)
             if m is not None:
                 out[what.decode()] = m.start()
+    if "run" not in out and (b"$" in line or b"%" in line):
+        v = VAR_RUN.match(line)
+        if v is not None:
+            out["run"] = v.start(1) if v.group(1) is not None else v.start(2)
     if "secret" in out and P.IDENTITY.search(line[:out["secret"]]):
         del out["secret"]     # ``ssh -i ~/.ssh/key``: the key proves who connects, it is not sent
     if "secret" in out and b"://" in line:
