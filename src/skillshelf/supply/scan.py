@@ -372,6 +372,9 @@ class Scan:
         if self.kind == "markdown" and (self.near_negation(pos, s, e) or self.section_is_about_attacks(pos)
                                         or context.example_row(self, pos)):
             return "low", " (shown as an example or a warning)"
+        if self.kind == "markdown" and self.security_topic and context.table_row(self, pos) and RULES[rule].severity == "high":
+            # a skill about security tabulates what to look for, in any language of its table's header
+            return "medium", " (in a table of a skill about security)"
         return RULES[rule].severity, ""
 
     def grade_phrase(self, rule: str, pos: int, since: int = 0) -> tuple[str, str]:
