@@ -24,16 +24,14 @@ from skillshelf.supply.skill_audit import audit_folder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "audit"
 SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5", "heldout-v6", "heldout-v7",
-        "heldout-v8", "heldout-v9", "heldout-v10", "heldout-v11")
+        "heldout-v8", "heldout-v9", "heldout-v10", "heldout-v11", "heldout-v12")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
 NEWEST_FLOOR = {"medium": 0, "high": 0}       # set when the thirteenth set is measured
 NEWEST_BENIGN_HIGH: set[str] = set()
-# a seen set that does not meet the goal yet is held to what it measured when it was fresh
-SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {
-    # the twelfth set, 57 hostile, measured once with the rules of 04cbfa1: 82.5 % and 75.4 %
-    "heldout-v12": ({"medium": 47, "high": 43}, {"b-tr-supply-chain-review"}),
-}
+# a seen set that does not meet the goal yet is held to what it measured when it was fresh (none now: the twelfth,
+# measured once with the rules of 04cbfa1 at 82.5 % and 75.4 %, meets it since the eighth round)
+SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {}
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
 
