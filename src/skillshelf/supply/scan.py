@@ -26,6 +26,7 @@ from . import (
     lexicon,
     patterns as P,
     places,
+    pushes,
     scopes,
     view,
 )
@@ -418,6 +419,7 @@ class Scan:
         languages.concealment(self)
         languages.requests(self)
         comments.check(self)
+        pushes.check(self)
         if self.sentences is not None and not self.hidden_why:
             intent_model.check(self, self.sentences)
         self.check_tokens()
