@@ -27,7 +27,10 @@ _DOCSTRING = re.compile(rb"^[ \t]{0,40}[rbu]{0,2}(\"\"\"|\'\'\')(.{0,20000}?)\1"
 _SPEAKS = re.compile(rb"\b(?:notes?|messages?|instructions?|notice)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?(?:ai\b|agents?\b|"
                      rb"assistants?\b|models?\b|llms?\b|claude\b|copilot\b|codex\b|cursor\b)|"
                      rb"\b(?:ai|agents?|assistants?|llms?|claude|copilot|codex)\b[^.\n]{0,30}?:|"
-                     rb"\bif\s+you\s+are\s+an?\s+(?:ai|agent|assistant|language\s+model|llm)\b")
+                     rb"\bif\s+you\s+are\s+an?\s+(?:ai|agent|assistant|language\s+model|llm)\b|"
+                     # the agent named in the lexicon's languages ("Порядок работы для ассистента:")
+                     + "ассистент|асистент|агент|asystent|assistent|asistente|assistente|agente|アシスタント|"
+                       "エージェント|助手|助理|智能体|어시스턴트|에이전트|trợ lý".encode())
 
 
 def check(scan: Scan) -> None:
@@ -87,6 +90,7 @@ def check(scan: Scan) -> None:
     intent.check(inner)
     scopes.check(inner)
     languages.requests(inner)
+    languages.concealment(inner)
     for f in inner.finish():
         line = origin[min(max(f.line, 1), len(origin)) - 1]
         at = _offset_of_line(scan, line)

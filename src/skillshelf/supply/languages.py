@@ -69,6 +69,7 @@ _LOCAL = re.compile(r"(?:https?|wss?)://(?:localhost|127\.|0\.0\.0\.0|\[::1\])")
 _CJK_END = re.compile(r"[。！？]")
 _INLINE_CODE = re.compile(rb"`[^`\n]{2,200}`")
 MAX_SENTENCES = 2_000      # sentences of one file read in other languages
+MAX_TOLD_AFTER = 120       # how far after a negated telling its sentence may name the user it keeps it from
 
 
 def requests(scan: Scan) -> None:
@@ -200,7 +201,7 @@ def _told_to_user(c: lexicon.Concepts, t: str, hide: re.Match[str]) -> bool:
                                                                           or _RECIPIENT_BEFORE.search(t, 0, w.start()))) \
                     or 0 <= w.start() - hide.end() <= 2:
                 return True
-        elif abs(w.start() - hide.start()) <= 40:
-            return True
+        elif abs(w.start() - hide.start()) <= 40 or 0 <= w.start() - hide.end() <= MAX_TOLD_AFTER:
+            return True       # "не упоминай, что …, и не показывай … — пусть пользователь думает": one clause on
     r = c.report.search(t, max(0, hide.start() - 40), hide.end() + 40)       # the summary, the commit message
     return r is not None and ord(r.group()[0]) < 0x2E80
