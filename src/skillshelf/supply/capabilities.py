@@ -127,9 +127,14 @@ def _carry(line: bytes, recent: list[tuple[int, int, set[bytes], dict[str, int]]
     for _, _, pnames, pc in recent:
         if ("fetch" in pc or "decode" in pc) and "run" not in pc and n - pc["#"] <= WINDOW_LINES and names & pnames:
             pnames |= names
+        elif "socket" in pc and n - pc["#"] <= WINDOW_LINES and _FROM_SOCKET.search(line):
+            # ``while read -r cmd <&3``, ``data = s.recv(4096)``: the names it reads into hold what the socket sent
+            pnames |= (names | set(_READ_INTO.findall(line))) - _FD_WORDS
+            pc["read"] = n
 
 
-_PAIRS = (("fetch", "run"), ("decode", "run"), ("secret", "send"), ("socket", "shell"), ("secret", "destroy"))
+_PAIRS = (("fetch", "run"), ("decode", "run"), ("secret", "send"), ("socket", "shell"), ("secret", "destroy"),
+          ("socket", "run"))
 
 
 def _region(scan: Scan, rs: int, re_: int, budget: int) -> int:
@@ -165,7 +170,7 @@ def _region(scan: Scan, rs: int, re_: int, budget: int) -> int:
                 del caps["run"]     # ``Command::new("curl")`` runs the fetcher: a later run is of what it got
             made = set(_ASSIGNED_ANY.findall(line)) if "fetch" in caps or "decode" in caps else set()
             recent.append((pos, end, names | _assigned(line) | made, caps))     # ``$bin = fetch(…)``: bin holds it
-        elif any(("fetch" in r[3] or "decode" in r[3]) and "run" not in r[3] for r in recent):
+        elif any(("fetch" in r[3] or "decode" in r[3]) and "run" not in r[3] or "socket" in r[3] for r in recent):
             _carry(line, recent, n)
         pos = end + 1
     return n
@@ -256,6 +261,8 @@ def _pairs(scan: Scan, pos: int, end: int, line: bytes, names: set[bytes], caps:
         _report(scan, "exfil.secrets", pos, end, pos + caps["secret"], "reads a secret and sends it out on one line")
     if "socket" in caps and "shell" in caps:
         _report(scan, "exec.remote-access", pos, end, pos + caps["socket"], "hands a socket a shell on one line")
+    elif "socket" in caps and runs and _FROM_SOCKET.search(line):
+        _report(scan, "exec.remote-access", pos, end, pos + caps["socket"], "runs what it reads from a socket on one line")
     if "secret" in caps and b"rm" in line:
         m = _REMOVE.search(line)
         if m is not None and m.start() < caps["secret"] and not _CACHE.search(line, caps["secret"], caps["secret"] + 60):
@@ -278,8 +285,18 @@ def _pairs(scan: Scan, pos: int, end: int, line: bytes, names: set[bytes], caps:
         if "shell" in caps and "socket" in pc:
             _report(scan, "exec.remote-access", ps, pe, ps + pc["socket"],
                     "opens a socket and a later line hands it a shell", line_end=end)
+        elif runs and "socket" in pc and "shell" not in caps and ("read" in pc or _FROM_SOCKET.search(line)) \
+                and (run_names | set(_VARS.findall(line))) & pnames - _FD_WORDS:
+            _report(scan, "exec.remote-access", ps, pe, ps + pc["socket"],
+                    "opens a socket and a later line runs what it reads from it", line_end=end)
 
 
+# what is read from a socket: a read loop over its descriptor (``while read -r c <&3; do eval "$c"``), a
+# receive (``recv``, ``gets``, ``readline``)
+_FROM_SOCKET = re.compile(rb"\bread\b[^\n]{0,60}<&\s*\d|<\s*/dev/tcp/|\brecv\w{0,4}\s*\(|\.gets\b|\.readline\s*\(|"
+                          rb"\.read\s*\(|\bread\s+-r\b")
+_READ_INTO = re.compile(rb"\bread\s+(?:-\w+\s+)*([a-z_]\w{0,40})")
+_FD_WORDS = frozenset((b"read", b"recv", b"while", b"done"))
 _REMOVE = re.compile(rb"\brm\s+(?:-\w+\s+)*-\w*[rR]\w*\b")
 _CACHE = re.compile(rb"\S{0,40}(?:cache|tmp|temp|logs?|known_hosts|\.example|sso)\b")
 _TARGET = re.compile(rb"[\s(!]*\[?\s*([^,\])]{1,200})")
