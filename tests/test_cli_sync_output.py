@@ -47,7 +47,8 @@ def test_ctrl_c_during_sync_says_what_was_kept(tmp_path):
                     body="## Steps\n\n" + " ".join(f"w{i}x{j}" for j in range(300)) + "\n")
     home = tmp_path / "home"
     p = subprocess.Popen([sys.executable, "-m", "skillshelf.entry", "--root", str(root), "sync"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(home))
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=_env(home) | {"COLUMNS": "400"})
     seen = []
     for line in p.stderr:            # a plain line per phase (stderr is a pipe): interrupt while reading
         seen.append(line)
@@ -58,7 +59,8 @@ def test_ctrl_c_during_sync_says_what_was_kept(tmp_path):
     out, err = p.communicate(timeout=60)
     err = "".join(seen) + err
     assert p.returncode == 130, (out, err)
-    assert "stopped: kept" in err and "run `skillshelf sync` to finish" in err
+    # the command that finishes it names the root this one was given
+    assert "stopped: kept" in err and f"run `skillshelf --root {root} sync` to finish" in err, err
     done = run(home, "--root", str(root), "sync")          # the next sync completes it
     assert done.returncode == 0, done.stderr
     assert run(home, "--root", str(root), "list", "--json").stdout.count('"id"') == 2500
