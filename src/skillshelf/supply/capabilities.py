@@ -33,7 +33,7 @@ FETCH = re.compile(rb"\b(?:curl|wget|invoke-webrequest|iwr|irm|invoke-restmethod
                    rb"net::http|open-uri|lwp|http::tiny|xmlhttprequest|axios|got|aiohttp|urllib\w{0,2})\b|"
                    rb"\burl\s*\(\s*\"https?://[^)]{0,200}\)\s*\.\s*(?:readtext|readbytes|openstream|openconnection)|"
                    # any call handed a URL reads it (``file_get_contents("https://…")``, ``download.file("https://…")``)
-                   rb"\b\w{1,40}\s*\(\s*@?[\"'](?:https?|ftp)://")
+                   rb"\b\w{1,40}\s*\(\s*(?:\w{1,20}:\s*)?@?[\"'](?:https?|ftp)://")
 RUN = re.compile(rb"\b(?:exec(?:v|ve|vp|vpe|l|lp|le|sync|file|filesync)?|eval|system|spawn\w{0,4}|popen\w{0,2}|subprocess|"
                  rb"execute_process|processbuilder|"
                  rb"getruntime|jobstart|termopen|os\.execute|dofile|loadstring|loadfile|runpy|run_path|invoke-expression|"
@@ -62,6 +62,10 @@ VERIFY = re.compile(rb"sha(?:1|256|384|512)|shasum|checksum|hashlib|\bdigest\b|\
 VAR_RUN = re.compile(rb"(?:\s*if\s+(?:not\s+)?exist\s+\S{1,200})?"        # ``if exist "%DEST%" start …``
                      rb"\s*(?:(?:&|call|exec|start(?:\s+\"[^\"\n]{0,80}\")?(?:\s+/\w{1,12})*)\s+[\"']?|[\"'])"
                      rb"(?:\$\{?|%)([a-z_]\w{0,40})|\s*%([a-z_]\w{0,40})%")
+# a process object started (``let p = Process(); p.executableURL = …; try p.run()``, ``proc.launch()``): what it
+# was handed runs (joined to a download by the names the lines share, as any run)
+OBJ_RUN = re.compile(rb"\b([a-z_]\w{0,40})\s*\.\s*(?:run|launch|waituntilexit)\s*\(\s*\)")
+_ATTR_SET = re.compile(rb"\b([a-z_]\w{0,40})\s*\.\s*\w{1,40}\s*=(?!=)")       # ``p.executableURL = …``: p is handed it
 _VARS = re.compile(rb"[$%]\{?([a-z_]\w{0,40})")        # a variable is a name whatever its word
 _NAME = re.compile(rb"[a-z_][a-z0-9_]{2,40}|[\w.-]{1,60}\.[a-z0-9]{1,5}\b")
 _STOP = frozenset(b"the and for let var const def function return import from true false none null self this new local "
@@ -77,7 +81,8 @@ _WORDS = frozenset((b"curl", b"wget", b"exec", b"eval", b"system", b"spawn", b"p
                     b"base64", b"b64decode", b"atob", b"fromhex", b"unhexlify", b"hex", b"rot13", b"execute_process",
                     b"jobstart", b"command", b"download", b"urlopen", b"fetch", b"printenv", b"environ", b"env",
                     b"ssh", b"aws", b"netrc", b"pypirc", b"npmrc", b"credentials", b"dup2", b"pty", b"connect", b"xor",
-                    b"iex", b"invoke", b"child_process", b"dofile", b"loadstring", b"runpy", b"reqwest", b"http"))
+                    b"iex", b"invoke", b"child_process", b"dofile", b"loadstring", b"runpy", b"reqwest", b"http",
+                    b"https", b"process", b"shell_exec", b"rawtochar"))
 
 
 _ASSIGNED_ANY = re.compile(rb"(?:^|[;{(\s])(?:(?:val|var|let|const|local|my|set)\s+)?\$?([a-z_]\w{0,40})\s*(?::=|=(?![=~>]))")
@@ -123,7 +128,7 @@ def check(scan: Scan) -> None:
 def _carry(line: bytes, recent: list[tuple[int, int, set[bytes], dict[str, int]]], n: int) -> None:
     """A line with no capability that uses what a recent line fetched or decoded hands it on: the names it
     uses and writes join that line's (``file_put_contents($target, $bin)``, ``mv "$dst" "$dir/$name"``)."""
-    names = _names(line) | _assigned(line) | set(_VARS.findall(line))
+    names = _names(line) | _assigned(line) | set(_VARS.findall(line)) | set(_ATTR_SET.findall(line))
     for _, _, pnames, pc in recent:
         if ("fetch" in pc or "decode" in pc) and "run" not in pc and n - pc["#"] <= WINDOW_LINES and names & pnames:
             pnames |= names
@@ -184,7 +189,7 @@ _CAP_WORDS = {k: frozenset(v.split()) for k, v in (
     (b"run", (b"exec execv execvp execve execl execlp execsync execfile execfilesync eval system spawn spawnsync popen "
              b"popen2 popen3 subprocess execute processbuilder getruntime jobstart termopen dofile loadstring loadfile "
              b"runpy run_path iex start child_process shell_exec passthru vm command sh bash zsh cmd pwsh powershell "
-             b"source python python3 node ruby perl lua nvim function new")),
+             b"source python python3 node ruby perl lua nvim function new process launch")),
     (b"decode", (b"base64 b64 b64decode b64encode atob fromhex unhexlify hex rot13 rot xor frombase64string decode "
                 b"decodestring decodebytes decode64 buffer pack unpack unpack1 codecs decompress gunzip inflate "
                 b"fromcharcode strict_decode64 x tr za rawtochar strtoi raw")),
@@ -224,6 +229,10 @@ def _caps(line: bytes) -> dict[str, int]:
         v = VAR_RUN.match(line)
         if v is not None:
             out["run"] = v.start(1) if v.group(1) is not None else v.start(2)
+    if "run" not in out and (b".run" in line or b".launch" in line):
+        o = OBJ_RUN.search(line)
+        if o is not None:
+            out["run"] = o.start()
     if "secret" in out and P.IDENTITY.search(line[:out["secret"]]):
         del out["secret"]     # ``ssh -i ~/.ssh/key``: the key proves who connects, it is not sent
     if "secret" in out and b"://" in line:
