@@ -337,3 +337,40 @@ def test_an_edit_is_kept_even_when_the_homes_lock_names_the_next_commit(tmp_path
     finally:
         a.close()
         b.close()
+
+
+def test_a_team_servers_old_folder_is_kept_when_it_cannot_be_put_back(tmp_path, pg_url, up, monkeypatch):
+    """Between moving a server's folder aside and putting the new one in place, something made
+    the folder again (an editor saving a file): the new one cannot take its place, and the old
+    one cannot go back. It is kept whole in sources/.kept/, never removed with the temporary folder."""
+    import os
+
+    a = team_library(tmp_path / "a", pg_url)
+    b = team_library(tmp_path / "b", pg_url)
+    try:
+        a.sources.add(up.url, label="coll", path="skills")
+        assert until(lambda: skill_text(b, "alpha") is not None, WAIT) is not None
+        dest = (tmp_path / "b" / "sources" / "coll").resolve()
+        real = os.rename
+
+        def editor_saves_meanwhile(src, dst, *args, **kw):
+            if Path(dst).resolve() == dest and Path(src).name != "previous" and not dest.exists():
+                dest.mkdir()
+                (dest / "notes.md").write_text("saved by an editor\n", encoding="utf-8")
+            return real(src, dst, *args, **kw)
+
+        monkeypatch.setattr(os, "rename", editor_saves_meanwhile)
+        up.write("skills/alpha/SKILL.md", ALPHA.replace("rotate each key", "rotate each key twice"))
+        up.commit("second")
+        up.push()
+        with a.sources.planning(["coll"]) as plans:
+            a.sources.apply(plans[0])
+        kept = tmp_path / "b" / "sources" / ".kept" / "coll"
+        assert until(lambda: list(kept.glob("*/alpha/SKILL.md")), WAIT), "the old folder was not kept"
+        old = list(kept.glob("*/alpha/SKILL.md"))[0].read_text(encoding="utf-8")
+        assert "rotate each key" in old and "twice" not in old
+        assert (dest / "notes.md").read_text(encoding="utf-8") == "saved by an editor\n"
+    finally:
+        monkeypatch.undo()
+        a.close()
+        b.close()

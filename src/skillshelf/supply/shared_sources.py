@@ -33,7 +33,7 @@ from ..errors import SkillshelfError
 from ..files import FileRefused, locked, read_text_bounded, write_file
 from ..net import redact_text, redact_url
 from ..store.protocols import SourceLockStore
-from . import lock as lockmod, person_files
+from . import lock as lockmod, person_files, swap
 from .fetch import Spec
 
 
@@ -187,8 +187,8 @@ class SharedSources:
             try:
                 os.rename(tree, dest)
             except BaseException:
-                if there:
-                    os.rename(aside, dest)
+                if there:       # (or kept whole in sources/.kept/ when something made dest again)
+                    swap.put_back(src.base, e.label, aside, dest)
                 raise
             if e.kind != "git":        # what the archive held (a person's file is told from it)
                 person_files.record(src.base, e.label, e.commit, person_files.listing(dest))
