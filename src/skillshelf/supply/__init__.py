@@ -8,7 +8,8 @@ agent gate (``pins``: ``Pins``, ``Gate``) and the service the facade exposes (``
 ``SupplyChain``), and collections fetched from git or archives: fetching (``fetch``), the lock
 file (``lock``), a person's edits merged with upstream (``upstream_merge``, ``source_edits``; those
 made in a source's own folder kept first: ``kept_edits``; a person's files told from
-upstream's: ``person_files``), a restore into a home that has the sources
+upstream's: ``person_files``; the temporary folders a change is made in, and an old folder put
+back or kept: ``swap``), a restore into a home that has the sources
 (``lock_restore``), roots left in another home's ``sources/`` (``home_roots``), a
 team's sources kept in the team store and fetched by every server (``shared_sources``) and the
 service the facade exposes as ``Library.sources`` (``sources``: ``Sources``).
