@@ -27,7 +27,7 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v8", "heldout-v9", "heldout-v10", "heldout-v11", "heldout-v12")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 0, "high": 0}       # set when the thirteenth set is measured
+NEWEST_FLOOR = {"medium": 50, "high": 46}     # the thirteenth set, 58 hostile: 86.2 % and 79.3 % (6db5c8f)
 NEWEST_BENIGN_HIGH: set[str] = set()
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh (none now: the twelfth,
 # measured once with the rules of 04cbfa1 at 82.5 % and 75.4 %, meets it since the eighth round)
