@@ -2,7 +2,9 @@
 
 Owns the audit's rule catalogue (``rules``) and patterns (``patterns``), where each rule looks in
 one file's bytes (``scan``, with ``invisible`` characters, the model's ``view`` of the text, ``flows``
-across lines and what a skill ``asks`` in words), the audit of one file (``file_audit``: ``audit_bytes``, ``risk``),
+across lines, the ``commands`` of one logical line and what a skill ``asks`` in words), the readers
+that hold in any language (a paragraph's request: ``scopes``; code by what each line can do:
+``capabilities``; every hidden place: ``places``; a push to an outside host: ``pushes``), the audit of one file (``file_audit``: ``audit_bytes``, ``risk``),
 the audit of a skill's folder kept by content (``skill_audit``: ``Auditor``), pinned roots and the
 agent gate (``pins``: ``Pins``, ``Gate``) and the service the facade exposes (``chain``:
 ``SupplyChain``), and collections fetched from git or archives: fetching (``fetch``), the lock
