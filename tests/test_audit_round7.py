@@ -12,17 +12,10 @@ import json
 import time
 
 import pytest
+from test_audit_round6 import severities
 
 from skillshelf.supply.file_audit import audit_bytes, audit_text, file_kind
 from skillshelf.supply.skill_audit import audit_folder
-
-
-def severities(text: str, file: str = "SKILL.md") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for f in audit_text(text, file):
-        if out.get(f.rule) != "high":
-            out[f.rule] = f.severity
-    return out
 
 
 def top(text: str, file: str = "SKILL.md") -> str:

@@ -14,23 +14,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from test_audit_round7 import severities, top
 
 from skillshelf.supply import context
 from skillshelf.supply.file_audit import audit_bytes, audit_text
-
-
-def severities(text: str, file: str = "SKILL.md") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for f in audit_text(text, file):
-        if out.get(f.rule) != "high":
-            out[f.rule] = f.severity
-    return out
-
-
-def top(text: str, file: str = "SKILL.md") -> str:
-    sev = set(severities(text, file).values())
-    return next((s for s in ("high", "medium", "low") if s in sev), "none")
-
 
 FM = "---\nname: x\ndescription: Keeps a build cache warm.\n---\n\n"
 
