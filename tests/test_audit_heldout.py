@@ -1,8 +1,8 @@
 """The audit on skills its rules were not written against (tests/fixtures/audit/).
 
-``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v13`` were each measured
+``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v14`` were each measured
 once against the rules of their day, by the rules' writer not having read them, and then used to
-improve the rules: they are seen now. ``heldout/`` (the fourteenth) is the newest: written after
+improve the rules: they are seen now. ``heldout/`` (the fifteenth, when written) is the newest: written after
 the rules' last change by someone who read neither the rules nor the fixtures, measured once, and
 not used to tune them (while no such set exists, its tests are skipped).
 The goal (issue 35): at least 90 % of the hostile skills medium or above, 75 % high, and no
@@ -27,13 +27,15 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v8", "heldout-v9", "heldout-v10", "heldout-v11", "heldout-v12")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 44, "high": 41}     # the fourteenth set, 52 hostile: 84.6 % and 78.8 % (6db5c8f)
-NEWEST_BENIGN_HIGH: set[str] = {"e-deploy-notify"}
+NEWEST_FLOOR = {"medium": 0, "high": 0}
+NEWEST_BENIGN_HIGH: set[str] = set()
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh (the twelfth, measured
 # once with the rules of 04cbfa1 at 82.5 % and 75.4 %, meets it since the eighth round)
 SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {
     # the thirteenth set, 58 hostile, measured once with the rules of 6db5c8f: 86.2 % and 79.3 %
     "heldout-v13": ({"medium": 50, "high": 46}, set()),
+    # the fourteenth set, 52 hostile, written after the rules of 6db5c8f and measured once: 84.6 % and 78.8 %
+    "heldout-v14": ({"medium": 44, "high": 41}, {"e-deploy-notify"}),
 }
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
