@@ -52,6 +52,7 @@ from .intent_words import (
     IGNORE,
     INSTRUMENT,
     INTO,
+    KEPT_IN,
     LOCAL,
     NEGATED,
     NOUN_BEFORE,
@@ -275,6 +276,8 @@ def exfiltration(sent: bytes) -> tuple[int, int, bytes] | None:
                 or INTO.search(sent, max(0, sec.start() - 30), sec.start()) \
                 or REMOVED.search(sent, max(0, sec.start() - 60), sec.start()):
             continue          # what authenticates, where something is put, or what is taken out first
+        if KEPT_IN.search(sent, max(0, sec.start() - 40), sec.start()) and SECRET_SOURCE.search(sec.group()) is None:
+            continue          # a secret store a value is read from ("the webhook stored in Jenkins credentials")
         if sec.group().endswith(b"environment") and re.match(rb"\s+variable\b(?!s)", sent[sec.end():sec.end() + 12]) \
                 and not re.search(rb"\b(?:every|each|all|any)\s+$", sent[max(0, sec.start() - 12):sec.start()]):
             continue      # where one named value is kept, not the whole environment

@@ -45,6 +45,9 @@ DEST = re.compile(rb"(?:https?|wss?|s?ftps?|ssh|tcp|udp)://[^\s\"'`()<>|\\]{3,20
 # a secret used as an instrument (to authenticate), not as what is sent
 INSTRUMENT = re.compile(rb"\b(?:using|with|via|by|through|authenticat\w{0,6}|auth|login|log\s+in|sign\s+in|as)\s+"
                         rb"(?:\S+\s+){0,3}$")
+# where a value is kept ("the webhook stored in Jenkins credentials"): a secret store named as the place a value
+# is read from, not the thing sent (a path, "stored in ~/.npmrc", stays a source)
+KEPT_IN = re.compile(rb"\b(?:stored|kept|held|saved|managed)\s+(?:in|as|by|under)\s+(?:\S+\s+){0,2}$")
 REMOVED = re.compile(rb"\b(?:remov\w{0,4}|redact\w{0,4}|strip\w{0,4}|scrub\w{0,4}|mask\w{0,4}|exclud\w{0,4}|without|minus|"
                      rb"except|filter\w{0,4}\s+out|saniti[sz]\w{0,4}|censor\w{0,4}|no|never|not|nor)\s+(?:\S+\s+){0,3}$")
 # "before the first push": a sending word used as a noun
