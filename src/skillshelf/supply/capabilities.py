@@ -34,17 +34,17 @@ FETCH = re.compile(rb"\b(?:curl|wget|invoke-webrequest|iwr|irm|invoke-restmethod
                    rb"\burl\s*\(\s*\"https?://[^)]{0,200}\)\s*\.\s*(?:readtext|readbytes|openstream|openconnection)|"
                    # any call handed a URL reads it (``file_get_contents("https://…")``, ``download.file("https://…")``)
                    rb"\b\w{1,40}\s*\(\s*(?:\w{1,20}:\s*)?@?[\"'](?:https?|ftp)://")
-RUN = re.compile(rb"\b(?:exec(?:v|ve|vp|vpe|l|lp|le|sync|file|filesync)?|eval|system|spawn\w{0,4}|popen\w{0,2}|subprocess|"
+RUN = re.compile(rb"\b(?:exec(?:v|ve|vp|vpe|l|lp|le|sync|file|filesync)?|eval(?:_?string|_?file|uate)?|system|spawn\w{0,4}|popen\w{0,2}|subprocess|"
                  rb"execute_process|processbuilder|"
                  rb"getruntime|jobstart|termopen|os\.execute|dofile|loadstring|loadfile|runpy|run_path|invoke-expression|"
                  rb"iex|start-process|child_process|shell_exec|passthru|vm\.run\w{0,12})\b(?:\s*\(|!\s*\(|\s+[`'\"$])|"
-                 rb"\bcommand::new\b|\bnew\s+function\b|\bsubprocess\.\w{2,14}\s*\(|\|\s*(?:iex|invoke-expression)\b|\b(?:sh|bash|zsh|cmd|pwsh|powershell)(?:\.exe)?[\"']?\s*[,)]?\s*"
+                 rb"\bsystem\s+(?=[a-z_]\w{1,40}\b(?!\s*[:=(.]))|\brun\s*\(\s*(?=`)|\bcommand::new\b|\bnew\s+function\b|\bsubprocess\.\w{2,14}\s*\(|\|\s*(?:iex|invoke-expression)\b|\b(?:sh|bash|zsh|cmd|pwsh|powershell)(?:\.exe)?[\"']?\s*[,)]?\s*"
                  rb"[\"']?(?:-c|/c|-command|-e)\b|\bexecute_process\b|"
                  rb"(?:^\s*\.\s+|(?:^|[;&|`(\"']\s{0,2}|\bcommand\s+)(?:sh|bash|zsh|source|python3?|node|ruby|perl|pwsh|"
                  rb"powershell|lua|nvim)\s+)[\"'$]?(?P<arg>[\w./${}-]{2,200})")
 DECODE = re.compile(rb"base64|\bb64\w{0,8}|\batob\b|fromhex|unhexlify|\bhex\b|rot13|rot_13|n-za-m|\bxor\b|"
                     rb"frombase64string|\b(?:decodestring|decodebytes|decode64|strict_decode64)\b|buffer\.from|\bpack\s*\(|\bunpack1?\b|codecs|decompress|"
-                    rb"gunzip|inflate|fromcharcode|rawtochar|\bstrtoi\s*\(|\bas\.raw\b|\\x[0-9a-f]{2}(?:\\x[0-9a-f]{2}){7}")
+                    rb"gunzip|inflate|\b(?:un|read)hex\w{0,4}\b|fromcharcode|rawtochar|\bstrtoi\s*\(|\bas\.raw\b|\\x[0-9a-f]{2}(?:\\x[0-9a-f]{2}){7}")
 SEND = re.compile(rb"\b(?:curl|wget|requests\.(?:post|put|patch)|httpx\.(?:post|put)|fetch|urlopen|invoke-webrequest|"
                   rb"invoke-restmethod|iwr|irm|nc|ncat|netcat|socat|scp|rsync|sftp|smtplib|sendmail|axios|reqwest|"
                   rb"http\.post|http\.request|https\.request|webclient|uploadstring|uploadfile|uploaddata|sendall|"
@@ -132,8 +132,10 @@ def _carry(line: bytes, recent: list[tuple[int, int, set[bytes], dict[str, int]]
     for _, _, pnames, pc in recent:
         if ("fetch" in pc or "decode" in pc) and "run" not in pc and n - pc["#"] <= WINDOW_LINES and names & pnames:
             pnames |= names
-        elif "socket" in pc and n - pc["#"] <= WINDOW_LINES and _FROM_SOCKET.search(line):
-            # ``while read -r cmd <&3``, ``data = s.recv(4096)``: the names it reads into hold what the socket sent
+        elif "socket" in pc and n - pc["#"] <= WINDOW_LINES and (_FROM_SOCKET.search(line)
+                                                                   or "read" in pc and names & pnames):
+            # ``while read -r cmd <&3``, ``data = s.recv(4096)``: the names it reads into hold what the socket sent, and
+            # a line that uses what was read hands it on (``$d = …GetString($b…)`` after ``$s.Read($b…)``)
             pnames |= (names | set(_READ_INTO.findall(line))) - _FD_WORDS
             pc["read"] = n
 
@@ -189,10 +191,11 @@ _CAP_WORDS = {k: frozenset(v.split()) for k, v in (
     (b"run", (b"exec execv execvp execve execl execlp execsync execfile execfilesync eval system spawn spawnsync popen "
              b"popen2 popen3 subprocess execute processbuilder getruntime jobstart termopen dofile loadstring loadfile "
              b"runpy run_path iex start child_process shell_exec passthru vm command sh bash zsh cmd pwsh powershell "
-             b"source python python3 node ruby perl lua nvim function new process launch")),
+             b"source python python3 node ruby perl lua nvim function new process launch expression evaluate "
+             b"eval_string evalstring run")),
     (b"decode", (b"base64 b64 b64decode b64encode atob fromhex unhexlify hex rot13 rot xor frombase64string decode "
                 b"decodestring decodebytes decode64 buffer pack unpack unpack1 codecs decompress gunzip inflate "
-                b"fromcharcode strict_decode64 x tr za rawtochar strtoi raw")),
+                b"fromcharcode strict_decode64 x tr za rawtochar strtoi raw unhex readhex")),
     (b"send", (b"curl wget requests httpx fetch urlopen invoke iwr irm nc ncat netcat socat scp rsync sftp smtplib "
               b"sendmail axios reqwest http https webclient uploadstring uploadfile uploaddata sendall upload uploads "
               b"post dev net send write")),
@@ -367,7 +370,7 @@ def _report(scan: Scan, rule: str, s: int, e: int, at: int, message: str, *, ver
 
 
 _HOOKS = re.compile(rb"\"(?:pre|post)?install\"|\"prepare\"|\"scripts\"|execute_process|\"cells\"|\"source\"|"
-                    rb"\brun:|\bscript:|\bsteps:|\bcommand:|\bentrypoint\b|\bcmd\b")
+                    rb"\brun:|\bscript:|\bsteps:|\bcommand:|\bentrypoint\b|\bcmd\b|<exec\b")
 
 
 def _runs_here(scan: Scan) -> bool:

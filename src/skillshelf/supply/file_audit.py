@@ -81,7 +81,9 @@ MARKDOWN_EXT = (".md", ".markdown", ".mdx", ".txt", ".rst")
 SCRIPT_EXT = (".sh", ".bash", ".zsh", ".fish", ".ksh", ".py", ".pyw", ".js", ".mjs", ".cjs", ".ts", ".mts",
               ".cts", ".jsx", ".tsx", ".ps1", ".psm1", ".psd1", ".bat", ".cmd", ".rb", ".pl", ".pm", ".php",
               ".lua", ".r", ".go", ".rs", ".java", ".kt", ".swift", ".cs", ".vbs", ".applescript", ".scpt",
-              ".awk", ".tcl", ".groovy", ".gradle", ".kts", ".mk", ".nu", ".ex", ".exs", ".cmake", ".vim", ".nix")
+              ".awk", ".tcl", ".groovy", ".gradle", ".kts", ".mk", ".nu", ".ex", ".exs", ".cmake", ".vim", ".nix",
+              ".hs", ".jl", ".bzl", ".star", ".el", ".wsf", ".sbt", ".scala", ".sc", ".clj", ".zig", ".dart", ".nim",
+              ".erl", ".ml", ".fsx", ".csx", ".jsh", ".cr")
 SCRIPT_NAMES = {"makefile", "dockerfile", "justfile", "rakefile", "gemfile", "procfile", "cmakelists.txt", "vagrantfile",
                 "jenkinsfile", ".vimrc", ".bashrc", ".zshrc", ".profile", ".bash_profile", "noxfile.py"}
 
