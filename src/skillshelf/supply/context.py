@@ -16,6 +16,10 @@ _EXAMPLE_HEAD = re.compile(rb"\b(?:examples?|e\.g\.|pattern|patterns|payloads?|a
                            rb"bad|wrong|avoid|don't|do\s+not|never|red\s+flags?|anti-?patterns?|malicious|injection|"
                            rb"suspicious|instead\s+of|before|quote|quotes|says?|wording|text|message|output|such\s+as|"
                            rb"like\s+this|for\s+instance|triggers?|user\s+says)\b|\xe2\x9d\x8c")
+# a header that makes a whole table one of examples, whichever column a phrase is in (a column beside one of
+# patterns explains them); the other words of _EXAMPLE_HEAD name their own column only ("| Step | Output |")
+_TABLE_OF_EXAMPLES = re.compile(rb"\b(?:examples?|e\.g\.|patterns?|payloads?|attacks?|bad|wrong|avoid|don't|do\s+not|never|"
+                                rb"red\s+flags?|anti-?patterns?|malicious|injection|suspicious|instead\s+of)\b|\xe2\x9d\x8c")
 # a table of reference describes (an issue and its solution, an option and what it does, a fact and how to say it):
 # its header names what it describes
 _REFERENCE_HEAD = re.compile(rb"\|\s{0,3}(?:issues?|problems?|symptoms?|errors?|causes?|options?|parameters?|fields?|settings?|"
@@ -37,21 +41,54 @@ def _line_before(scan: Scan, s: int) -> tuple[int, int] | None:
     return scan.line_bounds(s - 1) if s > 0 else None
 
 
-def _table_of_examples(scan: Scan, s: int, reference: bool = True) -> bool:
-    """The header row of the table holding the line at ``s`` (or the line before the table) names examples,
-    or the header names what a table of reference describes (an issue, an option, a fact)."""
+# a column of steps: what its cells hold is what the agent is to do
+_STEP_HEAD = re.compile(rb"^\s{0,3}(?:steps?|actions?|what\s+to\s+do|to\s+do|todo|tasks?|instructions?|do\s+this|"
+                        rb"commands?|how)\s{0,3}$")
+
+
+def _cell_index(row: bytes) -> int:
+    """Which cell of a table row ends ``row`` (the text of the row up to a place in it)."""
+    return max(0, row.lstrip().count(b"|") - 1)
+
+
+def _header(scan: Scan, s: int) -> tuple[int, int, tuple[int, int] | None]:
+    """The header row of the table holding the line at ``s``, and the line before the table."""
     head = s
     for _ in range(MAX_TABLE_LINES):
         prev = _line_before(scan, head)
         if prev is None or not scan.data[prev[0]:prev[1]].lstrip().startswith(b"|"):
             break
         head = prev[0]
-    lines = [scan.line_bounds(head)]
-    prev = _line_before(scan, head)
-    if prev is not None:
-        lines.append(prev)
-    return any(_EXAMPLE_HEAD.search(scan.low[a:b]) for a, b in lines) \
-        or reference and _REFERENCE_HEAD.search(scan.low[lines[0][0]:lines[0][1]]) is not None
+    a, b = scan.line_bounds(head)
+    return a, b, _line_before(scan, head)
+
+
+def _table_of_examples(scan: Scan, s: int, reference: bool = True, pos: int | None = None) -> bool:
+    """The header row of the table holding the line at ``s`` (or the line before the table) names examples,
+    or the header names what a table of reference describes (an issue, an option, a fact). Given ``pos``,
+    the header's cell over ``pos``'s column decides (a column of steps beside a column of output holds steps)."""
+    a, b, prev = _header(scan, s)
+    if prev is not None and _EXAMPLE_HEAD.search(scan.low[prev[0]:prev[1]]):
+        return True
+    header = scan.low[a:b]
+    if pos is not None and not _TABLE_OF_EXAMPLES.search(header):
+        cells = header.strip().strip(b"|").split(b"|")
+        i = _cell_index(scan.low[s:pos])
+        if a != s and i < len(cells):
+            cell = b"|" + cells[i] + b"|"
+            return _EXAMPLE_HEAD.search(cell) is not None or reference and _REFERENCE_HEAD.search(cell) is not None
+    return _EXAMPLE_HEAD.search(header) is not None or reference and _REFERENCE_HEAD.search(header) is not None
+
+
+def step_row(scan: Scan, pos: int) -> bool:
+    """``pos`` is in a table's column of steps ("| Step | What to do | Output |"): a step, as in a list."""
+    s, _ = scan.line_bounds(pos)
+    if not scan.data[s:pos].lstrip().startswith(b"|"):
+        return False
+    a, b, _ = _header(scan, s)
+    cells = scan.low[a:b].strip().strip(b"|").split(b"|")
+    i = _cell_index(scan.low[s:pos])
+    return a != s and i < len(cells) and _STEP_HEAD.search(cells[i]) is not None
 
 
 def _quote_of_example(scan: Scan, s: int) -> bool:
@@ -82,7 +119,7 @@ def quoted(scan: Scan, pos: int) -> bool:
     before = scan.data[s:pos]
     lead = before.lstrip()
     if lead.startswith(b"|"):
-        if _table_of_examples(scan, s):
+        if _table_of_examples(scan, s, pos=pos):
             return True
         before = before[before.rfind(b"|") + 1:]
     elif lead.startswith(b">") and _quote_of_example(scan, s):

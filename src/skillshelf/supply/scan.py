@@ -390,11 +390,17 @@ class Scan:
             s, e = self.line_bounds(pos)
             if self.fence_at(pos) is not None or self.quoted(pos):
                 return "low", " (quoted as an example)"
-            if context.table_row(self, pos):
-                return "medium", " (in a table row)"
+            row = context.table_row(self, pos)
+            if row:
+                if not context.step_row(self, pos):
+                    return "medium", " (in a table row)"
+                # a step in a table's cell: read as a step, its own cell only (and never below a table's row)
+                s, e = max(s, self.low.rfind(b"|", s, pos) + 1), _cell_end(self.low, pos, e)
             t = max(s, min(since, pos))
             if self.section_is_about_attacks(pos) or P.TEACHING.search(_EMAIL.sub(b" ", P.URL.sub(b" ", self.low[t:e]))) \
                     or P.NEGATION.search(self.low[s:pos]):
+                if row:
+                    return "medium", " (in a table row)"
                 return "low", " (in a passage about attacks or what not to do)"
             if self.security_topic and self.low[s:pos].lstrip()[:1] in (b"-", b"*", b"+") + tuple(b"0123456789"):
                 return "low", " (listed by a skill about security)"
@@ -626,6 +632,18 @@ class Scan:
 
 _SHAPE = bytes(0x61 if (0x30 <= i <= 0x39 or 0x41 <= i <= 0x5A or 0x61 <= i <= 0x7A or i in (0x2B, 0x2F))
                else 0x20 if i in (0x20, 0x09) else 0x2E for i in range(256))
+def _cell_end(low: bytes, pos: int, e: int) -> int:
+    """Where the table cell holding ``pos`` ends: the next ``|`` outside inline code, or ``e``."""
+    ticks = low.count(b"`", low.rfind(b"|", 0, pos) + 1, pos) % 2
+    for i in range(pos, e):
+        c = low[i]
+        if c == 96:
+            ticks ^= 1
+        elif c == 124 and not ticks:
+            return i
+    return e
+
+
 _EMAIL = re.compile(rb"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,5}")
 
 
