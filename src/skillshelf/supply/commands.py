@@ -84,6 +84,10 @@ def _decode_line(scan: Scan, s: int, e: int) -> bool:
     m = P.PS_ENCODED.search(line)
     if m is not None:
         return scan._report("exec.decode-and-run", s + m.start(), s, e, "runs an encoded PowerShell command")
+    m = P.ps_encoded_ref(scan.low, line) if b"-e" in line and (b"powershell" in line or b"pwsh" in line) else None
+    if m is not None:
+        return scan._report("exec.decode-and-run", s + m.start(), s, e,
+                            f"runs an encoded PowerShell command held in {m.group('n').decode('utf-8', 'replace')!r}")
     m = P.SUBST_DECODE_RUN.search(line)
     if m is not None and P.DECODE.search(line, m.end()):
         return scan._report("exec.decode-and-run", s + m.start(), s, e, "runs the output of a decoded payload")

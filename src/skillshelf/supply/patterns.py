@@ -32,6 +32,7 @@ TRIG_COMMANDS = [re.compile(p) for p in (
     rb"\$\(\s{0,4}(?:curl|wget|iwr|irm|invoke-|echo|printf|base64|xxd|openssl|cat)",
     rb"<\(\s{0,4}(?:curl|wget|iwr|irm)", rb"`\s{0,4}(?:curl|wget)", rb"iex\b", rb"invoke-", rb"exec\s{0,4}\(",
     rb"eval\s{0,4}\(", rb"atob", rb"-e(?:c|n[a-z]{0,12})?[\"']?(?:\s{1,4}|[\"']?\s{0,3},\s{0,3}[\"']?|:)[a-z0-9+/=]{40}",
+    rb"-e(?:c|n[a-z]{0,12})?[\s:]{1,4}(?:\$[({]?|%)[a-z_]",
     rb"&&\s{0,4}(?:sudo\s+)?(?:(?:ba|z|k)?sh\s|\./|chmod|python)", rb"download(?:string|file)", rb"instance_eval",
     rb"deno\s+run", rb"npx\s", rb"bunx\s", rb"dlx\s",
 )] + [_CHMOD]
@@ -144,6 +145,21 @@ CODE_RUN_DECODE = re.compile(rb"(?:\b(?:exec|eval)\s{0,4}\(|new\s+function\s{0,4
 # argument list ("-NoProfile","-enc","SQBFAFgA…")
 PS_ENCODED = re.compile(rb"(?:powershell|pwsh)(?:\.exe)?\b.{0,200}?[\s\"',]-e(?:c|n[a-z]{0,12})?[\"']?(?:\s{1,4}|[\"']?\s{0,3},"
                         rb"\s{0,3}[\"']?|:)[a-z0-9+/=]{40}")
+# ... or a reference to a value in any syntax ($x, $(x), ${x}, %x%): what the name holds is read by ``ps_encoded_ref``
+PS_ENCODED_REF = re.compile(rb"(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,200}?\s-e(?:c|n[a-z]{0,12})?[\s:]{1,4}"
+                            rb"(?:\$[({]?|%)(?P<n>[a-z_][\w.]{0,40})")
+
+
+def ps_encoded_ref(text: bytes, line: bytes) -> re.Match[bytes] | None:
+    """``powershell -EncodedCommand $(Name)`` where ``Name`` is set to a long base64 string in the same file (a
+    variable, an MSBuild property ``<Name>…</Name>``, a key ``Name: …``): PowerShell decodes it and runs it."""
+    m = PS_ENCODED_REF.search(line)
+    if m is None:
+        return None
+    held = re.compile(rb"\b" + re.escape(m.group("n")) + rb"\b[\"']?\s{0,3}[>=:]\s{0,3}[\"']?[a-z0-9+/]{40}")
+    return m if held.search(text, 0, 1_000_000) else None
+
+
 SUBST_DECODE_RUN = re.compile(rb"(?:eval|(?:ba|z|k)?sh\s+-c|iex|invoke-expression|exec|python[0-9.]{0,4}\s+-c|node\s+-e|"
                               rb"perl\s+-e|ruby\s+-e)\s{0,4}[(\"']{0,3}\s{0,4}\$\(")
 
