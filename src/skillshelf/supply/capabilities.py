@@ -38,7 +38,7 @@ RUN = re.compile(rb"\b(?:exec(?:v|ve|vp|vpe|l|lp|le|sync|file|filesync)?|eval(?:
                  rb"execute_process|processbuilder|"
                  rb"getruntime|jobstart|termopen|os\.execute|dofile|loadstring|loadfile|runpy|run_path|invoke-expression|"
                  rb"iex|start-process|child_process|shell_exec|passthru|vm\.run\w{0,12})\b(?:\s*\(|!\s*\(|\s+[`'\"$])|"
-                 rb"\bsystem\s+(?=[a-z_]\w{1,40}\b(?!\s*[:=(.]))|\brun\s*\(\s*(?=`)|\bcommand::new\b|\bnew\s+function\b|\bsubprocess\.\w{2,14}\s*\(|\|\s*(?:iex|invoke-expression)\b|\b(?:sh|bash|zsh|cmd|pwsh|powershell)(?:\.exe)?[\"']?\s*[,)]?\s*"
+                 rb"\bsystem\s+(?=[a-z_]\w{1,40}\b(?!\s*[:=(.]))|\.\s*(?:run|shellexecute)\b\s*\(?\s*(?=[a-z_$\"'])|\brun\s*\(\s*(?=`)|\bcommand::new\b|\bnew\s+function\b|\bsubprocess\.\w{2,14}\s*\(|\|\s*(?:iex|invoke-expression)\b|\b(?:sh|bash|zsh|cmd|pwsh|powershell)(?:\.exe)?[\"']?\s*[,)]?\s*\[?\s*"
                  rb"[\"']?(?:-c|/c|-command|-e)\b|\bexecute_process\b|"
                  rb"(?:^\s*\.\s+|(?:^|[;&|`(\"']\s{0,2}|\bcommand\s+)(?:sh|bash|zsh|source|python3?|node|ruby|perl|pwsh|"
                  rb"powershell|lua|nvim)\s+)[\"'$]?(?P<arg>[\w./${}-]{2,200})")
@@ -258,9 +258,15 @@ def _pairs(scan: Scan, pos: int, end: int, line: bytes, names: set[bytes], caps:
             run_names = _names(m.group("arg")) | _used(m.group("arg")) | {m.group("arg").strip(b"\"'${}")}
         elif m is not None:
             # a call: what it runs is its first argument (``check_call(["filter", "in.fastq"])`` runs a filter)
-            t = _TARGET.match(line, m.end())
-            # (a shell or an interpreter first, ``jobstart({"sh", "-c", cache})``: what it is handed runs)
-            run_names = ((_names(t.group(1)) | _used(t.group(1))) if t is not None else set()) or names
+            # (a shell named in a string and handed ``-c``, ``sh("bash", ["-c", x])``: the argument after it runs)
+            flag = _AFTER_FLAG.match(line, m.end()) if m.group().endswith((b"-c", b"/c", b"-command", b"-e")) else None
+            at = flag.end() if flag is not None else m.end()
+            t = _TARGET.match(line, at)
+            if flag is not None and t is not None and _LITERAL.match(t.group(1)):
+                run_names = set()     # a shell handed a literal runs it (``"deno fmt"``), not a name another line made
+            else:
+                # (a shell or an interpreter first, ``jobstart({"sh", "-c", cache})``: what it is handed runs)
+                run_names = ((_names(t.group(1)) | _used(t.group(1))) if t is not None else set()) or names
     if runs and "fetch" in caps and _feeds(line, caps["fetch"], caps["run"], runner):
         _report(scan, "exec.fetch-and-run", pos, end, pos + caps["fetch"], "fetches code and runs it on one line",
                 verified="verify" in caps)
@@ -311,6 +317,8 @@ _READ_INTO = re.compile(rb"\bread\s+(?:-\w+\s+)*([a-z_]\w{0,40})")
 _FD_WORDS = frozenset((b"read", b"recv", b"while", b"done"))
 _REMOVE = re.compile(rb"\brm\s+(?:-\w+\s+)*-\w*[rR]\w*\b")
 _CACHE = re.compile(rb"\S{0,40}(?:cache|tmp|temp|logs?|known_hosts|\.example|sso)\b")
+_AFTER_FLAG = re.compile(rb"[\"']?\s*,?\s*")
+_LITERAL = re.compile(rb"\s*([\"'])[^\"'$%{}`+\n]*\1\s*$")
 _TARGET = re.compile(rb"[\s(!]*\[?\s*([^,\])]{1,200})")
 _PROGRAM = re.compile(rb"[(\[,]\s*[\"']$")
 
@@ -344,7 +352,7 @@ def _feeds(line: bytes, source: int, run: int, runner: bool) -> bool:
         return t is not None and bool(made & (_names(t.group(1)) | _used(t.group(1)) | set(_NAME.findall(t.group(1)))))
     # ``subprocess.run(["curl", url])`` runs the fetcher itself; ``os.system("… | curl …")`` runs a command that
     # holds it (not ``bash -c "$(curl …)"``: the substitution's output is what runs)
-    between = line[run:source]
+    between = line[run - 1 if run and line[run - 1:run] in (b'"', b"'") else run:source]   # (``"sh", ["-c", …``)
     if (between.count(b'"') % 2 or between.count(b"'") % 2) and b"$(" not in between and b"`" not in between:
         return False
     return not runner and not _PROGRAM.search(line, max(0, source - 4), source)
