@@ -398,7 +398,7 @@ class Scan:
                 s, e = max(s, self.low.rfind(b"|", s, pos) + 1), _cell_end(self.low, pos, e)
             t = max(s, min(since, pos))
             if self.section_is_about_attacks(pos) or P.TEACHING.search(_EMAIL.sub(b" ", P.URL.sub(b" ", self.low[t:e]))) \
-                    or P.NEGATION.search(self.low[s:pos]):
+                    or P.NEGATION.search(_PURPOSE.sub(b" ", self.low[s:pos])):
                 if row:
                     return "medium", " (in a table row)"
                 return "low", " (in a passage about attacks or what not to do)"
@@ -632,6 +632,12 @@ class Scan:
 
 _SHAPE = bytes(0x61 if (0x30 <= i <= 0x39 or 0x41 <= i <= 0x5A or 0x61 <= i <= 0x7A or i in (0x2B, 0x2F))
                else 0x20 if i in (0x20, 0x09) else 0x2E for i in range(256))
+# a negation in a clause of purpose states a goal ("add them to .gitignore so they don't come back"); it warns
+# against nothing that follows
+_PURPOSE = re.compile(rb"\bso\s+(?:that\s+)?(?:\w+\s+){0,2}(?:don't|do\s+not|doesn't|does\s+not|won't|will\s+not|"
+                      rb"can't|cannot|never)\b")
+
+
 def _cell_end(low: bytes, pos: int, e: int) -> int:
     """Where the table cell holding ``pos`` ends: the next ``|`` outside inline code, or ``e``."""
     ticks = low.count(b"`", low.rfind(b"|", 0, pos) + 1, pos) % 2
