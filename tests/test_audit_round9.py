@@ -75,8 +75,13 @@ def test_files_in_languages_of_code_are_code(name):
                       "await sh(\"bash\", [\"-c\", \"deno fmt\"]);\n")),
     ("scripts/a.wsf", ("Set w = CreateObject(\"WScript.Shell\")\nt = Chr(65 Xor 23)\nWScript.Echo t\n"
                        "w.Run \"notepad.exe\", 1, False\n")),
+    ("SKILL.md", FM + "```go\nfor _, tt := range tests {\n    t.Run(tt.name, func(t *testing.T) {\n"
+                      "        got := Add(tt.a, tt.b)\n    })\n}\n```\n"),
+    ("scripts/agent.py", ("async def temp(city):\n    async with httpx.AsyncClient() as client:\n"
+                          "        r = await client.get(f'https://wttr.in/{city}')\n        return r.json()\n"
+                          "result = asyncio.run(weather_agent.run('What is the weather?'))\n")),
 ], ids=["haskell-system-plain", "julia-data-then-make", "elixir-decoded-printed", "pwsh-socket-read-unrelated-run",
-        "a-decode-and-a-shell-of-a-literal", "an-object-run-of-a-literal"])
+        "a-decode-and-a-shell-of-a-literal", "an-object-run-of-a-literal", "go-subtests", "an-agent-run"])
 def test_look_alikes_of_the_new_readings_stay_below_high(name, text):
     rules = {f.rule: f.severity for f in audit_bytes(text.encode(), name)}
     assert "high" not in rules.values(), rules
