@@ -15,6 +15,7 @@ at again: what a person wrote while the update ran is kept, and never rides in a
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -244,7 +245,12 @@ class KeptEdits:
             if to is not None and at is not None:
                 to.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(at, to)
-                at.unlink()
+                src = inside(folder, rel)
+                if plan.new.kind == "git" and src is not None and os.path.samefile(src, at):
+                    person_files.unlink_shared(folder, tree, [rel], self.src._cache(plan.label), plan.new.commit,
+                                               plan.new.path)     # upstream's file, written from git
+                else:
+                    at.unlink()
                 carried.remove(rel)
                 copied.append(rel)
         why = "a file the lock does not list"

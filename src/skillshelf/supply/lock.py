@@ -115,6 +115,9 @@ def parse(text: str, where: str = LOCK_NAME) -> list[SourceEntry]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValidationError(f"{where} is not valid TOML: {exc}", fix="restore it from version control") from None
+    except RecursionError:
+        raise ValidationError(f"{where} is not a {LOCK_NAME}: its values are nested thousands deep",
+                              fix="restore it from version control") from None
     if "lock-version" not in data or not isinstance(data.get("source", []), list):
         raise ValidationError(f"{where} is not a {LOCK_NAME}: it has no lock-version",
                               fix=f"pass the {LOCK_NAME} of a library with sources (it is in that library's home)")

@@ -75,7 +75,7 @@ def git_tree(cache: Path, commit: str, subdir: str, *, links: bool = False) -> T
         elif parts[1] == b"blob" and not parts[0].startswith(b"120"):      # (a link is never a person's file)
             out[path] = (algo, parts[2].decode("ascii", "replace"), int(parts[3]))
         elif parts[1] == b"blob" and links:
-            out[path] = (LINK, "", -1)
+            out[path] = (LINK, parts[2].decode("ascii", "replace"), int(parts[3]))
     return out
 
 
@@ -104,11 +104,18 @@ def upstreams(cache: Path, commit: str, subdir: str, folder: Path,
         except OSError:
             out[rel] = False
             continue
-        if want[0] == LINK:
-            out[rel] = stat.S_ISLNK(st.st_mode)
+        if want[0] == LINK:     # (the same link: its target is the blob)
+            out[rel] = stat.S_ISLNK(st.st_mode) and _link_id(path, len(commit)) == want[1]
         else:
             out[rel] = stat.S_ISREG(st.st_mode) and (rel in locked or not differs(path, want, st.st_size))
     return out
+
+
+def _link_id(path: Path, width: int) -> str:
+    target = os.fsencode(os.readlink(path))
+    h = hashlib.sha256() if width == 64 else hashlib.sha1()
+    h.update(b"blob %d\0" % len(target) + target)
+    return h.hexdigest()
 
 
 def _manifest(base: Path, label: str) -> Path:
@@ -147,7 +154,7 @@ def _recorded(base: Path, label: str) -> tuple[str, Tree] | str | None:
         data = json.loads(read_text_bounded(_manifest(base, label), MAX_MANIFEST_BYTES))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, FileRefused):
+    except (OSError, ValueError, FileRefused, RecursionError):
         return bad
     if not isinstance(data, dict) or not isinstance(data.get("commit"), str) or not isinstance(data.get("files"), dict):
         return bad
@@ -244,6 +251,8 @@ def keep(folder: Path, files: dict[str, str], new_tree: Path | None, dest: Calla
         if src is None or not src.is_file():
             continue
         there = inside(new_tree, rel) if new_tree is not None else None
+        if there is not None and new_tree is not None and _linked(new_tree, rel):   # (never through a link)
+            there = None
         if there is not None and there.exists():
             try:
                 if os.path.samefile(src, there):
@@ -267,6 +276,16 @@ def keep(folder: Path, files: dict[str, str], new_tree: Path | None, dest: Calla
         shutil.copy2(src, to)
         copied.append(rel)
     return carried, copied
+
+
+def _linked(root: Path, rel: str) -> bool:
+    """Whether ``rel`` under ``root``, or a folder on the way to it, is a symbolic link."""
+    here = root
+    for part in rel.split("/"):
+        here = here / part
+        if here.is_symlink():
+            return True
+    return False
 
 
 def unlink_shared(folder: Path, new_tree: Path, files: list[str], cache: Path, commit: str, subdir: str) -> None:

@@ -389,7 +389,7 @@ class Sources:
         try:
             data = json.loads(read_text_bounded(self._state_path(), 4_000_000))
             return data if isinstance(data, dict) else {}
-        except (OSError, ValueError, FileRefused):
+        except (OSError, ValueError, FileRefused, RecursionError):     # (nested thousands deep)
             return {}
 
     def _set_state(self, label: str, **values: Any) -> None:
