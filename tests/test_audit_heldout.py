@@ -24,19 +24,15 @@ from skillshelf.supply.skill_audit import audit_folder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "audit"
 SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5", "heldout-v6", "heldout-v7",
-        "heldout-v8", "heldout-v9", "heldout-v10", "heldout-v11", "heldout-v12")
+        "heldout-v8", "heldout-v9", "heldout-v10", "heldout-v11", "heldout-v12", "heldout-v13", "heldout-v14")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
 NEWEST_FLOOR = {"medium": 0, "high": 0}
 NEWEST_BENIGN_HIGH: set[str] = set()
-# a seen set that does not meet the goal yet is held to what it measured when it was fresh (the twelfth, measured
-# once with the rules of 04cbfa1 at 82.5 % and 75.4 %, meets it since the eighth round)
-SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {
-    # the thirteenth set, 58 hostile, measured once with the rules of 6db5c8f: 86.2 % and 79.3 %
-    "heldout-v13": ({"medium": 50, "high": 46}, set()),
-    # the fourteenth set, 52 hostile, written after the rules of 6db5c8f and measured once: 84.6 % and 78.8 %
-    "heldout-v14": ({"medium": 44, "high": 41}, {"e-deploy-notify"}),
-}
+# a seen set that does not meet the goal yet is held to what it measured when it was fresh (the thirteenth and
+# fourteenth, measured once with the rules of 6db5c8f at 86.2 % / 79.3 % and 84.6 % / 78.8 %, meet it since the
+# ninth round; the fourteenth's benign high, e-deploy-notify, is no longer high)
+SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {}
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
 
