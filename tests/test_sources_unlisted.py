@@ -169,3 +169,22 @@ def test_a_persons_file_in_a_submodules_folder_is_kept(tmp_path, upstream, submo
     assert "vendor/skills/alpha/.mine" in r.stdout and "removed" not in r.stdout
     assert mine.read_text(encoding="utf-8") == "mine\n"      # carried into the new files (no file there)
     assert sk(home, "lock", "--check").returncode == 0
+
+
+def test_when_even_the_kept_folder_cannot_be_made_the_old_folder_stays_marked_and_named(tmp_path):
+    from skillshelf.supply import swap
+
+    base = tmp_path / "sources"
+    (base / ".tmp" / "ops-1" / "previous" / "skills").mkdir(parents=True)
+    (base / ".tmp" / "ops-1" / "previous" / "skills" / ".mine").write_text("mine\n", encoding="utf-8")
+    (base / ".tmp" / "ops-1" / "tree").mkdir()              # the new files, half made
+    (base / "ops").mkdir()                                  # made again while the update ran
+    (base / "ops" / "saved.md").write_text("an editor's save\n", encoding="utf-8")
+    (base / ".kept").write_text("not a folder\n", encoding="utf-8")
+    with pytest.raises(SkillshelfError) as err:
+        swap.put_back(base, "ops", base / ".tmp" / "ops-1" / "previous", base / "ops")
+    tmp = base / ".tmp" / "ops-1"
+    assert "could not be moved to" in err.value.message and str(tmp / "previous") in err.value.message
+    assert f"delete {tmp}" in err.value.fix
+    assert (tmp / swap.KEEP).exists() and not (tmp / "tree").exists()
+    assert (tmp / "previous" / "skills" / ".mine").read_text(encoding="utf-8") == "mine\n"

@@ -43,7 +43,9 @@ def temporary(base: Path, label: str) -> Iterator[Path]:
 def put_back(base: Path, label: str, aside: Path, dest: Path) -> None:
     """After a failed change: the source's old folder (moved to ``aside``) back at ``dest``. When
     something made ``dest`` again meanwhile (an editor saving a file of the source), the old folder
-    is moved whole to ``sources/.kept/LABEL/`` instead, and a ``SkillshelfError`` says where it is."""
+    is moved whole to ``sources/.kept/LABEL/`` instead, and a ``SkillshelfError`` says where it is.
+    When even that move fails, the old folder stays where it is, the temporary folder is marked
+    ``KEEP`` (never removed) and everything else in it goes; the error names it and why."""
     try:
         os.rename(aside, dest)
         return
@@ -52,11 +54,23 @@ def put_back(base: Path, label: str, aside: Path, dest: Path) -> None:
     try:
         kept = person_files.kept_dir(base, label)
         os.rename(aside, kept)      # (onto the new, empty folder)
-    except OSError:
+        also = ""
+    except OSError as exc:
         kept = aside
+        also = f", and it could not be moved to {base / '.kept'} ({exc.strerror or exc})"
         with contextlib.suppress(OSError):
             (aside.parent / KEEP).touch()
+        for other in aside.parent.iterdir():        # (the new files, half made: not a person's)
+            if other.name in (aside.name, KEEP):
+                continue
+            if other.is_dir() and not other.is_symlink():
+                shutil.rmtree(other, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    other.unlink()
     raise SkillshelfError(f"the previous folder of the source {label} could not be put back at {dest} ({why}): "
-                          f"something wrote there while the update ran; the previous folder is kept whole in {kept}",
+                          f"something wrote there while the update ran{also}; the previous folder is kept whole in "
+                          f"{kept}",
                           fix=f"move what is in {dest} elsewhere, move {kept} to {dest}, "
-                              f"then run `skillshelf sources update {label}` again")
+                              + (f"delete {aside.parent}, " if kept == aside else "")
+                              + f"then run `skillshelf sources update {label}` again")
