@@ -28,8 +28,8 @@ def init(samples: bool = typer.Option(True, "--samples/--no-samples", help="writ
 
 
 def _again(command: str) -> str:
-    """The command line to run ``command`` again with the options given before it (--home,
-    --root, --store): the roots of this run are only its own unless saved."""
+    """The command line to run ``command`` again with the --home and --root given before it (the
+    roots of this run are only its own unless saved)."""
     import shlex
 
     st = common.state
@@ -44,7 +44,6 @@ def sync(json_out: bool = typer.Option(False, "--json", help="print the counts a
     import time
 
     from ..library import Library
-    from .progress import SyncProgress
 
     lib = _lib()
     t0 = time.perf_counter()
@@ -56,8 +55,8 @@ def sync(json_out: bool = typer.Option(False, "--json", help="print the counts a
         return
     # common.err, looked up now: a test puts a console of its own there
     try:
-        with SyncProgress(common.err, embedding=lib.config.embedder != "none") as prog:
-            rep = lib.sync(progress=prog.on_files, embed_progress=prog.on_texts)
+        with common._shown(lib) as (on_files, on_texts):
+            rep = lib.sync(progress=on_files, embed_progress=on_texts)
     except Library.Interrupted as exc:      # Ctrl-C: the work done is committed; say what was kept
         r = exc.report
         common.err.print(f"stopped: kept {r.added} added, {r.updated} updated, {r.removed} removed skills and "

@@ -40,14 +40,13 @@ def _indexing(lib: Any, quiet: bool) -> Iterator[dict | None]:
     """The sync's progress on stderr while a source is indexed; Ctrl-C during it keeps the source (in
     place and locked) and says how to finish the index."""
     from . import common
-    from .progress import SyncProgress
 
     try:
         if quiet:
             yield None
             return
-        with SyncProgress(common.err, embedding=lib.config.embedder != "none") as prog:
-            yield {"progress": prog.on_files, "embed_progress": prog.on_texts}
+        with common._shown(lib) as (on_files, on_texts):
+            yield {"progress": on_files, "embed_progress": on_texts}
     except lib.Interrupted:
         common.err.print("stopped while indexing: the source is in place and locked; run `skillshelf sync` to "
                          "finish the index")
