@@ -1,8 +1,8 @@
 """The audit on skills its rules were not written against (tests/fixtures/audit/).
 
-``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v14`` were each measured
+``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v15`` were each measured
 once against the rules of their day, by the rules' writer not having read them, and then used to
-improve the rules: they are seen now. ``heldout/`` (the fifteenth) is the newest: written after the
+improve the rules: they are seen now. ``heldout/`` (the sixteenth) is the newest: written after the
 rules' last change by someone who read neither the rules nor the fixtures, measured once, and
 not used to tune them (while no such set exists, its tests are skipped).
 The goal (issue 35): at least 90 % of the hostile skills medium or above, 75 % high, and no
@@ -27,12 +27,11 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v8", "heldout-v9", "heldout-v10", "heldout-v11", "heldout-v12", "heldout-v13", "heldout-v14")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 48, "high": 44}     # the fifteenth set, 55 hostile: 87.3 % and 80.0 % (26a4cc1)
+NEWEST_FLOOR = {"medium": 0, "high": 0}
 NEWEST_BENIGN_HIGH: set[str] = set()
-# a seen set that does not meet the goal yet is held to what it measured when it was fresh (the thirteenth and
-# fourteenth, measured once with the rules of 6db5c8f at 86.2 % / 79.3 % and 84.6 % / 78.8 %, meet it since the
-# ninth round; the fourteenth's benign high, e-deploy-notify, is no longer high)
-SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {}
+# a seen set that does not meet the goal yet is held to what it measured when it was fresh (the fifteenth,
+# 55 hostile, measured once with the rules of 26a4cc1 at 87.3 % / 80.0 % and no benign high)
+SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {"heldout-v15": ({"medium": 48, "high": 44}, set())}
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
 

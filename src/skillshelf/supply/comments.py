@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import intent, languages, scopes
+from . import intent, languages, misreport, scopes
 
 Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
 
@@ -91,6 +91,7 @@ def check(scan: Scan) -> None:
     scopes.check(inner)
     languages.requests(inner)
     languages.concealment(inner)
+    misreport.check(inner)
     for f in inner.finish():
         line = origin[min(max(f.line, 1), len(origin)) - 1]
         at = _offset_of_line(scan, line)

@@ -24,6 +24,7 @@ from . import (
     invisible,
     languages,
     lexicon,
+    misreport,
     patterns as P,
     places,
     pushes,
@@ -422,6 +423,7 @@ class Scan:
         intent.check(self)
         scopes.check(self)
         scopes.claims(self)
+        misreport.check(self)
         languages.concealment(self)
         languages.requests(self)
         comments.check(self)
