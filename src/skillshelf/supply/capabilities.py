@@ -38,7 +38,10 @@ RUN = re.compile(rb"\b(?:exec(?:v|ve|vp|vpe|l|lp|le|sync|file|filesync)?|eval(?:
                  rb"execute_process|processbuilder|"
                  rb"getruntime|jobstart|termopen|os\.execute|dofile|loadstring|loadfile|runpy|run_path|invoke-expression|"
                  rb"iex|start-process|child_process|shell_exec|passthru|vm\.run\w{0,12})\b(?:\s*\(|!\s*\(|\s+[`'\"$])|"
-                 rb"\bsystem\s+(?=[a-z_]\w{1,40}\b(?!\s*[:=(.]))|\.(?:run|shellexecute)[ \t]+(?=[a-z_$\"'])|\brun\s*\(\s*(?=`)|\bcommand::new\b|\bnew\s+function\b|\bsubprocess\.\w{2,14}\s*\(|\|\s*(?:iex|invoke-expression)\b|\b(?:sh|bash|zsh|cmd|pwsh|powershell)(?:\.exe)?[\"']?\s*[,)]?\s*\[?\s*"
+                 rb"\bsystem\s+(?=[a-z_]\w{1,40}\b(?!\s*[:=(.]))|"
+                 # a file's text run where it is loaded as code: R's ``source(f)``/``sys.source(f)``, ``require(path)``
+                 # handed a name, not a literal
+                 rb"(?:\bsys\.|(?<![.\w]))(?:source|require)\s*\(\s*(?=[a-z_])|\.(?:run|shellexecute)[ \t]+(?=[a-z_$\"'])|\brun\s*\(\s*(?=`)|\bcommand::new\b|\bnew\s+function\b|\bsubprocess\.\w{2,14}\s*\(|\|\s*(?:iex|invoke-expression)\b|\b(?:sh|bash|zsh|cmd|pwsh|powershell)(?:\.exe)?[\"']?\s*[,)]?\s*\[?\s*"
                  rb"[\"']?(?:-c|/c|-command|-e)\b|\bexecute_process\b|"
                  rb"(?:^\s*\.\s+|(?:^|[;&|`(\"']\s{0,2}|\bcommand\s+)(?:sh|bash|zsh|source|python3?|node|ruby|perl|pwsh|"
                  rb"powershell|lua|nvim)\s+)[\"'$]?(?P<arg>[\w./${}-]{2,200})")

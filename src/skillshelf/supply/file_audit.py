@@ -83,9 +83,10 @@ SCRIPT_EXT = (".sh", ".bash", ".zsh", ".fish", ".ksh", ".py", ".pyw", ".js", ".m
               ".lua", ".r", ".go", ".rs", ".java", ".kt", ".swift", ".cs", ".vbs", ".applescript", ".scpt",
               ".awk", ".tcl", ".groovy", ".gradle", ".kts", ".mk", ".nu", ".ex", ".exs", ".cmake", ".vim", ".nix",
               ".hs", ".jl", ".bzl", ".star", ".el", ".wsf", ".sbt", ".scala", ".sc", ".clj", ".zig", ".dart", ".nim",
-              ".erl", ".ml", ".fsx", ".csx", ".jsh", ".cr")
+              ".erl", ".ml", ".fsx", ".csx", ".jsh", ".cr", ".rockspec", ".rprofile")
 SCRIPT_NAMES = {"makefile", "dockerfile", "justfile", "rakefile", "gemfile", "procfile", "cmakelists.txt", "vagrantfile",
-                "jenkinsfile", ".vimrc", ".bashrc", ".zshrc", ".profile", ".bash_profile", "noxfile.py"}
+                "jenkinsfile", ".vimrc", ".bashrc", ".zshrc", ".profile", ".bash_profile", "noxfile.py",
+                "rprofile.site", ".rprofile"}
 
 
 def file_kind(name: str, head: bytes | str = b"") -> str:

@@ -33,7 +33,8 @@ TRIG_COMMANDS = [re.compile(p) for p in (
     rb"<\(\s{0,4}(?:curl|wget|iwr|irm)", rb"`\s{0,4}(?:curl|wget)", rb"iex\b", rb"invoke-", rb"exec\s{0,4}\(",
     rb"eval\s{0,4}\(", rb"atob", rb"-e(?:c|n[a-z]{0,12})?[\"']?(?:\s{1,4}|[\"']?\s{0,3},\s{0,3}[\"']?|:)[a-z0-9+/=]{40}",
     rb"-e(?:c|n[a-z]{0,12})?[\s:]{1,4}(?:\$[({]?|%)[a-z_]",
-    rb"&&\s{0,4}(?:sudo\s+)?(?:(?:ba|z|k)?sh\s|\./|chmod|python)", rb"download(?:string|file)", rb"instance_eval",
+    rb"(?:&&|;)\s{0,4}(?:sudo\s+)?(?:(?:ba|z|k|da)?sh\s|\./|chmod|python|node\s|ruby\s|perl\s|lua|php\s|rscript\s|"
+    rb"pwsh\s|tclsh\s|julia\s)", rb"download(?:string|file)", rb"instance_eval",
     rb"deno\s+run", rb"npx\s", rb"bunx\s", rb"dlx\s",
 )] + [_CHMOD]
 TRIG_PUBLISH = [re.compile(p) for p in (rb"gist", rb"paste", rb"issue", rb"comment", rb"discussion", rb"public\s+repo")]
@@ -127,8 +128,11 @@ CODE_RUN_FETCH = re.compile(rb"(?:exec|eval)\s{0,4}\(\s{0,4}(?:await\s+)?\(?\s{0
                             rb"(?:urlopen|requests\.get|fetch|httpx\.get)\s{0,4}\(")
 # curl -o x.sh URL && sh x.sh / chmod +x x && ./x
 DOWNLOAD_OPT = re.compile(rb"(?:^|\s)(?:-o|--output|--output-document|-outfile)(?:\s|=|$)")
-RUN_FILE = re.compile(rb"\s*(?:sudo\s+)?(?:(?:ba|z|k)?sh\s+\S|python[0-9.]{0,4}\s+\S|\./\S|"
-                      rb"chmod\s+[+0-7]{1,5}x?\s+\S|(?:source|\.)\s+\S)")
+# a file run: by a shell, by any interpreter that takes a program's path (``lua "$T"``, ``node "$f"``, ``Rscript x``), by path
+RUN_FILE = re.compile(rb"\s*(?:sudo\s+)?(?:(?:ba|z|k|da)?sh\s+\S|python[0-9.]{0,4}\s+\S|\./\S|"
+                      rb"chmod\s+[+0-7]{1,5}x?\s+\S|(?:source|\.)\s+\S|"
+                      rb"(?:node(?:js)?|ruby|perl|lua(?:jit|[0-9.]{1,4})?|php|rscript|pwsh|tclsh|julia|bun|deno\s+run|"
+                      rb"osascript|[cw]script)\s+(?:-\S{1,20}\s+){0,3}[\"'$./~\w])")
 COMMAND_SEP = re.compile(rb"&&|;|\n")
 
 # --- decode and run -------------------------------------------------------------------------------
