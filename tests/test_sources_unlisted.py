@@ -188,3 +188,32 @@ def test_when_even_the_kept_folder_cannot_be_made_the_old_folder_stays_marked_an
     assert f"delete {tmp}" in err.value.fix
     assert (tmp / swap.KEEP).exists() and not (tmp / "tree").exists()
     assert (tmp / "previous" / "skills" / ".mine").read_text(encoding="utf-8") == "mine\n"
+
+
+def test_a_dry_run_names_the_persons_unlisted_files_and_what_the_update_will_do_with_each(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "ops").returncode == 0
+    folder = home / "sources" / "ops" / "skills"
+    (folder / "alpha" / ".my-notes").write_text("my notes\n", encoding="utf-8")       # hidden: never listed
+    (folder / "delta").mkdir()
+    (folder / "delta" / "notes.md").write_text(NOTES, encoding="utf-8")    # listed once delta is a skill
+    upstream.write("skills/delta/SKILL.md", DELTA)
+    upstream.commit("delta")
+    upstream.push()
+    r = sk(home, "sources", "update", "ops", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    carried = next(ln for ln in lines if "skills/alpha/.my-notes" in ln)
+    kept = next(ln for ln in lines if "skills/delta/notes.md" in ln)
+    assert "will be carried into the new files" in carried, r.stdout
+    assert "will be copied under" in kept and str(home / "sources" / ".kept" / "ops") in kept, r.stdout
+    assert not (home / "sources" / ".kept").exists()        # a dry run writes nothing
+    plan = json.loads(sk(home, "sources", "update", "ops", "--dry-run", "--json").stdout)[0]
+    assert {u["file"]: bool(u["kept"]) for u in plan["unlisted"]} == {"skills/alpha/.my-notes": False,
+                                                                      "skills/delta/notes.md": True}
+    # applying does what the dry run said
+    r = sk(home, "sources", "update", "ops", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert (folder / "alpha" / ".my-notes").read_text(encoding="utf-8") == "my notes\n"
+    assert not (folder / "delta" / "notes.md").exists()
+    assert [p.read_text(encoding="utf-8") for p in (home / "sources" / ".kept" / "ops").rglob("notes.md")] == [NOTES]

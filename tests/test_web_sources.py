@@ -384,6 +384,8 @@ def test_updating_a_source_is_a_curators_action(client):
 def test_in_chromium_update_shows_the_summary_then_apply_shows_the_new_commit(browser, lib, home, upstream, shots):
     first = locked_commit(home)
     second = move_upstream(upstream)
+    mine = home / "sources/team/skills/alpha/.my-notes"       # a person's file the lock does not list
+    mine.write_text("my notes\n", encoding="utf-8")
     with dashboard_server(lib) as base:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors: list[str] = []
@@ -397,6 +399,8 @@ def test_in_chromium_update_shows_the_summary_then_apply_shows_the_new_commit(br
         page.wait_for_selector("text=nothing has changed yet")
         changes = page.locator("section.changes").inner_text()
         assert "skills/beta" in changes and "exec.fetch-and-run" in changes and "skills/gamma" in changes
+        assert "skills/alpha/.my-notes: will be carried into the new files" in page.locator(
+            "section.unlisted").inner_text()
         page.screenshot(path=str(shots / "sources-update-summary.png"), full_page=True)
         assert locked_commit(home) == first
         phone = browser.new_page(viewport={"width": 390, "height": 844})     # neither page scrolls sideways
@@ -410,6 +414,8 @@ def test_in_chromium_update_shows_the_summary_then_apply_shows_the_new_commit(br
         page.click("button:has-text('Apply')")
         page.wait_for_selector(".result")
         assert f"updated to {second[:12]}" in page.locator(".result").inner_text()
+        assert "skills/alpha/.my-notes: carried into the new files" in page.locator("section.unlisted").inner_text()
+        assert mine.read_text(encoding="utf-8") == "my notes\n"
         assert locked_commit(home) == second
         page.click("text=Back to sources")
         page.wait_for_url(base + "/sources")

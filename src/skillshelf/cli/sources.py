@@ -182,12 +182,16 @@ def _kept_lines(label: str, kept: list[dict[str, Any]], done: bool) -> list[str]
     return lines
 
 
-def _unlisted_lines(label: str, unlisted: list[dict[str, Any]]) -> list[str]:
+def _unlisted_lines(label: str, unlisted: list[dict[str, Any]], done: bool = True) -> list[str]:
     """A person's files the update did not make workspace copies of (ones the lock does not list: hidden,
-    dependency folders, over the size bound; ones written while it ran): where each went."""
+    dependency folders, over the size bound; ones written while it ran): where each went (``done``),
+    or where each goes when the update is applied."""
     lines = []
     for u in unlisted[:20]:
-        what = f"copied to {_clean(u['kept'])}" if u["kept"] else "carried into the new files"
+        if done:
+            what = f"copied to {_clean(u['kept'])}" if u["kept"] else "carried into the new files"
+        else:
+            what = f"will be copied under {_clean(u['kept'])}" if u["kept"] else "will be carried into the new files"
         lines.append(f"  your file sources/{label}/{_clean(u['file'])} ({u['why']}, {u['problem']}): {what}")
     if len(unlisted) > 20:
         lines.append(f"  … and {len(unlisted) - 20} more of your files (see --json)")
@@ -201,13 +205,14 @@ def _print_plan(p: dict[str, Any], folder: str) -> None:
              "your edits are kept, then the source's files are put back") if p["drift"] else ""
     if not p["changes"]:
         out.print(head + (drift or " — up to date"))
-        for line in _kept_lines(p["label"], p.get("kept") or [], False):
+        for line in _kept_lines(p["label"], p.get("kept") or [], False) + _unlisted_lines(p["label"], p["unlisted"],
+                                                                                          False):
             out.print(line)
         for note in p["notes"][:10]:
             out.print(f"  note: {_clean(note)}")
         return
     out.print(head + drift)
-    for line in _kept_lines(p["label"], p.get("kept") or [], False):
+    for line in _kept_lines(p["label"], p.get("kept") or [], False) + _unlisted_lines(p["label"], p["unlisted"], False):
         out.print(line)
     for c in p["changes"]:
         line = f"  {c['change']:8} {_clean(c['path'])}"

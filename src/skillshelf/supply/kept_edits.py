@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import skill as skillmod
+from ..catalog.roots import SKIP_DIRS
 from ..errors import SkillshelfError, ValidationError
 from ..files import (
     MAX_RESOURCE_BYTES,
@@ -222,13 +223,7 @@ class KeptEdits:
         folder, tree = self.src.folder(plan.label), plan.tree
         if tree is None or not folder.is_dir():
             return []
-        listed = {f.path if s.path == "." else f"{s.path}/{f.path}" for s in plan.old.skills for f in s.files}
-        listed |= {d.file for d in plan.drift}
-        ref = self._tree(plan.old, plan.old.commit)
-        if ref is not None:
-            files = person_files.persons(folder, ref, skip=listed, since=since)
-        else:       # nothing tells upstream's from a person's: each one is kept (the same file in the new tree is not)
-            files = {rel: "unknown" for rel, _ in person_files.walk(folder) if rel not in listed}
+        files = self._persons(plan, folder, since)
         self._saw(plan.label, folder, files)
         if not files:
             return []
@@ -256,6 +251,38 @@ class KeptEdits:
         why = "a file the lock does not list"
         return ([{"file": f, "problem": files[f], "why": why, "kept": ""} for f in carried]
                 + [{"file": f, "problem": files[f], "why": why, "kept": str(made[0] / f)} for f in copied])
+
+    def _persons(self, plan: Any, folder: Path, since: float | None = None) -> dict[str, str]:
+        """A person's files in ``folder`` the lock does not list (added, changed, or ``unknown``)."""
+        listed = {f.path if s.path == "." else f"{s.path}/{f.path}" for s in plan.old.skills for f in s.files}
+        listed |= {d.file for d in plan.drift}
+        ref = self._tree(plan.old, plan.old.commit)
+        if ref is not None:
+            return person_files.persons(folder, ref, skip=listed, since=since)
+        # nothing tells upstream's from a person's: each one is kept (the same file in the new tree is not)
+        return {rel: "unknown" for rel, _ in person_files.walk(folder) if rel not in listed}
+
+    def unlisted(self, plan: Any) -> list[dict[str, str]]:
+        """What applying ``plan`` does with a person's files the lock does not list (``keep_unlisted``),
+        shown before it is applied; nothing is written. ``kept`` names the folder a copy goes under."""
+        folder, tree = self.src.folder(plan.label), plan.tree
+        if tree is None or not folder.is_dir():
+            return []
+        files = self._persons(plan, folder)
+        carried, copied = person_files.keep(folder, files, tree, Path, write=False)
+        skills = sorted((s.path for s in plan.new.skills), key=len, reverse=True)
+        for rel in list(carried):        # one the new lock would list goes aside instead (as ``_listed_in``)
+            sp = next((p for p in skills if p == "." or rel.startswith(p + "/")), None)
+            parts = (rel if sp == "." or sp is None else rel[len(sp) + 1:]).split("/")
+            with contextlib.suppress(OSError):
+                if (sp is not None and not any(p.startswith(".") or p in SKIP_DIRS for p in parts)
+                        and (folder / rel).stat().st_size <= MAX_RESOURCE_BYTES):
+                    carried.remove(rel)
+                    copied.append(rel)
+        where = str(self.src.base / ".kept" / plan.label)
+        why = "a file the lock does not list"
+        return ([{"file": f, "problem": files[f], "why": why, "kept": ""} for f in carried]
+                + [{"file": f, "problem": files[f], "why": why, "kept": where} for f in sorted(copied)])
 
     @staticmethod
     def _listed_in(entry: lockmod.SourceEntry, tree: Path, files: list[str]) -> list[str]:

@@ -238,11 +238,11 @@ def persons(folder: Path, tree: Tree, *, skip: Collection[str] = (), since: floa
 
 
 def keep(folder: Path, files: dict[str, str], new_tree: Path | None, dest: Callable[[], Path], *,
-         carry: bool = True) -> tuple[list[str], list[str]]:
+         carry: bool = True, write: bool = True) -> tuple[list[str], list[str]]:
     """A person's ``files`` of ``folder`` kept before the folder is replaced by ``new_tree``: one
     already in the new tree (the same file, linked) stays; one the new tree has no file at is
     carried into it (with ``carry``); any other is copied under ``dest()`` (made once, when one
-    is). Returns (carried, copied)."""
+    is). Returns (carried, copied). Without ``write``, what it would do, writing nothing."""
     carried: list[str] = []
     copied: list[str] = []
     made: list[Path] = []
@@ -263,9 +263,13 @@ def keep(folder: Path, files: dict[str, str], new_tree: Path | None, dest: Calla
             except OSError:
                 pass
         elif carry and there is not None and not any(p.is_file() for p in there.parents if p != new_tree):
-            there.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, there)
+            if write:
+                there.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, there)
             carried.append(rel)
+            continue
+        if not write:
+            copied.append(rel)
             continue
         if not made:
             made.append(dest())

@@ -523,6 +523,7 @@ class Sources:
         plan.seconds["audit"] = time.perf_counter() - t0
         plan.unreadable = lockmod.unreadable(tree, [c.path for c in plan.changes if c.change != "removed"])
         self.edits.plan(plan)
+        plan.unlisted = self.kept.unlisted(plan) if plan.moved else []   # (what applying it does with them)
         return plan
 
     def apply(self, plan: UpdatePlan, *, progress: dict | None = None, caller: Caller | None = None) -> UpdatePlan:

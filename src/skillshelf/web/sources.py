@@ -79,7 +79,9 @@ def _summary(d: dict[str, Any]) -> dict[str, Any]:
     return dict(d, changes=changes, changes_total=len(d["changes"]), notes=[shown_all(n) for n in d["notes"]],
                 drift=d["drift"][:DRIFT_SHOWN], drift_total=len(d["drift"]),
                 kept=[dict(k, skill=shown_all(k["skill"]), name=shown_all(k["name"]), kept=shown_all(k["kept"]),
-                           note=shown_all(k["note"])) for k in d.get("kept") or []])
+                           note=shown_all(k["note"])) for k in d.get("kept") or []],
+                unlisted=[dict(u, file=shown_all(u["file"]), kept=shown_all(u["kept"]))
+                          for u in (d.get("unlisted") or [])[:DRIFT_SHOWN]], unlisted_total=len(d.get("unlisted") or []))
 
 
 def _failed(exc: SkillshelfError) -> Response:
