@@ -198,7 +198,8 @@ IDENTITY = re.compile(rb"(?:^|\s)(?:-i|--identity(?:-file)?|identityfile|-o\s*id
 _RM = (rb"(?<![\w-])rm\s+(?:-{1,2}[\w-]{1,20}\s+){0,4}(?:-{1,2}[\w-]{0,20}r\w{0,10}|--recursive)\s+"
        rb"(?:-{1,2}[\w-]{1,20}\s+){0,4}")
 DESTRUCTIVE = [
-    (re.compile(_RM + rb"[\"']?(?P<t>/\*?|~/?\*?|\$home/?\*?|\$\{home\}/?\*?|%userprofile%|"
+    # any of its targets (``rm -rf build /srv/*``), not only the first
+    (re.compile(_RM + rb"(?:[^\s;&|<>]{1,200}\s+){0,8}?[\"']?(?P<t>/\*?|~/?\*?|\$home/?\*?|\$\{home\}/?\*?|%userprofile%|"
                 rb"/(?:bin|boot|dev|etc|home|lib|lib64|opt|root|sbin|srv|sys|usr|var|users|system|library|"
                 rb"applications)/?\*?)[\"']?(?=[\s;&|)]|$)"), "deletes {t} recursively"),
     (re.compile(_RM + rb"--no-preserve-root\b"), "deletes with --no-preserve-root"),
@@ -222,7 +223,9 @@ DESTRUCTIVE = [
                 rb"wbadmin(?:\.exe)?\s+delete\s+(?:catalog|systemstatebackup|backup))\b"),
      "deletes the system's shadow copies or backups"),
     (re.compile(rb"(?:^|[\s;&|])format\s+[a-z]:(?=[\s;&|/]|$)"), "formats a drive"),
-    (re.compile(rb"(?:^|[\s;&|])find\s+(?:/|~|\$home)\s+[^\n|;&]{0,200}?-delete\b"),
+    # find from the root or the home folder (quoted or not) deleting what it finds (-delete, -exec rm)
+    (re.compile(rb"(?:^|[\s;&|])find\s+[\"']?(?:/|~|\$home|\$\{home\})/?[\"']?\s+[^\n|;&]{0,200}?"
+                rb"(?:-delete\b|-exec(?:dir)?\s+rm\s)"),
      "deletes files found across the whole disk or home folder"),
 ]
 
