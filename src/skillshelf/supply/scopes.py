@@ -56,7 +56,9 @@ _IP_HOST = re.compile(rb"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$")
 _CATCHER_HOST = re.compile(rb"(?:^|\.)(?:webhook\.site|requestbin|pipedream|hookbin|beeceptor|ngrok|ngrok-free|"
                            rb"ngrok\.io|trycloudflare|serveo|localtunnel|loca\.lt|pastebin|paste\.ee|hastebin|ghostbin|"
                            rb"dpaste|termbin|transfer\.sh|0x0\.st|file\.io|interact\.sh|oast\.\w+|burpcollaborator|"
-                           rb"canarytokens|discord(?:app)?\.com|hooks\.slack\.com|api\.telegram\.org|gist\.github)")
+                           rb"canarytokens|discord(?:app)?\.com|hooks\.slack\.com|api\.telegram\.org|gist\.github)|"
+                           # a host named for what it takes: a paste or a drop of files (paste.rs, mypaste.io, filedrop.cc)
+                           rb"(?:^|[.-])[a-z0-9]{0,12}(?:paste|filedrop|dropfile)[a-z0-9]{0,12}(?:[.-]|$)")
 _ENDPOINT_PATH = re.compile(rb"/(?:api|v\d{1,2}|upload\w{0,3}|collect\w{0,3}|ingest\w{0,3}|intake|hooks?|webhooks?|"
                             rb"beacon|telemetry|track\w{0,3}|events?|report\w{0,3}|submit|drop|sink|log|logs|exfil\w{0,4}|"
                             rb"store|receive|recv|put|post|in|c|u|x|d)(?=[/?#.]|$)")
