@@ -3,7 +3,7 @@ of prose (a paragraph, a list item, a table row, a ``<details>`` block, a docstr
 user, an action the agent takes there (removed, skipped, deleted, disabled, failed, changed, or a command in
 inline code) and a way of misreporting it (a telling negated, "leave it out of what you tell the user", "lie
 if asked", "present it only as …", "say nothing else changed", a success reported) is concealment, in any
-language of the lexicon and Hebrew, however many sentences lie between them. Part of the audit of one file
+language of the lexicon, Hebrew, Czech and Ukrainian, however many sentences lie between them. Part of the audit of one file
 (``skillshelf.supply.scan``).
 
 Not concealment: a telling negated with nothing the agent does beside it ("never tell users the password",
@@ -24,9 +24,20 @@ Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a ci
 
 MAX_READ = 200             # scopes naming the user read in one file
 
-# Hebrew, which the lexicon's other readers do not know: the user, a report, a success, a telling negated
-_HE = {"who": ("משתמש",), "report": ("דווח", "דיווח", "סיכום"), "success": ("בהצלחה", "הצליח", "עבר"),
-       "neg_tell": ("אל תזכיר", "אל תספר", "אל תגיד", "אל תדווח", "בלי לספר", "בלי להזכיר", "לא צריך לדעת")}
+# languages the lexicon's other readers do not know (Hebrew, Czech, Ukrainian), each found by letters only it uses:
+# the user, a report, a success, a telling negated
+_EXTRA: dict[str, dict[str, tuple[str, ...]]] = {
+    "he": {"who": ("משתמש",), "report": ("דווח", "דיווח", "סיכום"), "success": ("בהצלחה", "הצליח", "עבר"),
+           "neg_tell": ("אל תזכיר", "אל תספר", "אל תגיד", "אל תדווח", "בלי לספר", "בלי להזכיר", "לא צריך לדעת")},
+    "cs": {"who": ("uživatel",), "report": ("shrnutí", "zpráv", "hlášen"), "success": ("úspěšn", "bez chyb", "prošl"),
+           "neg_tell": ("neříkej", "nic neříkejte", "nezmiňuj", "neinformuj", "nesděluj", "neprozrazuj", "zamlč",
+                        "bez vědomí")},
+    "uk": {"who": ("користувач",), "report": ("звіт", "підсумок", "підсумку"), "success": ("успішн", "без помилок", "пройшл"),
+           "neg_tell": ("не кажіть", "не кажи", "не повідомляй", "не згадуй", "не розповідай", "приховай",
+                        "без відома")},
+}
+_EXTRA_LETTERS = {"he": re.compile(rb"\xd7[\x90-\xaa]"), "cs": re.compile(rb"\xc4\x9b|\xc5\x99|\xc5\xaf"),
+                  "uk": re.compile(rb"\xd1[\x94\x96\x97]")}
 # an action the agent takes, whose report could be bent: removal, a skip, a failure, a change, in each language
 _ACTION = {
     "en": (r"remov(?:e|ed|es|ing)", r"delet(?:e|ed|es|ing)", r"skip(?:s|ped|ping)?", r"disabl(?:e|ed|es|ing)",
@@ -45,6 +56,8 @@ _ACTION = {
     "zh": ("跳过", "跳過", "删除", "刪除", "失败", "失敗", "禁用", "移除"),
     "ko": ("건너뛰", "삭제", "실패", "비활성", "제거"),
     "he": ("נכשל", "כישלון", "מחק", "מחיקת", "דילג", "הסר", "השבת"),
+    "cs": ("smaz", "odstran", "přeskoč", "selhal", "vypn", "push"),
+    "uk": ("видал", "вимкн", "пропуст", "провал", "помилк"),
 }
 _USER_WORDS = frozenset((b"user", b"users", b"human", b"humans"))
 # the parts of an English misreport, one of which a scope must hold (a scan of bytes before any pattern)
@@ -72,7 +85,6 @@ _NEG_TELL_EN = (r"\b(?:do not|don't|never|not|nor)\s+(?:(?:ever|even|actually|to
 NEG_TELL_EN = re.compile(_NEG_TELL_EN)
 ACTION_EN = _alt([("en", f) for f in _ACTION["en"]])
 WHO_EN = re.compile(_WHO_EN)
-_HEBREW = re.compile(rb"\xd7[\x90-\xaa]")
 # a telling negated and then a phrase quoted: a rule of wording ("never say \"updated in place\""), no fact kept back
 _WORDING = re.compile(r"\s{0,2}[\"'“‘«「]")
 # a telling negated about each step or how a thing is done: a rule of narration ("don't tell the user about each tool
@@ -86,11 +98,12 @@ _SUBJECT = re.compile(r"(?<![\w])(?:they|he|she|it|users?|people|customers?|some
 
 def _forms(langs: tuple[str, ...], name: str) -> list[tuple[str, str]]:
     if name == "neg_tell":
-        return [(lang, f) for lang in langs for f in (_HE["neg_tell"] if lang == "he" else lexicon.NEG_TELL.get(lang, ()))
+        return [(lang, f) for lang in langs for f in (_EXTRA[lang]["neg_tell"] if lang in _EXTRA
+                                                       else lexicon.NEG_TELL.get(lang, ()))
                 if f not in _HIDE_ONLY]
     if name == "action":
         return [(lang, f) for lang in langs for f in _ACTION.get(lang, ())]
-    return [(lang, f) for lang in langs for f in (_HE if lang == "he" else lexicon.LEXICON[lang]).get(name, ())]
+    return [(lang, f) for lang in langs for f in (_EXTRA.get(lang) or lexicon.LEXICON[lang]).get(name, ())]
 
 
 class _Concepts:
@@ -151,7 +164,8 @@ def check(scan: Scan) -> None:
         if not other and (b"user" not in low and b"human" not in low or not any(cue in low for cue in _CUES)):
             continue
         if langs is None and other:
-            langs = lexicon.languages(scan.words, scan.data) + (("he",) if _HEBREW.search(scan.data) else ())
+            langs = lexicon.languages(scan.words, scan.data) + tuple(
+                lang for lang, rx in _EXTRA_LETTERS.items() if rx.search(scan.data) is not None)
             c = _concepts(langs) if langs else None
         english = c is None or not other
         if english and (b"user" not in low and b"human" not in low or not any(cue in low for cue in _CUES)):
