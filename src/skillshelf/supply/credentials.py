@@ -45,6 +45,7 @@ FORMATS = (
     Format("a Stripe key", ("live",), rb"[sr]k_live_[0-9A-Za-z]{20,120}" + _END),
     Format("a Hugging Face token", ("hf",), rb"hf_[A-Za-z0-9]{34}" + _END),
     Format("an npm token", ("npm",), rb"npm_[A-Za-z0-9]{36}" + _END),
+    Format("a RubyGems key", ("rubygems",), rb"rubygems_[a-f0-9]{48}" + _END),
     Format("a PyPI token", ("pypi",), rb"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,300}" + _END),
     Format("a Twilio key", ("twilio",), _START + rb"(?:SK|AC)[0-9a-f]{32}" + _END),
     Format("a SendGrid key", ("sg",), rb"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _END),
@@ -61,7 +62,12 @@ _STARTS = tuple(s for f in FORMATS for s in f.starts)
 # what a token is used for: pushing, posting, uploading, publishing (any language a skill bundles)
 PUSH = re.compile(P.PUSH.pattern + rb"|[\"'](?:post|put|patch)[\"']|\bhttp\.(?:post|newrequest)\b|\bnet::http::post\b|"
                   rb"\.post(?:_form)?\(|\bupload_\w{1,20}\(|\bput_object\b|\bpublish\b|--mirror\b|\bcreate_(?:gist|repo)\b|"
-                  rb"\binvoke-restmethod\b|\bhuggingface-cli\s+upload\b")
+                  rb"\binvoke-restmethod\b|\bhuggingface-cli\s+upload\b|"
+                  # publishing and storing by any build tool's or SDK's name (publishTo, putObject, publishing { … })
+                  rb"\bpublish\w{1,20}|\bput_?object\w{0,8}\b")
+# files a tool reads its credentials from: a token there is used by every publish or push the tool makes
+TOOL_CREDENTIALS = frozenset((".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", ".netrc", "_netrc", ".git-credentials",
+                              ".gem/credentials", ".docker/config.json", ".m2/settings.xml", ".gradle/gradle.properties"))
 MAX_FILE_PUSH = 200_000      # how far through a file a push is looked for (a script; a long file: its start)
 
 
@@ -116,7 +122,10 @@ def check(scan: Scan) -> None:
         push = PUSH.search(scan.low, ws, we)
         if push is None:
             push = _push_in_code(scan, at)
-        sev, note = ("high", "") if push else ("medium", "")
+        tool_file = push is None and _tool_credentials(scan.file)
+        sev, note = ("high", "") if push else ("high", (f" in {scan.file.rsplit('/', 1)[-1]}, the file a tool reads its "
+                                                           "credentials from: every publish or push it makes uses it")) \
+            if tool_file else ("medium", "")
         if scan.hidden_at(at):
             sev, note = "high", f" — {scan.hidden_at(at)}"
         elif scan.kind == "markdown" and (scan.near_negation(at, ls, le) or scan.section_is_about_attacks(at)):
@@ -127,11 +136,17 @@ def check(scan: Scan) -> None:
                  + (f", used to push or post ({what})" if push else "") + note, excerpt=line)
 
 
+def _tool_credentials(name: str) -> bool:
+    """``name`` (a path in the skill) is a file a tool reads its credentials from (``.npmrc``, ``.pypirc``, ``.netrc``…)."""
+    low = name.lower().replace("\\", "/")
+    return any(low == f or low.endswith("/" + f) for f in TOOL_CREDENTIALS)
+
+
 def _body(tok: bytes) -> bytes:
     """The random part of a token: after its last separator of a known prefix."""
     tok = tok.rsplit(b"/", 1)[-1]
     m = re.match(rb"(?:gh[pousr]_|github_pat_|gl(?:pat|dt|rt|ptt)-|xox[a-z]-|sk-(?:ant-(?:api|admin)\d\d-|proj-|or-v1-|"
-                 rb"svcacct-)?|[sr]k_live_|hf_|npm_|pypi-AgEIcHlwaS5vcmc|SG\.|do[opr]_v1_|shp[a-z]{2}_|GOCSPX-|:AA|AKIA|ASIA|AIza)",
+                 rb"svcacct-)?|[sr]k_live_|hf_|npm_|rubygems_|pypi-AgEIcHlwaS5vcmc|SG\.|do[opr]_v1_|shp[a-z]{2}_|GOCSPX-|:AA|AKIA|ASIA|AIza)",
                  tok)
     return tok[m.end():] if m else tok
 
