@@ -719,6 +719,35 @@ def test_your_edits_of_a_skills_other_files_are_merged_with_upstream(tmp_path, u
     assert (copy / "scripts" / "deploy.sh").read_text(encoding="utf-8") == "#!/bin/bash\nset -e\necho deploy\necho mine\n"
 
 
+def test_merging_your_copys_other_files_waits_for_a_writer_holding_the_copys_lock(tmp_path, upstream):
+    """A writer of the copy (a save through skillshelf) holds its lock: the merge reads the file
+    after that write, never from before it, and so never writes over it."""
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "team").returncode == 0
+    edit_as_person(home, "beta", "Run the gizmo deploy.", "Run the gizmo deploy (my way).")
+    script = home / "skills" / "beta" / "scripts" / "deploy.sh"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\necho deploy\necho mine\n", encoding="utf-8")
+    upstream.write("skills/beta/scripts/deploy.sh", "#!/bin/sh\nset -e\necho deploy\n")
+    upstream.commit("set -e")
+    upstream.push()
+    taken = threading.Event()
+    with Library(home=home, embedder=FakeEmbedder(), auto_sync=False) as lib:
+        def a_save_while_the_update_runs() -> None:
+            with lib.evolver.holding("beta"):
+                taken.set()
+                threading.Event().wait(3)
+                script.write_text("#!/bin/sh\necho deploy\necho mine\necho more\n", encoding="utf-8")
+
+        writer = threading.Thread(target=a_save_while_the_update_runs)
+        with lib.sources.planning(["team"]) as plans:
+            writer.start()
+            assert taken.wait(10)
+            lib.sources.apply(plans[0])
+        writer.join()
+    assert script.read_text(encoding="utf-8") == "#!/bin/sh\nset -e\necho deploy\necho mine\necho more\n"
+
+
 def test_a_pinned_sources_merge_into_your_copy_waits_for_a_person(tmp_path, upstream):
     home = tmp_path / "home"
     assert sk(home, "sources", "add", upstream.url, "--name", "team", "--pin").returncode == 0

@@ -79,6 +79,10 @@ class Evolver:
     def overlays(self) -> Any:
         return self._overlays if self._overlays is not None else self.ports.overlays
 
+    def holding(self, name: str) -> Any:
+        """The lock every writer of the skill ``name`` holds (a context manager; not re-entrant)."""
+        return self._lock(_lock_key(name))
+
     # lookups --------------------------------------------------------------------------------
     def _find(self, name: str):
         rows = self.ports.rows_by_name(name)

@@ -247,7 +247,14 @@ class EditedCopies:
             write_file(target, text)
 
     def merge_files(self, plan: Any, c: Any) -> None:
-        """Write the merged files into the copy and keep upstream's as the next base."""
+        """Write the merged files into the copy and keep upstream's as the next base; each read,
+        merged and written with the copy's lock held (as every writer of the copy holds it)."""
+        if not c.file_edits:
+            return
+        with self.src._evolver().holding(c.copy):
+            self._merge_files(plan, c)
+
+    def _merge_files(self, plan: Any, c: Any) -> None:
         for fe in c.file_edits:
             if fe.edit == "merged" and fe.target is not None and fe.theirs is not None:
                 now = _read(fe.target)       # a person may have changed it while the update waited
