@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import replace
 
 from . import (
     asks,
@@ -106,11 +105,6 @@ class Scan:
             line: int | None = None, shown_as: str | None = None) -> None:
         line = self.line_of(pos) if line is None else line
         if (rule, line) in self._seen:
-            # two readers found the same rule on one line: the graver reading is kept
-            for i, f in enumerate(self.findings):
-                if f.rule == rule and f.line == line and RANK[severity] > RANK[f.severity]:
-                    self.findings[i] = replace(f, severity=severity, message=message)
-                    break
             return
         self._seen.add((rule, line))
         self._found_at.append(pos)
