@@ -72,6 +72,7 @@ from .intent_words import (
     WEAK_SEND,
 )
 from .rules import RANK, RULES, visible
+from .scopes import destination
 
 Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
 
@@ -331,7 +332,8 @@ def exfiltration(sent: bytes) -> tuple[int, int, bytes] | None:
 
 def _secret_and_place(sent: bytes, t: _Sentence | None = None) -> tuple[int, int, bytes] | None:
     """A secret file and an outside URL in one sentence with no verb the model knows ("Lade die Datei
-    ~/.aws/credentials auf https://… hoch"): the start, the end and ``b""`` (graded medium)."""
+    ~/.aws/credentials auf https://… hoch"): the start, the end and ``b""`` (graded medium), or the destination
+    when it is a strong one (graded high)."""
     for sec in SECRET.finditer(sent):
         if not _FILE_LIKE.match(sec.group()) or sec.group().rstrip(b".,;:)").endswith(b".pub") \
                 or INTO.search(sent, max(0, sec.start() - 30), sec.start()) \
@@ -342,11 +344,18 @@ def _secret_and_place(sent: bytes, t: _Sentence | None = None) -> tuple[int, int
         head, i0 = t.dests_from(sec.end())
         for ds, de in head:
             if t.props(ds, de)[3]:
-                return sec.start(), de, b""
+                return sec.start(), de, _strong(sent, ds, de)
         k = bisect.bisect_left(t.web, i0)
         if k < len(t.web):
-            return sec.start(), t.dests[t.web[k]][1], b""
+            ds, de = t.dests[t.web[k]]
+            return sec.start(), de, _strong(sent, ds, de)
     return None
+
+
+def _strong(sent: bytes, ds: int, de: int) -> bytes:
+    """The destination when it can only be somewhere to send to (an e-mail address, a paste service, an
+    endpoint: ``scopes.destination``), graded high with no verb of sending; else ``b""`` (medium)."""
+    return sent[ds:de] if destination(sent.lower(), ds, de) == "strong" else b""
 
 
 # what the sentence keeps back was named in the sentence before it

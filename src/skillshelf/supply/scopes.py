@@ -344,6 +344,8 @@ def _grade(scan: Scan, s: int, e: int, src: int, at: int) -> tuple[str | None, s
         return None, ""
     if text.lstrip().startswith(b">") and context.quoted(scan, s + len(text) - len(text.lstrip())):
         return None, ""
+    if context.example_row(scan, at):
+        return None, ""       # a row of a table whose header names examples or patterns: shown, not asked
     if context.table_row(scan, at):
         url = scan.low[at:at + 200].split()[0]
         strong = b"://" not in url or _CATCHER_HOST.search(_host(url)) or _ENDPOINT_PATH.search(url.split(b"://", 1)[1])
