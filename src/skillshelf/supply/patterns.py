@@ -33,8 +33,8 @@ TRIG_COMMANDS = [re.compile(p) for p in (
     rb"<\(\s{0,4}(?:curl|wget|iwr|irm)", rb"`\s{0,4}(?:curl|wget)", rb"iex\b", rb"invoke-", rb"exec\s{0,4}\(",
     rb"eval\s{0,4}\(", rb"atob", rb"-e(?:c|n[a-z]{0,12})?[\"']?(?:\s{1,4}|[\"']?\s{0,3},\s{0,3}[\"']?|:)[a-z0-9+/=]{40}",
     rb"-e(?:c|n[a-z]{0,12})?[\s:]{1,4}(?:\$[({]?|%)[a-z_]",
-    rb"(?:&&|;)\s{0,4}(?:sudo\s+)?(?:(?:ba|z|k|da)?sh\s|\./|chmod|python|node\s|ruby\s|perl\s|lua|php\s|rscript\s|"
-    rb"pwsh\s|tclsh\s|julia\s)", rb"download(?:string|file)", rb"instance_eval",
+    (rb"(?:&&|;)\s{0,4}(?:sudo\s+)?(?:(?:ba|z|k|da)?sh\s|\./|chmod|python|node\s|ruby\s|perl\s|lua|php\s|rscript\s|"
+     rb"pwsh\s|tclsh\s|julia\s)"), rb"download(?:string|file)", rb"instance_eval",
     rb"deno\s+run", rb"npx\s", rb"bunx\s", rb"dlx\s",
 )] + [_CHMOD]
 TRIG_PUBLISH = [re.compile(p) for p in (rb"gist", rb"paste", rb"issue", rb"comment", rb"discussion", rb"public\s+repo")]
