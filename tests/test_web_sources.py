@@ -214,9 +214,10 @@ def test_a_persons_edit_is_shown_as_merged_before_and_after(client, lib, home, u
     second = upstream.commit("a week")
     upstream.push()
     html = main_of(post(client, "/sources/team/update").text)
-    assert "upstream&#39;s change will be merged into it" in html
+    assert "<strong>alpha</strong>: upstream&#39;s change will be merged into it" in html     # the copy's name
+    assert "built-in method" not in html
     html = main_of(post(client, "/sources/team/update", apply="1", **{"from": first, "to": second}).text)
-    assert "upstream&#39;s change merged into it" in html
+    assert "<strong>alpha</strong>: upstream&#39;s change merged into it" in html
     mine = (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8")
     assert "(staging first)" in mine and "for a week" in mine
 
