@@ -537,6 +537,34 @@ def test_remove_forgets_the_source_but_keeps_your_copies(tmp_path, upstream):
     assert ids == ["workspace:alpha"]
 
 
+def test_remove_keeps_your_edits_and_files_in_the_sources_folder(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "team").returncode == 0
+    folder = home / "sources" / "team" / "skills"
+    edited = (folder / "alpha" / "SKILL.md").read_text(encoding="utf-8") + "\nMy own step.\n"
+    (folder / "alpha" / "SKILL.md").write_text(edited, encoding="utf-8")          # an editor's save in place
+    (folder / "alpha" / "NOTES.md").write_text("my notes\n", encoding="utf-8")    # a file of mine
+    (folder / "beta" / ".mine").write_text("hidden mine\n", encoding="utf-8")      # one the lock never lists
+    r = sk(home, "sources", "remove", "team", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert not (home / "sources/team").exists()
+    (kept,) = (home / "sources" / ".kept" / "team").iterdir()
+    assert f"3 file(s) of yours from its folder kept in {kept}" in r.stdout, r.stdout
+    assert (kept / "skills/alpha/SKILL.md").read_text(encoding="utf-8") == edited
+    assert (kept / "skills/alpha/NOTES.md").read_text(encoding="utf-8") == "my notes\n"
+    assert (kept / "skills/beta/.mine").read_text(encoding="utf-8") == "hidden mine\n"
+    assert not (kept / "skills/beta/SKILL.md").exists()            # upstream's own files are not kept
+    assert not (kept / "README.md").exists()
+
+
+def test_remove_of_an_untouched_source_keeps_nothing(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "team").returncode == 0
+    r = sk(home, "sources", "remove", "team", "--yes")
+    assert r.returncode == 0 and r.stdout.strip() == "removed team", r.stdout
+    assert not (home / "sources" / ".kept").exists()
+
+
 def test_the_lock_holds_the_digests_skills_list_serves(tmp_path, upstream):
     """Per skill, the lock's files and sha256 are those of the Skills Extension's manifest."""
     upstream.write("skills/beta/.hidden", "not served\n")

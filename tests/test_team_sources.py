@@ -95,13 +95,18 @@ def test_a_curators_add_update_and_remove_reach_every_server(tmp_path, pg_url, u
         assert "rotate each key twice" in (skill_text(c, "gamma") and skill_text(c, "alpha") or "")
         assert locked_commit(home_c) == second
 
-        # the curator removes it on A: gone from B (and C), folder, root and lock entry
+        # the curator removes it on A: gone from B (and C), folder, root and lock entry; a file a person
+        # wrote in B's folder is kept there first
+        (home_b / "sources" / "coll" / "alpha" / "NOTES.md").write_text("b's notes\n", encoding="utf-8")
         r = cli(home_a, pg_url, "sources", "remove", "coll", "--yes")
         assert r.returncode == 0, r.stdout + r.stderr
         for lib, home in ((b, home_b), (c, home_c)):
             assert until(lambda lib=lib: skill_text(lib, "alpha") is None, WAIT) is not None
             assert not (home / "sources" / "coll").exists()
             assert lib.sources.entries() == [] and locked_commit(home) is None
+        kept = [p.read_text(encoding="utf-8") for p in (home_b / "sources" / ".kept").rglob("NOTES.md")]
+        assert kept == ["b's notes\n"]
+        assert not (home_c / "sources" / ".kept").exists()
     finally:
         b.close()
         if c is not None:

@@ -307,12 +307,15 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
 @sources_app.command("remove")
 def sources_remove(label: str = typer.Argument(..., metavar="LABEL"),
                    yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
-    """Forget a source: its folder, its root and its lock entry (your workspace copies stay)."""
+    """Forget a source: its folder, its root and its lock entry (your workspace copies stay; your edits
+    and files in its folder are copied to sources/.kept/ first)."""
     lib = _lib()
     e = lib.sources.entry(label)
-    _ask(f"remove {label} ({len(e.skills)} skills from {e.summary()['url']})?", yes, f"{label} not removed")
-    lib.sources.remove(label)
-    out.print(f"removed {label}")
+    _ask(f"remove {label} ({len(e.skills)} skills from {e.summary()['url']}; your edits in its folder, if any, are "
+         f"copied to sources/.kept/{label}/ first)?", yes, f"{label} not removed")
+    res = lib.sources.remove(label)
+    out.print(f"removed {label}" + (f"; {res['kept_files']} file(s) of yours from its folder kept in {res['kept']}"
+                                    if res["kept"] else ""))
 
 
 @sources_app.command("restore")

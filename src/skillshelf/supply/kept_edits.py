@@ -168,13 +168,26 @@ class KeptEdits:
                                               "run the update again") from None
         return kept
 
-    def aside_drift(self, entry: lockmod.SourceEntry, installed: str | None, tree: Path | None) -> Path | None:
+    def before_removal(self, entry: lockmod.SourceEntry, installed: str | None) -> Path | None:
+        """Before a source's folder is removed: a person's edits and files in it (told from the commit
+        it holds, ``installed``) copied to ``sources/.kept/LABEL/<time>/``; where, or None."""
+        if not self.src.folder(entry.label).is_dir():
+            return None
+        try:
+            return self.aside_drift(entry, installed, None, say=False)
+        except OSError as exc:
+            raise SkillshelfError(f"your files in {self.src.folder(entry.label)} could not be kept before removing "
+                                  f"it: {exc.strerror or exc}", fix="free some space (or copy the folder "
+                                  "elsewhere) and remove the source again") from None
+
+    def aside_drift(self, entry: lockmod.SourceEntry, installed: str | None, tree: Path | None, *,
+                    say: bool = True) -> Path | None:
         """A team server about to put ``tree`` (the team's next commit of ``entry``) in place: the
         files of its folder a person changed or added, told from the commit the folder holds
         (``installed``: the home's lock when it names that commit, and that commit's tree in the git
         cache), copied to ``sources/.kept/LABEL/<time>/`` and named on stderr; a person's file the
         new tree holds already (linked) stays. When nothing tells, every file is copied. None when
-        nothing was copied."""
+        nothing was copied. (``tree`` None: the folder is about to be removed; ``say``: named on stderr.)"""
         label, folder = entry.label, self.src.folder(entry.label)
         try:
             old = next((e for e in lockmod.read(self.src.lock_path) if e.label == label), None)
@@ -199,8 +212,8 @@ class KeptEdits:
             return made[-1]
 
         _, copied = person_files.keep(folder, files, tree, dest, carry=False)
-        if not copied:
-            return None
+        if not copied or not say:
+            return made[0] if copied else None
         print(f"skillshelf: {len(copied)} file(s) edited in {folder} kept in {made[0]} before the team's lock put "
               "the source's files back (edit a source's skill through skillshelf to make a workspace copy)",
               file=sys.stderr)

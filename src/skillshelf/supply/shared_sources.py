@@ -135,7 +135,11 @@ class SharedSources:
             for label in sorted((set(team) | mine) if labels is None else set(labels)):
                 e = team.get(label)
                 if e is None:
-                    if label in mine:           # removed from the team's lock
+                    if label in mine:           # removed from the team's lock: a person's files kept first
+                        old = next((x for x in lockmod.read(src.lock_path) if x.label == label), None)
+                        if old is not None and (kept := src.kept.before_removal(old, state[label].get("installed"))):
+                            print(f"skillshelf: your files in {src.folder(label)} kept in {kept} before the "
+                                  f"team removed the source {label}", file=sys.stderr)
                         src._drop_local(label)
                         changed.append(label)
                     continue

@@ -425,6 +425,7 @@ class Sources:
             if entry is None:
                 self.entry(label)          # raises, naming the labels
                 raise AssertionError
+            kept = self.kept.before_removal(entry, entry.commit)      # before anything is forgotten
             root = self._root_label(label)
             if self.shared is not None:     # the team's lock first: a refusal leaves everything as it was
                 self._write_lock(entries, [e for e in entries if e.label != label], caller=caller)
@@ -435,7 +436,8 @@ class Sources:
             self._drop_local(label)
         self._reroot()
         self._sync()
-        return {**entry.summary(), "removed": True}
+        return {**entry.summary(), "removed": True, "kept": str(kept) if kept else "",
+                "kept_files": sum(1 for p in kept.rglob("*") if p.is_file()) if kept else 0}
 
     def _drop_local(self, label: str) -> None:
         """This server's copy of a source: its saved root, folder, git cache and kept bases."""
