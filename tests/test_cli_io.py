@@ -42,6 +42,15 @@ def test_import_dry_run_into_a_new_home_creates_nothing(tmp_path):
     assert not home.exists()
 
 
+def test_a_dry_run_says_what_would_not_be_imported_not_what_was_not(tmp_path):
+    src = tmp_path / "src"
+    write_skill(src, "one", description="one skill")
+    write_skill(src, "bad", description="")
+    r = cli(tmp_path / "home", "import", str(src), "--dry-run")
+    assert r.returncode == 1
+    assert "error: some skills would not be imported" in r.stderr and "were not imported" not in r.stderr, r.stderr
+
+
 def test_import_quiet_lists_only_what_was_not_taken(tmp_path):
     src = tmp_path / "src"
     write_skill(src, "one", description="one skill")

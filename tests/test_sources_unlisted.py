@@ -208,6 +208,7 @@ def test_a_dry_run_names_the_persons_unlisted_files_and_what_the_update_will_do_
     assert "will be carried into the new files" in carried, r.stdout
     assert "will be copied under" in kept and str(home / "sources" / ".kept" / "ops") in kept, r.stdout
     assert not (home / "sources" / ".kept").exists()        # a dry run writes nothing
+    assert "dry run: nothing was changed (apply with `skillshelf sources update ops --yes`)" in r.stdout
     plan = json.loads(sk(home, "sources", "update", "ops", "--dry-run", "--json").stdout)[0]
     assert {u["file"]: bool(u["kept"]) for u in plan["unlisted"]} == {"skills/alpha/.my-notes": False,
                                                                       "skills/delta/notes.md": True}

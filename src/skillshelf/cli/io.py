@@ -126,7 +126,7 @@ def import_(
         out.print(f"{'dry run: ' if rep.dry_run else ''}{n} skill{'s' if n != 1 else ''} in {rep.source} "
                   f"({rep.kind}): {counts}{where}" + ("; nothing was written" if rep.dry_run else ""))
         if not rep.ok:
-            err.print("error: some skills were not imported (see above): fix or rename them, or pass --replace "
-                      "for names already taken")
+            err.print(f"error: some skills {'would not be' if rep.dry_run else 'were not'} imported (see above): fix "
+                      "or rename them, or pass --replace for names already taken")
     if not rep.ok:
         raise typer.Exit(1)

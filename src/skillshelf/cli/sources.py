@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -300,6 +301,10 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
                                       f"({_clean(fe['note'])})")
     if json_out:
         _json(results)
+    elif dry_run and len(results) > failed:
+        out.print("dry run: nothing was changed (apply with `skillshelf sources update"
+                  + "".join(f" {shlex.quote(lb)}" for lb in labels or ()) + (f" --to {shlex.quote(to)}" if to else "")
+                  + " --yes`)")
     if failed:
         raise typer.Exit(1)
 
