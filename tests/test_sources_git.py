@@ -852,3 +852,16 @@ def test_an_unreachable_source_does_not_stop_the_others_update(tmp_path, upstrea
     assert after == {"team": new, "gone": before["gone"]}
     r = sk(home, "sources", "update", "gone", "--yes")        # asked by name: its error is the command's
     assert r.returncode == 1 and "cannot fetch" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_repository_with_no_commits_or_no_default_branch_is_named_as_such(tmp_path, upstream):
+    empty = tmp_path / "empty.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(empty)], check=True)
+    r = sk(tmp_path / "home", "sources", "add", empty.as_uri(), "--name", "e")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"{empty.as_uri()} has no commits yet — push a commit" in r.stderr, r.stderr
+    subprocess.run(["git", f"--git-dir={upstream.bare}", "symbolic-ref", "HEAD", "refs/heads/gone"], check=True)
+    r = sk(tmp_path / "home", "sources", "add", upstream.url, "--name", "ops")
+    assert r.returncode == 1 and "has no default branch" in r.stderr and "--ref" in r.stderr, r.stderr
+    r = sk(tmp_path / "home", "sources", "add", upstream.url, "--name", "ops", "--ref", "main")
+    assert r.returncode == 0, r.stderr

@@ -173,7 +173,7 @@ def test_a_skill_that_cannot_be_read_is_named_by_add_update_and_list(tmp_path, u
     upstream.push()
     r = sk(home, "sources", "add", upstream.url, "--name", "ops")
     assert r.returncode == 0, r.stderr
-    assert "3 skills" in r.stdout
+    assert "added ops: 3 skills (1 cannot be read) from" in r.stdout     # as `sources list` counts them
     assert "1 skill could not be read" in r.stdout and "skills/gamma/SKILL.md:" in r.stdout
     assert "skillshelf validate " in r.stdout and "fix it upstream" in r.stdout
     r = sk(home, "sources", "list")

@@ -94,7 +94,8 @@ def _add(ctx: typer.Context, source: str, name: Optional[str], ref: Optional[str
         _json(res)
         return
     at = res["commit"][:12] if res["kind"] == "git" else "sha256 " + res["commit"][:12]
-    out.print(f"added {res['label']}: {res['skills']} skill{'s' * (res['skills'] != 1)} from {_clean(res['url'])}"
+    bad = f" ({len(res['unreadable'])} cannot be read)" if res["unreadable"] else ""
+    out.print(f"added {res['label']}: {res['skills']} skill{'s' * (res['skills'] != 1)}{bad} from {_clean(res['url'])}"
               + (f" ({_clean(res['path'])})" if res["path"] else "") + f" at {at}"
               + (" — pinned: a skill that changes is held until `skillshelf trust NAME`" if res["pinned"] else ""))
     shown = ", ".join(_clean(n) for n in res["names"][:12])

@@ -214,11 +214,22 @@ def init_cache(git_dir: Path, url: str) -> None:
 
 def fetch(git_dir: Path, url: str) -> None:
     """Fetch every branch, every tag and the remote's HEAD into the cache (``url``: the origin)."""
+    specs = ["+HEAD:refs/remotes/origin/HEAD", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
     res = git(git_dir, "fetch", "--quiet", "--force", "--prune", "--no-recurse-submodules", "--no-write-fetch-head",
-              "--end-of-options", url, "+HEAD:refs/remotes/origin/HEAD", "+refs/heads/*:refs/remotes/origin/*",
-              "+refs/tags/*:refs/tags/*", check=False)
+              "--end-of-options", url, *specs, check=False)
     if res.returncode != 0:
         why = _last_line(res.stderr.decode("utf-8", "replace"))
+        if "remote ref HEAD" in why:       # reached, but its HEAD names no commit: its branches and tags only
+            refs = git(git_dir, "ls-remote", "--end-of-options", url, check=False)
+            if refs.returncode == 0 and not refs.stdout.strip():
+                raise SourceError(f"{url} has no commits yet", fix="push a commit that holds the skills, then try again")
+            if refs.returncode == 0:
+                git(git_dir, "update-ref", "-d", "refs/remotes/origin/HEAD", check=False)
+                res = git(git_dir, "fetch", "--quiet", "--force", "--prune", "--no-recurse-submodules",
+                          "--no-write-fetch-head", "--end-of-options", url, *specs[1:], check=False)
+                if res.returncode == 0:
+                    return
+                why = _last_line(res.stderr.decode("utf-8", "replace"))
         raise SourceError(f"cannot fetch {url}: {why}",
                           fix="check the URL and your network; a private repository needs your git credentials "
                               "or SSH key (prompts are off)")
