@@ -315,6 +315,27 @@ def test_doctor_summarises_name_clashes(home, tmp_path, monkeypatch, capsys):
     assert len(json.loads(cli(capsys, *g, "doctor", "--json")[1])["clashes"]) == 8
 
 
+def test_doctor_does_not_call_a_persons_copy_of_a_skill_a_clash(home, tmp_path, monkeypatch, capsys):
+    from skillshelf import Library
+    from skillshelf.embeddings.fake import FakeEmbedder
+
+    monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
+    root = tmp_path / "r"
+    write_skill(root, "alpha", description="Rotate the alpha keys", body="# Alpha\n\nStep one.\n")
+    write_skill(root, "beta", description="Deploy the beta gizmo", body="# Beta\n\nStep one.\n")
+    g = ["--home", home, "--root", root]
+    assert cli(capsys, *g, "init", "--no-samples")[0] == 0
+    with Library(home=home, roots=[str(root)], embedder=FakeEmbedder()) as lib:     # a person's edit: a copy
+        rec = lib.get("alpha")
+        lib.save("FIX", target_skill_name="alpha", body=rec.body.replace("Step one", "Step 1"), replace_body=True,
+                 by="person", reason="mine")
+        assert lib.get("alpha").kind == "workspace"
+    write_skill(home / "skills", "beta", description="Another beta, not a copy")      # a clash
+    code, o, _ = cli(capsys, *g, "doctor", "--json")
+    clashes = json.loads(o)["clashes"]
+    assert [c["name"] for c in clashes] == ["beta"], clashes
+
+
 def test_a_saved_root_that_disappears_is_reported_not_fatal(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SKILLSHELF_EMBEDDER", "none")
     home = tmp_path / "home"

@@ -5,6 +5,7 @@ the index could not take; and the ``SkillRecord`` value every adapter shows."""
 from __future__ import annotations
 
 import builtins
+import contextlib
 import difflib
 import json
 import os
@@ -286,10 +287,18 @@ class Records:
         return self.rows.invalid_files()
 
     def clashes(self) -> builtins.list[Clash]:
+        """Names more than one skill holds; a person's copy of a skill (``metadata.origin``) beside the
+        skill it was made from is what a copy is for, not a clash."""
         out: builtins.list[Clash] = []
         for name in self.rows.clashing_names():
             rows = self.rows_by_name(name)
-            out.append(Clash(name, rows[0]["id"], [r["id"] for r in rows[1:]]))
+            origins = set()
+            for r in rows:
+                with contextlib.suppress(ValueError, TypeError, AttributeError):
+                    origins.add(json.loads(r["metadata"] or "{}").get("origin"))
+            others = [r["id"] for r in rows[1:] if r["id"] not in origins]
+            if others:          # (a copy that loses the lookup to its original is shadowed: a clash)
+                out.append(Clash(name, rows[0]["id"], [r["id"] for r in rows[1:]]))
         return out
 
     def read_file(self, name_or_id: str, path: str, *, listed: int = 200) -> tuple[SkillRecord, str]:
