@@ -73,8 +73,20 @@ def build_metadata(base: dict[str, str], *, skill_type: str | None, tags: list[s
         meta["source"] = source
     meta.setdefault("created", today())
     meta["last-modified"] = today()
+    meta.update(keep_author_version(meta))
     meta["version"] = str(version)
     return meta
+
+
+def keep_author_version(meta: dict[str, str]) -> dict[str, str]:
+    """``metadata.version`` is the number of the skill's version here (the history, ``rollback``
+    and the outcomes per version read it), so a change writes its own number there. A version
+    its author wrote that is not such a number (``1.1.0``) is not dropped: it is kept as
+    ``metadata.author-version``, once (an upstream merge moves it on). Returns the key to add."""
+    v = (meta.get("version") or "").strip()
+    if not v or "author-version" in meta or str(skillmod.parse_version(v) or "") == v:
+        return {}
+    return {"author-version": v}
 
 
 def same_content(a: skillmod.Skill, b: skillmod.Skill) -> bool:
@@ -124,3 +136,49 @@ class Ports:
     # their evals before and after, on a copy of the index (None: none keeps evals); raises PolicyError
     # when ``evolution.findability = "block"`` refuses it
     findability: Callable[[list[str], str, str, str], dict | None] | None = None
+
+
+# an upstream merge into a source's workspace copy may set these; the copy's own keys (its version,
+# dates and lineage) are never set from upstream
+UPSTREAM_TOP = {"license": "license", "compatibility": "compatibility", "allowed-tools": "allowed_tools"}
+OWN_KEYS = ("version", "created", "last-modified", "origin", "derived-from", "lineage", "merged-from")
+
+
+def from_upstream(cur: skillmod.Skill, kind: str, a: dict[str, Any],
+                  get: Callable[[str], Any]) -> tuple[dict[str, Any], dict[str, str | None]]:
+    """What a FIX made by ``sources update`` sets besides the text of a source's workspace copy
+    ``cur`` (``kind``: its record's kind; ``get``: a skill id -> its record): ``upstream_keys``, the
+    frontmatter upstream changed (``license``, ``compatibility``, ``allowed-tools``, ``metadata.KEY``;
+    None removes it), and ``follow_origin``, the id upstream moved the original to (same source,
+    same name). Returns (top-level fields, metadata keys); both empty when neither is asked."""
+    keys, follow = a.get("upstream_keys"), a.get("follow_origin")
+    if not keys and not follow:
+        return {}, {}
+    origin = cur.metadata.get("origin") or ""
+    if kind != "workspace" or ":" not in origin:
+        raise ValidationError("upstream's keys and moves apply only to a workspace copy of a source's skill",
+                              fix="leave out upstream_keys and follow_origin")
+    top: dict[str, Any] = {}
+    meta: dict[str, str | None] = {}
+    if follow:
+        rec = get(follow) if isinstance(follow, str) else None
+        if rec is None or rec.kind == "workspace" or rec.id.split(":", 1)[0] != origin.split(":", 1)[0] \
+                or rec.name != cur.name:
+            raise ValidationError(f"{str(follow)[:200]!r} is not {cur.name} moved within the source of {origin}",
+                                  fix="follow_origin names the same skill at its new path in the same source")
+        meta["origin"] = rec.id
+    if not isinstance(keys, dict):
+        keys = {}
+    for key, value in keys.items():
+        if value is not None and (not isinstance(value, str) or len(value) > 1024):
+            raise ValidationError(f"upstream's {str(key)[:60]} is not text of at most 1,024 characters",
+                                  fix="pass text, or None to remove the key")
+        if key in UPSTREAM_TOP:
+            top[UPSTREAM_TOP[key]] = value or None
+        elif isinstance(key, str) and key.startswith("metadata.") and key[9:] and key[9:] not in OWN_KEYS:
+            meta[key[9:]] = value
+        else:
+            raise ValidationError(f"upstream's key {str(key)[:60]!r} is not one a merge sets",
+                                  fix="license, compatibility, allowed-tools or metadata.KEY (not the copy's own: "
+                                      + ", ".join(OWN_KEYS) + ")")
+    return top, meta

@@ -26,7 +26,8 @@ from .. import skill as skillmod
 from ..catalog import overlay as overlaymod
 from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationError
 from ..files import MAX_SKILL_BYTES, FileRefused, contained, locked, read_text_bounded, write_file
-from .changes import Plan, Ports, SaveResult, build_metadata, merge_sources, same_content
+from .changes import (Plan, Ports, SaveResult, build_metadata, from_upstream, keep_author_version, merge_sources,
+                      same_content)
 from .commit import FileWorkspace, Workspace, after_write
 from .guards import (MAX_LESSON_CHARS, MAX_REASON_CHARS, RESERVED, check_body, check_description, check_new_name,
     check_text, name_dir, now_iso, parse_tags, today)
@@ -202,11 +203,13 @@ class Evolver:
             # not bump a version
             changes = {k: v for k, v in common.items() if k != "author"}
             if new_body is None and not lesson and not a.get("description") and tags is None \
-                    and not any(changes.values()):
+                    and not any(changes.values()) and not a.get("upstream_keys") and not a.get("follow_origin"):
                 raise ValidationError("FIX needs something to change",
                                       fix="pass a body, a lesson, a description or metadata")
             # who changed it goes in the changelog: the file's author stays as written
             meta = build_metadata(cur.metadata, tags=tags, version=version, **{**common, "author": None})
+            top, upstream = from_upstream(cur, target.kind, a, self.ports.get)   # (``sources update``'s merge)
+            meta = {k: v for k, v in {**meta, **upstream}.items() if v is not None}
             origin = None
             if target.kind != "workspace":
                 origin = target.id
@@ -215,7 +218,7 @@ class Evolver:
             # a fork keeps every key of the original (unknown ones included)
             sk = cur.replace(name=name,
                              description=check_description(a["description"]) if a.get("description") else cur.description,
-                             body=compose_body("" if replace else cur.body, new_body, lessons), metadata=meta)
+                             body=compose_body("" if replace else cur.body, new_body, lessons), metadata=meta, **top)
             if target.kind == "workspace" and same_content(sk, cur):
                 raise ValidationError(f"this FIX leaves {name} as it is",
                                       fix="pass a body, lesson, description or metadata that differs from the "
@@ -639,8 +642,9 @@ class Evolver:
             if cur_version not in self.history.versions(sname):    # numbered by hand, same text as the latest
                 keep.append((cur_version, cur_text))
             new_version = self._next_version(sname, cur_version)
-            sk = old.replace(metadata={**old.metadata, **came_from}).with_metadata(version=str(new_version),
-                                                                                   last_modified=today())
+            # (an author's version the old text carries that is not a number here is kept beside ours)
+            meta = {**old.metadata, **came_from, **keep_author_version(old.metadata)}
+            sk = old.replace(metadata=meta).with_metadata(version=str(new_version), last_modified=today())
             entry = ChangelogEntry(now_iso(), "ROLLBACK", sname, cur_version, new_version, "person",
                                    f"rolled back to v{version}", [rec.id], author)
             path, after = self._commit_skill(sk, keep_keys=True, keep=keep, entry=entry, over=old_text)

@@ -29,8 +29,9 @@ class _CannotEdit(Exception):
 
 
 def _plain_reads_as(value: str) -> bool:
-    """Whether ``value`` written without quotes reads back as the same text (a number or a
-    date reads as itself: their text is what a reader gets)."""
+    """Whether ``value`` written without quotes reads back as the same text, as text: a number
+    or a date written plain is not a string, and metadata is a map of strings (a version
+    written ``version: 3`` would be flagged ``metadata.not-string``), so those are quoted."""
     if not value or value != value.strip() or "\n" in value or "#" in value or ": " in value:
         return False
     try:
@@ -39,15 +40,12 @@ def _plain_reads_as(value: str) -> bool:
         return False
     if not isinstance(got, dict) or set(got) != {"k"}:
         return False
-    x = got["k"]
-    if x is None or isinstance(x, (bool, dict, list)):
-        return False
-    return (x.isoformat() if hasattr(x, "isoformat") else str(x)) == value
+    return isinstance(got["k"], str) and got["k"] == value
 
 
 def _scalar(value: str, style: str | None, quote: str) -> str:
     """``value`` as YAML: plain when the old value was plain (``style`` None) and it reads back
-    the same, else in the old value's quotes (or the file's usual ones, ``quote``)."""
+    as the same text, else in the old value's quotes (or the file's usual ones, ``quote``)."""
     if style is None and _plain_reads_as(value):
         return value
     q = style if style in ('"', "'") else quote
