@@ -49,6 +49,8 @@ def _flow(scan: Scan, rs: int, re_: int, budget: int) -> int:
         if b"$(" in line or b"$$" in line or line[:1] == b"\t":
             # make: $(NAME) and $$name are variables; a recipe's @ and - prefixes are not part of its command
             line = _MAKE_VAR.sub(rb"$\1", _RECIPE.sub(rb"\1", line.replace(b"$$", b"$")))
+        if b"/bin/" in line:                   # ${pkgs.curl}/bin/curl, /usr/bin/curl: the program by its name
+            line = _BIN_PATH.sub(rb"\1", line)
         if b"{" in line or b"[" in line:       # const { data } = …, [out] = …: the first name destructured
             line = _DESTRUCTURE.sub(rb"\1\2 =", line)
         if b"[" in line and b"," in line:      # ['curl', '-o', path, url]: read as the command it runs
@@ -293,6 +295,7 @@ _B64_LITERAL = re.compile(rb"\s{0,3}[\"'](?:[a-z0-9+/]{4}){10,}[a-z0-9+/=]{0,4}[
 _FETCHED = b" fetched"                  # not a name: that this block fetched something
 _WRITE_STREAM = re.compile(rb"createwritestream\(\s{0,3}(?P<t>[\w.'\"/$-]{2,200})\s{0,3}[,)]")
 _DESTRUCTURE = re.compile(rb"^(\s{0,40}(?:const|let|var)\s+)[{\[]\s{0,3}([a-z_][a-z0-9_]{0,40})[^=\n]{0,200}?[}\]]\s{0,3}=(?!=)")
+_BIN_PATH = re.compile(rb"(?:\$\{[\w.-]{1,60}\}|/?[\w.-]{1,40}(?:/[\w.-]{1,40}){0,4})/bin/(curl|wget|sh|bash|python3?)\b")
 _BRACED = re.compile(rb"\$\{([a-z_][a-z0-9_]{0,40})\}")
 _RUN_PATH_END = re.compile(b"(?:" + P.RUN_PATH.pattern + rb")[\"']?$")
 _LIST_ARGS = re.compile(rb"['\"]\s{0,3},\s{0,3}['\"]?|\[\s{0,3}['\"]|['\"]\s{0,3}\]|,\s{0,3}")

@@ -437,6 +437,15 @@ def disclosure(sent: bytes) -> int | None:
     return None
 
 
+def _code_start(low: bytes, ls: int, s: int) -> int:
+    """The opening backtick of the inline code ``s`` is in, when the secret a request names is an argument
+    of a command there (`` `cat .env` ``): the command is the request's own, not a quoted example."""
+    if low.count(b"`", ls, s) % 2 == 0:
+        return s
+    o = low.rfind(b"`", ls, s)
+    return o if s - o <= 80 and b"`" in low[s:s + 200] and P.NEGATION.search(low, o, s) is None else s
+
+
 def check(scan: Scan) -> None:
     """Read each sentence that could carry one of the four intents and report what it asks."""
     if scan.kind == "script" and not scan.hidden_why:
@@ -454,6 +463,8 @@ def check(scan: Scan) -> None:
                 continue          # a command, not a request in words: the command rules read it
             if s > a and low[s - 1:s] == b"`" and re.match(rb"[^`\s]{1,200}`", low[s:s + 202]):
                 s -= 1            # a file named in inline code is prose naming a file, not a quoted example
+            elif scan.kind == "markdown":
+                s = _code_start(low, scan.line_bounds(s)[0], s)     # … and so is a command reading it (`cat .env`)
             add(scan, "exfil.request", s, f"{RULES['exfil.request'].title}: "
                  f"{visible(scan.data[s:a + hit[1]].decode('utf-8', 'replace'), 120)!r}"
                  + ("" if hit[2] else " (a secret file and an outside address in one sentence, with no verb of sending "

@@ -33,6 +33,13 @@ _IGNORE = re.compile(rb"\bignor\w{0,8}|\xd0\xb8\xd0\xb3\xd0\xbd\xd0\xbe\xd1\x80|
                      rb"\bdisregard|\boverride|\bbypass")
 _COMMAND = re.compile(rb"`[^`\n]{3,200}`|\b(?:rm\s+-\w*r|curl|wget|chmod|sudo|bash|powershell|iwr|irm|nc|eval|exec)\b"
                       rb"|\$[a-z_]{2,40}\b|\$\{[a-z_]{2,40}\}|~/\S{2,80}|(?:https?|wss?)://\S{3,200}|[\w.+-]{1,64}@[\w-]{1,63}\.\w{2,10}")
+# anchors that need no words: a command that reads a secret, an outside address, and a bare ``env`` in prose of
+# another script (a Latin command among letters a reader of English cannot read: "خروجی دستور env")
+_READ = re.compile(rb"\b(?:cat|type|head|tail|less|more|base64|xxd|get-content|printenv|scp|curl|wget|nc|tar|zip)\b"
+                   rb"|(?:https?|wss?)://\S{3,200}|[\w.+-]{1,64}@[\w-]{1,63}\.\w{2,10}")
+_ENV_DUMP = re.compile(rb"\bprintenv\b|(?<![\w.$/-])env(?![\w.=/-])")
+_OTHER_LETTERS = re.compile("[\u0370-\u03ff\u0400-\u04ff\u0590-\u08ff\u0900-\u0dff\u0e00-\u0eff\u1100-\u11ff"
+                            "\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]".encode())
 _DETAILS = re.compile(rb"<details\b[^>]{0,200}>(.{0,20000}?)</details>", re.DOTALL)
 
 
@@ -81,6 +88,8 @@ def check(scan: Scan) -> None:
 def _anchors(scan: Scan, s: int, e: int, body: bytes, what: str, collapsed: bool, strict: bool = False) -> None:
     agent = _AGENT.search(body)
     secret = SOURCE.search(body)
+    if not collapsed and _wordless(scan, s, e, body, what, secret):
+        return
     # the agent named beside a secret of this machine is told what to do with it, in any language
     told = _INSTRUCTIONS.search(body) or (secret if agent else None)
     act = _COMMAND.search(body) or secret
@@ -102,6 +111,26 @@ def _anchors(scan: Scan, s: int, e: int, body: bytes, what: str, collapsed: bool
     scan.add(rule, sev, at, f"{what} speaks to the agent ({_word(agent or told or aside)}) and "
              f"{'names ' + _word(act) if act else 'names its instructions'}: the agent reads it, a reader of the "
              "rendered skill does not", excerpt=scan.data[s:min(e, s + 300)])
+
+
+def _wordless(scan: Scan, s: int, e: int, body: bytes, what: str, secret: re.Match[bytes] | None) -> bool:
+    """A hidden place that reads a secret and says where it goes, in any language: a secret's path with a command
+    that reads it or an address to send it to (``cat ~/.ssh/id_ed25519 ~/.aws/credentials``), or the environment
+    dumped (``printenv``; ``env`` among letters of another script). High: nobody reads it but the agent; what the
+    words around it say cannot make reading a private key, out of sight, a description (reported: True)."""
+    dump = _ENV_DUMP.search(body)
+    if dump is not None and dump.group() == b"env" and len(_OTHER_LETTERS.findall(body)) < 12:
+        dump = None         # "env" in English prose may be a word of it ("the env diagram")
+    if dump is None and (secret is None or _READ.search(body) is None):
+        return False
+    at = s + (secret or dump).start()     # type: ignore[union-attr]
+    if any(s <= f <= e for f in scan._found_at):
+        return False        # another reader has read it already
+    sev = "medium" if scan.section_is_about_attacks(s) or scan.security_topic else "high"
+    rule = "hidden.html-comment" if what.startswith("an HTML") else "hidden.link-text"
+    scan.add(rule, sev, at, f"{what} names {_word(secret or dump)} with what reads it or where it goes: the agent reads "
+             "it, a reader of the rendered skill does not", excerpt=scan.data[s:min(e, s + 300)])
+    return True
 
 
 def _word(m: re.Match[bytes] | None) -> str:
