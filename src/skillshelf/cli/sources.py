@@ -218,7 +218,9 @@ def _print_plan(p: dict[str, Any], folder: str) -> None:
         out.print(line)
     for c in p["changes"]:
         line = f"  {c['change']:8} {_clean(c['path'])}"
-        if c["change"] == "changed":
+        if c.get("moved_from"):
+            line += f"  (from {_clean(c['moved_from'])})"
+        if c["change"] in ("changed", "moved") and c["files"]:
             line += f"  ({', '.join(_clean(f) for f in c['files'][:5])}{' …' if len(c['files']) > 5 else ''})"
         if c["findings"]:
             line += f"  audit: {_findings_line(c['findings'])}"

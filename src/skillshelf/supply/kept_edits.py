@@ -6,10 +6,11 @@ becomes a workspace copy of that skill, as a FIX of it makes one (``metadata.ori
 person's other changed or added files beside its SKILL.md), with the locked upstream files kept
 as its base in ``sources/.bases/``: the update then merges upstream's change into it three-way,
 as into any copy. What cannot become a copy (a skill folder the lock does not name, a skill that
-already has a workspace copy, a SKILL.md that does not parse) is copied to
-``sources/.kept/LABEL/<time>/`` and named. A removed file is named too: upstream's is put back.
-A person's file the lock does not list is told from upstream's by the old commit's tree
-(``person_files``): carried into the new tree, or kept. Once the folder is moved aside it is looked
+already has a workspace copy, a SKILL.md that does not parse, a skill held until it is trusted:
+a FIX of it is refused) is copied to ``sources/.kept/LABEL/<time>/`` and named, a held one with
+the way back that keeps upstream's change (``after_held``). A removed file is named too:
+upstream's is put back. A person's file the lock does not list is told from upstream's by the old
+commit's tree (``person_files``): carried into the new tree, or kept. Once the folder is moved aside it is looked
 at again: what a person wrote while the update ran is kept, and never rides in a linked file."""
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class KeptEdit:
     name: str = ""
     kept: str = ""
     note: str = ""
+    held: str = ""           # why agents do not see it (a FIX of it, so a copy, is refused until it is trusted)
 
     @property
     def where(self) -> str:
@@ -56,7 +58,7 @@ class KeptEdit:
 
     def as_dict(self) -> dict[str, Any]:
         return {"skill": self.skill, "files": self.files, "action": self.action, "name": self.name,
-                "kept": self.kept, "note": self.note}
+                "kept": self.kept, "note": self.note, "held": self.held}
 
 
 class KeptEdits:
@@ -86,7 +88,7 @@ class KeptEdits:
             return []
         locked = entry.by_path()
         copies = self.src.edits.copies(entry.label)
-        names = self._names(entry.label)
+        names = self.names(entry.label)
         out = []
         for skill, files in sorted(by_skill.items()):
             k = KeptEdit(skill, files, name=names.get(skill, Path(skill).name if skill != "." else entry.label))
@@ -100,12 +102,44 @@ class KeptEdits:
                 k.note = f"your workspace copy {k.name} stays as it is; compare the two"
             elif files.get("SKILL.md") == "missing" or self._unreadable(entry.label, skill):
                 k.action, k.note = "aside", "its SKILL.md cannot be read as a skill"
+            elif why := self._held(entry.label, skill):
+                root = self.src._root_label(entry.label) or entry.label
+                k.action, k.held = "aside", why
+                k.note = (f"it is held until you trust it ({why}), and a held skill cannot become a workspace copy; "
+                          f"to make it one that upstream's change merges into, do not apply this update: run "
+                          f"`skillshelf trust {root}:{skill}` (it shows your edit), then the update again")
             elif gone:
                 k.note = "you removed " + ", ".join(gone) + ": upstream's is served beside your copy"
             out.append(k)
         return out
 
-    def _names(self, label: str) -> dict[str, str]:
+    def _held(self, label: str, skill: str) -> str | None:
+        """Why the source's skill at ``skill`` is held back from agents, its files on disk compared
+        with its pin first (as a FIX of it compares them, and refuses a held one); None when it is not."""
+        sid = f"{self.src._root_label(label) or label}:{skill}"
+        supply, md = self.src.supply, self._skill_md(label, skill)
+        try:
+            if supply.pins.pinned_root(sid) is not None:
+                supply.pins.check(sid, str(md) if md.exists() else None)
+            return supply.hidden().get(sid)
+        except (OSError, SkillshelfError):
+            return None
+
+    def after_held(self, plan: Any, k: KeptEdit) -> str:
+        """How to make the edit of a held skill, copied aside, a workspace copy that upstream's change
+        merges into: from the commit it was made on (the base of a three-way merge). Putting the kept
+        text in place at the new commit (``import --replace``, a copy over the new files) would
+        take the older upstream text with it, undoing upstream's change."""
+        label, root = plan.label, self.src._root_label(plan.label) or plan.label
+        where = f"sources/{label}/{k.where + '/' if k.where else ''}"
+        back = plan.old.ref or "''"
+        return (f"held until you trust it ({k.held}), so it could not become a workspace copy. To make it one that "
+                f"upstream's change merges into: `skillshelf sources update {label} --to {plan.old.commit[:12]} "
+                f"--yes` (the commit your edit was made on), copy {k.kept}/ over {where}, `skillshelf trust "
+                f"{root}:{k.skill}`, then `skillshelf sources update {label} --to {back} --yes` (putting your text "
+                f"in place at the new commit, or `import --replace`, would undo upstream's change)")
+
+    def names(self, label: str) -> dict[str, str]:
         """Each skill's name, by its folder in the source."""
         root = self.src._root_label(label) or label
         out = {}
@@ -160,6 +194,8 @@ class KeptEdits:
             if k.action == "aside":
                 try:
                     self._aside(plan.label, k, aside_root())
+                    if k.held:
+                        k.note = self.after_held(plan, k)
                 except OSError as exc:
                     k.note = (k.note + "; " if k.note else "") + f"it could not be copied aside ({exc.strerror})"
                     raise SkillshelfError(f"your edit of sources/{plan.label}/{k.where} could not be kept: "

@@ -5,6 +5,9 @@ changes that skill upstream, the copy is merged three-way (``upstream_merge``) w
 upstream text the edit was made from as the base (kept in ``<home>/sources/.bases/``): a clean
 merge is a new version of the copy, a conflict a draft in the review queue with both sides and
 the base. A pinned source's merges wait in the review queue too, for the same person to look.
+A skill upstream moved to another folder (``moves``: the same name removed at one and added at
+another) takes its copy with it: the copy's origin follows (``follow``), its base moves to the new
+folder, and upstream's change merges as for any changed skill.
 
 The copy's other files (``scripts/``, ``references/``: a person put their own version beside the
 copy's SKILL.md) are merged the same way when upstream changes them, each with the upstream file
@@ -115,23 +118,67 @@ class EditedCopies:
         raw = data.encode("utf-8")
         return data if want and want == ("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw)) else None
 
+    def _name(self, text: str | None) -> str | None:
+        parsed = skillmod.parse(text).skill if text else None
+        return parsed.name if parsed is not None else None
+
+    def moves(self, plan: Any) -> None:
+        """A skill removed at one folder and added at another in one update, with the same
+        frontmatter ``name`` (one of each), is a move: the two changes become one, ``moved``, at
+        the new folder, its ``files`` those that differ. The name is the skill's identity (what
+        people and agents call it, the folder a copy lives in); git's history would miss a move
+        whose text changed much, and an archive has none."""
+        removed = [c for c in plan.changes if c.change == "removed"]
+        added = [c for c in plan.changes if c.change == "added"]
+        if not removed or not added:
+            return
+        old_names: dict[str, list[Any]] = {}
+        for c in removed:
+            name = self._name(self.base_text(plan.old, c.path)) or self.src.kept.names(plan.label).get(c.path)
+            if name:
+                old_names.setdefault(name, []).append(c)
+        new_names: dict[str, list[Any]] = {}
+        for c in added:
+            md = plan.tree.joinpath(*([] if c.path == "." else c.path.split("/"))) / "SKILL.md"
+            with contextlib.suppress(OSError, FileRefused):
+                name = self._name(read_text_bounded(md, MAX_SKILL_BYTES))
+                if name:
+                    new_names.setdefault(name, []).append(c)
+        before, after = plan.old.by_path(), plan.new.by_path()
+        for name, olds in old_names.items():
+            news = new_names.get(name, [])
+            if len(olds) != 1 or len(news) != 1:
+                continue       # two skills of one name: which went where is not known
+            gone, came = olds[0], news[0]
+            da, db = before[gone.path].digests(), after[came.path].digests()
+            came.change, came.moved_from = "moved", gone.path
+            came.files = sorted(f for f in set(da) | set(db) if da.get(f) != db.get(f))
+            plan.changes.remove(gone)
+
     def plan(self, plan: Any) -> None:
         with contextlib.suppress(SkillshelfError, OSError):
             self.settle(plan.label)
+        self.moves(plan)
         copies = self.copies(plan.label)
         tree = plan.tree
         assert tree is not None
         for c in plan.changes:
-            rec = copies.get(c.path)
-            if rec is not None and c.change == "changed":
-                c.file_edits = self.plan_files(plan, c.path, c.files, Path(rec.path).parent)
+            was = c.moved_from or c.path          # the folder the copy's origin names
+            rec = copies.get(was)
+            if rec is not None and c.change == "moved":
+                c.copy, c.edit = rec.name, "kept"
+                c.note = (f"moved upstream from {was}; your copy follows it: its origin becomes "
+                          f"{self.src._root_label(plan.label) or plan.label}:{c.path}")
+            if rec is not None and c.change in ("changed", "moved"):
+                c.file_edits = self.plan_files(plan, c.path, c.files, Path(rec.path).parent, was)
                 c.copy = rec.name if c.file_edits else c.copy
-            if rec is None or c.change != "changed" or "SKILL.md" not in c.files:
+            if rec is None or c.change not in ("changed", "moved") or "SKILL.md" not in c.files:
                 if rec is not None and c.change == "removed":
                     c.copy, c.edit, c.note = rec.name, "kept", "removed upstream; your copy stays in the workspace"
                 continue
             c.copy = rec.name
-            base = self.base_text(plan.old, c.path)
+            moved = c.note if c.change == "moved" else ""
+            base = self.base_text(plan.old, was)
             try:
                 ours = read_text_bounded(rec.path, MAX_SKILL_BYTES)
                 theirs = read_text_bounded(tree.joinpath(*c.path.split("/")) / "SKILL.md", MAX_SKILL_BYTES)
@@ -148,8 +195,13 @@ class EditedCopies:
                 c.edit, c.note = "conflict", m.why
             elif m.same:
                 c.edit, c.note = "kept", "your copy already has upstream's change"
+                if m.untaken:       # upstream changed only what the copy keeps as its own
+                    c.note = ("upstream changed only " + ", ".join(m.untaken) + ", which your copy keeps as its own;"
+                              " your copy is left as it is")
             else:
                 c.edit = "review" if plan.old.pinned else "merged"
+                c.note = "; ".join(m.taken)
+            c.note = "; ".join(n for n in (moved, c.note) if n)
 
     def base_bytes(self, entry: lockmod.SourceEntry, path: str, file: str) -> bytes | None:
         """The upstream file ``file`` of the skill at ``path`` that a person's copy of it was made
@@ -172,10 +224,11 @@ class EditedCopies:
             return None
         return data
 
-    def plan_files(self, plan: Any, path: str, files: list[str], copy_dir: Path) -> list[FileEdit]:
+    def plan_files(self, plan: Any, path: str, files: list[str], copy_dir: Path,
+                   was: str | None = None) -> list[FileEdit]:
         """What an update does to the files (other than SKILL.md) of the copy at ``copy_dir`` that
         upstream changed: the copy's own versions are merged with upstream's; a file the copy does
-        not have is served from the source as it is."""
+        not have is served from the source as it is. ``was``: the folder the skill was at (a move)."""
         tree = plan.tree.joinpath(*([] if path == "." else path.split("/")))
         out = []
         for f in files:
@@ -191,7 +244,7 @@ class EditedCopies:
             if theirs is None:
                 out.append(FileEdit(f, "kept", "removed upstream; your file stays", mine))
                 continue
-            base = self.base_bytes(plan.old, path, f)
+            base = self.base_bytes(plan.old, was or path, f)
             m = merge_file(base, ours, theirs) if base is not None else \
                 merge_file(ours, ours, theirs) if ours == theirs else None
             if m is None or not m.clean:
@@ -274,9 +327,47 @@ class EditedCopies:
             except SkillshelfError as exc:
                 fe.edit, fe.note = "failed", f"the merge could not be written ({exc}); your file is unchanged"
 
+    def follow(self, plan: Any, c: Any) -> bool:
+        """Upstream moved the skill of the copy ``c.copy``: the copy's origin follows it (a version
+        of the copy), and the upstream files kept as its base go to the new folder. False when the
+        copy could not be saved (``c`` says why)."""
+        root = self.src._root_label(plan.label) or plan.label
+        args = {"action": "FIX", "target_skill_name": f"workspace:{c.copy}", "follow_origin": f"{root}:{c.path}",
+                "reason": f"upstream {plan.new.commit[:7]} moved {root}:{c.moved_from} to {root}:{c.path}: "
+                          "the copy's origin follows it"}
+        try:
+            res = self.src._evolver().apply(args, trigger="upstream")
+        except SkillshelfError as exc:
+            c.edit, c.note = "failed", f"its origin could not follow upstream's move ({exc}); your copy is unchanged"
+            return False
+        bases = self.src._bases(plan.label)
+        was = bases.joinpath(*([] if c.moved_from == "." else c.moved_from.split("/")))
+        to = bases.joinpath(*([] if c.path == "." else c.path.split("/")))
+        skill = plan.old.by_path().get(c.moved_from)
+        for f in ["SKILL.md", *(x.path for x in skill.files if x.path != "SKILL.md")] if skill else ["SKILL.md"]:
+            old, new = inside(was, f), inside(to, f)
+            with contextlib.suppress(OSError, FileRefused):
+                if old is not None and old.is_file():
+                    if new is not None and not new.exists():
+                        write_file(new, read_bounded(old, MAX_RESOURCE_BYTES))
+                    old.unlink()
+        for d in [was, *was.parents]:       # its folders, left empty
+            if d == bases or bases not in d.parents or not d.is_dir() or any(d.iterdir()):
+                break
+            d.rmdir()
+        if c.sides is not None:          # the merge reads the copy as it is now
+            now = _read(Path(res.path))
+            if now is not None:
+                base, _, theirs, _ = c.sides
+                ours = now.decode("utf-8", "replace")
+                c.sides = (base, ours, theirs, merge3way(base, ours, theirs) if base else c.sides[3])
+        return True
+
     def merge(self, plan: Any) -> None:
         short = plan.new.commit[:7]
         for c in plan.changes:
+            if c.change == "moved" and c.copy and not self.follow(plan, c):
+                continue
             self.merge_files(plan, c)
             if c.sides is None:
                 continue
@@ -294,6 +385,8 @@ class EditedCopies:
                     c.edit, c.note = "conflict", m.why + " (you changed your copy while the update waited)"
             args: dict[str, Any] = {"action": "FIX", "target_skill_name": f"workspace:{c.copy}",
                                     "replace_body": True}
+            if m.keys:                     # upstream's frontmatter changes (its license, its author's version...)
+                args["upstream_keys"] = m.keys
             if c.edit == "merged":
                 args.update(body=m.body, description=m.description, reason=f"merged upstream {short}")
                 try:

@@ -59,7 +59,7 @@ def _now() -> str:
 @dataclass
 class SkillChange:
     path: str                     # the skill folder relative to the source
-    change: str                   # added | removed | changed
+    change: str                   # added | removed | changed | moved
     files: list[str] = field(default_factory=list)        # the files that differ
     findings: list[dict] = field(default_factory=list)    # the audit of the new text (medium and high)
     edit: str | None = None       # a person's copy: merged | conflict | kept (already has it) | review (pinned)
@@ -70,11 +70,12 @@ class SkillChange:
     sides: tuple[str, str, str, Any] | None = field(default=None, repr=False)
     # the copy's other files upstream changed too (``source_edits.FileEdit``: merged | kept | conflict | pinned)
     file_edits: list[Any] = field(default_factory=list, repr=False)
+    moved_from: str | None = None  # change "moved": the folder upstream moved it from (``source_edits.moves``)
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "change": self.change, "files": self.files, "findings": self.findings,
                 "edit": self.edit, "copy": self.copy, "note": self.note,
-                "file_edits": [f.as_dict() for f in self.file_edits]}
+                "file_edits": [f.as_dict() for f in self.file_edits], "moved_from": self.moved_from}
 
 
 class Fetched(NamedTuple):

@@ -2,9 +2,12 @@
 
 The base is the upstream text the edit was made from. The body is merged line by line with
 ``merge3`` (the Bazaar / Breezy merge, maintained on PyPI); the description is taken from the
-side that changed it (a conflict when both changed it differently). The rest of the frontmatter
-is the edited copy's own (its version, origin and lineage). A conflict never produces a text to
-write: :class:`Merged` then carries the whole file with conflict markers for a person to read.
+side that changed it (a conflict when both changed it differently). So are the other keys upstream
+may change (``license``, ``compatibility``, ``allowed-tools``, ``metadata`` keys), key by key; the
+copy's own keys stay its own (its version number, dates, origin and lineage). Upstream's
+``metadata.version`` is its author's: it goes to the copy's ``metadata.author-version``, as the
+author's version is kept when a copy is made. A conflict never produces a text to write:
+:class:`Merged` then carries the whole file with conflict markers for a person to read.
 
 A skill's other files (``scripts/``, ``references/``) that a person changed in the copy are
 merged the same way, line by line (:func:`merge_file`); a file that is not UTF-8 text merges
@@ -19,6 +22,11 @@ import merge3
 
 from .. import skill as skillmod
 
+# the keys a FIX takes from an upstream merge (``evolution.changes.from_upstream`` checks them), and
+# the copy's own, never taken from upstream
+UPSTREAM_TOP = {"license": "license", "compatibility": "compatibility", "allowed-tools": "allowed_tools"}
+OWN_KEYS = ("version", "created", "last-modified", "origin", "derived-from", "lineage", "merged-from")
+
 
 @dataclass
 class Merged:
@@ -27,6 +35,9 @@ class Merged:
     body: str = ""
     marked: str = ""          # the whole files merged with conflict markers (for the review queue)
     same: bool = False        # the edited copy already holds upstream's change (nothing to write)
+    keys: dict[str, str | None] = field(default_factory=dict)   # upstream's frontmatter changes to take
+    taken: list[str] = field(default_factory=list)      # those, said plainly
+    untaken: list[str] = field(default_factory=list)    # upstream's changes the copy keeps as its own
     why: str = ""             # what conflicts
     # a conflict: the merge with upstream's side taken where both changed (a person's other edits
     # kept), and the parts of the person's text it replaces
@@ -64,18 +75,57 @@ def _taking_theirs(m: merge3.Merge3) -> tuple[str, list[str]]:
     return "".join(out), replaced
 
 
+def _keys(s: skillmod.Skill, author_version: str | None) -> dict[str, str]:
+    """The frontmatter keys of ``s`` an upstream change moves into a copy (``author_version``: the
+    author's version, which upstream writes as ``metadata.version``)."""
+    out = {k: v for k, f in UPSTREAM_TOP.items() if (v := getattr(s, f))}
+    out.update({f"metadata.{k}": v for k, v in s.metadata.items() if k not in OWN_KEYS and k != "author-version"})
+    if author_version:
+        out["metadata.author-version"] = author_version
+    return out
+
+
+def _merge_keys(b: skillmod.Skill, o: skillmod.Skill, t: skillmod.Skill,
+                out: Merged) -> dict[str, tuple[str | None, str | None]]:
+    """Upstream's frontmatter changes put in ``out`` (``keys``, ``taken``, ``untaken``); returns
+    the keys both sides changed differently: (yours, upstream's)."""
+    bk = _keys(b, b.metadata.get("version"))
+    ok = _keys(o, o.metadata.get("author-version", b.metadata.get("version")))
+    tk = _keys(t, t.metadata.get("version"))
+    conflicts = {}
+    for key in sorted(set(bk) | set(tk)):
+        bv, ov, tv = bk.get(key), ok.get(key), tk.get(key)
+        if bv == tv or ov == tv:
+            continue
+        if ov != bv:
+            conflicts[key] = (ov, tv)
+            continue
+        out.keys[key] = tv
+        said = "upstream's version" if key == "metadata.author-version" else key
+        out.taken.append(f"{said} {bv or '(none)'} → {tv or '(none)'}")
+    for key in ("name", "extra", *(f"metadata.{k}" for k in OWN_KEYS if k != "version")):
+        bv, tv = ((getattr(b, key), getattr(t, key)) if "." not in key else
+                  (b.metadata.get(key[9:]), t.metadata.get(key[9:])))
+        if bv != tv:
+            out.untaken.append(key)
+    return conflicts
+
+
 def merge(base: str, ours: str, theirs: str) -> Merged:
     """Merge upstream's move from ``base`` to ``theirs`` into the edited ``ours`` (SKILL.md texts)."""
     b, o, t = (skillmod.parse(x).skill for x in (base, ours, theirs))
     if b is None or o is None or t is None:
         return Merged(False, marked=_marked(base, ours, theirs), why="a side is not a readable SKILL.md")
-    conflicts = []
+    out = Merged(True)
+    both = _merge_keys(b, o, t, out)
+    conflicts = [("upstream's version" if k == "metadata.author-version" else k) for k in both]
     if o.description == b.description:
         desc = t.description
     elif t.description in (b.description, o.description):
         desc = o.description
     else:
-        desc, conflicts = o.description, ["the description"]
+        desc = o.description
+        conflicts.append("the description")
     m = merge3.Merge3(_lines(b.body), _lines(o.body), _lines(t.body))
     regions = [r[0] for r in m.merge_regions()]
     if "conflict" in regions:
@@ -84,11 +134,14 @@ def merge(base: str, ours: str, theirs: str) -> Merged:
         body, replaced = _taking_theirs(m)
         if desc != t.description and "the description" in conflicts:
             replaced.insert(0, f"description: {o.description}")
+        replaced[:0] = [f"{k}: {ov or '(none)'}" for k, (ov, _) in both.items()]
+        out.keys.update({k: tv for k, (_, tv) in both.items()})       # upstream's side, as for the text
         return Merged(False, marked=_marked(base, ours, theirs), why=" and ".join(conflicts) + " changed on both sides",
                       theirs_description=t.description if "the description" in conflicts else desc,
-                      theirs_body=body, replaced=replaced)
-    body = "".join(m.merge_lines())
-    return Merged(True, desc, body, same=(desc == o.description and body == o.body))
+                      theirs_body=body, replaced=replaced, keys=out.keys, taken=out.taken, untaken=out.untaken)
+    out.description, out.body = desc, "".join(m.merge_lines())
+    out.same = out.description == o.description and out.body == o.body and not out.keys
+    return out
 
 
 @dataclass
