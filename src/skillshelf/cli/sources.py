@@ -338,6 +338,11 @@ def sources_restore(lockfile: Path = typer.Argument(..., metavar="LOCKFILE", hel
     if json_out:
         _json(res)
         return
+    if res.get("set_aside"):
+        out.print(f"this home's {lib.sources.lock_path.name} could not be read: kept aside as "
+                  f"{_clean(res['set_aside']['lock'])}")
+        for f in res["set_aside"]["folders"]:
+            out.print(f"  {f['label']}: its folder is kept in {_clean(f['kept'])} (your edits, if any, are there)")
     for s in res["sources"]:
         out.print(f"restored {s['label']}: {s['skills']} skills at {s['commit'][:12]}")
     for m in res.get("moved") or []:

@@ -96,7 +96,8 @@ def _confirm(question: str, yes: bool) -> None:
 def _print_diff(d: dict[str, Any]) -> None:
     """A pinned skill's changes: the files added, removed and changed, then the SKILL.md diff."""
     head = {"changed": "changed since it was pinned", "added": "new in a pinned root (never reviewed)",
-            "removed": "removed since it was pinned", "unchanged": "unchanged since it was pinned"}
+            "removed": "removed since it was pinned", "unchanged": "unchanged since it was pinned",
+            "imported": "imported from an archive that marked it held (never reviewed here)"}
     out.print(f"{d['skill_id']}: {head.get(d['reason'], d['reason'])}"
               + (f" on {d['pinned_at']}" if d.get("pinned_at") else ""))
     for label in ("added", "removed", "changed"):
@@ -139,8 +140,8 @@ def trust(
             print_finding(f, why=False)
         _confirm(f"Trust {name} as it is now?", yes)
         res = lib.supply.trust(name, note=note)
-        done = [w for w, on in (("pinned this content", res.get("pinned")), ("trusted its audit", res.get("trusted")))
-                if on]
+        done = [w for w, on in (("pinned this content", res.get("pinned")), ("trusted its audit", res.get("trusted")),
+                                ("released the import's hold", res.get("released"))) if on]
         out.print(f"{res['skill_id']}: " + ("; ".join(done) if done else "allowed (nothing to pin or trust)"))
         return
     assert root is not None
@@ -192,7 +193,7 @@ def pin(label: str = typer.Argument(..., metavar="LABEL", help="a root's label o
 @commands.command()
 def unpin(label: str = typer.Argument(..., metavar="LABEL", help="a pinned root's label or path")) -> None:
     """Forget a root's pin: its skills are no longer held when they change."""
-    if _lib().supply.unpin(label):
+    if _lib().supply.unpin(label, record=True):
         out.print(f"unpinned {label}")
     else:
         out.print(f"{label} was not pinned")

@@ -89,6 +89,7 @@ class Candidate:
     findings: list[skillmod.Finding] = field(default_factory=list)
     path: str = ""                    # its SKILL.md in the library once taken in
     risk: str = ""                    # what the audit found there: medium | high ("" below)
+    held: str = ""                    # why the export's library held it back from agents ("" : it did not)
 
     @property
     def folder_name(self) -> str:
@@ -97,7 +98,8 @@ class Candidate:
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "folder": self.folder or ".", "dest": self.dest, "status": self.status,
                 "message": self.message, "existing": self.existing, "files": len(self.files),
-                "version": self.version, "findings": [f.as_dict() for f in self.findings], "risk": self.risk}
+                "version": self.version, "findings": [f.as_dict() for f in self.findings], "risk": self.risk,
+                "held": self.held or None}
 
 
 @dataclass
@@ -290,19 +292,45 @@ def import_skills(lib: Any, source: str | Path, *, mode: str = "copy", replace: 
         for c in cands:
             why = (manifest.get(c.folder) or {}).get("held")
             if why and c.status != "refused":      # the archive's text, on one line
-                notes.append(f"{c.name} was held back from agents where it was exported "
-                             f"({' '.join(str(why).split())[:200]}): review it before an agent reads it")
+                c.held = " ".join(str(why).split())[:200] or "held"
     report = ImportReport(str(src.path), src.kind, mode, dry_run, cands, notes)
     lib._maybe_sync()   # compare with the files as they are now (an editor may have added one)
     if mode == "root":
-        return _audited(lib, _as_root(lib, src, report))
+        return _held(lib, _audited(lib, _as_root(lib, src, report)))
     _plan_copies(lib, cands, replace)
     if dry_run:
-        return report
+        return _held(lib, report)
     _apply_copies(lib, src, cands)
     if any(c.status in ("new", "replace") for c in cands):
         report.notes += [f"index: {n}" for n in lib.sync().notes]
-    return _audited(lib, report)
+    return _held(lib, _audited(lib, report))
+
+
+def _held(lib: Any, report: ImportReport) -> ImportReport:
+    """A skill the archive marks held (its library held it back from agents) is held in this
+    library too, by the gate every reader asks, until a person trusts it here; each is named."""
+    took = ("new", "replace", "root")
+    ids: dict[str, str] = {}
+    for c in report.skills:
+        if not c.held or c.status not in took or report.dry_run:
+            continue
+        try:
+            ids[lib.get(c.path).id] = c.name
+        except SkillshelfError:
+            c.held = ""             # not indexed (the sync's notes say why): nothing to hold
+    if ids:
+        lib.supply.hold_imported({sid: sid.partition(":")[0] for sid in ids})
+    for c in report.skills:
+        if not c.held or c.status == "refused":
+            continue
+        where = f"held back from agents where it was exported ({c.held})"
+        if c.status in took:
+            verb = "would be held" if report.dry_run else "is held"
+            report.notes.append(f"{c.name} was {where}: it {verb} here too, hidden from agents, until a person "
+                                f"reviews it: `skillshelf trust {c.name}`")
+        else:
+            report.notes.append(f"{c.name} was {where}: not taken in ({c.status}); review it before an agent reads it")
+    return report
 
 
 def _finds(lib: Any, name: str, skill_id: str) -> bool:

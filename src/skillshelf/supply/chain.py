@@ -41,6 +41,13 @@ class SupplyChain:
         self._resolve, self._records, self._roots = resolve, records, roots
         self._upgraded = False            # skills indexed before audits existed were looked for
         self._hidden: tuple[dict, frozenset[str]] | None = None
+        # called with a root's label after a person pinned, unpinned or trusted in it (the
+        # sources keep ``skillshelf.lock`` saying what is pinned and what was reviewed)
+        self.on_pins: list[Callable[[str], None]] = []
+
+    def _pins_changed(self, label: str) -> None:
+        for tell in self.on_pins:
+            tell(label)
 
     # --- the audit ------------------------------------------------------------------------
     def audit(self, refs: Iterable[str] = (), *, root: str | None = None, min_severity: str = "low") \
@@ -144,7 +151,15 @@ class SupplyChain:
         """Allow the skill as it is now: its pin takes this content, the audit's trust is given
         to it (a later change needs a person again)."""
         rec = self._resolve(ref)
-        return self.gate.allow(rec.id, rec.path if Path(rec.path).exists() else None, note=note)
+        out = self.gate.allow(rec.id, rec.path if Path(rec.path).exists() else None, note=note)
+        if out.get("pinned"):
+            self._pins_changed(rec.id.partition(":")[0])
+        return out
+
+    def hold_imported(self, ids: dict[str, str]) -> None:
+        """Hold skills an import took in from an archive that marked them held (id -> its
+        root's label): agents do not see them until a person trusts them here."""
+        self.pins.hold_imported(ids)
 
     def untrust(self, ref: str) -> bool:
         return self.auditor.untrust(self._resolve(ref).id)
@@ -157,17 +172,29 @@ class SupplyChain:
         known = ", ".join(r.label for r in self._roots())
         raise NotFoundError(f"no root {label!r} in this library", fix=f"use a root's label or path: {known}")
 
-    def pin(self, label: str) -> dict[str, Any]:
+    def pin(self, label: str, *, baseline: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
         """Pin a root: the sha256 of every file of every skill, and each SKILL.md's text; a skill
-        whose files change afterwards is held from agents until trusted."""
-        return self.pins.pin_root(self._root(label)).as_dict()
+        whose files change afterwards is held from agents until trusted. ``baseline``: what a
+        person reviewed elsewhere, per skill id (``Pins.pin_root``); what differs is held now."""
+        root = self._root(label)
+        out = self.pins.pin_root(root, baseline=baseline).as_dict()
+        if baseline:
+            self.pins.refresh()
+        self._pins_changed(root.label)
+        return out
 
     def trust_root(self, label: str) -> dict[str, Any]:
         """Accept a pinned root's current content as a whole (re-pins it)."""
         return self.pin(label)
 
-    def unpin(self, label: str) -> bool:
-        return self.pins.unpin_root(self._root(label).label)
+    def unpin(self, label: str, *, record: bool = False) -> bool:
+        """Forget a root's pin. ``record``: a person's unpin, which ``skillshelf.lock`` follows (a
+        caller that writes the lock itself leaves it out)."""
+        root = self._root(label).label
+        done = self.pins.unpin_root(root)
+        if record:
+            self._pins_changed(root)
+        return done
 
     def pinned_roots(self) -> list[dict[str, Any]]:
         return self.pins.roots()

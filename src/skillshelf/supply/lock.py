@@ -6,6 +6,11 @@ files and digests the Skills Extension's ``skills/list`` serves for that skill (
 the other files a reader may open, nested skills' included: no hidden files, no dependency or VCS
 folders, none over ``files.MAX_RESOURCE_BYTES``), so a host can check what it loads.
 
+A pinned source (``pinned = true``) carries what its owner reviewed: a skill whose pin differs
+from its locked files has ``reviewed``, the pinned files' ``sha256:<hex>`` and size (an empty list:
+a skill new since the pin, never reviewed). ``sources restore`` pins at that baseline, so a skill
+held on one machine is held on the other. A lock without ``reviewed`` still loads (nothing held).
+
 The file is TOML written in a fixed order (sources by label, skills by path, files by path, one
 file a line), so a change to a collection is a readable diff. :func:`check` compares the files on
 disk with it."""
@@ -50,6 +55,9 @@ class FileEntry:
 class SkillEntry:
     path: str                                    # the skill folder, relative to the source ('.' at its top)
     files: list[FileEntry] = field(default_factory=list)
+    # a pinned source: the files its owner reviewed, where they differ from ``files`` (the pin's
+    # own list; [] = never reviewed); None = the locked files are the reviewed ones
+    reviewed: list[FileEntry] | None = None
 
     def digests(self) -> dict[str, tuple[str, int]]:
         return {f.path: (f.digest, f.size) for f in self.files}
@@ -106,7 +114,13 @@ def render(sources: list[SourceEntry]) -> str:
             out += ["[[source.skill]]", f"path = {_q(sk.path)}", "files = ["]
             out += [f"  {{ path = {_q(f.path)}, digest = {_q(f.digest)}, size = {f.size} }},"
                     for f in sorted(sk.files, key=lambda f: (f.path != "SKILL.md", f.path))]
-            out += ["]", ""]
+            out += ["]"]
+            if sk.reviewed is not None:
+                out += ["reviewed = ["]
+                out += [f"  {{ path = {_q(f.path)}, digest = {_q(f.digest)}, size = {f.size} }},"
+                        for f in sorted(sk.reviewed, key=lambda f: (f.path.lower() != "skill.md", f.path))]
+                out += ["]"]
+            out += [""]
     return "\n".join(out)
 
 
@@ -127,8 +141,9 @@ def parse(text: str, where: str = LOCK_NAME) -> list[SourceEntry]:
     out = []
     try:
         for s in data.get("source", []):
-            skills = [SkillEntry(str(k["path"]), [FileEntry(str(f["path"]), str(f["digest"]), int(f["size"]))
-                                                  for f in k.get("files", [])]) for k in s.get("skill", [])]
+            skills = [SkillEntry(str(k["path"]), _files(k.get("files", [])),
+                                 None if k.get("reviewed") is None else _files(k["reviewed"]))
+                      for k in s.get("skill", [])]
             out.append(SourceEntry(label=str(s["label"]), source=str(s.get("source", "")), kind=str(s["kind"]),
                                    url=str(s["url"]), ref=str(s.get("ref", "")), path=str(s.get("path", "")),
                                    commit=str(s["commit"]), pinned=bool(s.get("pinned", False)),
@@ -143,6 +158,12 @@ def parse(text: str, where: str = LOCK_NAME) -> list[SourceEntry]:
     if len(set(labels)) != len(labels):
         raise ValidationError(f"{where} names a source twice", fix="keep one entry per label")
     return out
+
+
+def _files(rows: Any) -> list[FileEntry]:
+    if not isinstance(rows, list):
+        raise TypeError("a list of files is not a list")
+    return [FileEntry(str(f["path"]), str(f["digest"]), int(f["size"])) for f in rows]
 
 
 def label_ok(label: str) -> bool:
@@ -178,21 +199,31 @@ def _check_entry(s: SourceEntry, where: str) -> None:
         raise ValidationError(f"{where}: source {s.label} has path {s.path[:80]!r}, not a folder inside the source",
                               fix=fix)
     for sk in s.skills:
-        bad = next((p for p in (sk.path, *(_rel(sk.path, f.path) for f in sk.files)) if not _inside_path(p)), None)
-        if bad is not None or any(f.path == "." for f in sk.files):
+        named = [*sk.files, *(sk.reviewed or [])]
+        bad = next((p for p in (sk.path, *(_rel(sk.path, f.path) for f in named)) if not _inside_path(p)), None)
+        if bad is not None or any(f.path == "." for f in named):
             raise ValidationError(f"{where}: source {s.label} names a file outside its folder: "
                                   f"{(bad or sk.path)[:120]!r}", fix=fix)
 
 
+DAMAGED_FIX = (f"restore it from version control, or `skillshelf sources restore GOOD.lock` with a good {LOCK_NAME} "
+               "(this one is kept aside, named)")
+
+
 def read(path: Path) -> list[SourceEntry]:
-    """The lock at ``path`` ([] when there is none)."""
+    """A home's lock at ``path`` ([] when there is none); one that cannot be read names the way
+    out (a restore from a good lock file sets it aside)."""
     if not path.exists():
         return []
     try:
         raw = read_bounded(path, MAX_LOCK_BYTES)
     except FileRefused as exc:
-        raise ValidationError(f"{path}: {exc.message}", fix="restore it from version control") from None
-    return parse(raw.decode("utf-8", "replace"), str(path))
+        raise ValidationError(f"{path}: {exc.message}", fix=DAMAGED_FIX) from None
+    try:
+        return parse(raw.decode("utf-8", "replace"), str(path))
+    except ValidationError as exc:
+        raise ValidationError(exc.message, fix=f"{exc.fix}; or `skillshelf sources restore GOOD.lock` with a good "
+                                               f"{LOCK_NAME} (this one is kept aside, named)") from None
 
 
 def write(path: Path, sources: list[SourceEntry]) -> None:

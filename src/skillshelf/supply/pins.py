@@ -11,6 +11,12 @@ finds them (a walk and a stat per file; a read only where size or time moved) an
 a unified diff of the SKILL.md, the other files added, removed or changed, and the audit
 findings that are new. :meth:`Pins.accept` pins a skill's content as it is now.
 
+A pin may start from a baseline (``pin_root(baseline=...)``): what the owner reviewed on
+another machine, as ``skillshelf.lock`` carries it (the digests of a skill's files, or none for
+a skill never reviewed). A skill whose files differ from it is held here as it was there.
+A skill imported from an archive that marked it held is held too (reason ``imported``) until a
+person trusts it in this library; no pin is needed for that.
+
 :class:`Gate` puts pins and the audit together: what agents may not see (held skills and,
 with ``trust.block``, skills at or above a risk whose content the owner has not trusted), the
 message an agent gets instead, and the owner's review and allowance of one skill.
@@ -44,7 +50,7 @@ class PinDiff:
     """What changed in a pinned skill since it was pinned."""
 
     skill_id: str
-    reason: str                      # unchanged | changed | added (new in a pinned root) | removed
+    reason: str                      # unchanged | changed | added (new in a pinned root) | removed | imported
     skill_md_diff: str = ""          # unified diff of the SKILL.md, pinned -> now
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -62,7 +68,8 @@ class PinDiff:
     def text(self) -> str:
         """The diff as a person reads it in a terminal."""
         head = {"changed": "changed since it was pinned", "added": "new in a pinned root (never reviewed)",
-                "removed": "removed since it was pinned", "unchanged": "unchanged since it was pinned"}[self.reason]
+                "removed": "removed since it was pinned", "unchanged": "unchanged since it was pinned",
+                "imported": "imported from an archive that marked it held (never reviewed here)"}[self.reason]
         out = [f"{self.skill_id}: {head}" + (f" on {self.pinned_at}" if self.pinned_at else "")]
         for label, names in (("added", self.added), ("removed", self.removed), ("changed", self.changed)):
             if names:
@@ -108,6 +115,16 @@ def snapshot(skill_id: str, skill_md: str | Path) -> dict[str, Any]:
             "findings": [f.as_dict() for f in findings], "files": files}
 
 
+def reviewed_snapshot(skill_id: str, files: list[dict[str, Any]]) -> dict[str, Any]:
+    """A pin of content reviewed elsewhere, known by its files' digests only (``file``,
+    ``sha256`` or None, ``size``): no SKILL.md text (a diff shows the whole text as new), no
+    findings, no times (each file is hashed at the next look)."""
+    states = [(str(f["file"]), f.get("sha256") or None, int(f["size"]), 0) for f in files]
+    rows = [{"file": n, "sha256": sha, "size": size, "mtime_ns": t} for n, sha, size, t in states]
+    key = auditing.content_key(states)
+    return {"skill_id": skill_id, "content_key": key, "skill_md": "", "findings": [], "files": rows}
+
+
 class Pins:
     """Pins kept in ``pins`` (``store.pins.PinnedContent`` or another backend's class with the
     same methods)."""
@@ -121,13 +138,21 @@ class Pins:
         self._locate = locate or (lambda label: None)
 
     # --- pinning --------------------------------------------------------------------------
-    def pin_root(self, root: Root) -> PinReport:
+    def pin_root(self, root: Root, *, baseline: dict[str, list[dict[str, Any]]] | None = None) -> PinReport:
         """Pin every skill of ``root`` as it is now (replacing an earlier pin of it); its held
-        skills are released."""
+        skills are released. ``baseline``: skill id -> the files a person reviewed elsewhere
+        (``file``, ``sha256``, ``size``; [] for none): those skills are pinned at that content
+        instead, in the same write, so a skill that differs from it is held (:meth:`refresh`)."""
         found, notes = discover(root, self.exclude)
         report = PinReport(root.label, notes=notes)
         skills = []
+        baseline = baseline or {}
         for f in _unique(found):
+            if f.id in baseline:
+                if baseline[f.id]:
+                    skills.append(reviewed_snapshot(f.id, baseline[f.id]))
+                    report.files += len(baseline[f.id])
+                continue                  # [] : never reviewed, held as new in the pinned root
             try:
                 snap = snapshot(f.id, f.path)
             except (OSError, FileRefused) as exc:
@@ -231,6 +256,9 @@ class Pins:
             reason = self.compare(sid, path)[0]
             if reason in ("changed", "added"):
                 hold[sid] = (_root_of(sid), reason)
+        # an imported skill outside the pinned roots stays held until a person trusts it
+        hold.update((sid, (h["root"], h["reason"])) for sid, h in held_before.items()
+                    if h["reason"] == "imported" and sid not in hold and _root_of(sid) not in labels)
         released = [sid for sid in held_before if sid not in hold]
         if hold.keys() != held_before.keys() or any(held_before[s]["reason"] != r for s, (_, r) in hold.items()):
             self.pins.set_held(hold, released, at=now())
@@ -242,6 +270,9 @@ class Pins:
         are known to have changed (a watcher's event, a sync that re-indexed it)."""
         reason = self.compare(skill_id, skill_md)[0] if self.pinned_root(skill_id) else "unchanged"
         held = self.pins.held()
+        if (reason == "unchanged" and held.get(skill_id, {}).get("reason") == "imported"
+                and skill_md is not None and os.path.exists(skill_md)):
+            return "imported"           # held until a person trusts it (``release``)
         if reason in ("changed", "added"):
             if held.get(skill_id, {}).get("reason") != reason:
                 self.pins.set_held({skill_id: (_root_of(skill_id), reason)}, [], at=now())
@@ -256,11 +287,29 @@ class Pins:
     def held_ids(self) -> frozenset[str]:
         return frozenset(self.pins.held())
 
+    def hold_imported(self, ids: dict[str, str]) -> None:
+        """Hold skills taken in from an archive that marked them held (id -> its root's label),
+        until a person trusts them here (:meth:`release`)."""
+        if ids:
+            self.pins.set_held({sid: (root, "imported") for sid, root in ids.items()}, [], at=now())
+
+    def release(self, skill_id: str) -> bool:
+        """Release an imported skill's hold (a person trusted it). Whether it was held so."""
+        if self.pins.held().get(skill_id, {}).get("reason") != "imported":
+            return False
+        self.pins.set_held({}, [skill_id], at=now())
+        return True
+
     def diff(self, skill_id: str, skill_md: str | Path | None) -> PinDiff:
         """What changed in a skill since it was pinned: a unified diff of its SKILL.md, the other
         files added, removed or changed, and the audit findings that are new (or gone)."""
         pinned = self.pins.skill(skill_id)
         if pinned is None and self.pinned_root(skill_id) is None:
+            if self.pins.held().get(skill_id, {}).get("reason") == "imported":
+                out = PinDiff(skill_id, "imported")
+                if skill_md is not None and os.path.exists(skill_md):
+                    out.added = [s.file for s in auditing.walk_skill(skill_md).files]
+                return out
             raise NotFoundError(f"{skill_id} is not pinned", fix="pin its root: `skillshelf pin LABEL`")
         reason, added, removed, changed = self.compare(skill_id, skill_md)
         out = PinDiff(skill_id, reason, added=added, removed=removed, changed=changed,
@@ -331,8 +380,9 @@ class Gate:
         for sid in self.auditor.blocked(level):
             out[sid] = f"its audit found {level} risk or worse (trust.block = \"{level}\")"
         for sid, h in self.pins.held().items():
-            why = ("it changed since its collection was pinned" if h["reason"] == "changed"
-                   else "it appeared in a pinned collection after the pin")
+            why = {"changed": "it changed since its collection was pinned",
+                   "imported": "it was held back from agents where it was exported, and no one has trusted it here"
+                   }.get(h["reason"], "it appeared in a pinned collection after the pin")
             out[sid] = f"{why}; {out[sid]}" if sid in out else why
         self._cache = (key, out)
         return out
@@ -355,7 +405,7 @@ class Gate:
         if skill_md is not None and os.path.exists(skill_md):
             a = self.auditor.audit_skill(skill_id, skill_md)
             out.update(risk=a.risk, findings=[f.as_dict() for f in a.findings], trusted=a.trusted)
-        if self.pins.pinned_root(skill_id):
+        if self.pins.pinned_root(skill_id) or self.pins.held().get(skill_id, {}).get("reason") == "imported":
             out["diff"] = self.pins.diff(skill_id, skill_md).as_dict()
         return out
 
@@ -366,6 +416,8 @@ class Gate:
         if self.pins.pinned_root(skill_id):
             self.pins.accept(skill_id, skill_md)
             out["pinned"] = True
+        if self.pins.release(skill_id):         # an import's hold (no pin to take it)
+            out["released"] = True
         if skill_md is not None and os.path.exists(skill_md):
             a = self.auditor.audit_skill(skill_id, skill_md)
             if severity_at_least(a.risk, "low"):

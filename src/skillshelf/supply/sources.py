@@ -41,7 +41,7 @@ from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationEr
 from ..files import FileRefused, locked, read_text_bounded, write_file
 from ..net import redact_text, redact_url
 from ..store.protocols import SourceLockStore
-from . import fetch as fetchmod, home_roots, lock as lockmod, lock_restore, person_files, swap
+from . import fetch as fetchmod, home_roots, lock as lockmod, lock_pins, lock_restore, person_files, swap
 from .fetch import SourceError, Spec
 from .kept_edits import KeptEdit, KeptEdits
 from .shared_sources import SharedSources
@@ -135,6 +135,7 @@ class Sources:
         self.shared = SharedSources(self, locks) if locks is not None else None
         self.edits = EditedCopies(self)
         self.kept = KeptEdits(self)
+        getattr(supply, "on_pins", []).append(functools.partial(lock_pins.follow, self))  # the lock says what is pinned
 
     # --- where things are ---------------------------------------------------------------
     @property
@@ -188,7 +189,7 @@ class Sources:
                     caller: Caller | None = None) -> None:
         """Move the lock from ``before`` (read under the home's lock) to ``after``."""
         if self.shared is None:
-            lockmod.write(self.lock_path, after)
+            lockmod.write(self.lock_path, lock_pins.reviewed(self, after))
         else:
             self.shared.write(before, after, caller=caller)
 
@@ -626,15 +627,18 @@ class Sources:
                                   fix=f"pass the {lockmod.LOCK_NAME} of a library with sources") from None
         if not wanted:
             raise ValidationError(f"{path} names no source", fix="pass the skillshelf.lock of a library with sources")
-        have = {e.label: e for e in self.entries()}
+        # this home's own lock is damaged: set aside (named) once the good lock's sources are verified
+        damaged, aside = lock_restore.damaged(self), None
+        have = {} if damaged else {e.label: e for e in self.entries()}
         for e in wanted:       # a source this home has is moved to the locked commit (``lock_restore``)
             if e.label in have:
                 lock_restore.same_source(have[e.label], e)
         fresh = [e for e in wanted if e.label not in have]
         with locked(self.home, "sources"), contextlib.ExitStack() as stack:
-            entries = self.entries()
+            entries = [] if damaged else self.entries()
             for e in fresh:
-                self._check_label(e.label, entries)
+                if not (damaged and self.folder(e.label).exists()):
+                    self._check_label(e.label, entries)
             items = []
             for e in fresh:
                 tmp = stack.enter_context(self._tmp(e.label))
@@ -647,16 +651,20 @@ class Sources:
                                       + (f", and {len(bad) - 1} more" if len(bad) > 1 else ""),
                                       fix="the source is not what was locked; nothing was written")
                 items.append((e, tree, tmp / "cache.git"))
+            if damaged:
+                aside = lock_restore.set_aside(self, fresh)
             if items:
                 self._install(items, entries, caller=caller)
         self._reroot()
         self._sync(**(progress or {}))
-        for e in fresh:
+        for e in fresh:       # pinned at what was reviewed where the lock was written
             if e.pinned:
-                self.supply.pin(self._root_label(e.label) or e.label)
+                root = self._root_label(e.label) or e.label
+                self.supply.pin(root, baseline=lock_pins.baseline(e, root))
         moved = [lock_restore.bring(self, e, progress=progress, caller=caller) for e in wanted if e.label in have]
         files = sum(len(s.files) for e in wanted for s in e.skills)
-        return {"sources": [e.summary() for e in fresh], "moved": moved, "files_verified": files}
+        return {"sources": [e.summary() for e in fresh], "moved": moved, "files_verified": files,
+                **({"set_aside": aside} if aside else {})}
 
     # --- checks ---------------------------------------------------------------------------
     def check(self) -> builtins.list[lockmod.Drift]:
