@@ -37,9 +37,10 @@ def _ask(question: str, yes: bool, refused: str) -> None:
 
 
 @contextlib.contextmanager
-def _indexing(lib: Any, quiet: bool) -> Iterator[dict | None]:
+def _indexing(lib: Any, quiet: bool, moved: Any = None) -> Iterator[dict | None]:
     """The sync's progress on stderr while a source is indexed; Ctrl-C during it keeps the source (in
-    place and locked) and says how to finish the index."""
+    place and locked) and says how to finish the index. ``moved``: asked after a Ctrl-C elsewhere
+    (fetching, putting files in place), whether the lock moved (None: what was done is not known)."""
     from . import common
 
     try:
@@ -48,10 +49,26 @@ def _indexing(lib: Any, quiet: bool) -> Iterator[dict | None]:
             return
         with common._shown(lib) as (on_files, on_texts):
             yield {"progress": on_files, "embed_progress": on_texts}
-    except lib.Interrupted:
+    except KeyboardInterrupt as exc:
+        done = moved() if moved is not None else True if isinstance(exc, lib.Interrupted) else None
         common.err.print("stopped while indexing: the source is in place and locked; run `skillshelf sync` to "
-                         "finish the index")
+                         "finish the index" if done else "stopped: nothing was changed" if done is False else
+                         "stopped: `skillshelf sources list` shows what is in place, `skillshelf doctor` what is "
+                         "left to index")
         raise typer.Exit(130) from None
+
+
+def _moved(lib: Any, plan: Any, quiet: bool) -> Any:
+    """Asked after a Ctrl-C while ``plan`` is applied: whether the lock moved; if it did, where a
+    person's files went is said too (the update's report is not reached)."""
+    def moved() -> bool:
+        if lib.sources.entry(plan.label).commit != plan.new.commit:
+            return False
+        for line in [] if quiet else (_kept_lines(plan.label, [k.as_dict() for k in plan.kept], True)
+                                      + _unlisted_lines(plan.label, plan.unlisted)):
+            out.print(line)
+        return True
+    return moved
 
 
 def _unreadable_lines(bad: list[str], folder: str, indent: str = "") -> list[str]:
@@ -260,48 +277,55 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
     lib = _lib()
     results = []
     failed = 0
-    with lib.sources.planning(labels or (), to=to) as plans:
-        for plan in plans:
-            d = plan.as_dict()
-            if plan.error:            # this source could not be fetched: the others are still updated
-                failed += 1
-                err.print(f"error: {plan.label}: {_clean(plan.error)}")
+    try:
+        with lib.sources.planning(labels or (), to=to) as plans:
+            for plan in plans:
+                d = plan.as_dict()
+                if plan.error:            # this source could not be fetched: the others are still updated
+                    failed += 1
+                    err.print(f"error: {plan.label}: {_clean(plan.error)}")
+                    results.append(d)
+                    continue
+                if not json_out:
+                    _print_plan(d, str(lib.sources.folder(plan.label)))
+                if dry_run or not plan.moved:
+                    results.append(d)
+                    continue
+                if not json_out:
+                    _ask(f"apply the update of {plan.label}?", yes, f"{plan.label} not updated")
+                elif not yes:
+                    err.print("error: --json applies only with --yes (or --dry-run)")
+                    raise typer.Exit(2)
+                with _indexing(lib, json_out, _moved(lib, plan, json_out)) as progress:
+                    d = lib.sources.apply(plan, progress=progress).as_dict()
                 results.append(d)
-                continue
-            if not json_out:
-                _print_plan(d, str(lib.sources.folder(plan.label)))
-            if dry_run or not plan.moved:
-                results.append(d)
-                continue
-            if not json_out:
-                _ask(f"apply the update of {plan.label}?", yes, f"{plan.label} not updated")
-            elif not yes:
-                err.print("error: --json applies only with --yes (or --dry-run)")
-                raise typer.Exit(2)
-            with _indexing(lib, json_out) as progress:
-                d = lib.sources.apply(plan, progress=progress).as_dict()
-            results.append(d)
-            if not json_out and d["from"] == d["to"] and not d["changes"]:      # the same commit: nothing moved
-                out.print(f"{plan.label}: up to date at {d['to'][:12]}"
-                          + ("; the source's files on disk are put back as locked" if d["drift"] else ""))
-                for line in _kept_lines(plan.label, d["kept"], True) + _unlisted_lines(plan.label, d["unlisted"]):
-                    out.print(line)
-            elif not json_out:
-                out.print(f"{plan.label}: updated to {d['to'][:12]}; "
-                          + ("the team's lock moved: every server fetches it" if lib.sources.team else "lock moved")
-                          + (f"; {len(d['held'])} skill(s) held until `skillshelf trust NAME`" if d["held"] else ""))
-                for line in _kept_lines(plan.label, d["kept"], True) + _unlisted_lines(plan.label, d["unlisted"]):
-                    out.print(line)
-                for c in d["changes"]:
-                    if c["edit"] == "conflict":
-                        out.print(f"  conflict: {c['copy']} kept as you left it; upstream's text waits in the review "
-                                  f"queue (`skillshelf review show {c['copy']}`)")
-                    elif c["edit"] in ("review", "failed"):
-                        out.print(f"  {c['copy']}: {_clean(c['note'])}")
-                    for fe in c["file_edits"]:
-                        if fe["edit"] in ("conflict", "failed"):
-                            out.print(f"  conflict: {c['copy']}/{_clean(fe['file'])} kept as you left it "
-                                      f"({_clean(fe['note'])})")
+                if not json_out and d["from"] == d["to"] and not d["changes"]:      # the same commit: nothing moved
+                    out.print(f"{plan.label}: up to date at {d['to'][:12]}"
+                              + ("; the source's files on disk are put back as locked" if d["drift"] else ""))
+                    for line in _kept_lines(plan.label, d["kept"], True) + _unlisted_lines(plan.label, d["unlisted"]):
+                        out.print(line)
+                elif not json_out:
+                    out.print(f"{plan.label}: updated to {d['to'][:12]}; "
+                              + ("the team's lock moved: every server fetches it" if lib.sources.team else
+                                 "lock moved")
+                              + (f"; {len(d['held'])} skill(s) held until `skillshelf trust NAME`" if d["held"]
+                                 else ""))
+                    for line in _kept_lines(plan.label, d["kept"], True) + _unlisted_lines(plan.label, d["unlisted"]):
+                        out.print(line)
+                    for c in d["changes"]:
+                        if c["edit"] == "conflict":
+                            out.print(f"  conflict: {c['copy']} kept as you left it; upstream's text waits in the "
+                                      f"review queue (`skillshelf review show {c['copy']}`)")
+                        elif c["edit"] in ("review", "failed"):
+                            out.print(f"  {c['copy']}: {_clean(c['note'])}")
+                        for fe in c["file_edits"]:
+                            if fe["edit"] in ("conflict", "failed"):
+                                out.print(f"  conflict: {c['copy']}/{_clean(fe['file'])} kept as you left it "
+                                          f"({_clean(fe['note'])})")
+    except KeyboardInterrupt:       # (fetching, or at a plan: one being applied says what it did itself)
+        done = [r['label'] for r in results if r.get('applied')]
+        err.print("stopped: " + (f"{', '.join(done)} updated, the others not" if done else "nothing was changed"))
+        raise typer.Exit(130) from None
     if json_out:
         _json(results)
     elif dry_run and len(results) > failed:
