@@ -173,6 +173,10 @@ def test_an_imported_held_skill_is_held_until_a_person_trusts_it_here(tmp_path, 
     out = ok(h6, "trust", "alpha", "--yes")
     assert "released" in out
     assert status(h6)["held"] == 0 and not agent_reads(h6, "alpha")[0]
+    # registered as a read-only root, the same
+    h7 = tmp_path / "h7"
+    assert "held here too" in ok(h7, "import", str(tmp_path / "held.zip"), "--as-root")
+    assert status(h7)["held"] == 1 and agent_reads(h7, "alpha")[0]
 
 
 def test_a_damaged_lock_is_repaired_by_a_restore_from_a_good_one(tmp_path, coll):

@@ -57,7 +57,10 @@ def reviewed(src: Any, entries: list[lockmod.SourceEntry]) -> list[lockmod.Sourc
         skills = []
         for sk in e.skills:
             md = folder.joinpath(*([] if sk.path == "." else sk.path.split("/"))) / _skill_md(sk)
-            skills.append(dataclasses.replace(sk, reviewed=_reviewed_of(src.supply.pins, _sid(root, sk.path), md)))
+            seen = _reviewed_of(src.supply.pins, _sid(root, sk.path), md)
+            if seen and {f.path: (f.digest, f.size) for f in seen} == sk.digests():
+                seen = None         # what was reviewed is what is locked (the folder was edited in place)
+            skills.append(dataclasses.replace(sk, reviewed=seen))
         out.append(dataclasses.replace(e, pinned=True, skills=skills))
     return out
 
