@@ -248,3 +248,30 @@ def test_an_update_that_changes_only_what_the_copy_keeps_as_its_own_says_so(tmp_
     r = sk(home, "sources", "update", "--yes")
     assert "already has upstream's change" not in r.stdout
     assert "upstream changed only metadata.created, which your copy keeps as its own" in r.stdout, r.stdout
+
+
+def test_a_conflict_waiting_in_the_review_queue_moves_with_the_skill(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "jeff").returncode == 0
+    edit_as_person(home, "alpha", "Step two: rotate each key.", "Step two: rotate each key by hand.")
+    upstream.write("skills/alpha/SKILL.md", ALPHA.replace("Step two: rotate each key.", "Step two: run rotate-all."))
+    upstream.commit("conflict")
+    upstream.push()
+    r = sk(home, "sources", "update", "--yes")
+    assert "CONFLICT" in r.stdout, r.stdout
+    _move(upstream, "skills/alpha", "skills/backend/alpha")
+    upstream.commit("move")
+    upstream.push()
+    r = sk(home, "sources", "update", "--yes")
+    assert r.returncode == 0 and "moved    skills/backend/alpha  (from skills/alpha)" in r.stdout, r.stdout + r.stderr
+    assert _shown(home, "alpha")["metadata"]["origin"] == "jeff:skills/backend/alpha"
+    # the person keeps theirs: upstream's text is the next base at the new folder, so a later change merges
+    assert sk(home, "review", "reject", "alpha", "--reason", "keep mine").returncode == 0
+    upstream.write("skills/backend/alpha/SKILL.md", upstream.read("skills/backend/alpha/SKILL.md") + "\nMore notes.\n")
+    upstream.commit("more")
+    upstream.push()
+    r = sk(home, "sources", "update", "--yes")
+    assert r.returncode == 0 and "CONFLICT" not in r.stdout, r.stdout
+    text = (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8")
+    assert "by hand" in text and "More notes." in text and "rotate-all" not in text
+    assert not (home / "sources/.bases/.pending/jeff/skills/alpha/draft.json").exists()

@@ -355,6 +355,17 @@ class EditedCopies:
             if d == bases or bases not in d.parents or not d.is_dir() or any(d.iterdir()):
                 break
             d.rmdir()
+        # a conflict of the copy waiting in the review queue: upstream's text becomes the base at the new folder
+        pending = self._pending(plan.label)
+        old_p = inside(pending, "" if c.moved_from == "." else c.moved_from)
+        new_p = inside(pending, "" if c.path == "." else c.path)
+        with contextlib.suppress(OSError, FileRefused):
+            if old_p is not None and new_p is not None and (old_p / "draft.json").is_file() \
+                    and not (new_p / "draft.json").exists():
+                for f in ("SKILL.md", "draft.json"):
+                    if (old_p / f).is_file():
+                        write_file(new_p / f, read_bounded(old_p / f, MAX_SKILL_BYTES))
+                        (old_p / f).unlink()
         if c.sides is not None:          # the merge reads the copy as it is now
             now = _read(Path(res.path))
             if now is not None:

@@ -107,7 +107,7 @@ def _merge_keys(b: skillmod.Skill, o: skillmod.Skill, t: skillmod.Skill,
         bv, tv = ((getattr(b, key), getattr(t, key)) if "." not in key else
                   (b.metadata.get(key[9:]), t.metadata.get(key[9:])))
         if bv != tv:
-            out.untaken.append(key)
+            out.untaken.append("its keys outside the spec" if key == "extra" else key)
     return conflicts
 
 
