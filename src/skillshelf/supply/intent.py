@@ -443,7 +443,10 @@ def _code_start(low: bytes, ls: int, s: int) -> int:
     if low.count(b"`", ls, s) % 2 == 0:
         return s
     o = low.rfind(b"`", ls, s)
-    return o if s - o <= 80 and b"`" in low[s:s + 200] and P.NEGATION.search(low, o, s) is None else s
+    return o if s - o <= 80 and b"`" in low[s:s + 200] and _READS_A_FILE.match(low, o + 1, s) is not None else s
+
+
+_READS_A_FILE = re.compile(rb"\s{0,3}(?:sudo\s+)?(?:cat|type|head|tail|less|more|base64|xxd|get-content|printenv)\s[^`|;&$]{0,60}$")
 
 
 def check(scan: Scan) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import context, lexicon, patterns as P
+from . import context, lexicon, misreport_words as W, patterns as P
 from .rules import RULES
 from .scopes import _item, scopes
 
@@ -24,20 +24,9 @@ Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a ci
 
 MAX_READ = 200             # scopes naming the user read in one file
 
-# languages the lexicon's other readers do not know (Hebrew, Czech, Ukrainian), each found by letters only it uses:
-# the user, a report, a success, a telling negated
-_EXTRA: dict[str, dict[str, tuple[str, ...]]] = {
-    "he": {"who": ("משתמש",), "report": ("דווח", "דיווח", "סיכום"), "success": ("בהצלחה", "הצליח", "עבר"),
-           "neg_tell": ("אל תזכיר", "אל תספר", "אל תגיד", "אל תדווח", "בלי לספר", "בלי להזכיר", "לא צריך לדעת")},
-    "cs": {"who": ("uživatel",), "report": ("shrnutí", "zpráv", "hlášen"), "success": ("úspěšn", "bez chyb", "prošl"),
-           "neg_tell": ("neříkej", "nic neříkejte", "nezmiňuj", "neinformuj", "nesděluj", "neprozrazuj", "zamlč",
-                        "bez vědomí")},
-    "uk": {"who": ("користувач",), "report": ("звіт", "підсумок", "підсумку"), "success": ("успішн", "без помилок", "пройшл"),
-           "neg_tell": ("не кажіть", "не кажи", "не повідомляй", "не згадуй", "не розповідай", "приховай",
-                        "без відома")},
-}
-_EXTRA_LETTERS = {"he": re.compile(rb"\xd7[\x90-\xaa]"), "cs": re.compile(rb"\xc4\x9b|\xc5\x99|\xc5\xaf"),
-                  "uk": re.compile(rb"\xd1[\x94\x96\x97]")}
+# languages the lexicon's other readers do not know, each found by letters only it uses (``misreport_words``)
+_EXTRA = W.EXTRA
+_EXTRA_LETTERS = W.EXTRA_LETTERS
 # an action the agent takes, whose report could be bent: removal, a skip, a failure, a change, in each language
 _ACTION = {
     "en": (r"remov(?:e|ed|es|ing)", r"delet(?:e|ed|es|ing)", r"skip(?:s|ped|ping)?", r"disabl(?:e|ed|es|ing)",
@@ -58,14 +47,17 @@ _ACTION = {
     "he": ("נכשל", "כישלון", "מחק", "מחיקת", "דילג", "הסר", "השבת"),
     "cs": ("smaz", "odstran", "přeskoč", "selhal", "vypn", "push"),
     "uk": ("видал", "вимкн", "пропуст", "провал", "помилк"),
+    **W.ACTION,
 }
 _USER_WORDS = frozenset((b"user", b"users", b"human", b"humans"))
 # the parts of an English misreport, one of which a scope must hold (a scan of bytes before any pattern)
 _CUES = (b"not ", b"never", b"n't", b"nor ", b"out of", b"lie ", b"only as", b"just as", b"simply as", b"purely as",
          b"merely as", b"nothing else", b"was just")
 _CUES_STR = tuple(c.decode() for c in _CUES)
-# letters of Latin with accents, Cyrillic, Hebrew, Chinese, Japanese, Korean: a scope another language may be read in
-_OTHER_LETTERS = re.compile(rb"[\xc3-\xc5\xd0\xd1\xd7][\x80-\xbf]|[\xe3-\xed][\x80-\xbf]")
+# letters of Latin with accents, Greek, Cyrillic, Hebrew, Arabic, Devanagari, Thai, Chinese, Japanese, Korean: a scope
+# another language may be read in
+_OTHER_LETTERS = re.compile(rb"[\xc3-\xc8\xce-\xd1\xd7-\xdb][\x80-\xbf]|\xe0[\xa4\xa5\xb8\xb9]|\xe1[\xba\xbb]|"
+                            rb"[\xe3-\xed][\x80-\xbf]")
 # the words an English misreport is said with (one of them gates a file)
 _CUE_WORDS = frozenset(b"say said mention tell reveal disclose admit acknowledge bring talk volunteer confirm leave keep omit "
                        b"lie present describe frame report summarize summarise characterize characterise nothing claim "
@@ -74,7 +66,7 @@ _WHO_EN = r"(?<![\w-])(?:the |a |your |any )?(?:users?|humans?)(?![\w-])"
 
 
 def _alt(forms: list[tuple[str, str]]) -> re.Pattern[str]:
-    return re.compile("|".join(f if lang in lexicon.CJK or lang == "he" else r"(?<![\w])" + f for lang, f in forms))
+    return re.compile("|".join(f if lang in lexicon.CJK or lang in W.NO_SPACES else r"(?<![\w])" + f for lang, f in forms))
 
 
 _HIDE_ONLY = ("скрой", "gizle", "dölj", "ukryj", "隠し", "숨기", "隐瞒", "隱瞞", "瞒着", "verzwijg", "hou .{0,40}geheim",
@@ -114,7 +106,7 @@ class _Concepts:
             forms = _forms(langs, name)
             parts = ([english] if english else []) + ([_alt(forms).pattern] if forms else [])
             return re.compile("|".join(parts)) if parts else re.compile(r"(?!x)x")
-        self.who, self.action = alt("who", _WHO_EN), alt("action", ACTION_EN.pattern)
+        self.who, self.action = alt("who", _WHO_EN), alt("action", ACTION_EN.pattern + "|" + W.ANCHOR_ACTION)
         self.neg_tell, self.report, self.success = alt("neg_tell", _NEG_TELL_EN), alt("report"), alt("success")
 
 
@@ -151,16 +143,18 @@ def check(scan: Scan) -> None:
     if scan.kind != "markdown" and not scan.hidden_why:
         return            # code and data; their comments and docstrings are read as prose through ``comments``
     ascii_file = scan.data.isascii()
-    if ascii_file and (scan.words.isdisjoint(_USER_WORDS) or scan.words.isdisjoint(_CUE_WORDS)):
+    ascii_langs = tuple(lang for w, lang in W.ASCII_WHO.items() if w in scan.words) if ascii_file else ()
+    if ascii_file and not ascii_langs and (scan.words.isdisjoint(_USER_WORDS) or scan.words.isdisjoint(_CUE_WORDS)):
         return
-    c: _Concepts | None = None
-    langs: tuple[str, ...] | None = () if ascii_file else None     # found when a scope first needs them
+    c: _Concepts | None = _concepts(ascii_langs) if ascii_langs else None
+    langs: tuple[str, ...] | None = ascii_langs if ascii_file else None     # found when a scope first needs them
     n = 0
     for s, e in scopes(scan):
         if n >= MAX_READ:
             break
         low = scan.low[s:e]
-        other = not low.isascii() and _OTHER_LETTERS.search(low) is not None
+        other = not low.isascii() and _OTHER_LETTERS.search(low) is not None or bool(ascii_langs) and any(
+            w in low for w in W.ASCII_WHO)
         if not other and (b"user" not in low and b"human" not in low or not any(cue in low for cue in _CUES)):
             continue
         if langs is None and other:
