@@ -18,7 +18,7 @@ pytest.importorskip("fastapi", reason="the web extra is not installed (pip insta
 
 from conftest import dashboard_server, needs_chromium
 from fastapi.testclient import TestClient
-from test_sources_git import BETA, Upstream, sk
+from test_sources_git import BETA, Upstream, git, sk
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
@@ -429,3 +429,12 @@ def test_in_chromium_update_shows_the_summary_then_apply_shows_the_new_commit(br
         page.screenshot(path=str(shots / "sources-skill.png"), full_page=True)
         assert errors == []
         page.close()
+
+
+def test_a_skill_moved_upstream_is_shown_with_the_folder_it_came_from(client, upstream):
+    git(upstream.work, "mv", "skills/beta", "skills/ops-beta")
+    upstream.commit("move beta")
+    upstream.push()
+    html = main_of(post(client, "/sources/team/update").text)
+    assert ">moved</span>" in html
+    assert 'skills/ops-beta <span class="muted">(from skills/beta)</span>' in html

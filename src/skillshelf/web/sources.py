@@ -74,7 +74,8 @@ def _summary(d: dict[str, Any]) -> dict[str, Any]:
         found = [dict(f, shown=visible(f.get("excerpt")),
                       where="/".join(p for p in (base, f.get("file") or "SKILL.md") if p)
                       + (f":{f['line']}" if f.get("line") else "")) for f in c["findings"]]
-        changes.append(dict(c, path=shown_all(c["path"]), files=[shown_all(f) for f in c["files"]],
+        changes.append(dict(c, path=shown_all(c["path"]), moved_from=shown_all(c.get("moved_from") or ""),
+                            files=[shown_all(f) for f in c["files"]],
                             note=shown_all(c["note"] or ""), findings=found))
     return dict(d, changes=changes, changes_total=len(d["changes"]), notes=[shown_all(n) for n in d["notes"]],
                 drift=d["drift"][:DRIFT_SHOWN], drift_total=len(d["drift"]),
