@@ -6,6 +6,7 @@ is repaired by a restore from a good one."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -177,6 +178,14 @@ def test_an_imported_held_skill_is_held_until_a_person_trusts_it_here(tmp_path, 
     h7 = tmp_path / "h7"
     assert "held here too" in ok(h7, "import", str(tmp_path / "held.zip"), "--as-root")
     assert status(h7)["held"] == 1 and agent_reads(h7, "alpha")[0]
+    # pinning the root it is in reviews nothing of it: still held, after a sync too, until trusted
+    (alpha,) = [s["id"] for s in json.loads(ok(h7, "list", "--json")) if s["name"] == "alpha"]
+    ok(h7, "pin", alpha.split(":", 1)[0])
+    assert status(h7)["held"] == 1 and agent_reads(h7, "alpha")[0]
+    ok(h7, "sync")
+    assert agent_reads(h7, "alpha")[0]
+    assert "trusted" in ok(h7, "trust", "alpha", "--yes")
+    assert status(h7)["held"] == 0 and not agent_reads(h7, "alpha")[0]
 
 
 def test_a_damaged_lock_is_repaired_by_a_restore_from_a_good_one(tmp_path, coll):

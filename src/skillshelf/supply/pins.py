@@ -146,7 +146,10 @@ class Pins:
         found, notes = discover(root, self.exclude)
         report = PinReport(root.label, notes=notes)
         skills = []
-        baseline = baseline or {}
+        # a skill imported held was never reviewed here: pinning its root does not review it
+        imported = {sid: h["root"] for sid, h in self.pins.held().items() if h["reason"] == "imported"
+                    and _root_of(sid) == root.label}
+        baseline = {**{sid: [] for sid in imported}, **(baseline or {})}
         for f in _unique(found):
             if f.id in baseline:
                 if baseline[f.id]:
@@ -164,6 +167,7 @@ class Pins:
                                 if x["rule"] in ("files.not-audited", "files.outside-link")]
         report.skills = len(skills)
         self.pins.pin_root(root.label, str(root.path), skills, at=now())
+        self.hold_imported(imported)        # (held as new in the pinned root meanwhile: never readable)
         return report
 
     def unpin_root(self, label: str) -> bool:
@@ -258,7 +262,8 @@ class Pins:
                 hold[sid] = (_root_of(sid), reason)
         # an imported skill outside the pinned roots stays held until a person trusts it
         hold.update((sid, (h["root"], h["reason"])) for sid, h in held_before.items()
-                    if h["reason"] == "imported" and sid not in hold and _root_of(sid) not in labels)
+                    if h["reason"] == "imported" and sid not in hold
+                    and (_root_of(sid) not in labels or sid in current))
         released = [sid for sid in held_before if sid not in hold]
         if hold.keys() != held_before.keys() or any(held_before[s]["reason"] != r for s, (_, r) in hold.items()):
             self.pins.set_held(hold, released, at=now())
