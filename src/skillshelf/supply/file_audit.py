@@ -86,7 +86,9 @@ SCRIPT_EXT = (".sh", ".bash", ".zsh", ".fish", ".ksh", ".py", ".pyw", ".js", ".m
               ".erl", ".ml", ".fsx", ".csx", ".jsh", ".cr", ".rockspec", ".rprofile")
 SCRIPT_NAMES = {"makefile", "dockerfile", "justfile", "rakefile", "gemfile", "procfile", "cmakelists.txt", "vagrantfile",
                 "jenkinsfile", ".vimrc", ".bashrc", ".zshrc", ".profile", ".bash_profile", "noxfile.py",
-                "rprofile.site", ".rprofile"}
+                "rprofile.site", ".rprofile",
+                # task runners whose commands run as they are written (tox's commands, Task's cmds)
+                "tox.ini", "taskfile.yml", "taskfile.yaml", "taskfile.dist.yml", "taskfile.dist.yaml"}
 
 
 def file_kind(name: str, head: bytes | str = b"") -> str:

@@ -149,7 +149,7 @@ def _runs_of_downloads(scan: Scan, at: int, line: bytes, downloads: dict[bytes, 
             if target.endswith(b"/"):
                 after = b""           # a folder a download was saved into: any file run from it
             if target == py or after in (b"", b" ", b"\t", b";", b"&", b"|", b")", b"]", b"'", b'"', b",") \
-                    and _RUN_PATH_END.search(line, 0, k):
+                    and (_RUN_PATH_END.search(line, 0, k) or b"/" in target and _CMD_START.search(line, 0, k)):
                 url_note = url if url != "a download" else "a file"
                 if url == "a decoded payload":
                     scan._report("exec.decode-and-run", dpos, *scan.line_bounds(dpos),
@@ -295,6 +295,8 @@ _B64_LITERAL = re.compile(rb"\s{0,3}[\"'](?:[a-z0-9+/]{4}){10,}[a-z0-9+/=]{0,4}[
 _FETCHED = b" fetched"                  # not a name: that this block fetched something
 _WRITE_STREAM = re.compile(rb"createwritestream\(\s{0,3}(?P<t>[\w.'\"/$-]{2,200})\s{0,3}[,)]")
 _DESTRUCTURE = re.compile(rb"^(\s{0,40}(?:const|let|var)\s+)[{\[]\s{0,3}([a-z_][a-z0-9_]{0,40})[^=\n]{0,200}?[}\]]\s{0,3}=(?!=)")
+# a path at the start of a command is the program run (a task runner's ``- '"{{.STAGE}}/tool" install'``)
+_CMD_START = re.compile(rb"(?:^|&&|;|\|\|)\s{0,12}(?:-\s{1,4})?['\"]{0,2}$")
 _BIN_PATH = re.compile(rb"(?:\$\{[\w.-]{1,60}\}|/?[\w.-]{1,40}(?:/[\w.-]{1,40}){0,4})/bin/(curl|wget|sh|bash|python3?)\b")
 _BRACED = re.compile(rb"\$\{([a-z_][a-z0-9_]{0,40})\}")
 _RUN_PATH_END = re.compile(b"(?:" + P.RUN_PATH.pattern + rb")[\"']?$")
