@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from . import patterns as P
+from . import context, patterns as P
 from .intent_words import (
     _BREAK,
     _CONCEAL_ANCHORS,
@@ -449,6 +449,20 @@ def _code_start(low: bytes, ls: int, s: int) -> int:
 _READS_A_FILE = re.compile(rb"\s{0,3}(?:sudo\s+)?(?:cat|type|head|tail|less|more|base64|xxd|get-content|printenv)\s[^`|;&$]{0,60}$")
 
 
+def _step_cell(scan: Scan, low: bytes, s: int, end: int) -> int:
+    """The start of the first cell between ``s`` and ``end`` in a table's column of steps ("| Item | How | Why |"),
+    or ``s``: what the row asks is read in that column, as a step."""
+    k = low.find(b"|", s, end)
+    for _ in range(12):
+        if k < 0:
+            break
+        c = k + 1 + len(low[k + 1:end]) - len(low[k + 1:end].lstrip(b" "))
+        if c < end and context.step_row(scan, c):
+            return c
+        k = low.find(b"|", k + 1, end)
+    return s
+
+
 def check(scan: Scan) -> None:
     """Read each sentence that could carry one of the four intents and report what it asks."""
     if scan.kind == "script" and not scan.hidden_why:
@@ -468,6 +482,9 @@ def check(scan: Scan) -> None:
                 s -= 1            # a file named in inline code is prose naming a file, not a quoted example
             elif scan.kind == "markdown":
                 s = _code_start(low, scan.line_bounds(s)[0], s)     # … and so is a command reading it (`cat .env`)
+            if scan.kind == "markdown" and low[scan.line_bounds(s)[0]:s].lstrip()[:1] == b"|" \
+                    and not context.step_row(scan, s):
+                s = _step_cell(scan, low, s, a + hit[1])    # a row read from its first cell: the step is in its column
             add(scan, "exfil.request", s, f"{RULES['exfil.request'].title}: "
                  f"{visible(scan.data[s:a + hit[1]].decode('utf-8', 'replace'), 120)!r}"
                  + ("" if hit[2] else " (a secret file and an outside address in one sentence, with no verb of sending "
