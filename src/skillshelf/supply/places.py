@@ -88,13 +88,13 @@ def check(scan: Scan) -> None:
 def _anchors(scan: Scan, s: int, e: int, body: bytes, what: str, collapsed: bool, strict: bool = False) -> None:
     agent = _AGENT.search(body)
     secret = SOURCE.search(body)
-    if not collapsed and _wordless(scan, s, e, body, what, secret):
-        return
     # the agent named beside a secret of this machine is told what to do with it, in any language
     told = _INSTRUCTIONS.search(body) or (secret if agent else None)
     act = _COMMAND.search(body) or secret
     aside = _IGNORE.search(body)
     if not ((told or aside) and (agent or act)) or strict and not (agent and (told or aside) and (secret or aside and act)):
+        if not collapsed:       # … unless it reads a secret and says where it goes, in words no reader knows
+            _wordless(scan, s, e, body, what, secret)
         return          # a note of the author's ("based on Anthropic's agent: https://…") names no instructions
     if collapsed:
         # a <details> block is shown when opened: what speaks to the agent there is read (medium), and is
@@ -113,24 +113,24 @@ def _anchors(scan: Scan, s: int, e: int, body: bytes, what: str, collapsed: bool
              "rendered skill does not", excerpt=scan.data[s:min(e, s + 300)])
 
 
-def _wordless(scan: Scan, s: int, e: int, body: bytes, what: str, secret: re.Match[bytes] | None) -> bool:
+def _wordless(scan: Scan, s: int, e: int, body: bytes, what: str, secret: re.Match[bytes] | None) -> None:
     """A hidden place that reads a secret and says where it goes, in any language: a secret's path with a command
     that reads it or an address to send it to (``cat ~/.ssh/id_ed25519 ~/.aws/credentials``), or the environment
     dumped (``printenv``; ``env`` among letters of another script). High: nobody reads it but the agent; what the
-    words around it say cannot make reading a private key, out of sight, a description (reported: True)."""
+    words around it say cannot make reading a private key, out of sight, a description. Read when the anchors of
+    the agent and its instructions found nothing."""
     dump = _ENV_DUMP.search(body)
     if dump is not None and dump.group() == b"env" and len(_OTHER_LETTERS.findall(body)) < 12:
         dump = None         # "env" in English prose may be a word of it ("the env diagram")
     if dump is None and (secret is None or _READ.search(body) is None):
-        return False
+        return
     at = s + (secret or dump).start()     # type: ignore[union-attr]
     if any(s <= f <= e for f in scan._found_at):
-        return False        # another reader has read it already
+        return              # another reader has read it already
     sev = "medium" if scan.section_is_about_attacks(s) or scan.security_topic else "high"
     rule = "hidden.html-comment" if what.startswith("an HTML") else "hidden.link-text"
     scan.add(rule, sev, at, f"{what} names {_word(secret or dump)} with what reads it or where it goes: the agent reads "
              "it, a reader of the rendered skill does not", excerpt=scan.data[s:min(e, s + 300)])
-    return True
 
 
 def _word(m: re.Match[bytes] | None) -> str:
