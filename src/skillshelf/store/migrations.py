@@ -382,6 +382,16 @@ def m016_file_state_path(db: sqlite3.Connection) -> None:
     """)
 
 
+def m017_held_origin(db: sqlite3.Connection) -> None:
+    # A skill held because an archive marked it held keeps what it was imported as: the key of
+    # its files' content and its name. A copy of that content, or the same name in its root
+    # after its folder was renamed, is held too (supply.pins).
+    _script(db, """
+    ALTER TABLE pin_held ADD COLUMN content_key TEXT NOT NULL DEFAULT '';
+    ALTER TABLE pin_held ADD COLUMN name TEXT NOT NULL DEFAULT '';
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_skills", m001_skills),
     ("002_lexical", m002_lexical),
@@ -399,4 +409,5 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("014_skills_path", m014_skills_path),
     ("015_change_journal", m015_change_journal),
     ("016_file_state_path", m016_file_state_path),
+    ("017_held_origin", m017_held_origin),
 ]

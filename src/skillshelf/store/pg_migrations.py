@@ -288,6 +288,15 @@ def m008_sources(conn: Any) -> None:
     """)
 
 
+def m009_held_origin(conn: Any) -> None:
+    """What a skill held from an import was imported as (``content_key``, ``name``), as in
+    the local store's ``017_held_origin``."""
+    conn.execute("""
+    ALTER TABLE pin_held ADD COLUMN content_key TEXT NOT NULL DEFAULT '';
+    ALTER TABLE pin_held ADD COLUMN name TEXT NOT NULL DEFAULT '';
+    """)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("001_team", m001_team),
     ("002_shared_reads", m002_shared_reads),
@@ -297,4 +306,5 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("006_vectors", m006_vectors),
     ("007_outcome_version", m007_outcome_version),
     ("008_sources", m008_sources),
+    ("009_held_origin", m009_held_origin),
 ]

@@ -15,7 +15,7 @@ would make every other server hash again)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .pg_writes import call, clean, meta_values, write
@@ -85,8 +85,9 @@ class PgPinnedContent:
             for skill in skills:
                 _insert_skill(conn, root, skill, skill.get("pinned_at") or at)
             for sid, h in held.items():
-                conn.execute("INSERT INTO pin_held VALUES (%s, %s, %s, %s) ON CONFLICT (skill_id) DO NOTHING",
-                             (clean(sid), clean(root), clean(h["reason"]), clean(h["since"])))
+                conn.execute("INSERT INTO pin_held VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (skill_id) DO NOTHING",
+                             (clean(sid), clean(root), clean(h["reason"]), clean(h["since"]),
+                              clean(h.get("content_key") or ""), clean(h.get("name") or "")))
             _bump(conn, "pin_generation")
         return True
 
@@ -153,20 +154,27 @@ class PgPinnedContent:
         return None
 
     # --- held ----------------------------------------------------------------------------
-    def set_held(self, held: dict[str, tuple[str, str]], released: Iterable[str], *, at: str) -> None:
+    def set_held(self, held: Mapping[str, tuple[str, ...]], released: Iterable[str], *, at: str) -> None:
         with write(self.pg) as conn:
             for sid in released:
                 conn.execute("DELETE FROM pin_held WHERE skill_id = %s", (clean(sid),))
-            for sid, (root, reason) in held.items():
-                conn.execute("INSERT INTO pin_held VALUES (%s, %s, %s, %s) ON CONFLICT (skill_id) DO UPDATE"
-                             " SET reason = excluded.reason, root = excluded.root",
-                             (clean(sid), clean(root), reason, clean(at)))
+            for sid, (root, reason, *origin) in held.items():
+                key, name = (origin + ["", ""])[:2]
+                conn.execute("INSERT INTO pin_held (skill_id, root, reason, since, content_key, name)"
+                             " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (skill_id) DO UPDATE"
+                             " SET reason = excluded.reason, root = excluded.root,"
+                             " content_key = CASE excluded.content_key WHEN '' THEN pin_held.content_key"
+                             " ELSE excluded.content_key END,"
+                             " name = CASE excluded.name WHEN '' THEN pin_held.name ELSE excluded.name END",
+                             (clean(sid), clean(root), reason, clean(at), clean(key), clean(name)))
             _bump(conn, "pin_generation")
 
     def held(self) -> dict[str, dict[str, str]]:
         with call(self.pg) as conn:
-            rows = conn.execute("SELECT skill_id, root, reason, since FROM pin_held ORDER BY skill_id").fetchall()
-        return {sid: {"root": r, "reason": why, "since": since} for sid, r, why, since in rows}
+            rows = conn.execute("SELECT skill_id, root, reason, since, content_key, name FROM pin_held"
+                                " ORDER BY skill_id").fetchall()
+        return {sid: {"root": r, "reason": why, "since": since, "content_key": key, "name": name}
+                for sid, r, why, since, key, name in rows}
 
     def generation(self) -> str:
         """Changes whenever a pin, a hold or a trust of the team does: what is held from agents

@@ -3,14 +3,15 @@ back from agents because their files differ now.
 
 Per root: its label, path and when it was pinned. Per skill: its root, content key, SKILL.md
 text and findings when pinned, and per file its hash, size and time (``FILE_FIELDS``). Held
-skills: id, root, why (``changed`` | ``added``) and since when. Plain values in and out. A write
+skills: id, root, why (``changed`` | ``added`` | ``imported``), since when and, for an import,
+its content key and name. Plain values in and out. A write
 the disk or a lock refuses raises ``StoreError``; each write advances ``pin_generation`` in
 ``meta``."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -129,20 +130,29 @@ class PinnedContent:
                            [(size, mtime, skill_id, f) for f, size, mtime in states])
 
     # --- held ----------------------------------------------------------------------------
-    def set_held(self, held: dict[str, tuple[str, str]], released: Iterable[str], *, at: str) -> None:
-        """Hold skills (id -> (root, reason)); a skill held already keeps its ``since``. Release
-        the ``released`` ones."""
+    def set_held(self, held: Mapping[str, tuple[str, ...]], released: Iterable[str], *, at: str) -> None:
+        """Hold skills (id -> (root, reason) or (root, reason, content key, name): what an import
+        took in); a skill held already keeps its ``since``, and its key and name unless new ones
+        are given. Release the ``released`` ones."""
         with self._tx() as tx:
             tx.executemany("DELETE FROM pin_held WHERE skill_id = ?", [(s,) for s in released])
-            for sid, (root, reason) in held.items():
-                tx.execute("INSERT INTO pin_held VALUES (?, ?, ?, ?) ON CONFLICT(skill_id) DO UPDATE"
-                           " SET reason = excluded.reason, root = excluded.root", (sid, root, reason, at))
+            for sid, (root, reason, *origin) in held.items():
+                key, name = (origin + ["", ""])[:2]
+                tx.execute("INSERT INTO pin_held (skill_id, root, reason, since, content_key, name)"
+                           " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(skill_id) DO UPDATE"
+                           " SET reason = excluded.reason, root = excluded.root,"
+                           " content_key = CASE excluded.content_key WHEN '' THEN pin_held.content_key"
+                           " ELSE excluded.content_key END,"
+                           " name = CASE excluded.name WHEN '' THEN pin_held.name ELSE excluded.name END",
+                           (sid, root, reason, at, key, name))
             _bump(tx)
 
     def held(self) -> dict[str, dict[str, str]]:
-        """Held skill id -> ``root``, ``reason``, ``since``."""
-        return {sid: {"root": r, "reason": why, "since": since} for sid, r, why, since in self.store.db.execute(
-            "SELECT skill_id, root, reason, since FROM pin_held ORDER BY skill_id")}
+        """Held skill id -> ``root``, ``reason``, ``since``, ``content_key`` and ``name`` (what an
+        import took in; '' otherwise)."""
+        return {sid: {"root": r, "reason": why, "since": since, "content_key": key, "name": name}
+                for sid, r, why, since, key, name in self.store.db.execute(
+                    "SELECT skill_id, root, reason, since, content_key, name FROM pin_held ORDER BY skill_id")}
 
     def generation(self) -> str:
         return self.store.get_meta("pin_generation", "0") or "0"

@@ -7,7 +7,7 @@ protocol can call nothing else of the storage it was given."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 
@@ -167,7 +167,7 @@ class PinStore(Protocol):
     def touch_files(self, skill_id: str, states: Iterable[tuple[str, int, int]]) -> None:
         ...
 
-    def set_held(self, held: dict[str, tuple[str, str]], released: Iterable[str], *, at: str) -> None:
+    def set_held(self, held: Mapping[str, tuple[str, ...]], released: Iterable[str], *, at: str) -> None:
         ...
 
     def held(self) -> dict[str, dict[str, str]]:
