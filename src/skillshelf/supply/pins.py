@@ -15,7 +15,11 @@ A pin may start from a baseline (``pin_root(baseline=...)``): what the owner rev
 another machine, as ``skillshelf.lock`` carries it (the digests of a skill's files, or none for
 a skill never reviewed). A skill whose files differ from it is held here as it was there.
 A skill imported from an archive that marked it held is held too (reason ``imported``) until a
-person trusts it in this library; no pin is needed for that.
+person trusts it in this library; no pin is needed for that. The hold keeps what was imported:
+the key of its files' content and its name. A skill elsewhere with that content (a copy, a
+renamed folder) is held as well, and so is a skill of that name in its root once its own folder
+is gone (a folder renamed and its text edited: an edit is not a review). A hold whose folder is
+gone is dropped once another carries it on (:meth:`Pins.held`).
 
 :class:`Gate` puts pins and the audit together: what agents may not see (held skills and,
 with ``trust.block``, skills at or above a risk whose content the owner has not trusted), the
@@ -32,8 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import skill as skillmod
 from ..catalog.roots import Found, Root, discover
-from ..errors import NotFoundError, ValidationError
+from ..errors import NotFoundError, StoreError, ValidationError
 from ..files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from ..store import Store, now
 from ..store.pins import PinnedContent
@@ -136,6 +141,11 @@ class Pins:
         # where a pinned root is on this server (a team's pins name roots by label; each
         # server may keep the collection elsewhere), else where the pinning server had it
         self._locate = locate or (lambda label: None)
+        # the content indexed here: (a generation that moves when it does, skill id -> content
+        # key); the gate gives the audit's. Without it an import's hold stays on its id only.
+        self.contents: Callable[[], tuple[str, dict[str, str]]] | None = None
+        self._followed: tuple[str, str] | None = None
+        self._names: dict[str, tuple[str, str]] = {}     # skill id -> (content key, its name)
 
     # --- pinning --------------------------------------------------------------------------
     def pin_root(self, root: Root, *, baseline: dict[str, list[dict[str, Any]]] | None = None) -> PinReport:
@@ -147,7 +157,7 @@ class Pins:
         report = PinReport(root.label, notes=notes)
         skills = []
         # a skill imported held was never reviewed here: pinning its root does not review it
-        imported = {sid: h["root"] for sid, h in self.pins.held().items() if h["reason"] == "imported"
+        imported = {sid: h for sid, h in self.pins.held().items() if h["reason"] == "imported"
                     and _root_of(sid) == root.label}
         baseline = {**{sid: [] for sid in imported}, **(baseline or {})}
         for f in _unique(found):
@@ -167,7 +177,8 @@ class Pins:
                                 if x["rule"] in ("files.not-audited", "files.outside-link")]
         report.skills = len(skills)
         self.pins.pin_root(root.label, str(root.path), skills, at=now())
-        self.hold_imported(imported)        # (held as new in the pinned root meanwhile: never readable)
+        if imported:                        # (held as new in the pinned root meanwhile: never readable)
+            self.pins.set_held({sid: _origin(h) for sid, h in imported.items()}, [], at=now())
         return report
 
     def unpin_root(self, label: str) -> bool:
@@ -286,24 +297,141 @@ class Pins:
         return reason
 
     def held(self) -> dict[str, dict[str, str]]:
-        """Held skill id -> ``root``, ``reason`` (changed | added) and ``since``."""
-        return self.pins.held()
+        """Held skill id -> ``root``, ``reason`` (changed | added | imported), ``since`` and, for
+        an import, ``content_key`` and ``name``. An import's hold follows its content and name
+        first (:meth:`follow_imports`)."""
+        held = self.pins.held()
+        if self.contents is None or not any(h["reason"] == "imported" for h in held.values()):
+            return held
+        return self.follow_imports(held)
+
+    def follow_imports(self, held: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        """Hold what descends from a held import: a skill indexed here with the content it was
+        imported with (a copy, a renamed folder), or, when the import's folder is gone, a
+        skill of its name in its root (renamed and edited). An import's hold whose folder is
+        gone is dropped once another hold carries its content key and name. Looked at again
+        only when the indexed content or the holds changed. Returns the holds now."""
+        assert self.contents is not None
+        gen, keys = self.contents()
+        mark = (gen, self.pins.generation())
+        if mark == self._followed:
+            return held
+        imports = {sid: h for sid, h in held.items() if h["reason"] == "imported"}
+        by_key = {h["content_key"]: h for h in imports.values() if h.get("content_key")}
+        gone = {sid: h for sid, h in imports.items() if self._gone(sid)}
+        hold: dict[str, tuple[str, ...]] = {}
+        for sid, key in keys.items():
+            if sid not in held and key in by_key:
+                hold[sid] = (_root_of(sid), "imported", by_key[key]["content_key"], by_key[key]["name"])
+        for h in gone.values():
+            if not h.get("name"):
+                continue
+            for sid, key in keys.items():
+                if (sid not in held and sid not in hold and _root_of(sid) == h["root"]
+                        and self._name_of(sid, key) == h["name"]):
+                    hold[sid] = (h["root"], "imported", h["content_key"], h["name"])
+        carried = {(h.get("content_key"), h.get("name")) for sid, h in imports.items() if sid not in gone}
+        carried |= {(v[2], v[3]) for v in hold.values()}
+        released = [sid for sid, h in gone.items() if (h.get("content_key"), h.get("name")) in carried]
+        if hold or released:
+            try:
+                self.pins.set_held(hold, released, at=now())
+            except StoreError:
+                # (a store that refuses the write: agents are kept from them on this read all the same)
+                out = {sid: h for sid, h in held.items() if sid not in released}
+                out.update((sid, {"root": v[0], "reason": v[1], "since": now(), "content_key": v[2],
+                                  "name": v[3]}) for sid, v in hold.items())
+                return out
+            held = self.pins.held()
+        self._followed = (gen, self.pins.generation())
+        return held
+
+    def _folder(self, skill_id: str) -> Path | None:
+        """Where a skill's folder is on this server, from its id (None: its root is not here)."""
+        label, _, rel = skill_id.partition(":")
+        base = self._locate(label)
+        if base is None or not rel or rel.startswith("/") or ".." in rel.split("/"):
+            return None
+        return Path(base) if rel == "." else Path(base) / rel
+
+    def _gone(self, skill_id: str) -> bool:
+        folder = self._folder(skill_id)
+        return folder is not None and not any((folder / n).is_file() for n in ("SKILL.md", "skill.md"))
+
+    def _name_of(self, skill_id: str, key: str) -> str | None:
+        """The name a skill's SKILL.md gives now (read again only when its content key moved)."""
+        known = self._names.get(skill_id)
+        if known is not None and known[0] == key:
+            return known[1]
+        folder = self._folder(skill_id)
+        name = None
+        for n in ("SKILL.md", "skill.md"):
+            if folder is not None and (folder / n).is_file():
+                try:
+                    parsed = skillmod.parse(_read_skill_md(folder / n), folder_name=folder.name)
+                except (OSError, FileRefused):
+                    break
+                name = parsed.skill.name if parsed.skill is not None else None
+                break
+        self._names[skill_id] = (key, name or "")
+        return name
 
     def held_ids(self) -> frozenset[str]:
         return frozenset(self.pins.held())
 
     def hold_imported(self, ids: dict[str, str]) -> None:
         """Hold skills taken in from an archive that marked them held (id -> its root's label),
-        until a person trusts them here (:meth:`release`)."""
-        if ids:
-            self.pins.set_held({sid: (root, "imported") for sid, root in ids.items()}, [], at=now())
+        until a person trusts them here (:meth:`release`). An id may be held before its folder
+        is written (so no reader sees it meanwhile); once the folder is there, the hold keeps
+        its content key and name (call again)."""
+        if not ids:
+            return
+        hold: dict[str, tuple[str, ...]] = {}
+        for sid, root in ids.items():
+            folder = self._folder(sid)
+            md = next((folder / n for n in ("SKILL.md", "skill.md") if (folder / n).is_file()), None) \
+                if folder is not None else None
+            try:
+                snap = snapshot(sid, md) if md is not None else None
+            except (OSError, FileRefused):
+                snap = None
+            if snap is None:
+                hold[sid] = (root, "imported")
+                continue
+            parsed = skillmod.parse(snap["skill_md"], folder_name=md.parent.name)  # type: ignore[union-attr]
+            hold[sid] = (root, "imported", snap["content_key"], parsed.skill.name if parsed.skill else "")
+        self.pins.set_held(hold, [], at=now())
 
     def release(self, skill_id: str) -> bool:
-        """Release an imported skill's hold (a person trusted it). Whether it was held so."""
-        if self.pins.held().get(skill_id, {}).get("reason") != "imported":
+        """Release an imported skill's hold (a person trusted it). Whether it was held so. When
+        its files are still the ones imported, that content is reviewed: its copies are released
+        too, and a skill that descends from it with other files stays held by its id and name
+        only (so a copy of the reviewed content is not held again)."""
+        held = self.pins.held()
+        h = held.get(skill_id)
+        if h is None or h["reason"] != "imported":
             return False
-        self.pins.set_held({}, [skill_id], at=now())
+        released, hold = [skill_id], {}
+        key = h.get("content_key")
+        if key and self._key_now(skill_id) == key:
+            keys = self.contents()[1] if self.contents is not None else {}
+            for sid, o in held.items():
+                if sid != skill_id and o["reason"] == "imported" and o.get("content_key") == key:
+                    released.append(sid)
+                    if keys.get(sid) != key:
+                        hold[sid] = (o["root"], "imported", "", o.get("name") or "")
+        self.pins.set_held(hold, released, at=now())
         return True
+
+    def _key_now(self, skill_id: str) -> str | None:
+        """The content key of a skill's files on disk now (None: not here, or not readable)."""
+        folder = self._folder(skill_id)
+        md = next((folder / n for n in ("SKILL.md", "skill.md") if (folder / n).is_file()), None) \
+            if folder is not None else None
+        try:
+            return snapshot(skill_id, md)["content_key"] if md is not None else None
+        except (OSError, FileRefused):
+            return None
 
     def diff(self, skill_id: str, skill_md: str | Path | None) -> PinDiff:
         """What changed in a skill since it was pinned: a unified diff of its SKILL.md, the other
@@ -354,6 +482,11 @@ def unified(a: str, b: str, a_name: str, b_name: str, context: int = 3) -> str:
     return visible("".join(difflib.unified_diff(al, bl, a_name, b_name, n=context)))
 
 
+def _origin(h: dict[str, str]) -> tuple[str, ...]:
+    """An import's hold as ``set_held`` takes it again: its root, reason, content key and name."""
+    return (h["root"], h["reason"], h.get("content_key") or "", h.get("name") or "")
+
+
 def _unique(found: list[Found]) -> list[Found]:
     seen: set[str] = set()
     out = []
@@ -372,6 +505,9 @@ class Gate:
     def __init__(self, auditor: auditing.Auditor, pins: Pins, block: Callable[[], str]):
         self.auditor, self.pins, self.block = auditor, pins, block
         self._cache: tuple[tuple[str, str, str], dict[str, str]] | None = None
+        # an import's hold follows its content: the audit knows each indexed skill's content key
+        audits = auditor.audits
+        pins.contents = lambda: (audits.local_generation(), audits.at_risk(("none", "low", "medium", "high")))
 
     def hidden(self) -> dict[str, str]:
         """Skill id -> why agents do not see it (read again only when an audit, a trust, a pin
