@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -296,19 +297,37 @@ def import_skills(lib: Any, source: str | Path, *, mode: str = "copy", replace: 
     report = ImportReport(str(src.path), src.kind, mode, dry_run, cands, notes)
     lib._maybe_sync()   # compare with the files as they are now (an editor may have added one)
     if mode == "root":
-        return _held(lib, _audited(lib, _as_root(lib, src, report)))
+        first: set[str] = set()
+        return _held(lib, _audited(lib, _as_root(lib, src, report, first)), first)
     _plan_copies(lib, cands, replace)
     if dry_run:
         return _held(lib, report)
+    ws = next((r.label for r in lib.roots if r.kind == "workspace"), "workspace")
+    first = _hold_first(lib, {((c.existing or "") if c.status == "replace" else f"{ws}:{c.dest}"): c for c in cands
+                              if c.held and c.status in ("new", "replace")})
     _apply_copies(lib, src, cands)
     if any(c.status in ("new", "replace") for c in cands):
         report.notes += [f"index: {n}" for n in lib.sync().notes]
-    return _held(lib, _audited(lib, report))
+    return _held(lib, _audited(lib, report), first)
 
 
-def _held(lib: Any, report: ImportReport) -> ImportReport:
+def _hold_first(lib: Any, ids: dict[str, Candidate]) -> set[str]:
+    """Hold the ids the skills an archive marked held will have, before their files are written:
+    no reader (a server running alongside, a sync) sees one meanwhile, and an import stopped
+    half way leaves it held. The ids held so that were not held before."""
+    ids = {sid: c for sid, c in ids.items() if sid}
+    if not ids or getattr(lib, "supply", None) is None:
+        return set()
+    before = lib.supply.held()
+    lib.supply.hold_imported({sid: sid.partition(":")[0] for sid in ids})
+    return set(ids) - set(before)
+
+
+def _held(lib: Any, report: ImportReport, first: Iterable[str] = ()) -> ImportReport:
     """A skill the archive marks held (its library held it back from agents) is held in this
-    library too, by the gate every reader asks, until a person trusts it here; each is named."""
+    library too, by the gate every reader asks, until a person trusts it here (with the key of
+    its content and its name, now that its files are written); each is named. ``first``: ids
+    held before the files were written (:func:`_hold_first`); one no skill took is let go."""
     took = ("new", "replace", "root")
     ids: dict[str, str] = {}
     for c in report.skills:
@@ -320,6 +339,8 @@ def _held(lib: Any, report: ImportReport) -> ImportReport:
             c.held = ""             # not indexed (the sync's notes say why): nothing to hold
     if ids:
         lib.supply.hold_imported({sid: sid.partition(":")[0] for sid in ids})
+    for sid in sorted(set(first) - set(ids)):
+        lib.supply.pins.release(sid)
     for c in report.skills:
         if not c.held or c.status == "refused":
             continue
@@ -563,7 +584,25 @@ def _register_root(lib: Any, folder: Path) -> None:
     lib.roots = make_roots(lib.config.workspace, others, include_clients=lib.config.client_roots)
 
 
-def _as_root(lib: Any, src: Source, report: ImportReport) -> ImportReport:
+def _root_label(lib: Any, folder: Path) -> str:
+    """The label ``folder`` gets as a root of this library (:func:`_register_root` adds it)."""
+    from ..catalog.roots import make_roots
+
+    others = [r.path for r in lib.roots if r.kind == "other"]
+    if all(p.resolve() != folder.resolve() for p in others):
+        others.append(folder.resolve())
+    return next((r.label for r in make_roots(lib.config.workspace, others) if r.path == folder.resolve()), "")
+
+
+def _hold_in_root(lib: Any, folder: Path, cands: dict[str, Candidate]) -> set[str]:
+    """Hold the skills an archive marked held (folder in ``folder`` -> candidate) by the ids
+    they get there as a root, before it is registered (:func:`_hold_first`)."""
+    label = _root_label(lib, folder)
+    return _hold_first(lib, {f"{label}:{rel}": c for rel, c in cands.items() if c.held and c.status == "root"}) \
+        if label else set()
+
+
+def _as_root(lib: Any, src: Source, report: ImportReport, first: set[str]) -> ImportReport:
     home = lib.config.home.resolve()
     for c in report.skills:
         if c.status:
@@ -585,6 +624,7 @@ def _as_root(lib: Any, src: Source, report: ImportReport) -> ImportReport:
         if str(folder) in lib.configured_roots():
             report.notes.append(f"{folder} is a saved root already")
         if not report.dry_run:
+            first |= _hold_in_root(lib, folder, {c.folder or ".": c for c in report.skills})
             _register_root(lib, folder)
             report.notes += [f"index: {n}" for n in lib.sync().notes]
             for c in report.skills:
@@ -620,6 +660,7 @@ def _as_root(lib: Any, src: Source, report: ImportReport) -> ImportReport:
         shutil.rmtree(tmp, ignore_errors=True)
         raise WriteError(f"cannot unpack into {dest}: {exc.strerror or exc}; nothing was imported",
                          fix=f"check that {base} is writable and has space") from None
+    first |= _hold_in_root(lib, dest, {c.dest: c for c in keep})
     _register_root(lib, dest)
     report.notes += [f"index: {n}" for n in lib.sync().notes]
     for c in keep:
