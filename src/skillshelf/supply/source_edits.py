@@ -18,6 +18,7 @@ source's changes are not merged into them."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -122,12 +123,38 @@ class EditedCopies:
         parsed = skillmod.parse(text).skill if text else None
         return parsed.name if parsed is not None else None
 
+    def _new_name(self, plan: Any, path: str) -> str | None:
+        md = plan.tree.joinpath(*([] if path == "." else path.split("/"))) / "SKILL.md"
+        with contextlib.suppress(OSError, FileRefused):
+            return self._name(read_text_bounded(md, MAX_SKILL_BYTES))
+        return None
+
+    def renames(self, plan: Any) -> None:
+        """A skill ``changed`` in place whose frontmatter ``name`` is not the one it had is another
+        skill in that folder (upstream swapped two folders, or renamed the skill): the change is
+        the removal of the old name and the addition of the new one, which ``moves`` pairs with
+        their other folders. A copy is never merged with another skill's text."""
+        names = self.src.kept.names(plan.label)       # (the index: the skills at the locked commit)
+        before, after = plan.old.by_path(), plan.new.by_path()
+        for c in [c for c in plan.changes if c.change == "changed" and "SKILL.md" in c.files]:
+            new = self._new_name(plan, c.path)
+            old = names.get(c.path) or self._name(self.base_text(plan.old, c.path))
+            if not old or not new or old == new:
+                continue
+            gone = dataclasses.replace(c, change="removed", files=[f.path for f in before[c.path].files],
+                                       findings=[], note=f"upstream's skill in {c.path} is now named {new}, "
+                                                         f"not {old}")
+            c.change, c.files = "added", [f.path for f in after[c.path].files]
+            plan.changes.insert(plan.changes.index(c), gone)
+
     def moves(self, plan: Any) -> None:
         """A skill removed at one folder and added at another in one update, with the same
         frontmatter ``name`` (one of each), is a move: the two changes become one, ``moved``, at
         the new folder, its ``files`` those that differ. The name is the skill's identity (what
         people and agents call it, the folder a copy lives in); git's history would miss a move
-        whose text changed much, and an archive has none."""
+        whose text changed much, and an archive has none. A skill moved and renamed at once is
+        another skill to this: a removal and an addition (a copy of it stays as it is)."""
+        self.renames(plan)
         removed = [c for c in plan.changes if c.change == "removed"]
         added = [c for c in plan.changes if c.change == "added"]
         if not removed or not added:
@@ -139,11 +166,9 @@ class EditedCopies:
                 old_names.setdefault(name, []).append(c)
         new_names: dict[str, list[Any]] = {}
         for c in added:
-            md = plan.tree.joinpath(*([] if c.path == "." else c.path.split("/"))) / "SKILL.md"
-            with contextlib.suppress(OSError, FileRefused):
-                name = self._name(read_text_bounded(md, MAX_SKILL_BYTES))
-                if name:
-                    new_names.setdefault(name, []).append(c)
+            name = self._new_name(plan, c.path)
+            if name:
+                new_names.setdefault(name, []).append(c)
         before, after = plan.old.by_path(), plan.new.by_path()
         for name, olds in old_names.items():
             news = new_names.get(name, [])
@@ -162,9 +187,16 @@ class EditedCopies:
         copies = self.copies(plan.label)
         tree = plan.tree
         assert tree is not None
+        added = [c.path for c in plan.changes if c.change == "added"]
         for c in plan.changes:
             was = c.moved_from or c.path          # the folder the copy's origin names
             rec = copies.get(was)
+            if rec is not None and c.change in ("changed", "moved") and self._new_name(plan, c.path) != rec.name:
+                # (an origin left naming a folder upstream gave to another skill): never merged with its text
+                c.copy, c.edit = rec.name, "kept"
+                c.note = (f"upstream's skill in {c.path} is not named {rec.name}: your copy is left as it is, and "
+                          "that skill's changes are not merged into it")
+                continue
             if rec is not None and c.change == "moved":
                 c.copy, c.edit = rec.name, "kept"
                 c.note = (f"moved upstream from {was}; your copy follows it: its origin becomes "
@@ -174,7 +206,12 @@ class EditedCopies:
                 c.copy = rec.name if c.file_edits else c.copy
             if rec is None or c.change not in ("changed", "moved") or "SKILL.md" not in c.files:
                 if rec is not None and c.change == "removed":
-                    c.copy, c.edit, c.note = rec.name, "kept", "removed upstream; your copy stays in the workspace"
+                    c.copy, c.edit = rec.name, "kept"
+                    c.note = (c.note or "removed upstream") + "; your copy stays in the workspace as it is"
+                    if added:      # a skill moved and renamed at once is another skill: the copy does not follow it
+                        c.note += (f"; upstream added {', '.join(added[:3])}{' …' if len(added) > 3 else ''}: "
+                                   f"if one is {rec.name} renamed, it is another skill here (a skill's name is its "
+                                   "identity), and your copy does not follow it")
                 continue
             c.copy = rec.name
             moved = c.note if c.change == "moved" else ""
@@ -329,8 +366,8 @@ class EditedCopies:
 
     def follow(self, plan: Any, c: Any) -> bool:
         """Upstream moved the skill of the copy ``c.copy``: the copy's origin follows it (a version
-        of the copy), and the upstream files kept as its base go to the new folder. False when the
-        copy could not be saved (``c`` says why)."""
+        of the copy); its base goes to the new folder with ``move_bases``. False when the copy could
+        not be saved (``c`` says why)."""
         root = self.src._root_label(plan.label) or plan.label
         args = {"action": "FIX", "target_skill_name": f"workspace:{c.copy}", "follow_origin": f"{root}:{c.path}",
                 "reason": f"upstream {plan.new.commit[:7]} moved {root}:{c.moved_from} to {root}:{c.path}: "
@@ -340,21 +377,6 @@ class EditedCopies:
         except SkillshelfError as exc:
             c.edit, c.note = "failed", f"its origin could not follow upstream's move ({exc}); your copy is unchanged"
             return False
-        bases = self.src._bases(plan.label)
-        was = bases.joinpath(*([] if c.moved_from == "." else c.moved_from.split("/")))
-        to = bases.joinpath(*([] if c.path == "." else c.path.split("/")))
-        skill = plan.old.by_path().get(c.moved_from)
-        for f in ["SKILL.md", *(x.path for x in skill.files if x.path != "SKILL.md")] if skill else ["SKILL.md"]:
-            old, new = inside(was, f), inside(to, f)
-            with contextlib.suppress(OSError, FileRefused):
-                if old is not None and old.is_file():
-                    if new is not None and not new.exists():
-                        write_file(new, read_bounded(old, MAX_RESOURCE_BYTES))
-                    old.unlink()
-        for d in [was, *was.parents]:       # its folders, left empty
-            if d == bases or bases not in d.parents or not d.is_dir() or any(d.iterdir()):
-                break
-            d.rmdir()
         # a conflict of the copy waiting in the review queue: upstream's text becomes the base at the new folder
         pending = self._pending(plan.label)
         old_p = inside(pending, "" if c.moved_from == "." else c.moved_from)
@@ -374,10 +396,52 @@ class EditedCopies:
                 c.sides = (base, ours, theirs, merge3way(base, ours, theirs) if base else c.sides[3])
         return True
 
+    def move_bases(self, plan: Any, followed: list[Any]) -> None:
+        """The upstream files kept as the bases of the copies that followed their skill go to the
+        new folders, all read before any is moved (two skills that swap folders swap bases). A base
+        SKILL.md the update wrote at the new folder before anything moved stays; one whose old
+        folder holds another's now is not moved (the locked commit's text serves as its base)."""
+        bases = self.src._bases(plan.label)
+        written = {c.path for c in followed if c.sides is not None and c.sides[0]}
+
+        def at(path: str) -> Path:
+            return bases.joinpath(*([] if path == "." else path.split("/")))
+
+        put: dict[Path, bytes] = {}
+        olds: set[Path] = set()
+        for c in followed:
+            skill = plan.old.by_path().get(c.moved_from)
+            for f in ["SKILL.md", *(x.path for x in skill.files if x.path != "SKILL.md")] if skill else ["SKILL.md"]:
+                old, new = inside(at(c.moved_from), f), inside(at(c.path), f)
+                if old is None or new is None or not old.is_file():
+                    continue
+                if f != "SKILL.md" or c.moved_from not in written:
+                    olds.add(old)
+                if f == "SKILL.md" and (c.path in written or c.moved_from in written):
+                    continue
+                data = _read(old)
+                if data is not None:
+                    put[new] = data
+        for old in olds - set(put):
+            with contextlib.suppress(OSError):
+                old.unlink()
+        for new, data in put.items():
+            with contextlib.suppress(SkillshelfError, OSError):
+                write_file(new, data)
+        for c in followed:
+            was = at(c.moved_from)
+            for d in [was, *was.parents]:       # its folders, left empty
+                if d == bases or bases not in d.parents or not d.is_dir() or any(d.iterdir()):
+                    break
+                d.rmdir()
+
     def merge(self, plan: Any) -> None:
         short = plan.new.commit[:7]
+        moved = [c for c in plan.changes if c.change == "moved" and c.copy]
+        followed = [c for c in moved if self.follow(plan, c)]
+        self.move_bases(plan, followed)
         for c in plan.changes:
-            if c.change == "moved" and c.copy and not self.follow(plan, c):
+            if c in moved and c not in followed:
                 continue
             self.merge_files(plan, c)
             if c.sides is None:
