@@ -14,9 +14,8 @@ store (``publishTo``, ``putObject``)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from test_audit_round6 import assert_linear
 from test_audit_round7 import severities
 
 from skillshelf.supply.file_audit import audit_bytes, file_kind
@@ -205,13 +204,4 @@ PATHOLOGICAL = {
 def test_the_new_readings_are_linear(name):
     text = PATHOLOGICAL[name]
     file = {"rm-targets": "a.sh", "find-exec": "a.sh", "interpreter-runs": "a.sh", "sources": "a.R"}.get(name, "SKILL.md")
-
-    def run(t: str) -> float:
-        t0 = time.perf_counter()
-        audit_bytes(t.encode(), file)
-        return time.perf_counter() - t0
-
-    full = run(text)
-    half = run(text[: len(text) // 2])
-    assert full < 6.0, f"{name}: {full:.2f}s for {len(text):,} characters"
-    assert full < 4 * half + 0.5, f"{name}: {half:.3f}s -> {full:.3f}s"
+    assert_linear(name, text, lambda t: audit_bytes(t.encode(), file))

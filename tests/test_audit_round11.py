@@ -10,9 +10,8 @@ sources it is a download run."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from test_audit_round6 import assert_linear
 
 from skillshelf.supply.file_audit import audit_bytes, risk
 from skillshelf.supply.rules import RULES_VERSION
@@ -129,16 +128,7 @@ PATHOLOGICAL = {
 def test_the_new_readings_are_linear(name):
     text = PATHOLOGICAL[name]
     file = "a.sh" if name in ("bin-path", "path-run") else "SKILL.md"
-
-    def run(t: str) -> float:
-        t0 = time.perf_counter()
-        audit_bytes(t.encode(), file)
-        return time.perf_counter() - t0
-
-    full = run(text)
-    half = run(text[: len(text) // 2])
-    assert full < 6.0, f"{name}: {full:.2f}s for {len(text):,} characters"
-    assert full < 4 * half + 0.5, f"{name}: {half:.3f}s -> {full:.3f}s"
+    assert_linear(name, text, lambda t: audit_bytes(t.encode(), file))
 
 
 def test_a_token_a_command_in_inline_code_authenticates_with_stays_a_quoted_example():

@@ -9,6 +9,7 @@ security topic in the lexicon's languages; a download helper, a write of a fetch
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -21,6 +22,20 @@ def severities(text: str, file: str = "SKILL.md") -> dict[str, str]:
         if out.get(f.rule) != "high":
             out[f.rule] = f.severity
     return out
+
+
+def assert_linear(name: str, text: str, audit: Callable[[str], object]) -> None:
+    """``audit`` of ``text`` takes time linear in its length: under 6 s, and at most four times (plus
+    half a second of noise) what the first half of it takes."""
+    def run(t: str) -> float:
+        t0 = time.perf_counter()
+        audit(t)
+        return time.perf_counter() - t0
+
+    full = run(text)
+    half = run(text[: len(text) // 2])
+    assert full < 6.0, f"{name}: {full:.2f}s for {len(text):,} characters"
+    assert full < 4 * half + 0.5, f"{name}: {half:.3f}s -> {full:.3f}s"
 
 
 FM = "---\nname: x\ndescription: Profiles a slow script.\n---\n\n"

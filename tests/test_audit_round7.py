@@ -9,10 +9,9 @@ over lines in another language; a command in a table of examples."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-from test_audit_round6 import severities
+from test_audit_round6 import assert_linear, severities
 
 from skillshelf.supply.file_audit import audit_bytes, audit_text, file_kind
 from skillshelf.supply.skill_audit import audit_folder
@@ -206,16 +205,11 @@ PATHOLOGICAL = {
 def test_the_new_readers_are_linear(name):
     text = PATHOLOGICAL[name]
 
-    def run(t: str) -> float:
-        t0 = time.perf_counter()
+    def run(t: str) -> None:
         audit_text("```bash\n" + t + "```\n" if name.startswith("caps") else t)
         audit_bytes(t.encode(), "scripts/x.py") if name.startswith("caps") else None
-        return time.perf_counter() - t0
 
-    full = run(text)
-    half = run(text[: len(text) // 2])
-    assert full < 6.0, f"{name}: {full:.2f}s for {len(text):,} characters"
-    assert full < 4 * half + 0.5, f"{name}: {half:.3f}s -> {full:.3f}s"
+    assert_linear(name, text, run)
 
 
 # --- deleting a store of keys ----------------------------------------------------------------------------------

@@ -13,9 +13,8 @@ handed a reference to a value the file sets to a long base64 string runs it deco
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from test_audit_round6 import assert_linear
 from test_audit_round7 import severities, top
 
 from skillshelf.supply.file_audit import audit_bytes, file_kind
@@ -174,13 +173,4 @@ def test_the_new_readings_are_linear(name):
     text = PATHOLOGICAL[name]
     file = {"system-names": "a.hs", "run-literals": "a.jl", "socket-carried": "a.ps1",
             "encoded-refs": "a.csproj", "object-runs": "a.wsf"}.get(name, "SKILL.md")
-
-    def run(t: str) -> float:
-        t0 = time.perf_counter()
-        audit_bytes(t.encode(), file)
-        return time.perf_counter() - t0
-
-    full = run(text)
-    half = run(text[: len(text) // 2])
-    assert full < 6.0, f"{name}: {full:.2f}s for {len(text):,} characters"
-    assert full < 4 * half + 0.5, f"{name}: {half:.3f}s -> {full:.3f}s"
+    assert_linear(name, text, lambda t: audit_bytes(t.encode(), file))
