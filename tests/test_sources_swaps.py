@@ -1,7 +1,8 @@
 """Upstream gives a skill's folder to another skill (run as the real console script against local
 bare repositories over ``file://``): two skills that swap folders are two moves, and a person's
 copy follows its own skill, never merged with the other's text; a skill renamed in its folder, or
-moved and renamed at once, is another skill: the copy stays as it is and the update says so."""
+moved and renamed at once, is another skill: the copy stays as it is and the update says so.
+A copy's lifecycle keys are its own, never upstream's, and an author's version is never dropped."""
 
 from __future__ import annotations
 
@@ -9,8 +10,14 @@ import json
 import shutil
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client
 from test_sources_git import Upstream, edit_as_person, git, sk
+
+from skillshelf import Library
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.mcp.server import build_server
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -155,3 +162,50 @@ def test_a_skill_moved_and_renamed_at_once_is_said_plainly(tmp_path, upstream):
     assert changes["skills/alpha"]["edit"] == "kept" and "skills/keys" in note and "does not follow it" in note
     dry = sk(home, "sources", "update", "--dry-run")
     assert "does not follow it" in dry.stdout
+
+
+def _fix(home: Path, name: str, lesson: str) -> dict:
+    """An agent's FIX through the MCP server (a real client, in process)."""
+    async def go() -> dict:
+        server = build_server(lambda: Library(home, write_policy="open", embedder=FakeEmbedder()))
+        async with Client(server) as c:
+            r = await c.call_tool("save_skill", {"action": "FIX", "target_skill_name": name, "lesson": lesson})
+            assert not r.is_error and r.structured_content["status"] == "saved", r.content[0].text
+            return dict(r.structured_content)
+    return anyio.run(go)
+
+
+def test_upstream_never_sets_a_copys_lifecycle_keys(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "jeff").returncode == 0
+    edit_as_person(home, "alpha", "Step two: rotate each key.", "Step two: rotate each key (staging first).")
+    upstream.write("skills/alpha/SKILL.md", upstream.read("skills/alpha/SKILL.md").replace(
+        "without downtime.\n", "without downtime.\nmetadata:\n  status: merged\n  merged-into: beta\n"
+        "  status-reason: folded into beta\n  ttl-days: '1'\n  team: keys\n"))
+    upstream.commit("alpha merged into beta upstream")
+    upstream.push()
+    dry = sk(home, "sources", "update", "--dry-run")
+    assert "metadata.team (none) → keys" in dry.stdout
+    assert "upstream also changed metadata.status" in dry.stdout and "keeps as its own" in dry.stdout
+    r = sk(home, "sources", "update", "--yes")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    meta = _shown(home, "alpha")["metadata"]
+    assert meta["team"] == "keys"
+    assert not {"status", "merged-into", "status-reason", "ttl-days"} & set(meta), meta
+    assert json.loads(sk(home, "search", "rotate widget keys", "--json").stdout)["hits"][0]["id"] == \
+        "workspace:alpha"
+    assert _fix(home, "alpha", "rotate staging first")["version"] > int(meta["version"])
+
+
+def test_an_authors_version_beside_an_older_one_is_kept_on_a_fix(tmp_path):
+    home = tmp_path / "home"
+    folder = home / "skills" / "gizmo"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: gizmo\ndescription: Deploy gizmos to staging.\nmetadata:\n"
+                                     "  author-version: 1.1.0\n  version: 2.0-beta\n---\n\n# Gizmo\n\nDeploy.\n",
+                                     encoding="utf-8")
+    assert sk(home, "sync").returncode == 0
+    res = _fix(home, "gizmo", "deploy twice")
+    meta = _shown(home, "gizmo")["metadata"]
+    assert meta["author-version"] == "2.0-beta" and meta["version"] == str(res["version"])
+    assert "author-version: 1.1.0" in sk(home, "diff", "gizmo", "2", "3").stdout

@@ -31,6 +31,11 @@ SPEC_KEYS = ("name", "description", "license", "compatibility", "allowed-tools",
 # Skills Lab's own keys; they live under ``metadata`` as strings so files stay valid.
 SEED_KEYS = ("skill-type", "repo", "version", "tags", "created", "last-modified", "ttl-days",
              "author", "source", "display-name")
+# the metadata keys a library keeps of its own copy of a skill (its version number, dates, lineage and
+# lifecycle): a merge of upstream's change into a copy never sets them (``supply.upstream_merge``,
+# ``evolution.changes``)
+OWN_KEYS = ("version", "created", "last-modified", "origin", "derived-from", "lineage", "merged-from",
+            "status", "status-reason", "merged-into", "ttl-days")
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500

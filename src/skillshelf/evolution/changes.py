@@ -82,9 +82,11 @@ def keep_author_version(meta: dict[str, str]) -> dict[str, str]:
     """``metadata.version`` is the number of the skill's version here (the history, ``rollback``
     and the outcomes per version read it), so a change writes its own number there. A version
     its author wrote that is not such a number (``1.1.0``) is not dropped: it is kept as
-    ``metadata.author-version``, once (an upstream merge moves it on). Returns the key to add."""
+    ``metadata.author-version`` (an upstream merge moves it on). One written where skillshelf
+    writes its number, beside an older ``author-version``, is the author's newer: it takes that
+    place (the older stays in the history). Returns the key to add."""
     v = (meta.get("version") or "").strip()
-    if not v or "author-version" in meta or str(skillmod.parse_version(v) or "") == v:
+    if not v or meta.get("author-version") == v or str(skillmod.parse_version(v) or "") == v:
         return {}
     return {"author-version": v}
 
@@ -138,10 +140,10 @@ class Ports:
     findability: Callable[[list[str], str, str, str], dict | None] | None = None
 
 
-# an upstream merge into a source's workspace copy may set these; the copy's own keys (its version,
-# dates and lineage) are never set from upstream
+# an upstream merge into a source's workspace copy may set these; the copy's own keys (``skill.OWN_KEYS``:
+# its version, dates, lineage and lifecycle) are never set from upstream
 UPSTREAM_TOP = {"license": "license", "compatibility": "compatibility", "allowed-tools": "allowed_tools"}
-OWN_KEYS = ("version", "created", "last-modified", "origin", "derived-from", "lineage", "merged-from")
+OWN_KEYS = skillmod.OWN_KEYS
 
 
 def from_upstream(cur: skillmod.Skill, kind: str, a: dict[str, Any],

@@ -237,7 +237,8 @@ class EditedCopies:
                               " your copy is left as it is")
             else:
                 c.edit = "review" if plan.old.pinned else "merged"
-                c.note = "; ".join(m.taken)
+                own = f"upstream also changed {', '.join(m.untaken)}, which your copy keeps as its own"
+                c.note = "; ".join(m.taken + ([own] if m.untaken else []))
             c.note = "; ".join(n for n in (moved, c.note) if n)
 
     def base_bytes(self, entry: lockmod.SourceEntry, path: str, file: str) -> bytes | None:

@@ -22,10 +22,10 @@ import merge3
 
 from .. import skill as skillmod
 
-# the keys a FIX takes from an upstream merge (``evolution.changes.from_upstream`` checks them), and
-# the copy's own, never taken from upstream
+# the keys a FIX takes from an upstream merge (``evolution.changes.from_upstream`` checks them); the
+# copy's own (``skill.OWN_KEYS``: its version, dates, lineage and lifecycle) are never taken from upstream
 UPSTREAM_TOP = {"license": "license", "compatibility": "compatibility", "allowed-tools": "allowed_tools"}
-OWN_KEYS = ("version", "created", "last-modified", "origin", "derived-from", "lineage", "merged-from")
+OWN_KEYS = skillmod.OWN_KEYS
 
 
 @dataclass
