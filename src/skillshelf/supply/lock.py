@@ -10,6 +10,8 @@ A pinned source (``pinned = true``) carries what its owner reviewed: a skill who
 from its locked files has ``reviewed``, the pinned files' ``sha256:<hex>`` and size (an empty list:
 a skill new since the pin, never reviewed). ``sources restore`` pins at that baseline, so a skill
 held on one machine is held on the other. A lock without ``reviewed`` still loads (nothing held).
+A lock that carries ``reviewed`` is ``lock-version = 2``, so an older skillshelf, which would
+restore it as if nothing were held, refuses it instead; a lock without it stays version 1.
 
 The file is TOML written in a fixed order (sources by label, skills by path, files by path, one
 file a line), so a change to a collection is a readable diff. :func:`check` compares the files on
@@ -34,7 +36,8 @@ from ..net import redact_url
 from .fetch import clean_subdir
 
 LOCK_NAME = "skillshelf.lock"
-LOCK_VERSION = 1
+LOCK_VERSION = 2          # the newest version written: 2 when a skill carries ``reviewed``, else 1
+LOCK_VERSIONS = (1, 2)    # the versions this skillshelf reads
 MAX_LOCK_BYTES = 512_000_000
 LABEL_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")     # a source's label: a folder name under sources/
 RESERVED = {"workspace", "project", "user"}                # the labels of the library's own roots
@@ -98,12 +101,17 @@ def _q(s: str) -> str:
     return json.dumps(s, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
+def version(sources: list[SourceEntry]) -> int:
+    """The lock-version ``sources`` are written as: 2 when a skill carries ``reviewed``."""
+    return LOCK_VERSION if any(sk.reviewed is not None for s in sources for sk in s.skills) else 1
+
+
 def render(sources: list[SourceEntry]) -> str:
     out = ["# skillshelf.lock: the sources of this library, each at an exact commit (or archive sha256),",
            "# and the sha256 and size of every file of every skill they brought. Written by skillshelf;",
            "# `skillshelf lock --check` compares the files on disk with it; `skillshelf sources restore` rebuilds",
            "# them on another machine.",
-           f"lock-version = {LOCK_VERSION}", ""]
+           f"lock-version = {version(sources)}", ""]
     for s in sorted(sources, key=lambda s: s.label):
         out += ["[[source]]", f"label = {_q(s.label)}", f"source = {_q(s.source)}", f"kind = {_q(s.kind)}",
                 f"url = {_q(s.url)}", f"ref = {_q(s.ref)}", f"path = {_q(s.path)}", f"commit = {_q(s.commit)}",
@@ -135,9 +143,10 @@ def parse(text: str, where: str = LOCK_NAME) -> list[SourceEntry]:
     if "lock-version" not in data or not isinstance(data.get("source", []), list):
         raise ValidationError(f"{where} is not a {LOCK_NAME}: it has no lock-version",
                               fix=f"pass the {LOCK_NAME} of a library with sources (it is in that library's home)")
-    if data.get("lock-version") != LOCK_VERSION:
+    if data.get("lock-version") not in LOCK_VERSIONS or isinstance(data.get("lock-version"), bool):
         raise ValidationError(f"{where}: unknown lock-version {data.get('lock-version')!r}",
-                              fix=f"this skillshelf reads lock-version {LOCK_VERSION}")
+                              fix=f"this skillshelf reads lock-version {' and '.join(map(str, LOCK_VERSIONS))}; "
+                                  "a newer skillshelf wrote it: upgrade skillshelf")
     out = []
     try:
         for s in data.get("source", []):
