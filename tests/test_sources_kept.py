@@ -544,7 +544,7 @@ def test_an_edit_saved_during_the_keep_step_is_kept(tmp_path, upstream):
     assert sk(home, "lock", "--check").returncode == 0
 
 
-def test_restoring_a_lock_without_the_pin_unpins_the_source(tmp_path, upstream):
+def test_restoring_a_lock_without_the_pin_keeps_this_homes_pin(tmp_path, upstream):
     home = tmp_path / "home"
     assert sk(home, "sources", "add", upstream.url, "--name", "ops", "--pin").returncode == 0
     assert lock_of(home)["source"][0]["pinned"] is True
@@ -553,6 +553,9 @@ def test_restoring_a_lock_without_the_pin_unpins_the_source(tmp_path, upstream):
                       encoding="utf-8")
     r = sk(home, "sources", "restore", str(pulled))
     assert r.returncode == 0, r.stderr
+    assert "ops: kept pinned here" in r.stdout            # a restore never releases what this home pinned
+    assert lock_of(home)["source"][0]["pinned"] is True
+    assert sk(home, "unpin", "ops").returncode == 0         # a person unpins
     assert lock_of(home)["source"][0]["pinned"] is False
     listed = json.loads(sk(home, "sources", "list", "--json").stdout)
     assert [s["pinned"] for s in listed] == [False], listed

@@ -350,6 +350,19 @@ def sources_remove(label: str = typer.Argument(..., metavar="LABEL"),
                                     if res["kept"] else ""))
 
 
+def _hold_lines(s: dict[str, Any]) -> list[str]:
+    """What a restore kept of this home's pin and holds (a restore never releases a hold)."""
+    out = []
+    if s.get("kept_pin"):
+        out.append(f"  {s['label']}: kept pinned here (the lock says it is not pinned; `skillshelf unpin "
+                   f"{s['label']}` unpins it)")
+    held = s.get("held") or []
+    if held:
+        out.append(f"  {s['label']}: held from agents: {', '.join(held)} (`skillshelf trust NAME` shows what "
+                   "changed and allows it)")
+    return out
+
+
 @sources_app.command("restore")
 def sources_restore(lockfile: Path = typer.Argument(..., metavar="LOCKFILE", help="a skillshelf.lock"),
                     json_out: bool = typer.Option(False, "--json")) -> None:
@@ -367,11 +380,19 @@ def sources_restore(lockfile: Path = typer.Argument(..., metavar="LOCKFILE", hel
                   f"{_clean(res['set_aside']['lock'])}")
         for f in res["set_aside"]["folders"]:
             out.print(f"  {f['label']}: its folder is kept in {_clean(f['kept'])} (your edits, if any, are there)")
+        for f in res["set_aside"].get("gone") or []:
+            out.print(f"  {f['label']}: not in {_clean(str(lockfile))}: its folder is kept in {_clean(f['kept'])} and "
+                      f"it is no longer a source or root here (`skillshelf sources add URL --name {f['label']}` "
+                      "brings it back)")
     for s in res["sources"]:
         out.print(f"restored {s['label']}: {s['skills']} skills at {s['commit'][:12]}")
+        for line in _hold_lines(s):
+            out.print(line)
     for m in res.get("moved") or []:
         if not m["moved"]:
             out.print(f"{m['label']}: already at {m['commit'][:12]}")
+            for line in _hold_lines(m):
+                out.print(line)
             continue
         out.print(f"moved {m['label']} from {m['from'][:12]} to {m['commit'][:12]}, as `skillshelf sources update "
                   f"{m['label']} --to {m['commit'][:12]}` would (your edits kept)")
@@ -380,6 +401,8 @@ def sources_restore(lockfile: Path = typer.Argument(..., metavar="LOCKFILE", hel
         for name in m["conflicts"]:
             out.print(f"  conflict: {name} kept as you left it; upstream's text waits in the review queue "
                       f"(`skillshelf review show {name}`)")
+        for line in _hold_lines(m):
+            out.print(line)
     out.print(f"{res['files_verified']} files verified against {_clean(str(lockfile))}")
 
 

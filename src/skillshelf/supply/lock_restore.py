@@ -9,13 +9,15 @@ naming it.
 A home whose own ``skillshelf.lock`` cannot be read (``set_aside``) is restored too: the damaged
 lock is moved aside as ``skillshelf.lock.damaged-<time>``, the folders of the lock's sources it
 held are moved to ``sources/.kept/LABEL/<time>/`` (a person's edits are in them), and the sources
-are fetched at the good lock's commits as into a fresh home."""
+are fetched at the good lock's commits as into a fresh home. A source folder the good lock does
+not name is moved there too, and its root, pin and caches forgotten."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from typing import Any
 from .. import config as configmod
 from ..errors import ConflictError, SkillshelfError, ValidationError
 from ..files import locked
-from . import lock as lockmod, lock_pins
+from . import lock as lockmod, lock_pins, person_files
 from .fetch import SourceError
 
 
@@ -58,27 +60,42 @@ def bring(src: Any, want: lockmod.SourceEntry, *, progress: dict | None = None,
         moved = plan.moved
         if moved:
             src.apply(plan, progress=progress, caller=caller)
-    _pin_as_locked(src, want, caller)
-    return {**want.summary(), "from": frm, "moved": moved, "kept": [k.as_dict() for k in plan.kept],
+    pins = pin_as_locked(src, want, caller)
+    return {**want.summary(), **pins, "from": frm, "moved": moved, "kept": [k.as_dict() for k in plan.kept],
             "unlisted": plan.unlisted,
             "conflicts": [c.copy for c in plan.changes if c.edit == "conflict"]}
 
 
-def _pin_as_locked(src: Any, want: lockmod.SourceEntry, caller: Any) -> None:
-    """The source pinned, or not, as the lock says (a lock without the pin unpins it), at what
-    the lock says was reviewed (``lock_pins.baseline``), and the home's lock saying so."""
+def _holds(src: Any, root: str) -> dict[str, list[dict[str, Any]]]:
+    """The skills of the root ``root`` this home holds now (an imported hold aside: ``Pins``
+    keeps those), each with the files its own pin has ([] for none: held as new)."""
+    pins = src.supply.pins.pins
+    return {sid: [{"file": name, "sha256": row.get("sha256"), "size": int(row["size"])}
+                  for name, row in sorted(pins.files(sid).items())]
+            for sid, h in src.supply.held().items() if h.get("root") == root and h.get("reason") != "imported"}
+
+
+def pin_as_locked(src: Any, want: lockmod.SourceEntry, caller: Any = None) -> dict[str, Any]:
+    """The source pinned as the lock says, at what the lock says was reviewed (``lock_pins.baseline``),
+    and the home's lock saying so. A restore never releases a hold at this home: a lock
+    that says unpinned leaves this home's pin as it is (``kept_pin``), and a skill held here is
+    pinned again at this home's own pin of it, so it stays held. A lock says nothing of what
+    its writer held when it has no ``reviewed`` (an older lock, or a teammate's unpinned one).
+    Returns ``kept_pin`` and the skills of the source ``held`` afterwards."""
     root = src._root_label(want.label) or want.label
+    pinned_here = any(p["root"] == root for p in src.supply.pinned_roots())
     if want.pinned:
-        src.supply.pin(root, baseline=lock_pins.baseline(want, root))
-    elif any(p["root"] == root for p in src.supply.pinned_roots()):
-        src.supply.unpin(root)
+        src.supply.pin(root, baseline={**lock_pins.baseline(want, root), **_holds(src, root)})
+    pinned = want.pinned or pinned_here
     with locked(src.home, "sources"):
         entries = src.entries()
-        if any(e.label == want.label and (e.pinned != want.pinned or (not e.pinned and any(
+        if any(e.label == want.label and (e.pinned != pinned or (not e.pinned and any(
                 s.reviewed is not None for s in e.skills))) for e in entries):
-            src._write_lock(entries, [dataclasses.replace(e, pinned=want.pinned, skills=[
+            src._write_lock(entries, [dataclasses.replace(e, pinned=pinned, skills=[
                 dataclasses.replace(s, reviewed=None) for s in e.skills]) if e.label == want.label else e
                 for e in entries], caller=caller)
+    held = sorted(sid.split(":", 1)[1] for sid, h in src.supply.held().items() if h.get("root") == root)
+    return {"kept_pin": pinned_here and not want.pinned, "held": held}
 
 
 def _free(path: Path) -> Path:
@@ -101,25 +118,46 @@ def damaged(src: Any) -> bool:
         return True
 
 
+def _orphans(src: Any, wanted: list[lockmod.SourceEntry]) -> list[str]:
+    """The source folders under ``sources/`` the good lock does not name (a damaged lock
+    cannot say which sources they were)."""
+    named = {e.label for e in wanted}
+    with contextlib.suppress(OSError):
+        return sorted(p.name for p in src.base.iterdir() if lockmod.label_ok(p.name) and p.name not in named
+                      and (p.is_dir() or p.is_symlink()))
+    return []
+
+
 def set_aside(src: Any, wanted: list[lockmod.SourceEntry]) -> dict[str, Any]:
     """Under the home's ``sources`` lock, once the good lock's sources are fetched and verified:
     move this home's damaged lock aside as ``skillshelf.lock.damaged-<time>`` and each folder of
     ``wanted``'s sources it holds to ``sources/.kept/LABEL/<time>/`` (its saved root forgotten), so
-    they are put in place as into a fresh home. Returns where each went."""
+    they are put in place as into a fresh home. A source folder the good lock does not name is
+    moved there too and forgotten as ``sources remove`` forgets it (``gone``): it would be a root
+    served to agents that no lock lists, which no ``sources`` command could update or remove.
+    Returns where each went."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    out: dict[str, Any] = {"lock": "", "folders": []}
+    out: dict[str, Any] = {"lock": "", "folders": [], "gone": []}
     if src.lock_path.exists():
         aside = _free(src.lock_path.with_name(f"{lockmod.LOCK_NAME}.damaged-{stamp}"))
         os.replace(src.lock_path, aside)
         out["lock"] = str(aside)
-    for e in wanted:
-        folder = src.folder(e.label)
+    orphans = _orphans(src, wanted)
+    for label in [e.label for e in wanted] + orphans:
+        folder = src.folder(label)
         if not (folder.exists() or folder.is_symlink()):
             continue
+        root = src._root_label(label)
         with contextlib.suppress(SkillshelfError):
             configmod.remove_root(src.home, folder)
-        dest = _free(src.base / ".kept" / e.label / stamp)
+        dest = _free(src.base / ".kept" / label / stamp)
         dest.parent.mkdir(parents=True, exist_ok=True)
         os.rename(folder, dest)
-        out["folders"].append({"label": e.label, "kept": str(dest)})
+        if label in orphans:
+            if root is not None:
+                src.supply.pins.unpin_root(root)
+            for p in (src._cache(label), src._bases(label)):
+                shutil.rmtree(p, ignore_errors=True)
+            person_files.forget(src.base, label)
+        out["gone" if label in orphans else "folders"].append({"label": label, "kept": str(dest)})
     return out

@@ -657,13 +657,11 @@ class Sources:
                 self._install(items, entries, caller=caller)
         self._reroot()
         self._sync(**(progress or {}))
-        for e in fresh:       # pinned at what was reviewed where the lock was written
-            if e.pinned:
-                root = self._root_label(e.label) or e.label
-                self.supply.pin(root, baseline=lock_pins.baseline(e, root))
+        # pinned at what was reviewed where the lock was written; a hold here is kept (``lock_restore``)
+        pins = {e.label: lock_restore.pin_as_locked(self, e, caller) for e in fresh}
         moved = [lock_restore.bring(self, e, progress=progress, caller=caller) for e in wanted if e.label in have]
         files = sum(len(s.files) for e in wanted for s in e.skills)
-        return {"sources": [e.summary() for e in fresh], "moved": moved, "files_verified": files,
+        return {"sources": [{**e.summary(), **pins[e.label]} for e in fresh], "moved": moved, "files_verified": files,
                 **({"set_aside": aside} if aside else {})}
 
     # --- checks ---------------------------------------------------------------------------
