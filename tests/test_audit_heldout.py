@@ -28,12 +28,15 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v15", "heldout-v16")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 52, "high": 48}     # the seventeenth set, 55 hostile: 94.5 % and 87.3 % (f90c157)
-NEWEST_BENIGN_HIGH = {"k-base64-fixture-check"}
+NEWEST_FLOOR = {"medium": 0, "high": 0}
+NEWEST_BENIGN_HIGH: set[str] = set()
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh (the fifteenth, measured
 # once with the rules of 26a4cc1 at 87.3 % / 80.0 % and no benign high, meets it since the tenth round; the sixteenth,
-# measured once with the rules of 908666e at 81.5 % / 77.8 % and no benign high, meets it since the eleventh)
-SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {}
+# measured once with the rules of 908666e at 81.5 % / 77.8 % and no benign high, meets it since the eleventh;
+# the seventeenth, measured once with the rules of f90c157 at 94.5 % / 87.3 % and one benign high, is held to that)
+SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {
+    "heldout-v17": ({"medium": 52, "high": 48}, {"k-base64-fixture-check"}),
+}
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
 
