@@ -209,3 +209,34 @@ def test_an_authors_version_beside_an_older_one_is_kept_on_a_fix(tmp_path):
     meta = _shown(home, "gizmo")["metadata"]
     assert meta["author-version"] == "2.0-beta" and meta["version"] == str(res["version"])
     assert "author-version: 1.1.0" in sk(home, "diff", "gizmo", "2", "3").stdout
+
+
+def test_a_swap_moves_each_copys_waiting_conflict_with_it(tmp_path, upstream):
+    home = tmp_path / "home"
+    assert sk(home, "sources", "add", upstream.url, "--name", "jeff").returncode == 0
+    edit_as_person(home, "alpha", "Step two: rotate each key.", "Step two: rotate each key (staging first).")
+    edit_as_person(home, "beta", "Run the gizmo deploy.", "Run the gizmo deploy (after the tests).")
+    upstream.write("skills/alpha/SKILL.md", upstream.read("skills/alpha/SKILL.md").replace(
+        "Step two: rotate each key.", "Step two: rotate each key at night."))
+    upstream.write("skills/beta/SKILL.md", upstream.read("skills/beta/SKILL.md").replace(
+        "Run the gizmo deploy.", "Run the gizmo deploy at noon."))
+    upstream.commit("both sides change the same lines")
+    upstream.push()
+    r = sk(home, "sources", "update", "--yes")
+    assert r.returncode == 0 and r.stdout.count("CONFLICT") == 2, r.stdout + r.stderr
+    _swap(upstream)
+    upstream.commit("swap alpha and beta")
+    upstream.push()
+    assert sk(home, "sources", "update", "--yes").returncode == 0
+    for name in ("alpha", "beta"):      # the person keeps their text
+        assert sk(home, "review", "reject", name, "--reason", "mine").returncode == 0
+    upstream.write("skills/beta/SKILL.md", upstream.read("skills/beta/SKILL.md").replace("# Alpha", "# Alpha keys"))
+    upstream.write("skills/alpha/SKILL.md", upstream.read("skills/alpha/SKILL.md").replace("# Beta", "# Beta deploys"))
+    upstream.commit("titles")
+    upstream.push()
+    r = sk(home, "sources", "update", "--yes")
+    assert r.returncode == 0 and "CONFLICT" not in r.stdout, r.stdout + r.stderr
+    a = (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8")
+    b = (home / "skills/beta/SKILL.md").read_text(encoding="utf-8")
+    assert "# Alpha keys" in a and "(staging first)" in a and "at night" not in a
+    assert "# Beta deploys" in b and "(after the tests)" in b and "at noon" not in b

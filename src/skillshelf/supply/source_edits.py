@@ -378,17 +378,6 @@ class EditedCopies:
         except SkillshelfError as exc:
             c.edit, c.note = "failed", f"its origin could not follow upstream's move ({exc}); your copy is unchanged"
             return False
-        # a conflict of the copy waiting in the review queue: upstream's text becomes the base at the new folder
-        pending = self._pending(plan.label)
-        old_p = inside(pending, "" if c.moved_from == "." else c.moved_from)
-        new_p = inside(pending, "" if c.path == "." else c.path)
-        with contextlib.suppress(OSError, FileRefused):
-            if old_p is not None and new_p is not None and (old_p / "draft.json").is_file() \
-                    and not (new_p / "draft.json").exists():
-                for f in ("SKILL.md", "draft.json"):
-                    if (old_p / f).is_file():
-                        write_file(new_p / f, read_bounded(old_p / f, MAX_SKILL_BYTES))
-                        (old_p / f).unlink()
         if c.sides is not None:          # the merge reads the copy as it is now
             now = _read(Path(res.path))
             if now is not None:
@@ -399,9 +388,10 @@ class EditedCopies:
 
     def move_bases(self, plan: Any, followed: list[Any]) -> None:
         """The upstream files kept as the bases of the copies that followed their skill go to the
-        new folders, all read before any is moved (two skills that swap folders swap bases). A base
-        SKILL.md the update wrote at the new folder before anything moved stays; one whose old
-        folder holds another's now is not moved (the locked commit's text serves as its base)."""
+        new folders, with their conflicts waiting in the review queue, all read before any is moved
+        (two skills that swap folders swap bases). A base SKILL.md the update wrote at the new
+        folder before anything moved stays; one whose old folder holds another's now is not moved
+        (the locked commit's text serves as its base)."""
         bases = self.src._bases(plan.label)
         written = {c.path for c in followed if c.sides is not None and c.sides[0]}
 
@@ -427,6 +417,25 @@ class EditedCopies:
             with contextlib.suppress(OSError):
                 old.unlink()
         for new, data in put.items():
+            with contextlib.suppress(SkillshelfError, OSError):
+                write_file(new, data)
+        # a conflict of a copy waiting in the review queue: upstream's text becomes the base at the new folder
+        pending = self._pending(plan.label)
+        places = [(inside(pending, "" if c.moved_from == "." else c.moved_from),
+                   inside(pending, "" if c.path == "." else c.path)) for c in followed]
+        leaving = {old / "draft.json" for old, _ in places if old is not None}
+        waiting: dict[Path, bytes] = {}
+        for old_p, new_p in places:
+            if old_p is None or new_p is None or not (old_p / "draft.json").is_file() \
+                    or ((new_p / "draft.json").exists() and new_p / "draft.json" not in leaving):
+                continue
+            for f in ("SKILL.md", "draft.json"):
+                data = _read(old_p / f)
+                if data is not None:
+                    waiting[new_p / f] = data
+                    with contextlib.suppress(OSError):
+                        (old_p / f).unlink()
+        for new, data in waiting.items():
             with contextlib.suppress(SkillshelfError, OSError):
                 write_file(new, data)
         for c in followed:
