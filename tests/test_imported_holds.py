@@ -184,3 +184,15 @@ def test_a_copy_that_fails_lets_go_of_the_id_held_first(tmp_path, held_zip, monk
         lib.close()
     assert {c.name: c.status for c in report.skills} == {"alpha": "error", "beta": "new"}
     assert held_ids(h) == {}
+
+
+def test_unpinning_the_root_of_an_imported_held_skill_keeps_it_held(tmp_path, held_zip):
+    h = tmp_path / "h"
+    ok(h, "import", str(held_zip), "--as-root")
+    (sid,) = held_ids(h)
+    label = sid.partition(":")[0]
+    ok(h, "pin", label)
+    ok(h, "unpin", label)
+    ok(h, "sync")
+    assert held_ids(h) == {sid: "imported"}
+    assert refused(h)

@@ -182,7 +182,14 @@ class Pins:
         return report
 
     def unpin_root(self, label: str) -> bool:
-        return self.pins.unpin_root(label)
+        """Forget a root's pin: its skills held because they changed are released; one imported
+        held stays held (no one reviewed it)."""
+        imported = {sid: _origin(h) for sid, h in self.pins.held().items()
+                    if h["reason"] == "imported" and h["root"] == label}
+        out = self.pins.unpin_root(label)
+        if imported:
+            self.pins.set_held(imported, [], at=now())
+        return out
 
     def roots(self) -> list[dict[str, Any]]:
         """The pinned roots: ``root``, ``path``, ``pinned_at``, ``skills``."""
