@@ -7,7 +7,9 @@ merge is a new version of the copy, a conflict a draft in the review queue with 
 the base. A pinned source's merges wait in the review queue too, for the same person to look.
 A skill upstream moved to another folder (``moves``: the same name removed at one and added at
 another) takes its copy with it: the copy's origin follows (``follow``), its base moves to the new
-folder, and upstream's change merges as for any changed skill.
+folder, and upstream's change merges as for any changed skill. The name is the skill's identity: a
+folder whose skill now has another name holds another skill (``renames``), so two skills that swap
+folders are two moves, and a copy is never merged with another skill's text.
 
 The copy's other files (``scripts/``, ``references/``: a person put their own version beside the
 copy's SKILL.md) are merged the same way when upstream changes them, each with the upstream file
