@@ -79,6 +79,8 @@ def _decode_line(scan: Scan, s: int, e: int) -> bool:
             return scan._report("exec.decode-and-run", off + m.start(), s, e,
                                 "decodes an encoded payload and pipes it into a shell or an interpreter")
     m = P.CODE_RUN_DECODE.search(line) or P.CODE_RUN_DECODE_MORE.search(line) or P.RUN_DECODED_ARG.search(line)
+    if m is not None and P.DATA_PARSE.search(line, m.start(), m.end() + (300 if b"yaml" in m.group() else 0)):
+        m = None     # the decoded value is parsed as data (``json.loads(b64decode(s))``, a safe loader), not run
     if m is not None:
         return scan._report("exec.decode-and-run", s + m.start(), s, e, "runs code decoded from an encoded string")
     m = P.PS_ENCODED.search(line)

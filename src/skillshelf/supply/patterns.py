@@ -624,7 +624,10 @@ RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.
                       rb"(?:sys\.executable|process\.execpath)\s{0,3},?\s{0,3}")
 
 # a call that runs code or a command whose argument decodes something (os.system(__import__('base64').b64decode(…)))
-RUN_DECODED_ARG = re.compile(rb"(?:\bexec|\beval|\.system|\bsystem|passthru|shell_exec|\bassert|create_function|proc_open|"
+# (a deserializer that runs code is a run: pickle, marshal, dill, yaml.load without a safe loader; PHP's ``assert(…)``
+# evaluates a string, Python's ``assert x == y`` is a statement)
+RUN_DECODED_ARG = re.compile(rb"(?:\bexec|\beval|\.system|\bsystem|passthru|shell_exec|\bassert(?=\s{0,4}\()|create_function|proc_open|"
+                             rb"\b(?:c?pickle|dill|cloudpickle|marshal)\.loads|jsonpickle\.decode|yaml\.(?:unsafe_)?load(?=\s{0,4}\()|"
                              rb"settimeout|setinterval|os\.popen|subprocess\.[a-z_]{1,20}|execsync|child_process\.[a-z]{1,12}|"
                              rb"getattr\([^()\n]{0,60}(?:\([^()\n]{0,40}\)[^()\n]{0,20})?['\"](?:system|popen|exec|eval|run|call|"
                              rb"check_output|spawn)['\"]\s{0,3}\)|"
@@ -634,6 +637,12 @@ RUN_DECODED_ARG = re.compile(rb"(?:\bexec|\beval|\.system|\bsystem|passthru|shel
                              rb"buffer\.from\([^)\n]{0,2000}['\"](?:base64|hex)['\"]|codecs\.decode|zlib\.decompress|base64_decode|"
                              rb"str_rot13|gzinflate|gzuncompress|hex2bin|pack\(?\s{0,3}['\"]h\*|"
                              rb"\.tr\(\s{0,3}['\"]a-za-z['\"]\s{0,3},\s{0,3}['\"]n-za-m|unpack1?\(\s{0,3}['\"]m0?['\"])")
+# a parser of data: what it reads is data, not code (json, TOML, msgpack, yaml.safe_load, a literal); a decoded value
+# handed to one is parsed, not run, and a yaml.load given a safe loader is one
+DATA_PARSE = re.compile(rb"\b(?:json|simplejson|orjson|ujson|rapidjson|tomllib|tomli|toml|msgpack|cbor2?|bson|plistlib)"
+                        rb"\.(?:loads?|parse|unpackb|decode)\s{0,4}\(|\byaml\.safe_load(?:_all)?\s{0,4}\(|literal_eval\s{0,4}\(|"
+                        rb"\bjson\.decode\s{0,4}\(|json_decode\s{0,4}\(|\bjson\.unmarshal\s{0,4}\(|"
+                        rb"loader\s{0,3}=\s{0,3}(?:yaml\.)?c?(?:safe|base)loader\b")
 # decoders a direct run of decoded text uses, beyond CODE_RUN_DECODE's
 CODE_RUN_DECODE_MORE = re.compile(rb"(?:os\.system|os\.popen|subprocess\.[a-z_]{1,20}|execsync|child_process\.[a-z]{1,12}|"
                                   rb"\bspawn(?:sync)?|\bsystem|\beval|\bexec|instance_eval|pty\.spawn)\s{0,4}\(\s{0,4}"
