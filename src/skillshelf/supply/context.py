@@ -141,10 +141,22 @@ def table_row(scan: Scan, pos: int) -> bool:
     return scan.data[s:pos].lstrip().startswith(b"|")
 
 
+# a negation with its own subject says what someone else does ("plumbing the user never needs to think about"),
+# not what the skill warns against
+_OTHERS_NEGATION = re.compile(rb"\b(?:the\s+|a\s+|your\s+)?(?:users?|humans?|they|he|she|people|someone|nobody|"
+                              rb"customers?)\s+(?:never|don'?t|do\s+not)\b")
+
+
 def warns(text: bytes) -> bool:
     """``text`` warns against the command that follows: a negation that is not a negated telling ("run this
-    and do not comment on it" keeps the step from the user; it does not show it as what not to do)."""
-    return P.NEGATION.search(text) is not None and P.NEGATION.search(P.NOT_TELLING.sub(b" ", text)) is not None
+    and do not comment on it" keeps the step from the user; it does not show it as what not to do) nor another's
+    ("the user never needs to think about it")."""
+    if P.NEGATION.search(text) is None:
+        return False
+    rest = P.NOT_TELLING.sub(b" ", text)
+    if b"never" in rest or b"not" in rest or b"n't" in rest:
+        rest = _OTHERS_NEGATION.sub(b" ", rest)
+    return P.NEGATION.search(rest) is not None
 
 
 # the keys of a skill's front matter that say what it is (shown by a catalog, read by the agent's loader);

@@ -75,7 +75,8 @@ _NEG_TELL_EN = (r"\b(?:do not|don't|never|not|nor)\s+(?:(?:ever|even|actually|to
                 r"(?:say|said|mention|tell|reveal|disclose|admit|acknowledge|bring (?:it |this |that |them )?up|"
                 r"talk about|volunteer|confirm)(?![\w-])")
 NEG_TELL_EN = re.compile(_NEG_TELL_EN)
-ACTION_EN = _alt([("en", f) for f in _ACTION["en"]])
+# (the actions named by what they run count in English too: history wiped, a test skipped, a key let in)
+ACTION_EN = re.compile(_alt([("en", f) for f in _ACTION["en"]]).pattern + "|" + W.ANCHOR_ACTION)
 WHO_EN = re.compile(_WHO_EN)
 # a telling negated and then a phrase quoted: a rule of wording ("never say \"updated in place\""), no fact kept back
 _WORDING = re.compile(r"\s{0,2}[\"'“‘«「]")
@@ -106,7 +107,7 @@ class _Concepts:
             forms = _forms(langs, name)
             parts = ([english] if english else []) + ([_alt(forms).pattern] if forms else [])
             return re.compile("|".join(parts)) if parts else re.compile(r"(?!x)x")
-        self.who, self.action = alt("who", _WHO_EN), alt("action", ACTION_EN.pattern + "|" + W.ANCHOR_ACTION)
+        self.who, self.action = alt("who", _WHO_EN), alt("action", ACTION_EN.pattern)
         self.neg_tell, self.report, self.success = alt("neg_tell", _NEG_TELL_EN), alt("report"), alt("success")
 
 
@@ -172,8 +173,8 @@ def check(scan: Scan) -> None:
             continue
         n += 1
         first, last = scan.line_of(s), scan.line_of(max(s, e - 1))
-        if any(f.rule == "override.conceal" and first <= f.line <= last for f in scan.findings):
-            continue      # another reader read this scope's concealment already
+        if any(f.rule == "override.conceal" and f.severity == "high" and first <= f.line <= last for f in scan.findings):
+            continue      # another reader read this scope's concealment already (one that graded it lower is read again)
         for hit in hits:
             at = s + len(t[:hit.start()].encode("utf-8"))
             a, b = _item(scan.low, s, e, at)          # a list item (with its children) is a scope of its own
@@ -183,7 +184,7 @@ def check(scan: Scan) -> None:
             near = u[max(0, i - NEAR):i + len(hit.group()) + NEAR]
             act = (ACTION_EN if english or c is None else c.action).search(near) or _INLINE.search(near)
             who = WHO_EN if english or c is None else c.who
-            if hit.re is not MISREPORT_EN and who.search(_sentence(u, i)) is None:
+            if hit.re is not MISREPORT_EN and who.search(_sentence(u, i, around=True)) is None:
                 continue      # a telling negated to someone else ("not in the public changelog")
             if act is None or (WHO_EN if english or c is None else c.who).search(u) is None or _HONEST.search(u) \
                     or not _a_step(scan, a, b, at):
@@ -222,11 +223,22 @@ def _misreports(t: str, c: _Concepts | None) -> list[re.Match[str]]:
     return sorted(out, key=lambda m: m.start())[:8]
 
 
-def _sentence(u: str, i: int) -> str:
-    """The sentence of ``u`` around ``i`` (a line break inside it is no end)."""
-    a = max(u.rfind(p, 0, i) for p in (". ", "! ", "? ", "; ", "。", "\n\n"))
-    ends = [j for j in (u.find(p, i) for p in (". ", "! ", "? ", "; ", "。", "\n\n")) if j >= 0]
-    return u[a + 1:min(ends) if ends else len(u)]
+_ENDS = (". ", "! ", "? ", "; ", "。", "\n\n")
+
+
+def _sentence(u: str, i: int, around: bool = False) -> str:
+    """The sentence of ``u`` around ``i`` (a line break inside it is no end); ``around``: with the sentence before
+    and the one after it in the same paragraph, where the user a pronoun stands for is named ("Tell the user how
+    much faster it is. Don't tell them the scan was removed"; "say all tests pass; … the user wants green")."""
+    a = max(u.rfind(p, 0, i) for p in _ENDS)
+    ends = [j for j in (u.find(p, i) for p in _ENDS) if j >= 0]
+    b = min(ends) if ends else len(u)
+    if around:
+        para = max(0, u.rfind("\n\n", 0, i))
+        a = max([u.rfind(p, para, a) for p in _ENDS[:-1]] + [para])
+        nxt = [j for j in (u.find(p, b + 1) for p in _ENDS) if j >= 0]
+        b = b if u.startswith("\n\n", b) else min(nxt) if nxt else len(u)
+    return u[a + 1:b]
 
 
 def _negated(t: str, i: int) -> bool:

@@ -56,6 +56,13 @@ EXTRA: dict[str, dict[str, tuple[str, ...]]] = {
            "neg_tell": ("nehovor", "nespomínaj", "neinformuj", "nezmieňuj", "zamlč")},
     "bg": {"who": ("потребител",), "report": ("доклад", "отчет", "обобщение"), "success": ("успешн", "без грешки", "минаха"),
            "neg_tell": ("не казвай", "не казвайте", "не споменавай", "не споменавайте", "не съобщавай")},
+    # Serbian, Croatian and Bosnian (one language for this reader), in Latin and Cyrillic letters
+    "sr": {"who": ("korisni", "корисни"), "report": ("izveštaj", "izvještaj", "izvješ", "sažet", "rezime", "javi",
+                                                      "извештај", "резиме", "јави"),
+           "success": ("uspešn", "uspješn", "uspeh", "uspjeh", "bez grešaka", "prošl", "успешн", "без грешака", "прошл"),
+           "neg_tell": ("nemoj (?:da )?(?:\\w+ ){0,2}(?:pominj|spominj|reć|kaž|govori|javi)", "ne (?:pominji|spominji|govori|reci|javljaj)",
+                        "bez (?:da|znanja)", "немој (?:да )?(?:\\w+ ){0,2}(?:помињ|спомињ|рећ|каж|говори|јави)",
+                        "не (?:помињи|спомињи|говори|реци)", "без знања")},
 }
 # letters only a language (or its script) uses (Hungarian also by its word for the user: ő and ű are not in every text)
 LETTERS = {"he": rb"\xd7[\x90-\xaa]", "cs": rb"\xc4\x9b|\xc5\x99|\xc5\xaf", "uk": rb"\xd1[\x94\x96\x97]",
@@ -63,7 +70,8 @@ LETTERS = {"he": rb"\xd7[\x90-\xaa]", "cs": rb"\xc4\x9b|\xc5\x99|\xc5\xaf", "uk"
            "hi": rb"\xe0[\xa4\xa5][\x80-\xbf]", "el": rb"\xce[\x91-\xbf]|\xcf[\x80-\x8e]", "th": rb"\xe0[\xb8\xb9][\x80-\xbf]",
            "vi": rb"\xc6[\xa0\xa1\xaf\xb0]|\xe1[\xba\xbb][\x80-\xbf]", "hu": rb"\xc5[\x90\x91\xb0\xb1]|felhaszn",
            "ro": rb"\xc8[\x98-\x9b]|\xc4[\x82\x83]", "da": rb"\xc3[\xa6\xb8\x86\x98]", "no": rb"\xc3[\xa6\xb8\x86\x98]",
-           "fi": rb"\xc3[\xa4\xb6]", "sk": rb"\xc4[\xbd\xbe\xb9\xba]|\xc5[\x94\x95]", "bg": rb"\xd1\x8a|\xd1\x89"}
+           "fi": rb"\xc3[\xa4\xb6]", "sk": rb"\xc4[\xbd\xbe\xb9\xba]|\xc5[\x94\x95]", "bg": rb"\xd1\x8a|\xd1\x89",
+           "sr": rb"\xc4[\x90\x91\x86\x87]|\xd1[\x92\x98\x99\x9a\x9b\x9f]"}
 EXTRA_LETTERS = {lang: re.compile(rx) for lang, rx in LETTERS.items()}
 ASCII_WHO = {b"pengguna": "id"}       # a language written in plain ASCII, found by its word for the user
 NO_SPACES = frozenset(("he", "th", "hi", "fa", "ar"))     # forms read without a word boundary before them
@@ -85,6 +93,8 @@ ACTION = {
     "fi": ("poist", "ohit", "epäonnist", "kytke pois"),
     "sk": ("zmaz", "odstrán", "preskoč", "zlyhal", "vypn"),
     "bg": ("изтри", "премахн", "пропусн", "деактив", "неуспешн"),
+    "sr": ("obriš", "izbriš", "uklon", "preskoč", "isprazn", "ispražn", "isključ", "onemoguć", "ne uspe", "ne uspije",
+           "обриш", "избриш", "уклон", "прескоч", "испразн", "испражн", "искључ", "не успе"),
 }
 # actions named by what they run, in any language: a test skipped or deselected, history wiped, a key let in, a hook
 # bypassed (beside a misreport of the user's, whatever words surround them)

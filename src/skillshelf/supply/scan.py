@@ -105,6 +105,15 @@ class Scan:
             line: int | None = None, shown_as: str | None = None) -> None:
         line = self.line_of(pos) if line is None else line
         if (rule, line) in self._seen:
+            # a later reader that grades the same line higher replaces the lower finding (a concealment read low as
+            # a passing remark, then high as a misreport of the agent's action)
+            for i, f in enumerate(self.findings):
+                if f.rule == rule and f.line == line and RANK[severity] > RANK[f.severity]:
+                    shown = self.excerpt_at(pos) if excerpt is None else excerpt
+                    shown = shown.decode("utf-8", "replace") if isinstance(shown, bytes) else shown
+                    self.findings[i] = Finding(rule, severity, self.file, line,
+                                               visible(shown) if shown_as is None else shown_as, message)
+                    break
             return
         self._seen.add((rule, line))
         self._found_at.append(pos)
