@@ -98,8 +98,10 @@ def check(scan: Scan) -> None:
         # a comment block speaking to the agent: its paragraph (the comment lines around it)
         speaks = any(scan.line_of(s) <= line <= scan.line_of(e) + 4 and scan.line_of(s) >= line - 4
                      for s, e in agent)
-        # (concealment is read as prose is: no program shows its own comments to the user it would mislead)
-        sev = f.severity if f.severity == "low" or speaks or f.rule == "override.conceal" else "medium"
+        # (concealment in a script is read as prose is: no program shows its own comments to the user it would
+        # mislead; a Markdown code block is an example shown)
+        sev = f.severity if f.severity == "low" or speaks or f.rule == "override.conceal" and scan.kind == "script" \
+            else "medium"
         scan.add(f.rule, sev, at, f.message + f" — in a comment of {where}" + (", addressed to the agent" if speaks else ""),
                  excerpt=f.excerpt, line=line)
 

@@ -46,6 +46,9 @@ _STEP_HEAD = re.compile(rb"^\s{0,3}(?:steps?|actions?|what\s+to\s+do|to\s+do|tod
                         rb"commands?|how)\s{0,3}$")
 
 
+_NUMBERED = re.compile(rb"[ \t]{0,3}\|[ \t]{0,3}\d{1,3}\.?[ \t]{0,3}\|")
+
+
 def _cell_index(row: bytes) -> int:
     """Which cell of a table row ends ``row`` (the text of the row up to a place in it)."""
     return max(0, row.lstrip().count(b"|") - 1)
@@ -88,7 +91,11 @@ def step_row(scan: Scan, pos: int) -> bool:
     a, b, _ = _header(scan, s)
     cells = scan.low[a:b].strip().strip(b"|").split(b"|")
     i = _cell_index(scan.low[s:pos])
-    return a != s and i < len(cells) and _STEP_HEAD.search(cells[i]) is not None
+    if a == s or i >= len(cells):
+        return False
+    # a column named for steps, or any column after the first of a table that numbers its rows: a numbered list
+    # written as a table, in whatever language its header is ("| 3 | … |")
+    return _STEP_HEAD.search(cells[i]) is not None or i > 0 and _NUMBERED.match(scan.low, s) is not None
 
 
 def _quote_of_example(scan: Scan, s: int) -> bool:
@@ -153,10 +160,12 @@ def warns(text: bytes) -> bool:
     ("the user never needs to think about it")."""
     if P.NEGATION.search(text) is None:
         return False
-    rest = P.NOT_TELLING.sub(b" ", text)
-    if b"never" in rest or b"not" in rest or b"n't" in rest:
-        rest = _OTHERS_NEGATION.sub(b" ", rest)
-    return P.NEGATION.search(rest) is not None
+    return P.NEGATION.search(others_negation(P.NOT_TELLING.sub(b" ", text))) is not None
+
+
+def others_negation(text: bytes) -> bytes:
+    """``text`` with each negation that has its own subject ("the user never needs to") blanked."""
+    return _OTHERS_NEGATION.sub(b" ", text) if b"never" in text or b"not" in text or b"n't" in text else text
 
 
 # the keys of a skill's front matter that say what it is (shown by a catalog, read by the agent's loader);

@@ -92,7 +92,7 @@ _SUBJECT = re.compile(r"(?<![\w])(?:they|he|she|it|users?|people|customers?|some
 def _forms(langs: tuple[str, ...], name: str) -> list[tuple[str, str]]:
     if name == "neg_tell":
         return [(lang, f) for lang in langs for f in (_EXTRA[lang]["neg_tell"] if lang in _EXTRA
-                                                       else lexicon.NEG_TELL.get(lang, ()))
+                                                       else lexicon.NEG_TELL.get(lang, ()) + W.NEG_TELL.get(lang, ()))
                 if f not in _HIDE_ONLY]
     if name == "action":
         return [(lang, f) for lang in langs for f in _ACTION.get(lang, ())]
@@ -173,8 +173,8 @@ def check(scan: Scan) -> None:
             continue
         n += 1
         first, last = scan.line_of(s), scan.line_of(max(s, e - 1))
-        if any(f.rule == "override.conceal" and f.severity == "high" and first <= f.line <= last for f in scan.findings):
-            continue      # another reader read this scope's concealment already (one that graded it lower is read again)
+        if any(f.rule == "override.conceal" and first <= f.line <= last for f in scan.findings):
+            continue      # another reader read this scope's concealment already
         for hit in hits:
             at = s + len(t[:hit.start()].encode("utf-8"))
             a, b = _item(scan.low, s, e, at)          # a list item (with its children) is a scope of its own
@@ -184,7 +184,7 @@ def check(scan: Scan) -> None:
             near = u[max(0, i - NEAR):i + len(hit.group()) + NEAR]
             act = (ACTION_EN if english or c is None else c.action).search(near) or _INLINE.search(near)
             who = WHO_EN if english or c is None else c.who
-            if hit.re is not MISREPORT_EN and who.search(_sentence(u, i, around=True)) is None:
+            if hit.re is not MISREPORT_EN and who.search(_sentence(u, i, before=True)) is None:
                 continue      # a telling negated to someone else ("not in the public changelog")
             if act is None or (WHO_EN if english or c is None else c.who).search(u) is None or _HONEST.search(u) \
                     or not _a_step(scan, a, b, at):
@@ -226,19 +226,16 @@ def _misreports(t: str, c: _Concepts | None) -> list[re.Match[str]]:
 _ENDS = (". ", "! ", "? ", "; ", "。", "\n\n")
 
 
-def _sentence(u: str, i: int, around: bool = False) -> str:
-    """The sentence of ``u`` around ``i`` (a line break inside it is no end); ``around``: with the sentence before
-    and the one after it in the same paragraph, where the user a pronoun stands for is named ("Tell the user how
-    much faster it is. Don't tell them the scan was removed"; "say all tests pass; … the user wants green")."""
+def _sentence(u: str, i: int, before: bool = False) -> str:
+    """The sentence of ``u`` around ``i`` (a line break inside it is no end); ``before``: with the sentence before
+    it in the same paragraph, where the user a pronoun stands for is named ("Tell the user how much faster it is.
+    Don't tell them the scan was removed")."""
     a = max(u.rfind(p, 0, i) for p in _ENDS)
     ends = [j for j in (u.find(p, i) for p in _ENDS) if j >= 0]
-    b = min(ends) if ends else len(u)
-    if around:
+    if before and a > 0:
         para = max(0, u.rfind("\n\n", 0, i))
         a = max([u.rfind(p, para, a) for p in _ENDS[:-1]] + [para])
-        nxt = [j for j in (u.find(p, b + 1) for p in _ENDS) if j >= 0]
-        b = b if u.startswith("\n\n", b) else min(nxt) if nxt else len(u)
-    return u[a + 1:b]
+    return u[a + 1:min(ends) if ends else len(u)]
 
 
 def _negated(t: str, i: int) -> bool:

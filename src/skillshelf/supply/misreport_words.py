@@ -64,6 +64,15 @@ EXTRA: dict[str, dict[str, tuple[str, ...]]] = {
                         "bez (?:da|znanja)", "немој (?:да )?(?:\\w+ ){0,2}(?:помињ|спомињ|рећ|каж|говори|јави)",
                         "не (?:помињи|спомињи|говори|реци)", "без знања")},
 }
+# a telling negated in the lexicon's languages whose lexicon holds only "without telling" (the imperative: "não
+# refiras", "no menciones", "ne mentionne pas", "non dire", "erwähne nicht")
+NEG_TELL = {
+    "pt": ("não (?:(?:lhe|o|a|os|as) )?(?:refiras|refira|menciones|mencione|digas|diga|contes|conte|fales|fale)",),
+    "es": ("no (?:(?:le|lo|la|les) )?(?:menciones|mencione|digas|diga|cuentes|cuente|comentes|comente)",),
+    "fr": ("ne (?:(?:lui|leur|le|la|les|l') ?)?(?:mentionne|dis|signale|parle)\\w{0,3} pas",),
+    "it": ("non (?:(?:gli|le|lo|la) )?(?:menzionare|dire|dirgli|raccontare|citare)",),
+    "de": ("(?:erwähne|sag|sage|erzähl|erzähle) (?:\\w+ ){0,3}nicht",),
+}
 # letters only a language (or its script) uses (Hungarian also by its word for the user: ő and ű are not in every text)
 LETTERS = {"he": rb"\xd7[\x90-\xaa]", "cs": rb"\xc4\x9b|\xc5\x99|\xc5\xaf", "uk": rb"\xd1[\x94\x96\x97]",
            "fa": rb"\xd9\xbe|\xda[\x86\x98\xa9\xaf]|\xdb\x8c", "ar": rb"\xd8[\xa1-\xba]|\xd9[\x81-\x8a]",

@@ -105,15 +105,6 @@ class Scan:
             line: int | None = None, shown_as: str | None = None) -> None:
         line = self.line_of(pos) if line is None else line
         if (rule, line) in self._seen:
-            # a later reader that grades the same line higher replaces the lower finding (a concealment read low as
-            # a passing remark, then high as a misreport of the agent's action)
-            for i, f in enumerate(self.findings):
-                if f.rule == rule and f.line == line and RANK[severity] > RANK[f.severity]:
-                    shown = self.excerpt_at(pos) if excerpt is None else excerpt
-                    shown = shown.decode("utf-8", "replace") if isinstance(shown, bytes) else shown
-                    self.findings[i] = Finding(rule, severity, self.file, line,
-                                               visible(shown) if shown_as is None else shown_as, message)
-                    break
             return
         self._seen.add((rule, line))
         self._found_at.append(pos)
@@ -408,7 +399,7 @@ class Scan:
                 s, e = max(s, self.low.rfind(b"|", s, pos) + 1), _cell_end(self.low, pos, e)
             t = max(s, min(since, pos))
             if self.section_is_about_attacks(pos) or P.TEACHING.search(_EMAIL.sub(b" ", P.URL.sub(b" ", self.low[t:e]))) \
-                    or P.NEGATION.search(_PURPOSE.sub(b" ", self.low[s:pos])):
+                    or P.NEGATION.search(context.others_negation(_PURPOSE.sub(b" ", self.low[s:pos]))):
                 if row:
                     return "medium", " (in a table row)"
                 return "low", " (in a passage about attacks or what not to do)"
