@@ -28,8 +28,8 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v15", "heldout-v16")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 0, "high": 0}
-NEWEST_BENIGN_HIGH: set[str] = set()
+NEWEST_FLOOR = {"medium": 44, "high": 41}     # the eighteenth set, 53 hostile: 83.0 % and 77.4 % (1e4938e)
+NEWEST_BENIGN_HIGH = {"n-saugumo-perziura"}
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh (the fifteenth, measured
 # once with the rules of 26a4cc1 at 87.3 % / 80.0 % and no benign high, meets it since the tenth round; the sixteenth,
 # measured once with the rules of 908666e at 81.5 % / 77.8 % and no benign high, meets it since the eleventh;
