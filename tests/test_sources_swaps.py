@@ -14,6 +14,7 @@ import anyio
 import pytest
 from mcp import Client
 from test_sources_git import Upstream, edit_as_person, git, sk
+from test_sources_moves import _shown
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
@@ -37,12 +38,6 @@ def _plan(home: Path) -> dict:
     r = sk(home, "sources", "update", "--dry-run", "--json")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)[0]
-
-
-def _shown(home: Path, name: str) -> dict:
-    r = sk(home, "show", name, "--json")
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
 
 
 def test_two_skills_that_swap_folders_are_two_moves_and_the_copy_follows_its_own(tmp_path, upstream):
