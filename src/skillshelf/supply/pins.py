@@ -141,9 +141,10 @@ class Pins:
         # where a pinned root is on this server (a team's pins name roots by label; each
         # server may keep the collection elsewhere), else where the pinning server had it
         self._locate = locate or (lambda label: None)
-        # the content indexed here: (a generation that moves when it does, skill id -> content
-        # key); the gate gives the audit's. Without it an import's hold stays on its id only.
-        self.contents: Callable[[], tuple[str, dict[str, str]]] | None = None
+        # the content indexed here: (a generation that moves when it does, then skill id -> content
+        # key, read only when the generation moved); the gate gives the audit's. Without it an
+        # import's hold stays on its id only.
+        self.contents: tuple[Callable[[], str], Callable[[], dict[str, str]]] | None = None
         self._followed: tuple[str, str] | None = None
         self._names: dict[str, tuple[str, str]] = {}     # skill id -> (content key, its name)
 
@@ -319,10 +320,11 @@ class Pins:
         gone is dropped once another hold carries its content key and name. Looked at again
         only when the indexed content or the holds changed. Returns the holds now."""
         assert self.contents is not None
-        gen, keys = self.contents()
-        mark = (gen, self.pins.generation())
-        if mark == self._followed:
+        generation, content_keys = self.contents
+        gen = generation()
+        if (gen, self.pins.generation()) == self._followed:
             return held
+        keys = content_keys()      # (every indexed skill's key: only when something changed)
         imports = {sid: h for sid, h in held.items() if h["reason"] == "imported"}
         by_key = {h["content_key"]: h for h in imports.values() if h.get("content_key")}
         gone = {sid: h for sid, h in imports.items() if self._gone(sid)}
@@ -421,7 +423,7 @@ class Pins:
         released, hold = [skill_id], {}
         key = h.get("content_key")
         if key and self._key_now(skill_id) == key:
-            keys = self.contents()[1] if self.contents is not None else {}
+            keys = self.contents[1]() if self.contents is not None else {}
             for sid, o in held.items():
                 if sid != skill_id and o["reason"] == "imported" and o.get("content_key") == key:
                     released.append(sid)
@@ -514,7 +516,7 @@ class Gate:
         self._cache: tuple[tuple[str, str, str], dict[str, str]] | None = None
         # an import's hold follows its content: the audit knows each indexed skill's content key
         audits = auditor.audits
-        pins.contents = lambda: (audits.local_generation(), audits.at_risk(("none", "low", "medium", "high")))
+        pins.contents = (audits.local_generation, lambda: audits.at_risk(("none", "low", "medium", "high")))
 
     def hidden(self) -> dict[str, str]:
         """Skill id -> why agents do not see it (read again only when an audit, a trust, a pin
