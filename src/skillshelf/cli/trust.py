@@ -193,7 +193,7 @@ def pin(label: str = typer.Argument(..., metavar="LABEL", help="a root's label o
 @commands.command()
 def unpin(label: str = typer.Argument(..., metavar="LABEL", help="a pinned root's label or path")) -> None:
     """Forget a root's pin: its skills are no longer held when they change."""
-    if _lib().supply.unpin(label, record=True):
+    if _lib().supply.unpin(label):
         out.print(f"unpinned {label}")
     else:
         out.print(f"{label} was not pinned")

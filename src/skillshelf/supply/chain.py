@@ -187,9 +187,9 @@ class SupplyChain:
         """Accept a pinned root's current content as a whole (re-pins it)."""
         return self.pin(label)
 
-    def unpin(self, label: str, *, record: bool = False) -> bool:
-        """Forget a root's pin. ``record``: a person's unpin, which ``skillshelf.lock`` follows (a
-        caller that writes the lock itself leaves it out)."""
+    def unpin(self, label: str, *, record: bool = True) -> bool:
+        """Forget a root's pin; ``skillshelf.lock`` follows (``record``: False for a caller that
+        writes the lock itself, as removing a source does)."""
         root = self._root(label).label
         done = self.pins.unpin_root(root)
         if record:

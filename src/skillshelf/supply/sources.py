@@ -432,7 +432,7 @@ class Sources:
             if self.shared is not None:     # the team's lock first: a refusal leaves everything as it was
                 self._write_lock(entries, [e for e in entries if e.label != label], caller=caller)
             if root is not None and any(p["root"] == root for p in self.supply.pinned_roots()):
-                self.supply.unpin(root)
+                self.supply.unpin(root, record=False)     # (the lock is written below)
             if self.shared is None:
                 self._write_lock(entries, [e for e in entries if e.label != label])
             self._drop_local(label)
