@@ -5,6 +5,7 @@ These defects live in the entry point (``skillshelf.entry:main`` and ``cli.main`
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -161,3 +162,15 @@ def test_mcp_message_for_a_damaged_value_names_rebuild():
     msg = _message(sqlite3.OperationalError("Could not decode to UTF-8 column 'body' with text 'ok\ufffd'"))
     assert "skillshelf rebuild" in msg
     assert "skillshelf rebuild" in _message(sqlite3.DatabaseError("database disk image is malformed"))
+
+
+def test_list_sorts_names_as_a_person_reads_them(tmp_path):
+    """`list` orders by name whatever its case (the dashboard does): 'Zed' after 'beta', 'Alpha' first."""
+    root = tmp_path / "r"
+    for rel, name in (("zed", "Zed"), ("beta", "beta"), ("alpha", "Alpha"), ("alpha-two", "alpha-two")):
+        write_skill(root, rel, name=name)
+    home = tmp_path / "h"
+    assert sk("roots", "add", str(root), home=home).returncode == 0
+    r = sk("list", "--json", home=home)
+    assert r.returncode == 0, r.stderr
+    assert [s["name"] for s in json.loads(r.stdout)] == ["Alpha", "alpha-two", "beta", "Zed"]

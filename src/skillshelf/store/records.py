@@ -78,9 +78,9 @@ class SkillRows:
     def select(self, *, root: str | None = None, skill_type: str | None = None, tag: str | None = None,
                name_contains: str | None = None, active_only: bool = False, invalid_only: bool = False,
                limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
-        """(rows by name then id, at most ``limit``; how many match in all)."""
+        """(rows by name whatever its case, then id, at most ``limit``; how many match in all)."""
         cond, args = self._where(root, skill_type, tag, name_contains, active_only, invalid_only)
-        sql = f"SELECT {_COLS} FROM skills{cond} ORDER BY name, id"
+        sql = f"SELECT {_COLS} FROM skills{cond} ORDER BY name COLLATE NOCASE, name, id"   # as a person reads
         args_l = args
         if limit:
             sql += " LIMIT ?"   # "at most N": a limit past SQLite's integers means all of them
