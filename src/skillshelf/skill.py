@@ -36,6 +36,8 @@ SEED_KEYS = ("skill-type", "repo", "version", "tags", "created", "last-modified"
 # ``evolution.changes``)
 OWN_KEYS = ("version", "created", "last-modified", "origin", "derived-from", "lineage", "merged-from",
             "status", "status-reason", "merged-into", "ttl-days")
+# the spec's top-level keys an upstream merge moves into a copy: key -> the ``Skill`` field
+UPSTREAM_TOP = {"license": "license", "compatibility": "compatibility", "allowed-tools": "allowed_tools"}
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500

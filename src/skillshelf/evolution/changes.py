@@ -140,9 +140,10 @@ class Ports:
     findability: Callable[[list[str], str, str, str], dict | None] | None = None
 
 
-# an upstream merge into a source's workspace copy may set these; the copy's own keys (``skill.OWN_KEYS``:
-# its version, dates, lineage and lifecycle) are never set from upstream
-UPSTREAM_TOP = {"license": "license", "compatibility": "compatibility", "allowed-tools": "allowed_tools"}
+# an upstream merge into a source's workspace copy may set these (``supply.upstream_merge`` reads the same
+# ``skill.UPSTREAM_TOP``); the copy's own keys (``skill.OWN_KEYS``: its version, dates, lineage and
+# lifecycle) are never set from upstream
+UPSTREAM_TOP = skillmod.UPSTREAM_TOP
 OWN_KEYS = skillmod.OWN_KEYS
 
 

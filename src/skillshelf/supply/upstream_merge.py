@@ -22,9 +22,10 @@ import merge3
 
 from .. import skill as skillmod
 
-# the keys a FIX takes from an upstream merge (``evolution.changes.from_upstream`` checks them); the
-# copy's own (``skill.OWN_KEYS``: its version, dates, lineage and lifecycle) are never taken from upstream
-UPSTREAM_TOP = {"license": "license", "compatibility": "compatibility", "allowed-tools": "allowed_tools"}
+# the keys a FIX takes from an upstream merge (``evolution.changes.from_upstream`` checks them, from the
+# same ``skill.UPSTREAM_TOP``); the copy's own (``skill.OWN_KEYS``: its version, dates, lineage and
+# lifecycle) are never taken from upstream
+UPSTREAM_TOP = skillmod.UPSTREAM_TOP
 OWN_KEYS = skillmod.OWN_KEYS
 
 
