@@ -234,7 +234,8 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
     a = P.ASSIGN_LINE.match(line)
     if a is not None:
         name, rhs = a.group("n"), a.group("rhs")
-        src = ("decode" if P.DECODED_VALUE.search(rhs) else "fetch" if P.FETCHED_VALUE.search(rhs) else None)
+        src = ("decode" if P.DECODED_VALUE.search(rhs) or _ENCODED_ARG.search(rhs, 0, 4000)
+               else "fetch" if P.FETCHED_VALUE.search(rhs) else None)
         if src is None:
             for w in P.WORD.findall(rhs, 0, 2000):
                 if w in values and w != name:
@@ -292,6 +293,8 @@ _RECIPE = re.compile(rb"^(\s{1,8})[@-]{1,3}")
 _FETCH_WRITE = re.compile(rb"(?:file\.(?:write|binwrite)|writefilesync|file_put_contents)\(\s{0,3}(?P<t>[\w.'\"/$-]{1,100})\s{0,3},|"
                           rb"io\.copy_stream\([^,\n]{1,300},\s{0,3}(?P<u>[\w.'\"/$-]{1,100})\s{0,3}\)")
 _B64_LITERAL = re.compile(rb"\s{0,3}[\"'](?:[a-z0-9+/]{4}){10,}[a-z0-9+/=]{0,4}[\"']\s{0,3};?\s{0,3}$")
+# an encoded string handed to a call, whatever the call is named (utf8.decode(_hex('6261…'))): a decoded value
+_ENCODED_ARG = re.compile(rb"\(\s{0,3}[\"'](?:[a-z0-9+/]{4}){10,}[a-z0-9+/=]{0,4}[\"']")
 _FETCHED = b" fetched"                  # not a name: that this block fetched something
 _WRITE_STREAM = re.compile(rb"createwritestream\(\s{0,3}(?P<t>[\w.'\"/$-]{2,200})\s{0,3}[,)]")
 _DESTRUCTURE = re.compile(rb"^(\s{0,40}(?:const|let|var)\s+)[{\[]\s{0,3}([a-z_][a-z0-9_]{0,40})[^=\n]{0,200}?[}\]]\s{0,3}=(?!=)")

@@ -577,7 +577,9 @@ REMOTE_NAME = re.compile(rb"(?:^|\s)(?:-o|--remote-name)(?:\s|$)")
 CHECKSUM = re.compile(rb"sha(?:1|224|256|384|512)sum|shasum|md5sum|b2sum|gpg\s+(?:--verify|-v)|cosign\s+verify|minisign|"
                       rb"signify|get-filehash|hashlib\.|checksum|--hash|openssl\s+dgst|slsa-verifier|gh\s+attestation")
 # (the name the value is kept in, read on the same line): NAME=$(… decode or fetch …), name = b64decode(…)
-ASSIGN_LINE = re.compile(rb"^\s{0,40}(?:export\s+|local\s+|const\s+|let\s+|var\s+|my\s+\$|\$)?(?P<n>[a-z_][a-z0-9_]{0,40})"
+ASSIGN_LINE = re.compile(rb"^\s{0,40}(?:export\s+|local\s+|const\s+|let\s+|var\s+|my\s+\$|\$|"
+                         # a declaration's keyword or type in any language: final, val, String, auto
+                         rb"(?:final|val|auto|dim|string|int|bool|object|dynamic|static)\s+)?(?P<n>[a-z_][a-z0-9_]{0,40})"
                          rb"\s{0,3}(?::\s{0,3}[\w\[\]., ]{1,40})?=(?!=)\s{0,3}(?P<rhs>[^\n]{1,2000})")
 DECODED_VALUE = re.compile(rb"base64\s+(?:-\w{0,5}d\b|--decode\b)|b64decode|b32decode|b85decode|a85decode|decode64|"
                            rb"decode_base64|codecs\.decode|zlib\.decompress|marshal\.loads|bytes\.fromhex|unhexlify|"
@@ -604,7 +606,13 @@ RUN_VALUE = re.compile(rb"(?:^|[\s;&|(])(?:eval|exec|iex|invoke-expression)\s{0,
                        rb"(?:\bexec|\beval|os\.system|os\.popen|subprocess\.[a-z_]{1,20}|\bcompile|new\s+function|\bfunction|"
                        rb"execsync|child_process\.[a-z]{1,12}|\bspawn(?:sync)?|\bsystem|\bpopen|pty\.spawn|runinthiscontext|"
                        rb"runinnewcontext|settimeout|setinterval|passthru|shell_exec|\bassert|proc_open)\s{0,3}\(\s{0,3}\$?"
-                       rb"(?:\[\s{0,3}['\"](?:ba|z)?sh['\"]\s{0,3},\s{0,3}['\"]-c['\"]\s{0,3},\s{0,3})?(?P<y>[a-z_][a-z0-9_]{0,40})\b")
+                       rb"(?:\[\s{0,3}['\"](?:ba|z)?sh['\"]\s{0,3},\s{0,3}['\"]-c['\"]\s{0,3},\s{0,3})?(?P<y>[a-z_][a-z0-9_]{0,40})\b|"
+                       # a shell or interpreter named beside its run-this-text flag, in any language's argument list:
+                       # Process.run('sh', ['-c', cfg]), & python3 -c $s, ["node", "-e", src], cmd /c
+                       rb"(?:^|[\s;&|(\[{,\"'])(?:/usr)?(?:/local)?(?:/bin/)?(?:(?:ba|z|k|da)?sh|cmd(?:\.exe)?|powershell(?:\.exe)?|"
+                       rb"pwsh|python[0-9.]{0,4}|node(?:js)?|perl|ruby|php|deno|bun|lua(?:jit)?|osascript)['\"]?"
+                       rb"[\s,\[(){}&.\"']{1,12}(?:-c|-e|/c|/k|-command|-encodedcommand|-enc|--eval)['\"]?\s{0,3},?\s{0,3}"
+                       rb"\$?\{?(?P<q>[a-z_][a-z0-9_]{0,40})\b")
 # where a file (the target, read after the match) is run
 RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.|python[0-9.]{0,4}|node|perl|ruby|php|pwsh|"
                       rb"powershell|exec|nohup|start-process)\s+(?:-{1,2}[\w-]{1,20}\s+){0,3}|"
