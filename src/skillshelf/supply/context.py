@@ -148,6 +148,76 @@ def table_row(scan: Scan, pos: int) -> bool:
     return scan.data[s:pos].lstrip().startswith(b"|")
 
 
+def pattern_cell(scan: Scan, pos: int) -> bool:
+    """``pos`` is in inline code, in a table row that is not a step, and the code is a pattern, not a command: it
+    holds a placeholder (``curl URL | sh``, ``/dev/tcp/host/port``, ``eval(base64...)``) and no address to reach. A
+    table of what to look for, read by its cells' shape in whatever language its header is written."""
+    s, e = scan.line_bounds(pos)
+    if not scan.data[s:pos].lstrip().startswith(b"|") or step_row(scan, pos):
+        return False
+    a = scan.data.rfind(b"`", s, pos + 1)
+    if a < 0 or scan.data.count(b"`", s, a) % 2:
+        return False          # not inside a code span opened before pos
+    b = scan.data.find(b"`", max(a + 1, pos), e)
+    code = scan.data[a + 1:b if b > 0 else e]
+    return _PLACEHOLDER.search(code) is not None and _ADDRESS.search(code) is None
+
+
+def instruction_cell(scan: Scan, pos: int) -> bool:
+    """``pos`` is in a table cell that holds a sentence of its own in a column of short cells (a row's "Note" that
+    tells the agent what to do and what to tell the user, beside notes of a few words): read as a step, not a
+    table's description. Read by the cells' length, in whatever language the table is written; never in a table
+    whose header names examples."""
+    s, e = scan.line_bounds(pos)
+    if not scan.data[s:pos].lstrip().startswith(b"|"):
+        return False
+    cells = _cells(scan.low, s, e)
+    i = next((k for k, (a, b) in enumerate(cells) if a <= pos <= b), -1)
+    if i < 0 or len(scan.low[cells[i][0]:cells[i][1]].split()) < _SENTENCE_WORDS:
+        return False
+    top, _, _ = _header(scan, s)
+    if top == s or _table_of_examples(scan, s, pos=pos):
+        return False
+    words = len(scan.low[cells[i][0]:cells[i][1]].split())
+    others, at = 0, top
+    for _ in range(MAX_TABLE_LINES):
+        if at >= len(scan.low):
+            break
+        a, b = scan.line_bounds(at)
+        if not scan.low[a:b].lstrip().startswith(b"|"):
+            break
+        row = _cells(scan.low, a, b)
+        if a not in (top, s) and i < len(row) and not _RULE_ROW.match(scan.low, a, b):
+            n = len(scan.low[row[i][0]:row[i][1]].split())
+            if n > min(8, words // 2):
+                return False  # a column of sentences: a table's descriptions
+            others += 1
+        at = b + 1
+    return others >= 1
+
+
+def _cells(low: bytes, s: int, e: int) -> list[tuple[int, int]]:
+    """(start, end) of each cell of the table row between ``s`` and ``e``: split at ``|`` outside inline code and
+    not escaped."""
+    out, ticks = [], False
+    a = low.find(b"|", s, e) + 1
+    for k in range(a, e):
+        c = low[k]
+        if c == 96:
+            ticks = not ticks
+        elif c == 124 and not ticks and low[k - 1] != 92:
+            out.append((a, k))
+            a = k + 1
+            if len(out) >= 20:
+                break
+    return out
+
+
+_SENTENCE_WORDS = 12
+_RULE_ROW = re.compile(rb"\s{0,3}\|[\s:|-]{3,}$", re.MULTILINE)
+# a placeholder in a pattern: a word in capitals that is not a variable, an ellipsis, a <name>, a path's generic part
+_PLACEHOLDER = re.compile(rb"(?<![$\w{])[A-Z]{3,}(?![\w}])|\.\.\.|\xe2\x80\xa6|<[a-z_ -]{1,20}>")
+_ADDRESS = re.compile(rb"://|\b[\w-]{1,63}\.[a-z]{2,12}/|\b\d{1,3}(?:\.\d{1,3}){3}\b")
 # a negation with its own subject says what someone else does ("plumbing the user never needs to think about"),
 # not what the skill warns against
 _OTHERS_NEGATION = re.compile(rb"\b(?:the\s+|a\s+|your\s+)?(?:users?|humans?|they|he|she|people|someone|nobody|"

@@ -450,15 +450,15 @@ _READS_A_FILE = re.compile(rb"\s{0,3}(?:sudo\s+)?(?:cat|type|head|tail|less|more
 
 
 def _step_cell(scan: Scan, low: bytes, s: int, end: int) -> int:
-    """The start of the first cell between ``s`` and ``end`` in a table's column of steps ("| Item | How | Why |"),
-    or ``s``: what the row asks is read in that column, as a step."""
+    """The start of the first cell between ``s`` and ``end`` in a table's column of steps ("| Item | How | Why |")
+    or holding a sentence of its own among short cells, or ``s``: what the row asks is read there, as a step."""
     k = low.find(b"|", s, end)
     for _ in range(12):
         if k < 0:
             break
         c = k + 1 + len(low[k + 1:end]) - len(low[k + 1:end].lstrip(b" "))
-        if c < end and context.step_row(scan, c):
-            return c
+        if c < end and (context.step_row(scan, c) or context.instruction_cell(scan, c)):
+            return c          # a column of steps, or a cell that holds a sentence of its own
         k = low.find(b"|", k + 1, end)
     return s
 

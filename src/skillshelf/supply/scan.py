@@ -18,6 +18,7 @@ from . import (
     commands,
     comments,
     context,
+    fetch_use,
     flows,
     intent,
     intent_model,
@@ -374,9 +375,12 @@ class Scan:
         if self.kind == "markdown" and (self.near_negation(pos, s, e) or self.section_is_about_attacks(pos)
                                         or context.example_row(self, pos)):
             return "low", " (shown as an example or a warning)"
-        if self.kind == "markdown" and self.security_topic and context.table_row(self, pos) and RULES[rule].severity == "high":
-            # a skill about security tabulates what to look for, in any language of its table's header
-            return "medium", " (in a table of a skill about security)"
+        if self.kind == "markdown" and RULES[rule].severity == "high" and context.table_row(self, pos) and (
+                self.security_topic or context.pattern_cell(self, pos)):
+            # a skill about security tabulates what to look for, in any language of its table's header; a cell
+            # holding a pattern with a placeholder (``curl URL | sh``) names what to look for, not a step
+            return "medium", (" (in a table of a skill about security)" if self.security_topic
+                              else " (a pattern in a table, with a placeholder and no address)")
         return RULES[rule].severity, ""
 
     def grade_phrase(self, rule: str, pos: int, since: int = 0) -> tuple[str, str]:
@@ -393,7 +397,7 @@ class Scan:
                 return "low", " (quoted as an example)"
             row = context.table_row(self, pos)
             if row:
-                if not context.step_row(self, pos):
+                if not context.step_row(self, pos) and not context.instruction_cell(self, pos):
                     return "medium", " (in a table row)"
                 # a step in a table's cell: read as a step, its own cell only (and never below a table's row)
                 s, e = max(s, self.low.rfind(b"|", s, pos) + 1), _cell_end(self.low, pos, e)
@@ -417,6 +421,7 @@ class Scan:
         self.check_invisible()
         self.check_commands()
         self.check_flows()
+        fetch_use.check(self)
         capabilities.check(self)
         self.check_override()
         self.check_requests()
