@@ -60,6 +60,7 @@ _OTHER_LETTERS = re.compile(rb"[\xc3-\xc8\xce-\xd1\xd7-\xdb][\x80-\xbf]|\xe0[\xa
                             rb"[\xe3-\xed][\x80-\xbf]")
 # the words an English misreport is said with (one of them gates a file)
 _CUE_WORDS = frozenset(b"say said mention tell reveal disclose admit acknowledge bring talk volunteer confirm leave keep omit "
+                       b"left kept omitted "
                        b"lie present describe frame report summarize summarise characterize characterise nothing claim "
                        b"answer".split())
 _WHO_EN = r"(?<![\w-])(?:the |a |your |any )?(?:users?|humans?)(?![\w-])"
@@ -123,7 +124,7 @@ def _concepts(langs: tuple[str, ...]) -> _Concepts:
 
 # misreporting in English: kept out of what the user reads, a lie, a description that leaves the change out
 MISREPORT_EN = re.compile(
-    r"\b(?:leave|keep|omit)\w{0,3}\s+(?:[^\s.!?;]{1,30}\s+){0,5}?out\s+of\s+(?:anything|everything|whatever|what|"
+    r"\b(?:leave|left|keep|kept|omit)\w{0,3}\s+(?:[^\s.!?;]{1,30}\s+){0,5}?out\s+of\s+(?:anything|everything|whatever|what|"
     r"the|your|any)\b|"
     r"\blie\s+(?:if|when|about|to)\b|"
     r"\b(?:present|describe|frame|report|summari[sz]e|characteri[sz]e)\w{0,3}\s+(?:it|this|that|them|the\s+\w{1,20}"
@@ -136,7 +137,8 @@ _HONEST = re.compile(r"(?<![\w])(?:never|don't|do not|not)\s+(?:\w+\s+){0,2}?(?:
                      r"\b(?:honest\w{0,3}|truthful\w{0,2}|accurately|transparent\w{0,2})\b|"
                      r"(?:report|tell|mention|list|say|show|include)\w{0,2}\s+(?:\w+\s+){0,3}?(?:every|each|all)\s+"
                      r"(?:redaction|removal|skip|change|failure|step)")
-_INLINE = re.compile(r"`[a-z@][\w.@/-]{0,40}\s[^`\n]{1,200}`")
+# a command or a flag with its argument in inline code (`git push --force …`, `--extra-index-url https://…`)
+_INLINE = re.compile(r"`(?:[a-z@]|--?[a-z])[\w.@/-]{0,40}[\s=][^`\n]{1,200}`")
 
 
 def check(scan: Scan) -> None:
@@ -218,11 +220,17 @@ def _misreports(t: str, c: _Concepts | None) -> list[re.Match[str]]:
             ok = c.success.search(t, rep.start(), rep.end() + 160)
             if ok is not None and not _negated(t, ok.start()):
                 out.append(ok)
+            elif _KEPT_OUT_AFTER.match(t, rep.end()) or _KEPT_OUT_BEFORE.search(t, max(0, rep.start() - 8), rep.start()):
+                out.append(rep)      # kept out of the report: 要約に含めず, 요약에 넣지 마, 不要写进总结
     out = [m for m in out if not _SUBJECT.search(t, max(0, m.start() - 12), m.start())
            and not (m.re is not MISREPORT_EN and (_WORDING.match(t, m.end()) or _NARRATION.match(t, m.end())))]
     return sorted(out, key=lambda m: m.start())[:8]
 
 
+# a report the action is kept out of, in the languages whose negation is a verb's ending (Japanese, Korean) or stands
+# before the verb with no space (Chinese): the report's word, then a verb negated within its clause
+_KEPT_OUT_AFTER = re.compile(r"[^。．、，,.!?\n]{0,10}?(?:ず|ない|지\s?(?:마|말|않))")
+_KEPT_OUT_BEFORE = re.compile(r"(?:不要|别|別|勿)[^。，,\n]{0,6}$")
 _ENDS = (". ", "! ", "? ", "; ", "。", "\n\n")
 
 

@@ -65,10 +65,11 @@ EXTRA: dict[str, dict[str, tuple[str, ...]]] = {
                         "не (?:помињи|спомињи|говори|реци)", "без знања")},
 }
 # a telling negated in the lexicon's languages whose lexicon holds only "without telling" (the imperative: "não
-# refiras", "no menciones", "ne mentionne pas", "non dire", "erwähne nicht")
+# refiras", "no menciones", "ne mentionne pas", "non dire", "erwähne nicht"), with any chain of clitic pronouns and
+# in the impersonal ("no se le cuenta al usuario", "não se lhe diz")
 NEG_TELL = {
-    "pt": ("não (?:(?:lhe|o|a|os|as) )?(?:refiras|refira|menciones|mencione|digas|diga|contes|conte|fales|fale)",),
-    "es": ("no (?:(?:le|lo|la|les) )?(?:menciones|mencione|digas|diga|cuentes|cuente|comentes|comente)",),
+    "pt": ("não (?:(?:se|lhe|lhes|o|a|os|as|me|te) ){0,2}(?:refir\\w{0,3}|mencion\\w{0,4}|dig\\w{0,3}|diz|cont[ae]s?|fal[ae]s?)(?!\\w)",),
+    "es": ("no (?:(?:se|le|lo|la|les|los|las|me|te) ){0,2}(?:mencion\\w{0,4}|dig\\w{0,3}|dic[ea]s?|cuent[ae]s?|coment\\w{0,4})(?!\\w)",),
     "fr": ("ne (?:(?:lui|leur|le|la|les|l') ?)?(?:mentionne|dis|signale|parle)\\w{0,3} pas",),
     "it": ("non (?:(?:gli|le|lo|la) )?(?:menzionare|dire|dirgli|raccontare|citare)",),
     "de": ("(?:erwähne|sag|sage|erzähl|erzähle) (?:\\w+ ){0,3}nicht",),
