@@ -34,8 +34,11 @@ SEED_KEYS = ("skill-type", "repo", "version", "tags", "created", "last-modified"
 # the metadata keys a library keeps of its own copy of a skill (its version number, dates, lineage and
 # lifecycle): a merge of upstream's change into a copy never sets them (``supply.upstream_merge``,
 # ``evolution.changes``)
-OWN_KEYS = ("version", "created", "last-modified", "origin", "derived-from", "lineage", "merged-from",
+OWN_KEYS = ("version", "created", "last-modified", "origin", "origin-gone", "derived-from", "lineage", "merged-from",
             "status", "status-reason", "merged-into", "ttl-days")
+# a copy's ``metadata.origin-gone``: what upstream did to the skill its ``origin`` names (renamed it,
+# removed it), said plainly; a copy with it is not merged with upstream any more
+ORIGIN_GONE = "origin-gone"
 # the spec's top-level keys an upstream merge moves into a copy: key -> the ``Skill`` field
 UPSTREAM_TOP = {"license": "license", "compatibility": "compatibility", "allowed-tools": "allowed_tools"}
 MAX_NAME = 64

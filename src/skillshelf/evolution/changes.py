@@ -152,17 +152,24 @@ def from_upstream(cur: skillmod.Skill, kind: str, a: dict[str, Any],
     """What a FIX made by ``sources update`` sets besides the text of a source's workspace copy
     ``cur`` (``kind``: its record's kind; ``get``: a skill id -> its record): ``upstream_keys``, the
     frontmatter upstream changed (``license``, ``compatibility``, ``allowed-tools``, ``metadata.KEY``;
-    None removes it), and ``follow_origin``, the id upstream moved the original to (same source,
-    same name). Returns (top-level fields, metadata keys); both empty when neither is asked."""
-    keys, follow = a.get("upstream_keys"), a.get("follow_origin")
-    if not keys and not follow:
+    None removes it), ``follow_origin``, the id upstream moved the original to (same source,
+    same name), and ``origin_gone``, what upstream did to the original when it renamed or removed
+    it (``metadata.origin-gone``: the copy stays, and is not merged with upstream any more).
+    Returns (top-level fields, metadata keys); both empty when none is asked."""
+    keys, follow, gone = a.get("upstream_keys"), a.get("follow_origin"), a.get("origin_gone")
+    if not keys and not follow and not gone:
         return {}, {}
     origin = cur.metadata.get("origin") or ""
     if kind != "workspace" or ":" not in origin:
         raise ValidationError("upstream's keys and moves apply only to a workspace copy of a source's skill",
-                              fix="leave out upstream_keys and follow_origin")
+                              fix="leave out upstream_keys, follow_origin and origin_gone")
     top: dict[str, Any] = {}
     meta: dict[str, str | None] = {}
+    if gone:
+        if not isinstance(gone, str) or len(gone) > 1024 or "\n" in gone:
+            raise ValidationError("origin_gone is not one line of at most 1,024 characters",
+                                  fix="say in one line what upstream did to the original")
+        meta[skillmod.ORIGIN_GONE] = gone
     if follow:
         rec = get(follow) if isinstance(follow, str) else None
         if rec is None or rec.kind == "workspace" or rec.id.split(":", 1)[0] != origin.split(":", 1)[0] \

@@ -203,7 +203,8 @@ class Evolver:
             # not bump a version
             changes = {k: v for k, v in common.items() if k != "author"}
             if new_body is None and not lesson and not a.get("description") and tags is None \
-                    and not any(changes.values()) and not a.get("upstream_keys") and not a.get("follow_origin"):
+                    and not any(changes.values()) and not a.get("upstream_keys") and not a.get("follow_origin") \
+                    and not a.get("origin_gone"):
                 raise ValidationError("FIX needs something to change",
                                       fix="pass a body, a lesson, a description or metadata")
             # who changed it goes in the changelog: the file's author stays as written
@@ -214,6 +215,7 @@ class Evolver:
             if target.kind != "workspace":
                 origin = target.id
                 meta["origin"] = target.id
+                meta.pop(skillmod.ORIGIN_GONE, None)     # (the original's own, if it has one, is not this copy's)
                 self._only_a_copy_of(name, target.id)
             # a fork keeps every key of the original (unknown ones included)
             sk = cur.replace(name=name,
