@@ -133,12 +133,12 @@ def test_a_skill_renamed_in_its_folder_is_another_skill_and_the_copy_stays(tmp_p
     text = (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8")
     assert "name: alpha" in text and "(staging first)" in text and "check alerts" not in text
     assert "alpha" not in sk(home, "review", "list").stdout
-    # a later change of key-rotation (in the folder the copy's origin still names) is not merged into it
+    # a later change of key-rotation (in the folder the copy's origin names, marked gone) is not merged into it
     upstream.write("skills/alpha/SKILL.md", upstream.read("skills/alpha/SKILL.md").replace("# Alpha", "# Keys"))
     upstream.commit("title")
     upstream.push()
     changes = _plan(home)["changes"]
-    assert changes[0]["edit"] == "kept" and "not named alpha" in changes[0]["note"]
+    assert changes[0]["copy"] is None and changes[0]["edit"] is None
     assert sk(home, "sources", "update", "--yes").returncode == 0
     assert "# Keys" not in (home / "skills/alpha/SKILL.md").read_text(encoding="utf-8")
 

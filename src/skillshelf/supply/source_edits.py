@@ -9,7 +9,10 @@ A skill upstream moved to another folder (``moves``: the same name removed at on
 another) takes its copy with it: the copy's origin follows (``follow``), its base moves to the new
 folder, and upstream's change merges as for any changed skill. The name is the skill's identity: a
 folder whose skill now has another name holds another skill (``renames``), so two skills that swap
-folders are two moves, and a copy is never merged with another skill's text.
+folders are two moves, and a copy is never merged with another skill's text. A copy whose skill
+upstream renamed (in its folder, or moved and renamed at once) or removed stays as it is, and its
+frontmatter says so (``metadata.origin-gone``, naming the skill upstream has there now): its
+``origin`` stays what it was made from, and upstream's changes are not merged into it any more.
 
 The copy's other files (``scripts/``, ``references/``: a person put their own version beside the
 copy's SKILL.md) are merged the same way when upstream changes them, each with the upstream file
@@ -90,12 +93,13 @@ class EditedCopies:
         self.src = src
 
     def copies(self, label: str) -> dict[str, Any]:
-        """The workspace copies of this source's skills: origin id -> record."""
+        """The workspace copies of this source's skills: origin id -> record (not a copy whose
+        original upstream renamed or removed: ``metadata.origin-gone``)."""
         root = self.src._root_label(label) or label
         out = {}
         for rec in self.src._records("workspace"):
             origin = (rec.metadata or {}).get("origin") or ""
-            if origin.startswith(root + ":"):
+            if origin.startswith(root + ":") and not (rec.metadata or {}).get(skillmod.ORIGIN_GONE):
                 out[origin.split(":", 1)[1]] = rec
         return out
 
@@ -126,7 +130,10 @@ class EditedCopies:
         return parsed.name if parsed is not None else None
 
     def _new_name(self, plan: Any, path: str) -> str | None:
-        md = plan.tree.joinpath(*([] if path == "." else path.split("/"))) / "SKILL.md"
+        """The name of upstream's skill at ``path`` in the update (its fetched files; once applied, the
+        source's folder)."""
+        tree = plan.tree if plan.tree is not None else self.src.folder(plan.label)
+        md = tree.joinpath(*([] if path == "." else path.split("/"))) / "SKILL.md"
         with contextlib.suppress(OSError, FileRefused):
             return self._name(read_text_bounded(md, MAX_SKILL_BYTES))
         return None
@@ -197,7 +204,7 @@ class EditedCopies:
                 # (an origin left naming a folder upstream gave to another skill): never merged with its text
                 c.copy, c.edit = rec.name, "kept"
                 c.note = (f"upstream's skill in {c.path} is not named {rec.name}: your copy is left as it is, and "
-                          "that skill's changes are not merged into it")
+                          "that skill's changes are not merged into it; its origin is marked gone")
                 continue
             if rec is not None and c.change == "moved":
                 c.copy, c.edit = rec.name, "kept"
@@ -209,9 +216,11 @@ class EditedCopies:
             if rec is None or c.change not in ("changed", "moved") or "SKILL.md" not in c.files:
                 if rec is not None and c.change == "removed":
                     c.copy, c.edit = rec.name, "kept"
-                    c.note = (c.note or "removed upstream") + "; your copy stays in the workspace as it is"
-                    if added:      # a skill moved and renamed at once is another skill: the copy does not follow it
-                        c.note += (f"; upstream added {', '.join(added[:3])}{' …' if len(added) > 3 else ''}: "
+                    c.note = ((c.note or "removed upstream") + "; your copy stays in the workspace as it is, its "
+                              "origin marked gone (upstream's changes are not merged into it)")
+                    others = [p for p in added if p != c.path]     # (its own folder: renamed in place, said)
+                    if others:     # a skill moved and renamed at once is another skill: the copy does not follow it
+                        c.note += (f"; upstream added {', '.join(others[:3])}{' …' if len(others) > 3 else ''}: "
                                    f"if one is {rec.name} renamed, it is another skill here (a skill's name is its "
                                    "identity), and your copy does not follow it")
                 continue
@@ -447,9 +456,65 @@ class EditedCopies:
                     break
                 d.rmdir()
 
+    def gone(self, plan: Any, c: Any) -> str | None:
+        """What upstream did to the skill the copy ``c.copy`` was made from, when this change leaves
+        the copy without it (one line, for ``metadata.origin-gone``); None when the copy still has it."""
+        if not c.copy or c.edit != "kept" or c.change not in ("removed", "changed", "moved"):
+            return None
+        root, at = self.src._root_label(plan.label) or plan.label, plan.new.commit[:7]
+
+        def named(path: str) -> str:
+            return _short(self._new_name(plan, path) or "(no readable name)", 64)
+
+        if c.change != "removed":
+            new = self._new_name(plan, c.path)
+            if c.sides is not None or new == c.copy:
+                return None
+            why = (f"upstream's skill in {root}:{c.path} is named {named(c.path)} at {at} (another skill here); "
+                   "its changes are not merged into this copy")
+        elif any(a.change == "added" and a.path == c.path for a in plan.changes):
+            why = (f"upstream renamed it {named(c.path)} at {at} ({root}:{c.path} is that skill now: another skill "
+                   "here); its changes are not merged into this copy")
+        else:
+            added = [a.path for a in plan.changes if a.change == "added"]
+            why = f"upstream removed it at {at}; this copy stays as it is"
+            if added:          # moved and renamed at once, perhaps: named, never followed
+                why += (" (upstream added " + ", ".join(f"{named(p)} at {root}:{p}" for p in added[:3])
+                        + (" …" if len(added) > 3 else "") + " then: if one is it renamed, it is another skill here, "
+                        "and its changes are not merged into this copy)")
+        return _short(why, 1000)
+
+    def mark_gone(self, plan: Any, c: Any, why: str) -> None:
+        """The copy ``c.copy`` says in its frontmatter what upstream did to its original (a version of
+        the copy, ``metadata.origin-gone``); the bases kept for that folder go (a copy of the skill
+        upstream has there now is merged from that skill's own text)."""
+        args = {"action": "FIX", "target_skill_name": f"workspace:{c.copy}", "origin_gone": why,
+                "reason": f"its origin is gone: {why}"}
+        try:
+            self.src._evolver().apply(args, trigger="upstream")
+        except SkillshelfError as exc:
+            c.note = (c.note + "; " if c.note else "") + f"its origin could not be marked gone ({exc})"
+            return
+        was = c.moved_from or c.path
+        rel = [] if was == "." else was.split("/")
+        skill = plan.old.by_path().get(was)
+        files = {"SKILL.md", "draft.json", *(f.path for f in (skill.files if skill else []))}
+        for folder in (self.src._bases(plan.label).joinpath(*rel), self._pending(plan.label).joinpath(*rel)):
+            for f in files:
+                p = inside(folder, f)
+                if p is not None:
+                    with contextlib.suppress(OSError):
+                        p.unlink()
+
     def merge(self, plan: Any) -> None:
         short = plan.new.commit[:7]
-        moved = [c for c in plan.changes if c.change == "moved" and c.copy]
+        gone = []
+        for c in plan.changes:       # a copy whose original upstream renamed or removed: its origin says so
+            if (why := self.gone(plan, c)) is not None:
+                self.mark_gone(plan, c, why)
+                c.sides, c.file_edits = None, []
+                gone.append(c)
+        moved = [c for c in plan.changes if c.change == "moved" and c.copy and c not in gone]
         followed = [c for c in moved if self.follow(plan, c)]
         self.move_bases(plan, followed)
         for c in plan.changes:
