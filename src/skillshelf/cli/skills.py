@@ -90,6 +90,8 @@ def show(name: str = typer.Argument(..., help="skill name, id or path (one that 
     if src := lib.sources.of(rec):     # fetched by `skillshelf sources add`: where from, at which commit
         out.print(f"source   {src['label']} at {src['commit'][:12]} ({src['url']})"
                   + (f", your copy of {src['copy_of']}" if src["copy_of"] else ""))
+    if gone := (rec.metadata or {}).get("origin-gone"):     # upstream renamed or removed what it is a copy of
+        out.print(f"origin   {(rec.metadata or {}).get('origin') or '-'}: {gone}")
     out.print(f"type     {rec.skill_type or '-'}   version {rec.version}   tags {', '.join(rec.tags) or '-'}")
     if rec.lineage:
         out.print(f"lineage  {' → '.join(rec.lineage)}")
