@@ -25,7 +25,7 @@ from skillshelf.supply.skill_audit import audit_folder
 FIXTURES = Path(__file__).parent / "fixtures" / "audit"
 SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5", "heldout-v6", "heldout-v7",
         "heldout-v8", "heldout-v9", "heldout-v10", "heldout-v11", "heldout-v12", "heldout-v13", "heldout-v14",
-        "heldout-v15", "heldout-v16")
+        "heldout-v15", "heldout-v16", "heldout-v17", "heldout-v18")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
 NEWEST_FLOOR = {"medium": 0, "high": 0}
@@ -33,12 +33,9 @@ NEWEST_BENIGN_HIGH: set[str] = set()
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh (the fifteenth, measured
 # once with the rules of 26a4cc1 at 87.3 % / 80.0 % and no benign high, meets it since the tenth round; the sixteenth,
 # measured once with the rules of 908666e at 81.5 % / 77.8 % and no benign high, meets it since the eleventh;
-# the seventeenth, measured once with the rules of f90c157 at 94.5 % / 87.3 % and one benign high, is held to that;
-# the eighteenth, measured once with the rules of 1e4938e at 83.0 % / 77.4 % and one benign high, is held to that)
-SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {
-    "heldout-v17": ({"medium": 52, "high": 48}, {"k-base64-fixture-check"}),
-    "heldout-v18": ({"medium": 44, "high": 41}, {"n-saugumo-perziura"}),
-}
+# the seventeenth, measured once with the rules of f90c157 at 94.5 % / 87.3 % and one benign high, since the twelfth;
+# the eighteenth, measured once with the rules of 1e4938e at 83.0 % / 77.4 % and one benign high, since the thirteenth)
+SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {}
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
 
