@@ -10,7 +10,11 @@ server is seen by the others at their next read.
 File times are each server's own (a checkout on another machine has other ``mtime``\\ s), so
 the pinned size and time are the pinner's: a server whose times differ hashes the file, which
 is what a moved time means anyway, and ``touch_files`` records nothing (one server's times
-would make every other server hash again)."""
+would make every other server hash again).
+
+A write that moves what a root's pins say was reviewed (a pin, an unpin, a trust, a copy)
+records a change of kind ``pin`` keyed by the root's label: every server's export of the team's
+``skillshelf.lock`` follows it (``supply.lock_pins``). A hold alone records none."""
 
 from __future__ import annotations
 
@@ -27,6 +31,11 @@ TRUST_FIELDS = ("skill_id", "content_key", "risk", "note", "trusted_at")
 def _bump(conn: Any, key: str) -> None:
     conn.execute("INSERT INTO meta VALUES (%s, '1') ON CONFLICT (key) DO UPDATE"
                  " SET value = (CAST(meta.value AS BIGINT) + 1)::TEXT", (key,))
+
+
+def _reviewed_moved(pg: Any, conn: Any, root: str) -> None:
+    """What the pins of ``root`` say was reviewed changed: every server is told (kind ``pin``)."""
+    pg.record_change(conn, "pin", clean(root))
 
 
 def _generation(pg: Any, key: str) -> str:
@@ -72,6 +81,7 @@ class PgPinnedContent:
             for skill in skills:
                 _insert_skill(conn, root, skill, at)
             _bump(conn, "pin_generation")
+            _reviewed_moved(self.pg, conn, root)
 
     def copy_root(self, root: str, path: str, *, at: str, skills: list[dict[str, Any]],
                   held: dict[str, dict[str, str]]) -> bool:
@@ -89,12 +99,15 @@ class PgPinnedContent:
                              (clean(sid), clean(root), clean(h["reason"]), clean(h["since"]),
                               clean(h.get("content_key") or ""), clean(h.get("name") or "")))
             _bump(conn, "pin_generation")
+            _reviewed_moved(self.pg, conn, root)
         return True
 
     def unpin_root(self, root: str) -> bool:
         with write(self.pg) as conn:
             n = _drop_root(conn, clean(root))
             _bump(conn, "pin_generation")
+            if n:
+                _reviewed_moved(self.pg, conn, root)
         return bool(n)
 
     def roots(self) -> list[dict[str, Any]]:
@@ -113,12 +126,14 @@ class PgPinnedContent:
         with write(self.pg) as conn:
             _insert_skill(conn, root, skill, at)
             _bump(conn, "pin_generation")
+            _reviewed_moved(self.pg, conn, root)
 
     def drop_skill(self, skill_id: str) -> None:
         sid = clean(skill_id)
         with write(self.pg) as conn:
             for table in ("pinned_files", "pinned_skills", "pin_held"):
                 conn.execute(f"DELETE FROM {table} WHERE skill_id = %s", (sid,))
+            _reviewed_moved(self.pg, conn, sid.partition(":")[0])
             _bump(conn, "pin_generation")
 
     def skill(self, skill_id: str) -> dict[str, Any] | None:

@@ -5,8 +5,10 @@ The pins store is the truth; the lock follows it whenever it is written (``revie
 whenever a person pins, unpins or trusts in a source's root (``follow``). A restore on another
 machine pins at the lock's baseline (``baseline``), so a skill held here is held there.
 
-A team's pins live in the team store and every server reads them there: a team's lock is left
-as it is."""
+A team's pins live in the team store and every server reads them there. The team's lock in the
+store keeps the sources only; the ``skillshelf.lock`` each team server exports says what the
+team's pins say (``reviewed``), written again whenever they change on any server (``follow``, on
+a change of kind ``pin``), so a copy of it restored elsewhere holds what the team holds."""
 
 from __future__ import annotations
 
@@ -41,17 +43,18 @@ def _reviewed_of(pins: Any, sid: str, skill_md: Path) -> list[lockmod.FileEntry]
 def reviewed(src: Any, entries: list[lockmod.SourceEntry]) -> list[lockmod.SourceEntry]:
     """``entries`` as the pins say: a source whose root is pinned is ``pinned`` and each of its
     skills carries ``reviewed`` where its pin differs from its files. A source whose root is not
-    pinned (yet: ``add`` and ``restore`` pin after the lock is written) is left as it is."""
-    if src.shared is not None:
-        return entries
+    pinned (yet: ``add`` and ``restore`` pin after the lock is written) is left as it is. A team's
+    export is what the team's pins say, pinned or not: the pins are the truth, and a source
+    pinned or unpinned on another server moves no document of the team's lock."""
+    team = src.shared is not None
     pinned = set(src.supply.pins.pins.root_labels())
-    if not pinned:
+    if not pinned and not team:
         return entries
     out = []
     for e in entries:
         root = src._root_label(e.label) or e.label
         if root not in pinned:
-            out.append(e)
+            out.append(_unpinned(e) if team else e)
             continue
         folder = src.folder(e.label)
         skills = []
@@ -65,10 +68,19 @@ def reviewed(src: Any, entries: list[lockmod.SourceEntry]) -> list[lockmod.Sourc
     return out
 
 
+def _unpinned(e: lockmod.SourceEntry) -> lockmod.SourceEntry:
+    return dataclasses.replace(e, pinned=False, skills=[dataclasses.replace(s, reviewed=None) for s in e.skills])
+
+
 def follow(src: Any, root: str) -> None:
     """After a person pinned, unpinned or trusted in the root ``root``: the lock entry of the
-    source it is (if any) says so, written only when it changed."""
-    if src.shared is not None or not src.lock_path.exists():
+    source it is (if any) says so, written only when it changed. A team server exports the
+    team's lock again (``SharedSources.export`` writes only what changed)."""
+    if src.shared is not None:
+        with locked(src.home, "sources"):
+            src.shared.export(src.shared.entries())
+        return
+    if not src.lock_path.exists():
         return
     with locked(src.home, "sources"):
         entries = src.entries()
@@ -76,9 +88,7 @@ def follow(src: Any, root: str) -> None:
         if not hit:
             return
         on = root in src.supply.pins.pins.root_labels()
-        after = [e if e not in hit or on else
-                 dataclasses.replace(e, pinned=False, skills=[dataclasses.replace(s, reviewed=None) for s in e.skills])
-                 for e in entries]
+        after = [e if e not in hit or on else _unpinned(e) for e in entries]
         after = reviewed(src, after)
         if lockmod.render(after) != lockmod.render(entries):
             src._write_lock(entries, after)

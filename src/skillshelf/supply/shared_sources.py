@@ -33,7 +33,7 @@ from ..errors import SkillshelfError
 from ..files import FileRefused, locked, read_text_bounded, write_file
 from ..net import redact_text, redact_url
 from ..store.protocols import SourceLockStore
-from . import lock as lockmod, person_files, swap
+from . import lock as lockmod, lock_pins, person_files, swap
 from .fetch import Spec
 
 
@@ -56,15 +56,17 @@ class SharedSources:
         self.export(after, moved={lb for lb, doc in lockmod.documents(after).items() if was.get(lb) != doc})
 
     def export(self, entries: builtins.list[lockmod.SourceEntry], *, moved: Collection[str] = ()) -> None:
-        """The home's ``skillshelf.lock`` as the team's lock (written when it differs; not at all
-        while the team has no sources and the home no lock). A source's entry moves only once its
-        folder has (``moved``: the labels this server just put in place): until then the home's lock
-        keeps the entry of the commit the folder holds, so a person's edit there can still be told."""
+        """The home's ``skillshelf.lock`` as the team's lock, saying what the team's pins say
+        (written when it differs; not at all while the team has no sources and the home no
+        lock). A source's entry moves only once its folder has (``moved``: the labels this server
+        just put in place): until then the home's lock keeps the entry of the commit the folder
+        holds, so a person's edit there can still be told."""
         path = self.src.lock_path
         if not entries and not path.exists():
             return
         self._keep_local(entries)
-        entries = self._held(entries, moved)
+        # what the team's pins say: pinned or not, and per skill what was reviewed (``lock_pins``)
+        entries = lock_pins.reviewed(self.src, self._held(entries, moved))
         text = lockmod.render(entries)
         with contextlib.suppress(OSError, FileRefused):
             if read_text_bounded(path, lockmod.MAX_LOCK_BYTES) == text:
@@ -112,6 +114,11 @@ class SharedSources:
         if any(e.label not in team for e in local) and not self.local_lock.exists():
             write_file(self.local_lock, lockmod.render(local))
         self.src._set_state("_team", exported=True)
+
+    def follow_pins(self, roots: builtins.list[str] | None = None) -> None:
+        """Another server pinned, unpinned or trusted in ``roots`` (None: any): the home's
+        ``skillshelf.lock`` says what the team's pins say now (``lock_pins.follow``)."""
+        lock_pins.follow(self.src, "")
 
     # --- following the team's lock --------------------------------------------------------
     def follow(self, labels: builtins.list[str] | None = None) -> builtins.list[str]:

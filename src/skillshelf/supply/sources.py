@@ -29,7 +29,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -405,9 +405,11 @@ class Sources:
         (when an update or a dry run last looked), last update, skills held."""
         held = self.supply.held()
         state = self._state()
+        pins = self.supply.pins.pins.root_labels() if self.shared is not None else None   # (a team's: its store's)
         out = []
         for e in self.entries():
             root = self._root_label(e.label) or e.label
+            e = e if pins is None else replace(e, pinned=root in pins)
             st = state.get(e.label, {})
             behind = None       # known once an update (or a dry run) has fetched upstream's head
             if e.kind == "git" and st.get("upstream") and self._cache(e.label).is_dir():

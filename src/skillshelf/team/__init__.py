@@ -101,6 +101,7 @@ class Team:
         self._stop = threading.Event()
         if sources is not None:
             self.subscribe("source", sources.follow)
+            self.subscribe("pin", sources.shared.follow_pins)    # its exported lock says what the team's pins say
             try:                        # catching up: what the team's lock names that this server lacks
                 sources.follow(None)
             except (SkillshelfError, OSError, sqlite3.Error) as exc:    # the next change of the lock tries again
