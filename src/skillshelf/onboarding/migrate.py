@@ -4,8 +4,9 @@ bringing a team store's schema up to date (``migrate-store --upgrade``).
 What a team shares is copied: the workspace's skills (SKILL.md and their other files byte for
 byte, every version kept in ``history/`` and every changelog entry), the drafts waiting for
 review and the log of rejected ones, the overlays (the owner's decisions on skills of
-read-only roots), what the owner decided about the supply (pinned roots with their held
-skills, trusts, and the sources with their lock, which every server then fetches itself), the
+read-only roots), what the owner decided about the supply (every held skill, an import's
+hold with its content key and name wherever it is, pinned roots, trusts, and the sources with
+their lock, which every server then fetches itself), the
 usage logs (queries with their recommendations, outcomes), learning memory and the judge log.
 Read-only roots are not copied: each server scans its own checkout.
 
@@ -36,12 +37,15 @@ from ..evolution.history import MAX_CHANGELOG_BYTES, ChangelogEntry, FileHistory
 from ..files import MAX_SKILL_BYTES, FileRefused, read_bounded
 from ..store import Store, now
 from ..store.pg_migrate import LocalRows, TeamCopy, open_target
+from ..store.pg_pins import PgPinnedContent
+from ..store.pins import PinnedContent
 from ..store.postgres import redact
 from .unpack import skill_files
 
 # what is copied, in the order it is copied and reported
-KINDS = ("skills", "versions", "changelog entries", "drafts", "rejected drafts", "overlays", "pinned roots",
-         "trusts", "sources", "queries", "recommendations", "outcomes", "learned reports", "judged searches")
+KINDS = ("skills", "versions", "changelog entries", "drafts", "rejected drafts", "overlays", "held skills",
+         "pinned roots", "trusts", "sources", "queries", "recommendations", "outcomes", "learned reports",
+         "judged searches")
 AUTHOR = "migrate-store"
 
 
@@ -105,6 +109,8 @@ def migrate(config: Any, store: Store, url: str, *, dry_run: bool = False,
         _drafts(Path(config.drafts), team, report)
         say("overlays")
         _overlays(rows, team, report)
+        say("held skills")
+        _held(store, team, report)
         say("pinned roots")
         _pins(rows, team, report)
         say("trusts")
@@ -310,6 +316,22 @@ def _overlays(rows: LocalRows, team: TeamCopy, report: MigrationReport) -> None:
 
 
 # --- the supply: pins, trusts, sources -------------------------------------------------------
+
+def _held(store: Store, team: TeamCopy, report: MigrationReport) -> None:
+    """Every skill the local library holds back from agents, held in the team store too, with
+    its origin: an import's hold (its content key and name), in no pinned root or in one, as
+    well as a skill held in a pinned root (held again when its root is copied). A skill the
+    team store holds already is there; none is released. Before the pinned roots: a root the
+    team store pins already is not copied, and its holds are not lost with it."""
+    mine = PinnedContent(store).held()
+    theirs = set() if team.empty or team.pg is None else set(PgPinnedContent(team.pg).held())
+    new = {sid: h for sid, h in mine.items() if sid not in theirs}
+    if new and not report.dry_run and team.pg is not None:
+        got = PgPinnedContent(team.pg).copy_held(new)      # (another copy may have come first)
+        new = {sid: new[sid] for sid in got}
+    report.copied["held skills"] += len(new)
+    report.already["held skills"] += len(mine) - len(new)
+
 
 def _pins(rows: LocalRows, team: TeamCopy, report: MigrationReport) -> None:
     _each(report, "pinned roots", rows.pinned_roots(), key="root", states=team.pin_states,

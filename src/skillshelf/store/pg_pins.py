@@ -102,6 +102,22 @@ class PgPinnedContent:
             _reviewed_moved(self.pg, conn, root)
         return True
 
+    def copy_held(self, held: dict[str, dict[str, str]]) -> list[str]:
+        """Hold skills as another library holds them (``migrate-store``): each of ``held`` (id ->
+        ``root``, ``reason``, ``since``, ``content_key``, ``name``: an import's origin kept) the
+        team store does not hold yet, in one transaction. Returns the ids held now."""
+        out = []
+        with write(self.pg) as conn:
+            for sid, h in sorted(held.items()):
+                if conn.execute("INSERT INTO pin_held VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (skill_id)"
+                                " DO NOTHING", (clean(sid), clean(h["root"]), clean(h["reason"]), clean(h["since"]),
+                                                clean(h.get("content_key") or ""),
+                                                clean(h.get("name") or ""))).rowcount:
+                    out.append(sid)
+            if out:
+                _bump(conn, "pin_generation")
+        return out
+
     def unpin_root(self, root: str) -> bool:
         with write(self.pg) as conn:
             n = _drop_root(conn, clean(root))
