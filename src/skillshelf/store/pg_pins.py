@@ -171,6 +171,16 @@ class PgPinnedContent:
                                 (clean(skill_id),)).fetchall()
         return {r[0]: dict(zip(FILE_FIELDS, r)) for r in rows}
 
+    def root_files(self, root: str) -> dict[str, dict[str, dict[str, Any]]]:
+        with call(self.pg) as conn:
+            rows = conn.execute(f"SELECT f.skill_id, {', '.join('f.' + c for c in FILE_FIELDS)} FROM pinned_files f"
+                                " JOIN pinned_skills s ON s.skill_id = f.skill_id WHERE s.root = %s",
+                                (clean(root),)).fetchall()
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for sid, *row in rows:
+            out.setdefault(sid, {})[row[0]] = dict(zip(FILE_FIELDS, row))
+        return out
+
     def skill_ids(self, root: str | None = None) -> dict[str, str]:
         with call(self.pg) as conn:
             if root is None:

@@ -116,6 +116,15 @@ class PinnedContent:
         return {r[0]: dict(zip(FILE_FIELDS, r)) for r in self.store.db.execute(
             f"SELECT {', '.join(FILE_FIELDS)} FROM pinned_files WHERE skill_id = ?", (skill_id,))}
 
+    def root_files(self, root: str) -> dict[str, dict[str, dict[str, Any]]]:
+        """The pinned files of every skill of ``root``: skill id -> ``files`` of it, in one read."""
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for sid, *row in self.store.db.execute(
+                f"SELECT f.skill_id, {', '.join('f.' + c for c in FILE_FIELDS)} FROM pinned_files f"
+                " JOIN pinned_skills s ON s.skill_id = f.skill_id WHERE s.root = ?", (root,)):
+            out.setdefault(sid, {})[row[0]] = dict(zip(FILE_FIELDS, row))
+        return out
+
     def skill_ids(self, root: str | None = None) -> dict[str, str]:
         """Pinned skill id -> its root (of one root, or of all)."""
         if root is None:

@@ -161,6 +161,9 @@ class PinStore(Protocol):
     def files(self, skill_id: str) -> dict[str, dict[str, Any]]:
         ...
 
+    def root_files(self, root: str) -> dict[str, dict[str, dict[str, Any]]]:
+        ...
+
     def skill_ids(self, root: str | None = None) -> dict[str, str]:
         ...
 

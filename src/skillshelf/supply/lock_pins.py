@@ -28,16 +28,17 @@ def _sid(root: str, path: str) -> str:
     return f"{root}:{path}"
 
 
-def _reviewed_of(pins: Any, sid: str, skill_md: Path) -> list[lockmod.FileEntry] | None:
-    """The files the pin of ``sid`` holds when they differ from the skill's files now (None when
-    they do not; [] for a skill of the pinned root that was never pinned)."""
-    reason = pins.compare(sid, str(skill_md) if skill_md.exists() else None)[0]
+def _reviewed_of(pins: Any, sid: str, skill_md: Path,
+                 files: dict[str, dict[str, Any]]) -> list[lockmod.FileEntry] | None:
+    """The files the pin of ``sid`` holds (``files``) when they differ from the skill's files
+    now (None when they do not; [] for a skill of the pinned root that was never pinned)."""
+    reason = pins.compare(sid, str(skill_md) if skill_md.exists() else None, pinned=files)[0]
     if reason == "added":
         return []
     if reason != "changed":
         return None
     return [lockmod.FileEntry(name, "sha256:" + row["sha256"] if row.get("sha256") else "", int(row["size"]))
-            for name, row in sorted(pins.pins.files(sid).items())]
+            for name, row in sorted(files.items())]
 
 
 def reviewed(src: Any, entries: list[lockmod.SourceEntry]) -> list[lockmod.SourceEntry]:
@@ -57,10 +58,12 @@ def reviewed(src: Any, entries: list[lockmod.SourceEntry]) -> list[lockmod.Sourc
             out.append(_unpinned(e) if team else e)
             continue
         folder = src.folder(e.label)
+        files = src.supply.pins.pins.root_files(root)       # (one read per root: a team's is a round trip)
         skills = []
         for sk in e.skills:
             md = folder.joinpath(*([] if sk.path == "." else sk.path.split("/"))) / _skill_md(sk)
-            seen = _reviewed_of(src.supply.pins, _sid(root, sk.path), md)
+            sid = _sid(root, sk.path)
+            seen = _reviewed_of(src.supply.pins, sid, md, files.get(sid, {}))
             if seen and {f.path: (f.digest, f.size) for f in seen} == sk.digests():
                 seen = None         # what was reviewed is what is locked (the folder was edited in place)
             skills.append(dataclasses.replace(sk, reviewed=seen))

@@ -216,12 +216,14 @@ class Pins:
         return before
 
     # --- what changed ----------------------------------------------------------------------
-    def compare(self, skill_id: str, skill_md: str | Path | None) -> tuple[str, list[str], list[str], list[str]]:
+    def compare(self, skill_id: str, skill_md: str | Path | None, *,
+                pinned: dict[str, dict[str, Any]] | None = None) -> tuple[str, list[str], list[str], list[str]]:
         """(reason, added, removed, changed) of a skill against its pin: reason is ``unchanged``,
         ``changed``, ``added`` (in a pinned root, not pinned) or ``removed`` (its folder is
         gone); ``pinned`` None for a skill outside any pinned root is ``unchanged``. Files are
-        read only where their size or time moved; a same hash updates the pin's times."""
-        pinned = self.pins.files(skill_id)
+        read only where their size or time moved; a same hash updates the pin's times.
+        ``pinned``: the pin's files when the caller read them already (``root_files``)."""
+        pinned = self.pins.files(skill_id) if pinned is None else pinned
         if not pinned:   # every pin has its SKILL.md: not pinned
             if skill_md is None or not os.path.exists(skill_md) or self.pinned_root(skill_id) is None:
                 return ("unchanged", [], [], [])
