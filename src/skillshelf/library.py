@@ -205,8 +205,8 @@ class Library:
     def watch(self, interval: float = RESCAN, *, now: bool = False) -> None:
         self.indexer.watch(interval, now=now)
 
-    def start_indexing(self, interval: float = RESCAN) -> None:
-        self.indexer.start(interval)
+    def start_indexing(self, interval: float = RESCAN, first_answer: Any = None) -> None:
+        self.indexer.start(interval, first_answer)   # (``first_answer``: see ``Indexer.start``)
 
     def indexing_status(self) -> dict[str, Any]:
         return self.indexer.status()

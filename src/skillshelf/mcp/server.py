@@ -60,6 +60,10 @@ OPEN_WAIT = 20.0
 # How long a closed stdin waits for requests under way and the background indexing to stop
 # before the process exits: MCP clients wait ~2 s after closing stdin, then kill the server.
 SHUTDOWN_WAIT = 1.0
+# The library's watches (a walk of every root holding the GIL: ~0.1 s at 5.3k skills) and its rescan of
+# what changed while the server was down wait this long for the first tool call's answer (``_first_answer``),
+FIRST_ANSWER_WAIT = 1.0
+SENDING = 0.1   # ... and then this long while its reply is written
 SHUTTING_DOWN = "the server is shutting down. Fix: connect again once it has been restarted"
 # each tool's action for ``Library.authorize`` (one access.NEEDS does not list, reindex, needs admin)
 ACTIONS = {"search_skills": "search", "get_skill": "read", "save_skill": "save_skill",
@@ -136,6 +140,7 @@ class LibraryHandle:
         self._idle = threading.Condition(self._lock)
         self._resources: Any = None
         self.changes: Any = None        # the server's change notifications (``SkillshelfServer``)
+        self._answered = threading.Event()   # a tool call was answered (``answered``), or closing
 
     def start(self) -> None:
         with self._lock:
@@ -161,11 +166,22 @@ class LibraryHandle:
             return
         try:
             # before any request gets the library: from here on no request syncs itself
-            lib.start_indexing()
+            lib.start_indexing(first_answer=self._first_answer)
         except Exception as exc:  # the library still answers from what is indexed
             print(f"skillshelf: background indexing did not start: {exc}", file=sys.stderr)
         self._lib = lib
         self._ready.set()
+
+    def answered(self) -> None:
+        """A tool call was answered: the library's watches and rescan may start (``_first_answer``)."""
+        self._answered.set()
+
+    def _first_answer(self) -> None:
+        """Return once the first tool call was answered and its reply is on its way, or after
+        ``FIRST_ANSWER_WAIT`` seconds (at once when closing): the library's indexing thread
+        sets its watches up and rescans then, not while the first search is answered."""
+        if self._answered.wait(FIRST_ANSWER_WAIT) and not self._closing:
+            time.sleep(SENDING)
 
     def current(self) -> Any:
         """The library if it is open now, else None (opening, failed, or closing): never waits."""
@@ -257,6 +273,7 @@ class LibraryHandle:
         with self._lock:
             self._closing = True
             started = self._started
+        self._answered.set()      # the indexing thread waits no longer for a first answer
         ready = not started or self._ready.wait(max(0.0, deadline - time.monotonic()))
         with self._idle:
             while self._calls and (left := deadline - time.monotonic()) > 0:
@@ -414,6 +431,7 @@ class SkillshelfServer(MCPServer):
         finally:
             CALLER.reset(who)
             CLIENT.reset(token)
+            self.handle.answered()
 
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
         # An unknown prompt is invalid params (-32602). The SDK raises ValueError, which its

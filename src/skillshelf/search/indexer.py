@@ -441,11 +441,11 @@ class Indexer:
         self._start_watcher()     # here: a change made once this returns is seen
         self._spawn(self._run, interval, not now)
 
-    def start(self, interval: float = RESCAN) -> None:
-        """Index in a daemon thread, then keep the index up to date (``watch``) when
-        ``auto_sync`` is on. Returns at once. An empty index is synced first (the model
-        embeds beside it); otherwise the model and search state load first and the files are
-        rescanned right after (changes made while the server was down show up soon)."""
+    def start(self, interval: float = RESCAN, first_answer: Callable[[], object] | None = None) -> None:
+        """Index in a daemon thread, then keep the index up to date (``watch``) when ``auto_sync`` is
+        on. Returns at once. An empty index is synced first (the model embeds beside it); otherwise the
+        model and search state load first and the files are rescanned right after (changes made while
+        the server was down show up soon; after ``first_answer()`` returns: a server's first answer)."""
         if self._started:
             return
         self._started = True
@@ -455,7 +455,7 @@ class Indexer:
         watch = self._config().auto_sync and not self.background
         if watch:
             self.background = True    # from now on no query syncs on the request path
-        self._spawn(self._first, fresh, watch, interval)
+        self._spawn(self._first, fresh, watch, interval, first_answer)
 
     def _spawn(self, target, *args: Any) -> None:
         t = threading.Thread(target=target, args=args, name="skillshelf-index", daemon=True)
@@ -466,7 +466,7 @@ class Indexer:
     def _ready_progress() -> dict[str, Any]:
         return {"first": False, "state": "ready", "phase": None, "done": 0, "total": 0, "error": None}
 
-    def _first(self, fresh: bool, watch: bool, interval: float) -> None:
+    def _first(self, fresh: bool, watch: bool, interval: float, first_answer: Callable[[], object] | None) -> None:
         if self.before_read is not None:
             try:
                 self.before_read(-1)    # a team server: what changed while it was away, indexed first
@@ -474,18 +474,17 @@ class Indexer:
                 if isinstance(exc, Stopped) or self._stop.is_set():
                     return              # the library is closing (a refused start, a stop): nothing to say
                 print(f"skillshelf: catching up with the team store failed: {exc}", file=sys.stderr)
-        if watch:
-            # before the first scan: whatever changes from here on is seen
-            self._start_watcher()
-        if fresh:
-            self._background_sync()
-        else:
+        if not fresh:
             try:
                 self.warm(sync=False)
             except Exception as exc:  # reported; the watcher and the queries go on
                 print(f"skillshelf: loading the search state failed: {exc}", file=sys.stderr)
+            if watch and first_answer is not None:
+                first_answer()    # the watches (a walk of every root, holding the GIL) and the rescan wait
         if watch:
-            self._run(interval, fresh)
+            self._run(interval, False)    # the watches first (a change from then on is seen), then a scan
+        elif fresh:
+            self._background_sync()
 
     def _run(self, interval: float, wait: bool) -> None:
         """The background loop: sync when the watcher reports a change (changes arriving
