@@ -62,9 +62,9 @@ def test_unexpected_exceptions_become_one_line_errors(home, monkeypatch):
             assert "unknown mode" in t
             # arguments the SDK refuses before the tool runs: one line too, not pydantic's report
             t = _one_line_with_fix(await c.call_tool("search_skills", {}))
-            assert t.startswith("invalid arguments for search_skills: query: Field required")
+            assert t == "invalid arguments for search_skills: query is missing. Fix: pass query as text"
             t = _one_line_with_fix(await c.call_tool("get_skill", {"name": "x", "offset": "abc"}))
-            assert "offset" in t and "pydantic" not in t
+            assert t.startswith("invalid arguments for get_skill: offset must be a whole number") and "pydantic" not in t
             # an unknown tool is a protocol error (invalid params), naming the tools there are
             from mcp import MCPError
 

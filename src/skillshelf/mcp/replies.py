@@ -6,7 +6,7 @@ standard library at import time (``serve`` starts before numpy loads)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..text import trim
@@ -224,3 +224,65 @@ def untitled(schema: Any) -> Any:
     if isinstance(schema, list):
         return [untitled(x) for x in schema]
     return schema
+
+
+# What an argument of each JSON type must be, in words, for an argument the input schema refuses.
+_KINDS = {"integer": "a whole number", "number": "a number", "boolean": "true or false", "string": "text",
+          "array": "a list", "object": "an object"}
+# pydantic's error types, by the JSON type their argument was declared with
+_TYPE_ERRORS = {"int_parsing": "integer", "int_type": "integer", "int_from_float": "integer",
+                "float_parsing": "number", "float_type": "number", "bool_parsing": "boolean",
+                "bool_type": "boolean", "string_type": "string", "string_unicode": "string",
+                "list_type": "array", "dict_type": "object"}
+
+
+def bad_arguments(tool: str, errors: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]) -> str:
+    """One line for arguments that ``tool``'s input ``schema`` refuses (pydantic's ``errors``):
+    each argument named with what it must be, what was sent, and the fix (its kind, its default)."""
+    props = schema.get("properties") or {}
+    problems: list[str] = []
+    fixes: list[str] = []
+    for e in errors[:4]:
+        loc = e.get("loc") or ()
+        arg = str(loc[0]) if loc else ""
+        kind = _kind(props.get(arg) or {}) or _TYPE_ERRORS.get(str(e.get("type")))
+        want = _KINDS.get(kind or "", "")
+        if not arg or arg not in props:
+            problems.append(f"the arguments are not accepted ({_plain(e)})")
+            fixes.append(f"pass an object with {', '.join(props) or 'no arguments'}")
+            continue
+        if e.get("type") == "missing":
+            problems.append(f"{arg} is missing")
+        else:
+            shown = trim(_json(e.get("input")), 40)
+            problems.append(f"{arg} must be {want} (got {shown})" if want else
+                            f"{arg} is not accepted ({_plain(e)}; got {shown})")
+        fix = f"pass {arg} as {want or 'its input schema says'}"
+        if arg not in (schema.get("required") or ()):
+            default = props[arg].get("default")
+            fix += ", or leave it out" + (f" (default {_json(default)})" if default not in (None, "") else "")
+        fixes.append(fix)
+    return f"invalid arguments for {tool}: {'; '.join(problems)}. Fix: {'; '.join(dict.fromkeys(fixes))}"
+
+
+def _kind(prop: Mapping[str, Any]) -> str | None:
+    """The JSON type an argument's schema names (the one other than null of an ``anyOf``)."""
+    if isinstance(prop.get("type"), str):
+        return str(prop["type"])
+    kinds = [p.get("type") for p in prop.get("anyOf") or () if isinstance(p, dict) and p.get("type") != "null"]
+    return str(kinds[0]) if len(kinds) == 1 and isinstance(kinds[0], str) else None
+
+
+def _plain(e: Mapping[str, Any]) -> str:
+    """pydantic's message, its first clause, without its documentation link."""
+    return str(e.get("msg") or "invalid").split(",")[0].split("\n")[0][:80].lower()
+
+
+def _json(value: Any) -> str:
+    """A value as JSON (as the client sent it), else as Python shows it."""
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=True)
+    except (TypeError, ValueError):
+        return repr(value)

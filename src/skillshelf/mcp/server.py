@@ -398,7 +398,7 @@ class SkillshelfServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None):
         # Arguments that fail the input schema are refused by the SDK before the tool runs,
-        # as pydantic's multi-line report with a link: say it in one line with the fix.
+        # as pydantic's multi-line report with a link: said in plain words, one line with the fix.
         from pydantic import ValidationError
 
         from ..errors import SkillshelfError
@@ -423,10 +423,9 @@ class SkillshelfServer(MCPServer):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                errs = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg'][:120]}"
-                                 for e in cause.errors()[:5])
-                raise ToolError(f"invalid arguments for {name}: {errs}. Fix: pass the parameters in the tool's "
-                                "input schema, with their types") from cause
+                tool = self._tool_manager.get_tool(name)
+                raise ToolError(mcp_text.bad_arguments(name, cause.errors(include_url=False),
+                                                       tool.parameters if tool is not None else {})) from cause
             raise
         finally:
             CALLER.reset(who)
