@@ -35,6 +35,7 @@ from .frontmatter import LINEAGE_KEYS, planned_text, rewrite
 from .history import ChangelogEntry, FileHistory, History
 from .lifecycle import INACTIVE, Lifecycle
 from .lessons import LESSONS, carried, compose_body, lesson_lines, merge_lessons, split_sections
+from .merges import check_keeps, default_body
 from .review import Drafts, FileDrafts, ReviewQueue
 
 __all__ = ["ACTIONS", "LESSONS", "RESERVED", "ChangelogEntry", "Drafts", "Evolver", "FileDrafts", "FileHistory",
@@ -256,8 +257,9 @@ class Evolver:
         if existing is not None and name not in src_names:
             raise ConflictError(f"a skill named {name!r} exists and is not a source",
                                 fix="merge into a new name or into one of the sources")
-        body = check_body(a["body"], max_b) if a.get("body") else "\n\n".join(
-            f"## From {r.name}\n\n{split_sections(r.body)[0] or r.description}" for r in recs)
+        body = check_body(a["body"], max_b) if a.get("body") else default_body(recs)
+        if a.get("body") and source != "person":
+            check_keeps(recs, body)     # an agent's merge retires its sources: refused when it drops them
         all_lessons: list[str] = []
         for r in recs:       # a source's version marks are its own, except the skill merged into
             own = lesson_lines(r.body)
@@ -396,6 +398,9 @@ class Evolver:
 
         notes += self._after_write(index)
         msg = f"{plan.action} {plan.name}: version {plan.skill.version}"
+        if plan.deactivate:
+            msg += (f" ({', '.join(r.name for r in plan.deactivate)} retired; `skillshelf restore {plan.name}` "
+                    "undoes the merge)")
         if plan.origin:
             msg += f" (workspace copy overriding read-only {plan.origin})"
         if notes:

@@ -16,6 +16,8 @@ _CARRIED = re.compile(r"^\s*[-*]\s*\(from [a-z0-9-]{1,64} v\d+\)\s*")
 
 
 def lesson_lines(body: str) -> list[str]:
+    """The lessons of a body's Lessons Learned, one item each. A lesson wrapped over several
+    lines keeps its lines as written: a FIX that adds a lesson leaves the old ones byte for byte."""
     sec = textmod.section(body, LESSONS)
     if not sec:
         return []
@@ -25,7 +27,7 @@ def lesson_lines(body: str) -> list[str]:
         if line.strip().startswith(("-", "*")):
             out.append(line.rstrip())
         elif line.strip() and out:
-            out[-1] += " " + line.strip()
+            out[-1] += "\n" + line.rstrip()
     return out
 
 
@@ -116,5 +118,8 @@ def compose_body(old: str, new: str | None, lessons: list[str]) -> str:
                               fix="close the fence (a line of ``` after the code) in the body you send, or ask a "
                                   "person to close it in the file")
     if lessons:
-        parts.append(f"## {LESSONS}\n\n" + "\n".join(lessons))
+        # the heading's spacing as the old section had it (a blank line after it, or none)
+        sec = textmod.section(old, LESSONS) or textmod.section(new or "", LESSONS) or ""
+        gap = "\n" if sec.split("\n")[1:2] not in ([], [""]) else "\n\n"
+        parts.append(f"## {LESSONS}{gap}" + "\n".join(lessons))
     return "\n\n".join(p for p in parts if p.strip())

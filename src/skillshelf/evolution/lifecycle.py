@@ -159,13 +159,59 @@ class Lifecycle:
         """Undo a deprecation (or a merge's retirement): the skill is active again. A
         workspace skill gets a new version without its status; for a skill of a read-only
         root the deprecation kept in the library is cleared (its file is never changed).
-        By name: every deprecated copy."""
+        By name: every deprecated copy. Of the active skill a MERGE made, while the sources it
+        retired are still retired: the whole merge is undone (``_undo_merge``)."""
         reason = check_text(reason, "the reason", max_chars=MAX_REASON_CHARS).strip()
         recs = self.targets(name)
+        undone = self._undo_merge(recs[0], reason) if len(recs) == 1 else None
+        if undone is not None:
+            return undone
         if len(recs) > 1:
             recs = [r for r in recs if self._restorable(r)] or recs[:1]
         done, notes = self._each(recs, lambda rec: self._restore_one(rec, reason))
         return self._many(recs[0].name, done, notes, "is active again", status="active", reason=reason)
+
+    def _merged_away(self, rec: Any) -> list[Any]:
+        """The sources the active skill ``rec`` retired when it was merged from them, still retired."""
+        if not rec.active or not rec.metadata.get("merged-from"):
+            return []
+        out = []
+        for name in str(rec.metadata["merged-from"]).split(","):
+            if not name.strip() or name.strip() == rec.name:
+                continue
+            try:
+                src = self.ev.ports.get(name.strip())
+            except SkillshelfError:
+                continue            # deleted since
+            into = (src.metadata.get("merged-into") if src.kind == "workspace"
+                    else str((getattr(src, "overlay", None) or {}).get("reason") or "").removeprefix("merged into "))
+            if not src.active and into == rec.name:
+                out.append(src)
+        return out
+
+    def _undo_merge(self, rec: Any, reason: str) -> dict | None:
+        """``restore`` of a skill a MERGE made, while the sources it retired are still retired:
+        the merge is undone in one step. Each source is active again; a skill the merge created
+        is deprecated; a source merged into keeps the merged text, and the message names the
+        rollback that brings back its text of before."""
+        sources = self._merged_away(rec)
+        if not sources:
+            return None
+        why = reason or f"the merge into {rec.name} was undone"
+        done, notes = self._each(sources, lambda src: self._restore_one(src, why))
+        names = ", ".join(d["name"] for d in done)
+        merged_from = [n.strip() for n in str(rec.metadata.get("merged-from")).split(",")]
+        if rec.name in merged_from:
+            before = [e.from_version for e in self.ev.history.changelog(rec.name)
+                      if e.action == "MERGE" and e.from_version]
+            tail = (f"; {rec.name} keeps the merged text: `skillshelf rollback {rec.name} {before[-1]}` brings back "
+                    f"its text of before the merge" if before else f"; {rec.name} keeps the merged text")
+        else:
+            self.deprecate(rec.id, f"merge undone: {names} are active again")
+            tail = f"; {rec.name} is deprecated (`skillshelf restore {rec.id}` brings it back)"
+        return {"name": rec.name, "id": rec.id, "status": "merge undone", "restored": done,
+                "message": f"the merge into {rec.name} is undone: {names} {'is' if len(done) == 1 else 'are'} active again{tail}"
+                           + "".join(f"; {n}" for n in notes)}
 
     @staticmethod
     def _restorable(rec: Any) -> bool:

@@ -1,0 +1,103 @@
+"""What a new user met learning and curating: merges that drop their sources, lessons rewritten,
+drafts of deleted skills, names that look like paths. Checked where they met it: a real MCP
+client, the console script as a subprocess."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+from mcp import Client
+from test_cli_entry import sk
+
+from skillshelf import Library
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.mcp.server import build_server
+
+SOURCES = "cors-fix-nextjs-api,docker-multi-stage-build"
+
+
+def _home(tmp_path: Path) -> Path:
+    home = tmp_path / "h"
+    Library.init(home, embedder=FakeEmbedder(), auto_sync=False).close()
+    return home
+
+
+def _lib(home: Path) -> Library:
+    lib = Library(home, embedder=FakeEmbedder(), auto_sync=False)
+    lib.sync()
+    return lib
+
+
+def _text(res) -> str:
+    return " ".join(getattr(c, "text", "") for c in res.content)
+
+
+def _save(home: Path, policy: str, *calls: dict) -> list:
+    out: list = []
+
+    async def main():
+        lib = lambda: Library(home, embedder=FakeEmbedder(), auto_sync=False, write_policy=policy)
+        async with Client(build_server(lib)) as c:
+            for args in calls:
+                out.append(await c.call_tool("save_skill", args))
+    anyio.run(main)
+    return out
+
+
+# --- a MERGE that keeps little of its sources --------------------------------------------------
+
+def test_an_agent_merge_that_drops_its_sources_is_refused_naming_what_it_drops(tmp_path):
+    home = _home(tmp_path)
+    (res,) = _save(home, "open", {"action": "MERGE", "source_skill_names": SOURCES, "name": "web-ops-merged",
+                                  "description": "Merged notes on CORS and Docker builds.",
+                                  "body": "# Merged\n\n## Solution\nsee parts\n", "author": "agent-a"})
+    t = _text(res)
+    assert res.is_error
+    assert "cors-fix-nextjs-api (1% of its words kept; its sections When to Use, Root Causes" in t, t
+    assert "docker-multi-stage-build" in t and "send no body" in t
+    with _lib(home) as lib:
+        assert lib.get("cors-fix-nextjs-api").active and lib.get("docker-multi-stage-build").active
+        assert not (home / "skills" / "web-ops-merged").exists()
+
+
+def test_a_merge_without_a_body_keeps_every_source_whole_and_one_restore_undoes_it(tmp_path):
+    home = _home(tmp_path)
+    with _lib(home) as lib:
+        before = {n: lib.get(n).body for n in SOURCES.split(",")}
+    (res,) = _save(home, "open", {"action": "MERGE", "source_skill_names": SOURCES, "name": "web-ops-merged",
+                                  "description": "Merged notes on CORS and Docker builds."})
+    assert not res.is_error, _text(res)
+    assert "`skillshelf restore web-ops-merged` undoes the merge" in _text(res)
+    with _lib(home) as lib:
+        body = lib.get("web-ops-merged").body
+        # every line of each source's text is there (headings moved down under "## From <name>")
+        for name, text in before.items():
+            assert f"## From {name}" in body
+            for line in text.split("## Lessons Learned")[0].split("\n"):
+                assert line.lstrip("#").strip() in body
+        assert not lib.get("cors-fix-nextjs-api").active
+    p = sk("restore", "web-ops-merged", home=home)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert "the merge into web-ops-merged is undone: cors-fix-nextjs-api, docker-multi-stage-build are active" \
+           in " ".join(p.stdout.split())
+    with _lib(home) as lib:
+        assert lib.get("cors-fix-nextjs-api").active and lib.get("docker-multi-stage-build").active
+        assert not lib.get("web-ops-merged").active
+
+
+# --- a FIX leaves the lines it did not touch as they were ---------------------------------------
+
+def test_a_fix_adding_a_lesson_leaves_a_wrapped_lesson_byte_for_byte(tmp_path):
+    home = _home(tmp_path)
+    path = home / "skills" / "cors-fix-nextjs-api" / "SKILL.md"
+    old = path.read_text()
+    lessons = old[old.index("## Lessons Learned"):]
+    assert lessons.count("\n") >= 3          # the sample's v1 lesson is wrapped over two lines
+    (res,) = _save(home, "open", {"action": "FIX", "target_skill_name": "cors-fix-nextjs-api",
+                                  "lesson": "With credentials, Access-Control-Allow-Origin must not be '*'.",
+                                  "author": "agent-a"})
+    assert not res.is_error, _text(res)
+    new = path.read_text()
+    assert new.endswith(lessons.rstrip("\n") + "\n- v2: With credentials, Access-Control-Allow-Origin must not "
+                                               "be '*'.\n"), new[-600:]
