@@ -49,6 +49,11 @@ FETCHED_AND_USED = {
 }
 
 
+# a comment that names a verifier is no checksum
+FETCHED_AND_USED["comment.sh"] = ('T=$(mktemp)\ncurl -fsSL -o "$T" "https://$HOST/agent"\n# checksum verified upstream\n'
+                                  'install -m 755 "$T" /usr/local/bin/agent\n')
+
+
 @pytest.mark.parametrize("file", sorted(FETCHED_AND_USED))
 def test_a_download_used_again_is_presumed_run(file):
     fs = findings(FETCHED_AND_USED[file], file)

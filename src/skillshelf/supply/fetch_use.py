@@ -60,6 +60,8 @@ def _use(scan: Scan, stmts: list[tuple[int, int]], k: int, targets: list[bytes],
     for s, e in stmts[k + 1:k + 1 + min(MAX_LINES_PER_RULE, max(0, budget[0]))]:
         budget[0] -= 1
         text = low[s:e]
+        if text.lstrip()[:2] in _COMMENT_STARTS or text.lstrip()[:1] == b"#":
+            continue             # a comment neither uses nor verifies ("# verified above" is no checksum)
         if _VERIFY.search(text):
             return False         # download, verify, run: the look-alike
         hit = next((t for t in targets if _names(text, t)), None)
@@ -155,6 +157,7 @@ _TEMP_ASSIGN = re.compile(rb"(?:^|[\s;(])(?:local\s+|const\s+|let\s+|var\s+|my\s
 _TMP_PATH = re.compile(rb"/tmp/[\w.-]{1,80}")
 _DATA_EXT = re.compile(rb"\.(?:json|ya?ml|toml|csv|tsv|txt|md|html?|xml|png|jpe?g|gif|svg|pdf|ico|woff2?|ttf|"
                        rb"tar|gz|tgz|zip|xz|bz2|zst|7z|whl|deb|rpm|sig|asc|sha256|sha512|pem|crt|log)\b")
+_COMMENT_STARTS = (b"//", b"--", b"/*", b"* ", b"::")
 _DATA_URL = re.compile(rb"https?://[^\s\"'`]{1,300}?" + _DATA_EXT.pattern + rb"(?:[?#][^\s\"'`]{0,200})?(?=[\s\"'`)]|$)")
 _VERIFY = re.compile(rb"\b(?:sha(?:1|224|256|384|512)sum|shasum|b2sum|md5sum|gpgv?|minisign|cosign|signify|"
                      rb"get-filehash|hashlib|certutil|openssl\s+dgst|checksum|digest|verify)\b")
