@@ -101,3 +101,34 @@ def test_a_fix_adding_a_lesson_leaves_a_wrapped_lesson_byte_for_byte(tmp_path):
     new = path.read_text()
     assert new.endswith(lessons.rstrip("\n") + "\n- v2: With credentials, Access-Control-Allow-Origin must not "
                                                "be '*'.\n"), new[-600:]
+
+
+# --- who made a change, and names that look like paths ------------------------------------------
+
+def test_plain_history_says_which_agent_made_an_approved_change(tmp_path):
+    home = _home(tmp_path)
+    (res,) = _save(home, "propose", {"action": "FIX", "target_skill_name": "cors-fix-nextjs-api",
+                                     "lesson": "Never answer a preflight with a redirect.", "author": "agent-a",
+                                     "reason": "learned in a run"})
+    assert not res.is_error, _text(res)
+    assert sk("review", "approve", "cors-fix-nextjs-api", home=home).returncode == 0
+    p = sk("history", "cors-fix-nextjs-api", home=home)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    line = next(x for x in p.stdout.splitlines() if "FIX" in x)
+    assert "[approved] by agent-a: learned in a run (approved by cli)" in line, p.stdout
+    found = next(x for x in p.stdout.splitlines() if "FOUND" in x)
+    assert " by " not in found          # a change found on disk has no author to name
+
+
+def test_a_reference_that_climbs_out_is_refused_as_a_path_everywhere(tmp_path):
+    home = _home(tmp_path)
+    fix, merge = _save(home, "open",
+                       {"action": "FIX", "target_skill_name": "../cors-fix-nextjs-api", "lesson": "a lesson"},
+                       {"action": "MERGE", "source_skill_names": "../cors-fix-nextjs-api,docker-multi-stage-build",
+                        "name": "both"})
+    for res in (fix, merge):
+        assert res.is_error and "'../cors-fix-nextjs-api' looks like a path, not a skill name" in _text(res)
+    assert 'version: "1"' in (home / "skills" / "cors-fix-nextjs-api" / "SKILL.md").read_text()
+    p = sk("history", "../../etc", home=home)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert "'../../etc' looks like a path, not a skill name" in p.stderr and "did you mean" not in p.stderr

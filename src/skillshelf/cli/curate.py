@@ -27,7 +27,8 @@ def history(name: str, json_out: bool = typer.Option(False, "--json")) -> None:
         out.print("lineage: " + " → ".join(h["lineage"] + [h["name"]]))
     for e in h["changelog"]:
         frm = f"v{e['from_version']}" if e["from_version"] else "new"
-        out.print(f"  {e['at']}  {e['action']:8} {frm} → v{e['to_version']}  [{e['trigger']}] {e['reason']}")
+        by = f" by {e['by']}:" if e.get("by") else ""      # who made the change (an agent's name, a person)
+        out.print(f"  {e['at']}  {e['action']:8} {frm} → v{e['to_version']}  [{e['trigger']}]{by} {e['reason']}")
     if per["versions"]:
         out.print("outcomes: " + "; ".join(version_cell(v) for v in per["versions"]))
     if per["worse"]:

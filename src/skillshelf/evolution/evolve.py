@@ -30,7 +30,7 @@ from .changes import (Plan, Ports, SaveResult, build_metadata, from_upstream, ke
                       same_content)
 from .commit import FileWorkspace, Workspace, after_write
 from .guards import (MAX_LESSON_CHARS, MAX_REASON_CHARS, RESERVED, check_body, check_description, check_new_name,
-    check_text, name_dir, now_iso, parse_tags, today)
+    check_ref, check_text, name_dir, now_iso, parse_tags, today)
 from .frontmatter import LINEAGE_KEYS, planned_text, rewrite
 from .history import ChangelogEntry, FileHistory, History
 from .lifecycle import INACTIVE, Lifecycle
@@ -120,7 +120,7 @@ class Evolver:
     def _require(self, name: Any, what: str):
         if not isinstance(name, str) or not name.strip():
             raise ValidationError(f"{what} is required for this action", fix=f"pass {what}")
-        rec = self.ports.get(name.strip())
+        rec = self.ports.get(check_ref(name.strip(), what))
         return rec
 
     # planning -------------------------------------------------------------------------------
@@ -248,7 +248,7 @@ class Evolver:
 
         # MERGE
         srcs = merge_sources(a)
-        recs = [self.ports.get(s) for s in srcs]
+        recs = [self.ports.get(check_ref(s, "source_skill_names")) for s in srcs]
         if len({r.id for r in recs}) < len(recs):
             raise ValidationError("MERGE sources repeat a skill", fix="name each source once")
         name = check_new_name(a.get("name") or a.get("target_skill_name"))
@@ -349,7 +349,7 @@ class Evolver:
         they were taken), so two writers of one skill never plan from the same version."""
         if str(args.get("action") or "").strip().upper() == "MERGE":
             for ref in merge_sources(args):     # bounded, and each exists, before any lock is taken
-                self.ports.get(ref)
+                self.ports.get(check_ref(ref, "source_skill_names"))
         for _ in range(5):
             keys = self._refs(args)
             with self._lock(*keys):
@@ -558,11 +558,13 @@ class Evolver:
 
     # reads ---------------------------------------------------------------------------------------
     def history_of(self, ref: str) -> dict[str, Any]:
-        """Versions kept, changelog and lineage of a skill (a change on disk kept first)."""
+        """Versions kept, changelog and lineage of a skill (a change on disk kept first). Each
+        change's ``by`` is who made it (its author; empty for a change found on disk)."""
         rec, version, note = self._current(ref)
         out = {"name": rec.name, "id": rec.id, "current_version": version or rec.version,
                "versions": self.history.versions(rec.name),
-               "changelog": [e.as_dict() for e in self.history.changelog(rec.name)], "lineage": rec.lineage}
+               "changelog": [e.as_dict() | {"by": "" if e.author in (EDITED_ON_DISK, FOUND_ON_DISK) else e.author}
+                             for e in self.history.changelog(rec.name)], "lineage": rec.lineage}
         if note:
             out["note"] = note
         return out
@@ -605,7 +607,7 @@ class Evolver:
         """``lib.get``, and where nothing answers to ``ref`` yet, once more after bringing the
         skill of that name in (a team store: committed through another server a moment ago)."""
         try:
-            return self.ports.get(ref)
+            return self.ports.get(check_ref(ref))
         except NotFoundError:
             if not (isinstance(ref, str) and skillmod.NAME_RE.match(ref) and self.ws.refresh([ref])):
                 raise

@@ -57,6 +57,18 @@ def check_new_name(name: Any) -> str:
     return name
 
 
+_PARENT = re.compile(r"(?:^|[/\\])\.\.(?:[/\\]|$)")
+
+
+def check_ref(ref: Any, what: str = "the skill name") -> Any:
+    """A reference to a skill (a name, an id or a path) that climbs out with ``..`` is refused
+    the way a new name is: it looks like a path, it is no skill's name."""
+    if isinstance(ref, str) and _PARENT.search(ref.strip()):
+        raise ValidationError(f"{what} {ref.strip()[:80]!r} looks like a path, not a skill name",
+                              fix="use the skill's name or id as a search or `skillshelf list` shows it")
+    return ref
+
+
 def check_text(value: Any, what: str, *, max_chars: int | None = None) -> str:
     """Text a caller wants written: a string, no control characters (tab and newline are
     fine), at most ``max_chars``. Returns it with CRLF made LF."""
