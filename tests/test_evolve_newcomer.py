@@ -132,3 +132,33 @@ def test_a_reference_that_climbs_out_is_refused_as_a_path_everywhere(tmp_path):
     p = sk("history", "../../etc", home=home)
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert "'../../etc' looks like a path, not a skill name" in p.stderr and "did you mean" not in p.stderr
+
+
+# --- drafts of a skill that is deleted ------------------------------------------------------------
+
+def test_delete_names_the_drafts_waiting_and_each_can_still_be_settled(tmp_path):
+    home = _home(tmp_path)
+    with _lib(home) as lib:
+        lib.save("ARCHIVE", name="dash-created-skill", description="A skill made on the dashboard",
+                 body="## When to Use\n\nAlways.\n\n## Solution\n\nDo it.\n", by="person")
+    fix, derive = _save(home, "propose",
+                        {"action": "FIX", "target_skill_name": "dash-created-skill", "lesson": "a lesson"},
+                        {"action": "DERIVE", "target_skill_name": "dash-created-skill", "name": "dash-child",
+                         "description": "A child of the dashboard skill"})
+    assert not fix.is_error and not derive.is_error
+    p = sk("delete", "dash-created-skill", "--yes", home=home)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    said = " ".join(p.stdout.split())
+    assert "draft dash-child (a DERIVE of dash-created-skill) can still be approved" in said
+    assert ("draft dash-created-skill (a FIX of dash-created-skill) can no longer be approved: reject it with "
+            "`skillshelf review reject dash-created-skill") in said
+    p = sk("review", "approve", "dash-created-skill", home=home)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert "no longer exists" in p.stderr and "skillshelf review reject dash-created-skill" in p.stderr, p.stderr
+    p = sk("review", "approve", "dash-child", home=home)
+    assert p.returncode == 0, p.stderr
+    assert "approved as a new skill with no parent" in p.stdout
+    assert sk("review", "reject", "dash-created-skill", "--reason", "deleted", home=home).returncode == 0
+    with _lib(home) as lib:
+        assert lib.get("dash-child").active and "Do it." in lib.get("dash-child").body
+        assert lib.review.list() == []

@@ -93,6 +93,8 @@ def delete(name: str = typer.Argument(..., help="skill id, or a name only one sk
         raise typer.Exit(1)
     res = lib.delete(rec.id)
     out.print(f"deleted {res['name']}")
+    for d in lib.review.waiting_on(res["name"]):     # drafts of changes that read it: what becomes of each
+        out.print(f"  {_clean(d['then'])}")
 
 
 review_app = typer.Typer(help="The review queue: drafts agents proposed under the 'propose' policy.",

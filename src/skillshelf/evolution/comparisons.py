@@ -74,7 +74,7 @@ class Comparisons:
         return {"name": d["name"], "action": action, "args": args, "proposed_at": d["proposed_at"],
                 "text": d["text"], "note": d.get("note", ""), "base": base, "unified": visible(diff),
                 "rows": side_by_side(before, d["text"], context), "findability": d.get("findability"),
-                "findings": findings}
+                "findings": findings, "approvable": d.get("approvable", True)}
 
     # --- checks ---------------------------------------------------------------------------
     @staticmethod

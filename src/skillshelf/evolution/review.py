@@ -10,6 +10,7 @@ shared team store keeps them in its database behind the same methods.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import shutil
@@ -161,14 +162,64 @@ class ReviewQueue:
                                 "names them")
         return data
 
+    @staticmethod
+    def _refs(args: dict) -> tuple[str, builtins.list[str]]:
+        """(action, the existing skills a draft's change reads: a FIX's target, a DERIVE's parent,
+        a MERGE's sources)."""
+        action = str(args.get("action") or "").strip().upper()
+        if action == "FIX":
+            refs = [args.get("target_skill_name") or args.get("name")]
+        elif action == "DERIVE":
+            refs = [args.get("target_skill_name")]
+        elif action == "MERGE":
+            srcs = args.get("source_skill_names") or []
+            refs = list(srcs.split(",") if isinstance(srcs, str) else srcs)
+        else:
+            refs = []
+        return action, [r.strip() for r in refs if isinstance(r, str) and r.strip()]
+
+    def _gone(self, args: dict) -> tuple[str, builtins.list[str]]:
+        """(action, the skills a draft's change reads that the library no longer has)."""
+        action, refs = self._refs(args)
+        gone = []
+        for ref in refs:
+            try:
+                self.ev.ports.get(ref)
+            except NotFoundError:
+                gone.append(ref)
+        return action, gone
+
+    def waiting_on(self, skill: str) -> builtins.list[dict]:
+        """The drafts whose change reads the skill ``skill`` (by name), each with what becomes of
+        it once that skill is gone: a DERIVE can still be approved, as a new skill; a FIX or a
+        MERGE cannot, and is rejected by a person."""
+        out = []
+        for name in self.drafts.names():
+            data = self.drafts.record(name)
+            if data is None:
+                continue
+            action, refs = self._refs(data["args"])
+            if skill not in refs:
+                continue
+            if action == "DERIVE":
+                then = (f"draft {name} (a DERIVE of {skill}) can still be approved: it becomes a new skill "
+                        "with no parent")
+            else:
+                then = (f"draft {name} (a {action} of {skill}) can no longer be approved: reject it with "
+                        f"`skillshelf review reject {name} --reason '{skill} was deleted'`")
+            out.append({"name": name, "action": action, "then": then})
+        return out
+
     def show(self, name: str) -> dict:
         """The draft: ``text`` is what approving it writes now. A FIX applies its change to the
         skill as it is at approval, so when the skill moved on since the draft was proposed (a
         version saved meanwhile), that is the text shown, with a ``note``; ``proposed_text`` is
-        the text as proposed. When approving would be refused now, ``note`` says why."""
+        the text as proposed. When approving would be refused now, ``note`` says why; ``approvable``
+        is false when a skill the change reads is gone (a FIX's target, a MERGE's source: only a
+        rejection is left; a DERIVE whose parent is gone is approved as a new skill)."""
         data = self._load(name)
         stored = self.drafts.text(name)
-        text, note = stored, ""
+        text, note, approvable = stored, "", True
         try:
             plan = self.ev.plan(dict(data["args"]))
             now = planned_text(plan.action, plan.previous_text, plan.skill)
@@ -177,9 +228,18 @@ class ReviewQueue:
                 note = ("the skill changed since this draft was proposed: shown is what approving it writes now, "
                         "the draft's change applied to the current text")
         except SkillshelfError as exc:
-            note = f"approving it now is refused: {exc.message}"
+            action, gone = self._gone(data["args"])
+            if gone and action == "DERIVE":
+                note = (f"its parent {gone[0]} is gone: approving it writes it as a new skill with no parent")
+            elif gone:
+                approvable = False
+                note = (f"approving it now is refused: {', '.join(gone)} no longer exist{'s' * (len(gone) == 1)}; "
+                        f"reject it with `skillshelf review reject {name} --reason ...`")
+            else:
+                note = f"approving it now is refused: {exc.message}"
         return {"name": name, "args": data["args"], "proposed_at": data.get("proposed_at"),
-                "text": text, "proposed_text": stored, "note": note, "findability": data.get("findability")}
+                "text": text, "proposed_text": stored, "note": note, "findability": data.get("findability"),
+                "approvable": approvable}
 
     def approve(self, name: str, *, reviewer: str = "") -> SaveResult:
         with self.drafts.lock(name):
@@ -187,12 +247,37 @@ class ReviewQueue:
             args = dict(data["args"])
             if reviewer:
                 args["reason"] = (args.get("reason") or "") + f" (approved by {reviewer})"
+            action, gone = self._gone(args)
+            if gone and action == "DERIVE":
+                args = self._orphan(name, args)
+            elif gone:
+                raise NotFoundError(f"draft {name} is a {action} of {', '.join(gone)}, which no longer "
+                                    f"exist{'s' * (len(gone) == 1)}: it cannot be approved",
+                                    fix=f"reject it: `skillshelf review reject {name} --reason '...'`")
             res = self.ev.apply(args, trigger="approved")
+            if gone:
+                res.message += f" (its parent {gone[0]} is gone: approved as a new skill with no parent)"
             self.drafts.remove(name)
         up = args.get("upstream")
         if isinstance(up, dict) and isinstance(up.get("note"), str) and up["note"]:
             res.message += f" — {up['note']}"      # an upstream conflict: what of the person's text it replaced
         return res
+
+    def _orphan(self, name: str, args: dict) -> dict:
+        """A DERIVE whose parent is gone, as the new skill it proposed (the text the draft keeps):
+        an ARCHIVE of that name, description, body and metadata."""
+        try:
+            sk = skillmod.parse(self.drafts.text(name)).skill
+        except (SkillshelfError, OSError):
+            raise NotFoundError(f"draft {name}'s parent is gone and its text cannot be read",
+                                fix=f"reject it: `skillshelf review reject {name} --reason '...'`") from None
+        if sk is None:
+            raise NotFoundError(f"draft {name}'s parent is gone and its text does not parse",
+                                fix=f"reject it: `skillshelf review reject {name} --reason '...'`")
+        meta = sk.metadata or {}
+        return {**args, "action": "ARCHIVE", "name": sk.name, "description": sk.description, "body": sk.body,
+                "target_skill_name": "", "tags": args.get("tags") or meta.get("tags") or "",
+                "skill_type": args.get("skill_type") or meta.get("skill-type") or ""}
 
     def reject(self, name: str, reason: str) -> dict:
         reason = check_text(reason, "the reason", max_chars=MAX_REASON_CHARS).strip()
