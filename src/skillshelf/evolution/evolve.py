@@ -173,9 +173,11 @@ class Evolver:
 
         if action == "ARCHIVE":
             name = check_new_name(a.get("name"))
-            if self._find(name) is not None:
+            if self._find(name) is not None:     # (a person's new skill: the dashboard, whose buttons say Edit)
                 raise ConflictError(f"a skill named {name!r} exists already",
-                                    fix="use FIX to improve it or DERIVE to branch from it")
+                                    fix=f"pick another name, or open {name} and use Edit to improve it or Derive to "
+                                        "branch from it" if source == "person" else
+                                        "use FIX to improve it or DERIVE to branch from it")
             body = check_body(a.get("body"), max_b)
             version = self._next_version(name, 0)   # 1, unless an old history of the name is kept
             lessons = merge_lessons(lesson_lines(body), [], lesson, version)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import skill as skillmod
+from .. import text as textmod
 from ..errors import ValidationError
 from ..files import contained
 
@@ -94,6 +95,15 @@ def check_body(body: Any, max_bytes: int) -> str:
     if body.lstrip("\ufeff \n").startswith("---"):
         raise ValidationError("the body carries its own frontmatter",
                               fix="send only the Markdown body; pass name, description and tags as arguments")
+    lines = body.split("\n")
+    heads = [None if code else textmod.heading(line) for line, code in zip(lines, textmod.in_code(lines))
+             if line.strip()]
+    if heads and all(heads):            # headings and nothing under them: an untouched template
+        titles = [h[1].strip() for h in heads if h]
+        raise ValidationError(f"the body has headings and nothing under them: {', '.join(titles[:6])} "
+                              f"{'is' if len(titles) == 1 else 'are'} empty",
+                              fix="write what goes under each heading (When to Use: the situation; Solution: "
+                                  "the steps), or leave out the headings you have nothing for")
     if len(body.encode("utf-8")) > max_bytes:
         raise ValidationError(f"the body is {len(body.encode('utf-8')):,} bytes; the limit is {max_bytes:,}",
                               fix="send a shorter body: keep the steps and the fix, and leave out long examples "
