@@ -41,7 +41,7 @@ def eval_(ctx: typer.Context,
     the search agents use, without logging them: recall@k of the should-trigger queries, false
     triggers of the should-not ones, and what came first on each miss. Skills with no eval file are
     run on the requests reported as worked for them (learned evals). Exits 1 when a skill is below
-    eval.min_recall or above eval.max_false."""
+    eval.min_recall or above eval.max_false, or when no skill had evals to run."""
     if not names and not everything:
         raise _usage_error(ctx, "name the skills to evaluate, or pass --all")
     if init:
@@ -59,9 +59,11 @@ def eval_(ctx: typer.Context,
         _print(run)
     if not run.passed:
         raise typer.Exit(1)
-    if run.results and all(r.source == "none" for r in run.results):
-        # a gate on skills that have no evals passes nothing: it says so and fails
-        err.print("error: nothing was evaluated: no named skill has evals; write evals/eval_queries.json in its "
+    if not run.evaluated:
+        # a gate on skills that have no evals passes nothing, named or --all: it says so and fails
+        which = (f"none of the {len(run.results) + run.without_evals:,} skills has evals" if everything
+                 else "no named skill has evals")
+        err.print(f"error: nothing was evaluated: {which}; write evals/eval_queries.json in a skill's "
                   "folder, or `skillshelf eval NAME --init` writes one from the usage log")
         raise typer.Exit(1)
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..catalog.eval_files import EVALS_DIR, read_evals
 from ..checks import Check, DoctorReport
 from ..search.sync import scan
+
+EVAL_EXAMPLES = 3       # malformed eval files named on doctor's line; `skillshelf validate PATH` lists every one
 
 
 def report(*, config: Any, store: Any, roots_: list, missing_roots: list, indexed_ids: Callable[[], set],
@@ -64,6 +67,7 @@ def report(*, config: Any, store: Any, roots_: list, missing_roots: list, indexe
         checks.append(Check("index vs files", "ok", line))
     checks.append(Check("invalid files", "warn" if invalid else "ok",
                         f"{len(invalid)} SKILL.md files could not be parsed" if invalid else "none"))
+    checks.append(eval_files_check(f.path.parent for f in found))
     for note in notes:
         checks.append(Check("scan", "warn", note))
     found_clashes = clashes()
@@ -87,6 +91,27 @@ def report(*, config: Any, store: Any, roots_: list, missing_roots: list, indexe
     checks.extend(extra or [])
     checks.append(judge_check())
     return DoctorReport(checks, roots, invalid, found_clashes, emb)
+
+
+def eval_files_check(folders: Any) -> Check:
+    """The skills whose trigger eval files (``evals/*.json``) are malformed, named with the file,
+    the line and the reason ``skillshelf eval`` and ``skillshelf validate`` give: such a skill's
+    evals fail until the file is fixed. Only folders that keep an ``evals`` folder are read."""
+    bad: list[str] = []
+    for folder in folders:
+        if not (folder / EVALS_DIR).is_dir():
+            continue
+        findings = [f for f in read_evals(folder).findings if f.severity in ("fatal", "error")]
+        if findings:
+            f = findings[0]
+            bad.append(f"{folder / f.message.split(': ', 1)[0]}{':' + str(f.line) if f.line else ''}: "
+                       f"{f.message.split(': ', 1)[-1]}")
+    if not bad:
+        return Check("eval files", "ok", "none malformed")
+    n = len(bad)
+    return Check("eval files", "warn", f"{n} skill{'s' * (n != 1)} with a malformed eval file (its evals fail "
+                 f"until it is fixed): " + "; ".join(bad[:EVAL_EXAMPLES])
+                 + (f"; … and {n - EVAL_EXAMPLES} more" if n > EVAL_EXAMPLES else ""))
 
 
 def store_check(st: dict[str, Any], team: dict[str, Any] | None = None) -> Check:

@@ -103,6 +103,12 @@ class EvalRun:
     def passed(self) -> bool:
         return all(r.passed for r in self.results)
 
+    @property
+    def evaluated(self) -> int:
+        """How many skills had evals to run. A run that evaluated none checked nothing: a gate
+        on it fails, whether it named the skills or asked for ``--all``."""
+        return sum(r.source != "none" for r in self.results)
+
     def as_list(self) -> list[dict[str, Any]]:
         """``eval --json``: one dict per skill, each with the skills it collides with."""
         out = []
@@ -302,7 +308,10 @@ class Evals:
         failed = [{"name": r.name, "id": r.id, "source": r.source, "found": r.found, "positives": r.positives,
                    "false": len(r.false_triggers), "negatives": r.negatives, "recall": r.as_dict()["recall"],
                    "false_rate": r.as_dict()["false_rate"],
-                   "misses": [m.as_dict() for m in r.misses[:FIRST_SHOWN]]} for r in run.results if not r.passed]
+                   "misses": [m.as_dict() for m in r.misses[:FIRST_SHOWN]],
+                   # a malformed eval file is why it failed, whatever the counts say: Curate names it
+                   "findings": [f for f in r.findings if f["severity"] in ("fatal", "error")][:FIRST_SHOWN]}
+                  for r in run.results if not r.passed]
         summary = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "k": run.k,
                    "skills": len(run.results), "without_evals": run.without_evals, "failed": failed,
                    "collisions": run.collisions, "min_recall": run.min_recall, "max_false": run.max_false}
