@@ -28,7 +28,7 @@ def _serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--http", action="store_true")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765)
-    p.add_argument("--write-policy", dest="write_policy")
+    p.add_argument("--write-policy", dest="write_policy", choices=("read-only", "propose", "open"))
     p.add_argument("--store")          # before or after `serve`: a team store's URL
     return p
 

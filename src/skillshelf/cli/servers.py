@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .common import _in_range, _lib, state, store_url
+from .common import _choice, _in_range, _lib, state, store_url
 
 commands = typer.Typer()
 STORE_HELP = "a team store, postgresql://USER:PASSWORD@HOST/DB (as the global --store)"
@@ -24,7 +24,8 @@ def serve(
     http: bool = typer.Option(False, "--http", help="Streamable HTTP instead of stdio"),
     host: str = typer.Option("127.0.0.1", help="HTTP bind address (non-loopback needs SKILLSHELF_HTTP_TOKEN, or a team store's tokens)"),
     port: int = typer.Option(8765, help="HTTP port"),
-    write_policy: Optional[str] = typer.Option(None, "--write-policy", help="read-only | propose | open"),
+    write_policy: Optional[str] = typer.Option(None, "--write-policy", help="read-only | propose | open",
+                                               callback=_choice("read-only", "propose", "open")),
     store: Optional[str] = typer.Option(None, "--store", metavar="URL", help=STORE_HELP),
 ) -> None:
     """Run the MCP server (stdio by default; logs go to stderr)."""

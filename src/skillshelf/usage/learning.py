@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ValidationError
+from ..errors import NotFoundError, ValidationError
 from ..store import Store, now
 from ..store.learning import LearningMemory
 from ..store.protocols import LearningStore
@@ -345,6 +345,13 @@ def forget_in(memory: LearningStore, *, skill: str | None = None, client: str | 
             raise ValidationError(f"{before!r} is not a date", fix="use YYYY-MM-DD") from None
     if not skill and client is None and not before and not everything:
         raise ValidationError("say what to forget", fix="pass a skill, --client, --before, or --all")
+    if client:
+        # a client that taught nothing is a mistyped name more often than a forget that found nothing
+        known = sorted({r["client"] for r in memory.since("") if r["client"]})
+        if client not in known:
+            raise NotFoundError(f"no client {client!r} has reported outcomes learned from",
+                                fix=("clients that have: " + ", ".join(known)) if known
+                                else "nothing has been learned from any client yet")
     return memory.forget(name_key=name_key(skill) if skill else None, client=client, before=before or None)
 
 
