@@ -107,7 +107,7 @@ def test_evolution_review_and_usage_commands(home, monkeypatch):
     r = run(home, "diff", "git-conventional-commits", "1", "2")
     assert "+- v2: squash merges keep only the title" in r.output
     assert run(home, "rollback", "git-conventional-commits", "1").exit_code == 0
-    r = run(home, "search", "commit message format", "--json")
+    r = run(home, "search", "commit message format", "--log", "--json")   # logged: a report names it
     qid = json.loads(r.stdout)["query_id"]
     r = run(home, "report-outcome", "git-conventional-commits", "--worked", "--note", "clear", "--query-id", str(qid))
     assert r.exit_code == 0 and "1 reports" in r.output

@@ -140,9 +140,9 @@ def local_home(tmp_path: Path) -> Path:
     """A local library with its three samples, two searches and an outcome."""
     home = tmp_path / "local"
     assert sk("init", home=home).returncode == 0
-    p = sk("search", "CORS error in my Next.js API", "--json", home=home)
+    p = sk("search", "CORS error in my Next.js API", "--log", "--json", home=home)
     qid = json.loads(p.stdout)["query_id"]
-    sk("search", "docker image too large", home=home)
+    sk("search", "docker image too large", "--log", home=home)
     assert sk("report-outcome", "cors-fix-nextjs-api", "--worked", "--query-id", str(qid), home=home).returncode == 0
     return home
 

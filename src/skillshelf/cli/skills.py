@@ -156,7 +156,9 @@ def search(
     skill_type: Optional[str] = typer.Option(None, "--type"),
     include_inactive: bool = typer.Option(False, "--include-inactive"),
     include_expired: bool = typer.Option(False, "--include-expired"),
-    no_log: bool = typer.Option(False, "--no-log", help="leave no trace in the usage log"),
+    log: bool = typer.Option(False, "--log/--no-log",
+                             help="log it as an agent's request awaiting a report (its --json query_id is for "
+                                  "`report-outcome --query-id`); a person's search is not logged"),
     judge: bool = typer.Option(False, "--judge", help="let the configured model judge rerank the hits, with why /"
                                                       " why not and a pick (README: \"Model judge\")"),
     judge_mode: Optional[str] = typer.Option(None, "--judge-mode", metavar="rerank|filter|both",
@@ -171,7 +173,9 @@ def search(
     lib = _lib()
     kw = dict(limit=limit, mode=mode, repo_scope=repo_scope, current_repo=current_repo, tags=tags,
               skill_type=skill_type, include_inactive=include_inactive, include_expired=include_expired,
-              log=not no_log, client="cli", for_agents=False)   # a person's search: held skills shown, marked
+              # a person's search: held skills shown, marked; not logged (as the dashboard's), so stats, gaps and
+              # the recency of recommendations stay about agents' requests, unless --log says it is one
+              log=log, client="cli", for_agents=False)
     try:
         if judge or judge_mode:
             res = lib.judged_search(query, judge=judge_mode or "rerank", **kw)

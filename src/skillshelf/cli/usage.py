@@ -20,7 +20,8 @@ def report_outcome(ctx: typer.Context, skill: str = typer.Argument(..., help="sk
                    worked: bool = typer.Option(False, "--worked", help="the skill worked"),
                    failed: bool = typer.Option(False, "--failed", help="the skill did not work"),
                    note: str = typer.Option("", help="what happened"),
-                   query_id: Optional[int] = typer.Option(None, help="the query_id a search printed with --json"))\
+                   query_id: Optional[int] = typer.Option(None, help="the query_id a logged search printed "
+                                                                   "(`search --log --json`)"))\
         -> None:
     """Record whether a skill worked (append-only): --worked or --failed."""
     if worked and failed:   # recording either would be a guess
