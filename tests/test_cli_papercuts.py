@@ -63,7 +63,9 @@ def test_a_demo_step_that_fails_fails_the_demo(tmp_path, newcomer):
     home = tmp_path / "demo-home"
     assert sk("init", home=home, env=newcomer).returncode == 0
     lib = Library(home=home, embedder="none", write_policy="propose", auto_sync=False)
-    lib.save("FIX", target_skill_name="cors-fix-nextjs-api", lesson="Someone else's lesson", reason="r")
+    # (a lesson alone would join a FIX draft waiting: a MERGE into the skill is one it cannot join)
+    lib.save("MERGE", name="cors-fix-nextjs-api", source_skill_names="cors-fix-nextjs-api, docker-multi-stage-build",
+             reason="r")
     lib.close()
     p = sk("--home", str(home), "demo", env=newcomer, timeout=180)
     assert p.returncode == 1, p.stdout

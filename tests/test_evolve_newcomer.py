@@ -162,3 +162,32 @@ def test_delete_names_the_drafts_waiting_and_each_can_still_be_settled(tmp_path)
     with _lib(home) as lib:
         assert lib.get("dash-child").active and "Do it." in lib.get("dash-child").body
         assert lib.review.list() == []
+
+
+# --- two agents' lessons for one skill under `propose` ------------------------------------------
+
+def test_a_lesson_sent_while_a_draft_waits_joins_it_and_the_reviewer_sees_each_agents_part(tmp_path):
+    home = _home(tmp_path)
+    calls = [{"action": "FIX", "target_skill_name": "cors-fix-nextjs-api", "author": f"agent-{who}",
+              "lesson": f"Lesson {i} from agent {who} about preflight caching.", "reason": f"run of {who}"}
+             for i in range(3) for who in "ab"]
+    results = _save(home, "propose", *calls)
+    assert not any(r.is_error for r in results), [_text(r) for r in results]
+    assert "lesson added to the draft for cors-fix-nextjs-api already waiting for review (6 changes" \
+           in _text(results[-1])
+    # a change beyond a lesson is refused, saying how to send what was learned
+    (body,) = _save(home, "propose", {"action": "FIX", "target_skill_name": "cors-fix-nextjs-api",
+                                      "body": "## Solution\n\nSet the headers everywhere.\n", "author": "agent-c"})
+    assert body.is_error and "send what you learned as a FIX with only a `lesson`" in _text(body)
+    p = sk("review", "show", "cors-fix-nextjs-api", home=home)
+    assert p.returncode == 0, p.stderr
+    assert "proposed" in p.stdout and "by agent-a)" in p.stdout
+    assert "by agent-b: Lesson 2 from agent b about preflight caching. (run of b)" in p.stdout
+    for i in range(3):
+        for who in "ab":
+            assert f"+- v2: Lesson {i} from agent {who} about preflight caching." in p.stdout
+    assert sk("review", "approve", "cors-fix-nextjs-api", home=home).returncode == 0
+    p = sk("history", "cors-fix-nextjs-api", home=home)
+    assert "[approved] by agent-a, agent-b: run of a (approved by cli)" in p.stdout, p.stdout
+    text = (home / "skills" / "cors-fix-nextjs-api" / "SKILL.md").read_text()
+    assert text.count("about preflight caching.") == 6

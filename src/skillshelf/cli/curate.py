@@ -127,8 +127,14 @@ def review_show(name: str, full: bool = typer.Option(False, "--full", help="the 
         _json({k: d.get(k) for k in ("name", "action", "args", "proposed_at", "text", "note", "unified",
                                      "findability", "findings")} | {"base": base})
         return
-    out.print(f"draft {d['name']} ({str(d['args'].get('action', '')).upper()}, proposed {d['proposed_at']})"
+    out.print(f"draft {d['name']} ({str(d['args'].get('action', '')).upper()}, proposed {d['proposed_at']}"
+              + (_clean(f" by {d['args']['author']}") if d["args"].get("author") else "") + ")"
               + (f" against {d['base']['id']} v{d['base']['version']}" if d["base"] and not full else "") + "\n")
+    for p in d["args"].get("parts") or []:     # lessons other agents added to this draft, each with its author
+        out.print(_clean(f"added {p.get('proposed_at')} by {p.get('author') or 'an agent'}: {p.get('lesson')}"
+                         + (f" ({p['reason']})" if p.get("reason") else "")))
+    if d["args"].get("parts"):
+        out.print()
     if d.get("note"):            # the skill moved on since the draft, or approving would be refused now
         out.print(f"note: {_clean(d['note'])}\n")
     if d.get("findability"):     # the skill's evals searched with the draft's text in place of the current one

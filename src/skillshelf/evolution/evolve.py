@@ -202,6 +202,9 @@ class Evolver:
             replace = bool(a.get("replace_body")) and new_body is not None
             lessons = merge_lessons([] if replace else lesson_lines(cur.body), lesson_lines(new_body or ""),
                                     lesson, version)
+            for part in a.get("parts") or []:   # lessons other agents added to a draft waiting (``review``)
+                more = check_text(part.get("lesson"), "the lesson", max_chars=MAX_LESSON_CHARS).strip()
+                lessons = merge_lessons(lessons, [], more or None, version)
             # who asks is not a change: the author alone (every MCP call carries one) must
             # not bump a version
             changes = {k: v for k, v in common.items() if k != "author"}

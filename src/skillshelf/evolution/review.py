@@ -25,6 +25,9 @@ from .frontmatter import planned_text
 from .guards import check_text, name_dir, now_iso
 
 MAX_REASON_CHARS = 1_000
+# what a FIX may change besides its lesson: one that changes any of these is not added to a waiting draft
+_CHANGES = ("body", "description", "tags", "skill_type", "repo_name", "ttl_days", "display_name", "replace_body",
+            "upstream_keys", "follow_origin", "origin_gone")
 
 
 class Drafts:
@@ -124,9 +127,9 @@ class ReviewQueue:
     def propose(self, args: dict[str, Any]) -> SaveResult:
         plan = self.ev.plan(args)           # validates now: a bad draft is refused at once
         with self.drafts.lock(plan.name):
-            if self.drafts.record(plan.name) is not None:
-                raise ConflictError(f"a draft for {plan.name!r} is already waiting for review",
-                                    fix=f"ask a person to run `skillshelf review approve {plan.name}` or reject it")
+            waiting = self.drafts.record(plan.name)
+            if waiting is not None:
+                return self._add_to(plan.name, waiting, args)
             text = planned_text(plan.action, plan.previous_text, plan.skill)   # as a FIX would write it
             found = self.ev.findability(plan)    # the reviewer sees what the change does to its evals
             self.drafts.put(plan.name, text, {"args": args, "proposed_at": now_iso(), "findability": found})
@@ -136,6 +139,48 @@ class ReviewQueue:
                                         + (f"; {found['warning'] or found['line']}" if found else ""),
                           findability=found)
 
+    def _add_to(self, name: str, data: dict, args: dict[str, Any]) -> SaveResult:
+        """A FIX that brings only a lesson, while a FIX of the same skill waits: the lesson is added
+        to that draft as a part of its own (who sent it, why, when), so no agent's lesson is lost
+        and the reviewer sees each. Any other change while a draft waits is refused, saying how
+        to send it. Called with the draft's lock held."""
+        first = data["args"]
+        action = str(args.get("action") or "").strip().upper()
+        lesson = str(args.get("lesson") or "").strip()
+        only_lesson = action == "FIX" and lesson and not any(args.get(k) for k in _CHANGES)
+        waiting = str(first.get("action") or "").strip().upper()
+        if waiting != "FIX":
+            raise ConflictError(f"a {waiting} draft for {name!r} is already waiting for review",
+                                fix="send this change again once a person has approved or rejected that draft")
+        if not only_lesson:
+            raise ConflictError(f"a draft for {name!r} is already waiting for review, and this {action} changes "
+                                "more than a lesson",
+                                fix="send what you learned as a FIX with only a `lesson`: it is added to the waiting "
+                                    "draft; any other change can be sent once a person has reviewed that draft")
+        part = {"lesson": lesson, "author": str(args.get("author") or ""), "reason": str(args.get("reason") or ""),
+                "proposed_at": now_iso()}
+        combined = {**first, "parts": [*(first.get("parts") or []), part]}
+        plan = self.ev.plan(combined)
+        text = planned_text(plan.action, plan.previous_text, plan.skill)
+        if text == self.drafts.text(name):
+            return SaveResult("draft", plan.action, name, plan.skill.version, self.drafts.location(name), None,
+                              message=f"the draft for {name} waiting for review already holds this lesson")
+        found = self.ev.findability(plan)
+        self.drafts.put(name, text, {**data, "args": combined, "findability": found})
+        n = 1 + len(combined["parts"])
+        return SaveResult("draft", plan.action, name, plan.skill.version, self.drafts.location(name), None,
+                          message=f"lesson added to the draft for {name} already waiting for review ({n} changes in "
+                                  f"it now, each with its author): a person approves it with "
+                                  f"`skillshelf review approve {name}`"
+                                  + (f"; {found['warning'] or found['line']}" if found else ""),
+                          findability=found)
+
+    @staticmethod
+    def authors(args: dict) -> str:
+        """Who a draft is from: its author and the author of each lesson added to it, once each."""
+        names = [str(args.get("author") or ""), *(str(p.get("author") or "") for p in args.get("parts") or [])]
+        return ", ".join(n for n in dict.fromkeys(names) if n)[:200]
+
     def list(self) -> list[dict]:
         out = []
         for name in self.drafts.names():
@@ -144,7 +189,7 @@ class ReviewQueue:
                 continue
             a = data["args"]
             out.append({"name": name, "action": str(a.get("action", "")).upper(),
-                        "reason": a.get("reason", ""), "author": a.get("author", ""),
+                        "reason": a.get("reason", ""), "author": self.authors(a),
                         "proposed_at": data.get("proposed_at"), "path": self.drafts.location(name)})
         return out
 
@@ -245,6 +290,8 @@ class ReviewQueue:
         with self.drafts.lock(name):
             data = self._load(name)
             args = dict(data["args"])
+            if args.get("parts"):       # lessons other agents added: the changelog names every author
+                args["author"] = self.authors(args)
             if reviewer:
                 args["reason"] = (args.get("reason") or "") + f" (approved by {reviewer})"
             action, gone = self._gone(args)
