@@ -84,6 +84,10 @@ def test_a_merge_without_a_body_keeps_every_source_whole_and_one_restore_undoes_
     with _lib(home) as lib:
         assert lib.get("cors-fix-nextjs-api").active and lib.get("docker-multi-stage-build").active
         assert not lib.get("web-ops-merged").active
+    # restoring what is active names an option `list` has
+    p = sk("restore", "cors-fix-nextjs-api", home=home)
+    assert p.returncode == 1 and "nothing to restore" in p.stderr and "show as (inactive) in `skillshelf list`" in p.stderr
+    assert "list --all" not in p.stderr
 
 
 # --- a FIX leaves the lines it did not touch as they were ---------------------------------------

@@ -230,7 +230,7 @@ class Lifecycle:
                                           fix=f"FIX it to make a workspace copy you can change "
                                               f"(`skillshelf fix {rec.id} ...`), or change it in {rec.root}")
                 raise ValidationError(f"{rec.name} is not deprecated: there is nothing to restore",
-                                      fix="deprecated skills show as inactive in `skillshelf list --all`")
+                                      fix="deprecated skills show as (inactive) in `skillshelf list`")
             overlaymod.set_state(ev.overlays, rec.id, status=None, reason=None)
             return {"name": rec.name, "id": rec.id, "status": "active", "reason": reason,
                     "message": f"{rec.name} is active again (the deprecation kept in the library is cleared; "
@@ -241,7 +241,7 @@ class Lifecycle:
                                         path=locked.path)
             if (cur.metadata.get("status") or "active").lower() not in INACTIVE:
                 raise ValidationError(f"{locked.name} is not deprecated: there is nothing to restore",
-                                      fix="deprecated skills show as inactive in `skillshelf list --all`")
+                                      fix="deprecated skills show as (inactive) in `skillshelf list`")
             version = ev._write_metadata(locked, {"status": None, "status-reason": None, "merged-into": None},
                                          action="RESTORE", trigger="person", reason=reason or "restored")
         ev._after_write(lambda: ev.ports.sync(embed=False))
