@@ -6,7 +6,7 @@ library.
 
 ``--pycache DIR``: both servers keep their compiled modules in DIR, as an installed package
 has them, where the environment sets PYTHONDONTWRITEBYTECODE (then every start compiles the
-project's modules from source again: ~0.1-0.2 s of the first search, none of the bare server's).
+project's modules from source again: ~0.2 s of CPU before the first search, none for the bare server).
 """
 
 from __future__ import annotations
