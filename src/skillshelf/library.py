@@ -31,7 +31,6 @@ from .store.catalog import CatalogReads
 from .store.pins import PinnedContent
 from .store.records import SkillRows
 from .store.skill_refs import SkillRefs
-from .store.sqlite import rebuilt_aside
 from .supply.chain import SupplyChain
 from .supply.gate import ReadGate
 from .supply.pins import Pins
@@ -58,6 +57,7 @@ class Library:
     ROLES = ROLES          # the roles of a team store's tokens, least to most
     AGENT, PERSON, reader_for = AGENT, PERSON, staticmethod(reader_for)   # who a read is for (``access.Reader``)
     Interrupted = indexmod.Interrupted   # Ctrl-C during a sync, after committing the work done
+    rebuilt: Any = None    # what ``rebuild`` did with the old database (``onboarding.rebuild.Rebuilt``)
     SORTS = SORTS          # the orders ``browse`` accepts
     PAGE_MAX = PAGE_MAX    # the largest page ``browse`` returns
 
@@ -169,20 +169,16 @@ class Library:
 
     @classmethod
     def rebuild(cls, home: str | Path | None = None, **kw: Any) -> tuple["Library", Path | None]:
-        """Move the database aside (damaged or unwanted) and index the files into a new one: the files
-        are the truth. Returns the library and where the old file (with the usage history) went."""
-        cfg = kw.pop("config", None) or load_config(home, **{k: v for k, v in kw.items() if k in ("roots",)})
+        """Index the files into a new database, the old one moved aside (``onboarding.rebuild``): the library and
+        where the old file went; ``lib.rebuilt`` says if it was damaged and what usage history was carried over."""
+        from .onboarding.rebuild import rebuild
 
-        def build() -> Library:
-            lib = cls(config=cfg, **{k: v for k, v in kw.items() if k not in ("roots",)})
-            try:
-                lib.sync()
-            except BaseException:
-                lib.close()
-                raise
-            return lib
-        # a new index that cannot be built (a full disk, a write refused) puts the old file back
-        return rebuilt_aside(cfg.db_path, build)
+        cfg = kw.pop("config", None) or load_config(home, **{k: v for k, v in kw.items() if k in ("roots",)})
+        shown = {k: kw.pop(k, None) for k in ("progress", "embed_progress")}    # the sync's progress callbacks
+        lib, done = rebuild(cfg.db_path, lambda: cls(config=cfg, **{k: v for k, v in kw.items() if k != "roots"}),
+                            **shown)
+        lib.rebuilt = done
+        return lib, done.moved
 
     # --- indexing (``indexing.Indexer``: sync, watch, background indexing) ------------
     def _embedder_state(self):

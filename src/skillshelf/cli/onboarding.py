@@ -140,17 +140,36 @@ def _supply(st: dict) -> str:
 
 @commands.command()
 def rebuild(yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
-    """Index the files into a new database; the old file is moved aside (for a damaged one)."""
+    """Index the files into a new database; the old file is moved aside (named damaged or old, for
+    what it is) and its usage history is carried into the new one."""
+    from types import SimpleNamespace
+
     from ..library import Library
 
     cfg = _config()
-    if not yes and not typer.confirm(f"Move {cfg.db_path} aside and re-index the skill files? Usage history stays "
-                                     "in the moved file."):
+    if not yes and not typer.confirm(f"Move {cfg.db_path} aside and index the skill files into a new database? "
+                                     "The usage history is carried over."):
         common.err.print("nothing changed")
         raise typer.Exit(1)
-    lib, moved = Library.rebuild(config=cfg)
+    try:
+        with common._shown(SimpleNamespace(config=cfg)) as (on_files, on_texts):
+            lib, moved = Library.rebuild(config=cfg, progress=on_files, embed_progress=on_texts)
+    except KeyboardInterrupt:       # Ctrl-C (during the sync too): the rebuild is undone
+        common.err.print(f"stopped: nothing changed; the old database is back at {cfg.db_path}")
+        raise typer.Exit(130) from None
+    done = lib.rebuilt
     if moved is not None:
-        out.print(f"moved the old database to {moved}")
+        out.print(f"moved the old database (healthy) to {moved}" if done.healthy else
+                  f"moved the damaged database to {moved} (SQLite's check: {done.problem[:200]})")
+    if done.carried:
+        c = done.carried
+        parts = [f"{c.get('queries', 0)} queries", f"{c.get('outcomes', 0)} reports"] \
+            + [f"{c[k]} {what}" for k, what in (("learned", "learned from"), ("judge_log", "judged searches"))
+               if c.get(k)]
+        out.print(f"carried the usage history over: {', '.join(parts)}")
+    if done.left_behind:
+        out.print(f"the usage history stays in the old file ({done.left_behind.split(': ', 1)[-1]}); "
+                  "the new database starts without it")
     out.print(f"indexed {lib.count()} skills into {cfg.db_path}")
 
 
