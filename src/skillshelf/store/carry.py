@@ -22,23 +22,6 @@ def _columns(db: sqlite3.Connection, schema: str, table: str) -> list[str]:
     return [r[1] for r in db.execute(f"PRAGMA {schema}.table_info({table})")]
 
 
-def usage_counts(path: Path) -> dict[str, int]:
-    """Rows of each usage table in a database file, read only (an empty dict when the file
-    cannot be read)."""
-    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=5)
-    except sqlite3.Error:
-        return {}
-    try:
-        have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        return {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in USAGE_TABLES if t in have}
-    except sqlite3.Error:
-        return {}
-    finally:
-        conn.close()
-
-
 def carry_usage(store: Store, old: Path) -> dict[str, int]:
     """Copy the usage history of the database file ``old`` into ``store`` (a new one, whose usage
     tables are empty) in one transaction: the rows copied per table. The columns both files have
