@@ -7,11 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import Client
 from test_cli_entry import sk
 
 from skillshelf import Library
 from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.errors import ValidationError
 from skillshelf.mcp.server import build_server
 
 SOURCES = "cors-fix-nextjs-api,docker-multi-stage-build"
@@ -195,3 +197,14 @@ def test_a_lesson_sent_while_a_draft_waits_joins_it_and_the_reviewer_sees_each_a
     assert "[approved] by agent-a, agent-b: run of a (approved by cli)" in p.stdout, p.stdout
     text = (home / "skills" / "cors-fix-nextjs-api" / "SKILL.md").read_text()
     assert text.count("about preflight caching.") == 6
+
+
+def test_a_merge_without_a_body_too_long_to_keep_whole_says_to_send_a_condensed_body(tmp_path):
+    home = _home(tmp_path)
+    lib = Library(home, embedder=FakeEmbedder(), auto_sync=False, write_policy="open", max_body_bytes=3000)
+    lib.sync()
+    try:
+        with pytest.raises(ValidationError, match="send a body that condenses what the sources say"):
+            lib.save("MERGE", name="both", source_skill_names=SOURCES)
+    finally:
+        lib.close()

@@ -150,7 +150,9 @@ class Evolver:
         size = len(plan.skill.body.encode("utf-8"))
         if size > max_b:
             raise ValidationError(f"the skill's body would grow to {size:,} bytes; the limit is {max_b:,}",
-                                  fix="send a FIX with a shorter body that condenses its Lessons Learned")
+                                  fix="send a FIX with a shorter body that condenses its Lessons Learned"
+                                  if action != "MERGE" else "send a body that condenses what the sources say (each "
+                                  "source's text whole would not fit)")
         return plan
 
     def findability(self, plan: Plan) -> dict[str, Any] | None:
