@@ -1,8 +1,8 @@
 """The audit on skills its rules were not written against (tests/fixtures/audit/).
 
-``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v18`` were each measured
+``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v19`` were each measured
 once against the rules of their day, by the rules' writer not having read them, and then used to
-improve the rules: they are seen now. ``heldout/`` (the nineteenth) is the newest: written after the
+improve the rules: they are seen now. ``heldout/`` (the twentieth) is the newest: written after the
 rules' last change by someone who read neither the rules nor the fixtures, measured once, and
 not used to tune them (while no such set exists, its tests are skipped).
 The goal (issue 35): at least 90 % of the hostile skills medium or above, 75 % high, and no
@@ -28,14 +28,15 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v15", "heldout-v16", "heldout-v17", "heldout-v18")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 49, "high": 48}     # the nineteenth set, 55 hostile: 89.1 % and 87.3 % (52b1e40)
+NEWEST_FLOOR = {"medium": 0, "high": 0}
 NEWEST_BENIGN_HIGH: set[str] = set()
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh (the fifteenth, measured
 # once with the rules of 26a4cc1 at 87.3 % / 80.0 % and no benign high, meets it since the tenth round; the sixteenth,
 # measured once with the rules of 908666e at 81.5 % / 77.8 % and no benign high, meets it since the eleventh;
 # the seventeenth, measured once with the rules of f90c157 at 94.5 % / 87.3 % and one benign high, since the twelfth;
-# the eighteenth, measured once with the rules of 1e4938e at 83.0 % / 77.4 % and one benign high, since the thirteenth)
-SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {}
+# the eighteenth, measured once with the rules of 1e4938e at 83.0 % / 77.4 % and one benign high, since the thirteenth;
+# the nineteenth, measured once with the rules of 52b1e40 at 89.1 % / 87.3 % and no benign high)
+SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {"heldout-v19": ({"medium": 49, "high": 48}, set())}
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
 
