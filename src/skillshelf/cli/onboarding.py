@@ -148,7 +148,7 @@ def rebuild(yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None
 
     cfg = _config()
     if not yes and not typer.confirm(f"Move {cfg.db_path} aside and index the skill files into a new database? "
-                                     "The usage history is carried over."):
+                                     "Its usage history is carried over (if the file can still be read)."):
         common.err.print("nothing changed")
         raise typer.Exit(1)
     try:
