@@ -76,6 +76,14 @@ def test_kill_rewrite_and_gap_lists_are_known(month):
     assert len(st.queries_per_day) == 30
 
 
+
+def test_a_retired_skill_is_no_rewrite_candidate(month):
+    """A skill deprecated (or merged into another) is not offered for a rewrite: it is off the shelf."""
+    assert [u.name for u in month.stats().low_success] == ["flaky-tests"]
+    month.deprecate("flaky-tests", reason="merged into pytest-triage")
+    assert month.stats().low_success == []
+    assert "flaky-tests" not in month.usage_report().split("## Rewrite list")[1].split("##")[0]
+
 def test_report_markdown_and_json(month):
     md = month.usage_report(since="2026-11-15")
     assert "## Rewrite list" in md and "flaky-tests" in md and "## Kill list" in md and "dead-skill" in md
@@ -316,7 +324,7 @@ def test_a_long_request_is_shown_by_its_start_in_stats_and_the_report(tmp_path):
         write_skill(root, name, description=desc)
     long = "zq " + "x" * 20_000
     assert sk(home, "roots", "add", str(root)).returncode == 0
-    assert sk(home, "search", long).returncode == 0
+    assert sk(home, "search", long, "--log").returncode == 0   # (a person's search is logged when asked)
     p = sk(home, "stats")
     assert p.returncode == 0 and max(len(line) for line in p.stdout.splitlines()) <= 200, p.stdout
     p = sk(home, "report")

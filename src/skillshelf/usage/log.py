@@ -456,7 +456,10 @@ class Usage:
         never = [{"id": sid, "name": nm} for sid, nm, active in sorted(skills)
                  if active and sid not in surfaced_ever and name_key(nm) not in shown_keys]
         per_skill = sorted(usage.values(), key=lambda u: (-(u.reports + u.times_shown), u.id))
-        low = [u for u in per_skill if u.reports >= min_uses and (u.success_rate or 0.0) < low_rate]
+        # a retired skill (deprecated, merged away) is off the shelf: nothing to rewrite
+        retired = {sid for sid, _, active in skills if not active}
+        low = [u for u in per_skill if u.reports >= min_uses and (u.success_rate or 0.0) < low_rate
+               and u.id not in retired]
         low.sort(key=lambda u: (u.success_rate or 0.0, -u.reports, u.id))
         worked = sorted([u for u in per_skill if u.worked], key=lambda u: (-u.worked, u.id))
         # "most used" means used: skills with reported outcomes, ranked by reports and then by
