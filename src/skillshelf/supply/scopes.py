@@ -59,6 +59,8 @@ _CATCHER_HOST = re.compile(rb"(?:^|\.)(?:webhook\.site|requestbin|pipedream|hook
                            rb"canarytokens|discord(?:app)?\.com|hooks\.slack\.com|api\.telegram\.org|gist\.github)|"
                            # a host named for what it takes: a paste or a drop of files (paste.rs, mypaste.io, filedrop.cc)
                            rb"(?:^|[.-])[a-z0-9]{0,12}(?:paste|filedrop|dropfile)[a-z0-9]{0,12}(?:[.-]|$)")
+# a host whose first label names what it takes (hooks.…, webhook.…, ingest.…, upload.…), as an endpoint's path does
+_TAKER_HOST = re.compile(rb"(?:web)?hooks?\.|(?:ingest|intake|collect|upload|exfil|beacon|sink|drop)\w{0,3}\.")
 _ENDPOINT_PATH = re.compile(rb"/(?:api|v\d{1,2}|upload\w{0,3}|collect\w{0,3}|ingest\w{0,3}|intake|hooks?|webhooks?|"
                             rb"beacon|telemetry|track\w{0,3}|events?|report\w{0,3}|submit|drop|sink|log|logs|exfil\w{0,4}|"
                             rb"store|receive|recv|put|post|in|c|u|x|d)(?=[/?#.]|$)")
@@ -156,13 +158,13 @@ def destination(low: bytes, start: int, end: int) -> str | None:
     host = _host(text)
     if not host or b"." not in host or _PLACEHOLDER_HOST.search(host):
         return None
+    path = text.split(b"://", 1)[1][len(host):]
+    if _CATCHER_HOST.search(host) or _IP_HOST.match(host) or _TAKER_HOST.match(host):
+        return "strong"       # somewhere to send to whatever word stands before it ("see" is Estonian's "this")
     before = low[max(0, start - 40):start]
     if SOURCE_BEFORE.search(before) or _READ_BEFORE.search(before) \
             or lexicon.SOURCE_BEFORE.search(before.decode("utf-8", "replace")[-20:]) is not None and b"](" not in before[-3:]:
         return None
-    path = text.split(b"://", 1)[1][len(host):]
-    if _CATCHER_HOST.search(host) or _IP_HOST.match(host):
-        return "strong"
     if _DOC_HOST.search(host) or _DOC_URL.search(path) or _DOC_URL.match(host + path):
         return None
     if _ENDPOINT_PATH.search(path):
@@ -193,6 +195,8 @@ def check(scan: Scan) -> None:
             seen.add((s, e))
             read += 1
             src = SOURCE.search(low, s, e) if strong_words else None
+            if src is None and b"_" in low[s:e]:
+                src = _var_source(low, s, e, found)
             if src is not None:
                 _read(scan, s, e, src.start(), found, strong=True)
                 break
@@ -210,6 +214,30 @@ def check(scan: Scan) -> None:
             if w is not None:
                 _read(scan, s, e, w, found, strong=False)
             break
+
+
+# a secret variable's name (`GITHUB_TOKEN`, $NPM_TOKEN, ${AWS_SECRET_ACCESS_KEY}) in code or as a reference
+_VAR_SOURCE = re.compile(rb"(?:`|\$\{?)[a-z][a-z0-9]{0,20}(?:_[a-z0-9]{1,20}){0,4}_(?:token|secret|api_?key|password|passwd|"
+                         rb"pat|private_key|access_key|secret_access_key)\}?`?(?![\w-])")
+_CHAT_HOST = re.compile(rb"(?:^|\.)(?:hooks\.slack\.com|discord(?:app)?\.com|api\.telegram\.org)$")
+
+
+def _var_source(low: bytes, s: int, e: int, found: list[tuple[int, int]]) -> re.Match[bytes] | None:
+    """A secret variable's name in a scope that also holds a URL to a host that takes what it is sent (a paste or
+    request-catching service, a ``hooks.``/``ingest.`` host): no key authenticates there, so the name is what is sent.
+    A chat's webhook (Slack, Discord, Telegram) and an e-mail address are left to the other anchors (a bot token or an
+    SMTP password authenticates there)."""
+    v = _VAR_SOURCE.search(low, s, e)
+    if v is None or _INSTRUMENT_WORDS.search(low, s, e):
+        return None
+    for ds, de in found[bisect.bisect_left(found, (s, 0)):]:
+        if ds >= e:
+            break
+        if b"://" in low[ds:de]:
+            host = _host(low[ds:de])
+            if not _CHAT_HOST.search(host) and (_CATCHER_HOST.search(host) or _TAKER_HOST.match(host)):
+                return v
+    return None
 
 
 def _word_secret(scan: Scan, s: int, e: int) -> int | None:
@@ -348,7 +376,8 @@ def _grade(scan: Scan, s: int, e: int, src: int, at: int) -> tuple[str | None, s
         return None, ""       # a row of a table whose header names examples or patterns: shown, not asked
     if context.table_row(scan, at):
         url = scan.low[at:at + 200].split()[0]
-        strong = b"://" not in url or _CATCHER_HOST.search(_host(url)) or _ENDPOINT_PATH.search(url.split(b"://", 1)[1])
+        strong = b"://" not in url or _CATCHER_HOST.search(_host(url)) or _TAKER_HOST.match(_host(url)) \
+            or _ENDPOINT_PATH.search(url.split(b"://", 1)[1])
         return ("high", "") if strong else ("medium", " (in a table row)")
     return "high", ""
 
