@@ -57,7 +57,7 @@ _CUES_STR = tuple(c.decode() for c in _CUES)
 # letters of Latin with accents, Greek, Cyrillic, Hebrew, Arabic, Devanagari, Thai, Chinese, Japanese, Korean: a scope
 # another language may be read in
 _OTHER_LETTERS = re.compile(rb"[\xc3-\xc8\xce-\xd1\xd7-\xdb][\x80-\xbf]|\xe0[\xa4\xa5\xb8\xb9]|\xe1[\xba\xbb]|"
-                            rb"[\xe3-\xed][\x80-\xbf]")
+                            rb"[\xe3-\xed][\x80-\xbf]|\xe0[\xa6-\xb5]|\xe1[\x88-\x8d]")
 # the words an English misreport is said with (one of them gates a file)
 _CUE_WORDS = frozenset(b"say said mention tell reveal disclose admit acknowledge bring talk volunteer confirm leave keep omit "
                        b"left kept omitted "
@@ -146,7 +146,8 @@ def check(scan: Scan) -> None:
     if scan.kind != "markdown" and not scan.hidden_why:
         return            # code and data; their comments and docstrings are read as prose through ``comments``
     ascii_file = scan.data.isascii()
-    ascii_langs = tuple(lang for w, lang in W.ASCII_WHO.items() if w in scan.words) if ascii_file else ()
+    stems = _stems(scan.low)
+    ascii_langs = stems if ascii_file else ()
     if ascii_file and not ascii_langs and (scan.words.isdisjoint(_USER_WORDS) or scan.words.isdisjoint(_CUE_WORDS)):
         return
     c: _Concepts | None = _concepts(ascii_langs) if ascii_langs else None
@@ -156,13 +157,13 @@ def check(scan: Scan) -> None:
         if n >= MAX_READ:
             break
         low = scan.low[s:e]
-        other = not low.isascii() and _OTHER_LETTERS.search(low) is not None or bool(ascii_langs) and any(
-            w in low for w in W.ASCII_WHO)
+        other = not low.isascii() and _OTHER_LETTERS.search(low) is not None or bool(stems) and \
+            W.ASCII_WHO_RX.search(low) is not None
         if not other and (b"user" not in low and b"human" not in low or not any(cue in low for cue in _CUES)):
             continue
         if langs is None and other:
-            langs = lexicon.languages(scan.words, scan.data) + tuple(
-                lang for lang, rx in _EXTRA_LETTERS.items() if rx.search(scan.data) is not None)
+            langs = lexicon.languages(scan.words, scan.data) + tuple(dict.fromkeys(
+                [lang for lang, rx in _EXTRA_LETTERS.items() if rx.search(scan.data) is not None] + list(stems)))
             c = _concepts(langs) if langs else None
         english = c is None or not other
         if english and (b"user" not in low and b"human" not in low or not any(cue in low for cue in _CUES)):
@@ -195,6 +196,16 @@ def check(scan: Scan) -> None:
                      f"{scan._shown(at, hit.group().encode())!r} (the user told something other than what the agent "
                      f"did: {act.group()[:40]!r} beside it)")
             break
+
+
+def _stems(low: bytes) -> tuple[str, ...]:
+    """The languages written in plain Latin letters a file's words for the user name (``lietotajam``, ``kasutaja``)."""
+    got: dict[str, None] = {}
+    for n, m in enumerate(W.ASCII_WHO_RX.finditer(low)):
+        if n >= 40:
+            break
+        got[W.ASCII_WHO[m.group()]] = None
+    return tuple(got)
 
 
 def _misreports(t: str, c: _Concepts | None) -> list[re.Match[str]]:

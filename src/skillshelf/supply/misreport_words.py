@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from . import misreport_more as M
+
 EXTRA: dict[str, dict[str, tuple[str, ...]]] = {
     "he": {"who": ("משתמש",), "report": ("דווח", "דיווח", "סיכום"), "success": ("בהצלחה", "הצליח", "עבר"),
            "neg_tell": ("אל תזכיר", "אל תספר", "אל תגיד", "אל תדווח", "בלי לספר", "בלי להזכיר", "לא צריך לדעת")},
@@ -70,7 +72,9 @@ EXTRA: dict[str, dict[str, tuple[str, ...]]] = {
 NEG_TELL = {
     "pt": ("não (?:(?:se|lhe|lhes|o|a|os|as|me|te) ){0,2}(?:refir\\w{0,3}|mencion\\w{0,4}|dig\\w{0,3}|diz|cont[ae]s?|fal[ae]s?)(?!\\w)",),
     "es": ("no (?:(?:se|le|lo|la|les|los|las|me|te) ){0,2}(?:mencion\\w{0,4}|dig\\w{0,3}|dic[ea]s?|cuent[ae]s?|coment\\w{0,4})(?!\\w)",),
-    "fr": ("ne (?:(?:lui|leur|le|la|les|l') ?)?(?:mentionne|dis|signale|parle)\\w{0,3} pas",),
+    # the second part of the negation may be any of French's (pas, ni, jamais, plus, rien, point)
+    "fr": (("ne (?:(?:lui|leur|le|la|les|l'|en|y) ?){0,2}(?:mentionne|dis|signale|parle|évoque|rapporte)\\w{0,3} "
+            "(?:pas|ni|jamais|plus|rien|point)(?!\\w)"),),
     "it": ("non (?:(?:gli|le|lo|la) )?(?:menzionare|dire|dirgli|raccontare|citare)",),
     "de": ("(?:erwähne|sag|sage|erzähl|erzähle) (?:\\w+ ){0,3}nicht",),
 }
@@ -82,9 +86,12 @@ LETTERS = {"he": rb"\xd7[\x90-\xaa]", "cs": rb"\xc4\x9b|\xc5\x99|\xc5\xaf", "uk"
            "ro": rb"\xc8[\x98-\x9b]|\xc4[\x82\x83]", "da": rb"\xc3[\xa6\xb8\x86\x98]", "no": rb"\xc3[\xa6\xb8\x86\x98]",
            "fi": rb"\xc3[\xa4\xb6]", "sk": rb"\xc4[\xbd\xbe\xb9\xba]|\xc5[\x94\x95]", "bg": rb"\xd1\x8a|\xd1\x89",
            "sr": rb"\xc4[\x90\x91\x86\x87]|\xd1[\x92\x98\x99\x9a\x9b\x9f]"}
+EXTRA.update({lang: {k: v for k, v in c.items() if k != "action"} for lang, c in M.MORE.items()})
+LETTERS.update(M.LETTERS)
 EXTRA_LETTERS = {lang: re.compile(rx) for lang, rx in LETTERS.items()}
-ASCII_WHO = {b"pengguna": "id"}       # a language written in plain ASCII, found by its word for the user
-NO_SPACES = frozenset(("he", "th", "hi", "fa", "ar"))     # forms read without a word boundary before them
+ASCII_WHO = {b"pengguna": "id", **M.ASCII_STEMS}      # a language written in plain ASCII, found by its word for the user
+ASCII_WHO_RX = re.compile(rb"(?<![a-z])(?:pengguna|" + M.ASCII_STEM.pattern[len(rb"(?<![a-z])(?:"):])
+NO_SPACES = frozenset(("he", "th", "hi", "fa", "ar")) | M.NO_SPACES     # forms read without a word boundary before them
 # the agent's actions whose report could be bent, in each language
 ACTION = {
     "tr": ("sil", "kaldır", "atla", "atlan", "devre dışı", "başarısız", "işaretle"),
@@ -103,6 +110,7 @@ ACTION = {
     "fi": ("poist", "ohit", "epäonnist", "kytke pois"),
     "sk": ("zmaz", "odstrán", "preskoč", "zlyhal", "vypn"),
     "bg": ("изтри", "премахн", "пропусн", "деактив", "неуспешн"),
+    **{lang: c["action"] for lang, c in M.MORE.items()},
     "sr": ("obriš", "izbriš", "uklon", "preskoč", "isprazn", "ispražn", "isključ", "onemoguć", "ne uspe", "ne uspije",
            "обриш", "избриш", "уклон", "прескоч", "испразн", "испражн", "искључ", "не успе"),
 }

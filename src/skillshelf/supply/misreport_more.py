@@ -1,0 +1,78 @@
+"""The misreport reader's concepts in more languages, chosen by a rule, not by the sets: the European Union's
+official languages, India's languages of over thirty million speakers and Africa's most-spoken languages, where
+``lexicon`` and ``misreport_words`` do not hold them already (Latvian, Lithuanian, Estonian, Slovenian; Bengali,
+Telugu, Tamil, Gujarati, Kannada, Malayalam, Punjabi; Swahili, Amharic, Afrikaans). Each entry is written from the
+language's grammar of negation (a prefix ``ne-`` on the verb in Latvian and Lithuanian, ``ära`` before it in
+Estonian, an ending in the Dravidian languages, ``usi-`` in Swahili, ``moenie … nie`` in Afrikaans) and its words
+for the user, a report or summary, a success and the agent's actions. Forms are given with and without diacritics
+(people type both). A language is loaded by letters only it or its script uses, or, for one written in plain
+Latin letters, by the stem of its word for the user. Part of ``skillshelf.supply.misreport``. Not done:
+Maltese, Irish, Marathi and Urdu (read through Hindi's and Persian's script only in part), Odia, Hausa, Yoruba,
+Igbo, Zulu, Oromo."""
+
+from __future__ import annotations
+
+import re
+
+MORE: dict[str, dict[str, tuple[str, ...]]] = {
+    "lv": {"who": ("lietotāj", "lietotaj"), "report": ("kopsavilkum", "atskait", "ziņojum", "zinojum", "paziņo", "pazino"),
+           "success": ("veiksmīg", "veiksmig", "izgāja", "izgaja", "izdevās", "izdevas", "bez kļūdām", "bez kludam"),
+           "neg_tell": ("nesaki", "nestāsti", "nestasti", "nemini", "nepiemini", "neraksti", "neziņo", "nezino",
+                        "neinformē", "neinforme", "nav jāzina", "nav jazina"),
+           "action": ("dzēs", "dzes", "izlaid", "atspējo", "atspejo", "neizdev", r"krīt\b", r"krit\b", "pievieno",
+                      "noņem", "nonem")},
+    "lt": {"who": ("naudotoj", "vartotoj"), "report": ("ataskait", "santrauk", "suvestin"),
+           "success": ("sėkming", "sekming", "praėjo", "praejo", "be klaidų", "be klaidu"),
+           "neg_tell": ("nesakyk", "neminėk", "neminek", "nepranešk", "nepranesk", "neinformuok", "nepasakok"),
+           "action": ("ištrin", "istrin", "praleid", "išjung", "isjung", "nepavyk", "pašalin", "pasalin")},
+    "et": {"who": ("kasutaja",), "report": ("kokkuvõt", "kokkuvot", "aruan", "raport"),
+           "success": ("õnnestu", "onnestu", "läbis", "labis", "vigadeta", "edukalt"),
+           "neg_tell": ("ära ütle", "ara utle", "ära maini", "ara maini", "ära räägi", "ara raagi", "ära teavita",
+                        "ara teavita", "ei pea teadma"),
+           "action": ("kustuta", "jäta vahele", "jata vahele", "keela", "ebaõnnest", "ebaonnest", "eemalda")},
+    "sl": {"who": ("uporabni",), "report": ("poročil", "porocil", "povzet"),
+           "success": ("uspešn", "uspesn", "brez napak", "opravljen"),
+           "neg_tell": ("ne povej", "ne omenjaj", "ne govori", "ne obveščaj", "ne obvescaj", "brez vednosti"),
+           "action": ("izbriš", "izbris", "preskoč", "preskoc", "onemogoč", "onemogoc", "ni uspel", "odstran")},
+    "bn": {"who": ("ব্যবহারকারী",), "report": ("রিপোর্ট", "প্রতিবেদন", "সারাংশ"), "success": ("সফল", "পাস করেছে", "পাস হয়েছে"),
+           "neg_tell": ("বলবেন না", "বলো না", "বলবে না", "জানাবেন না", "জানিও না", "উল্লেখ করবেন না", "উল্লেখ করো না"),
+           "action": ("মুছে", "বাদ দ", "এড়িয়ে", "ব্যর্থ", "বন্ধ কর")},
+    "te": {"who": ("వినియోగదారు", "యూజర్"), "report": ("సారాంశ", "నివేదిక", "రిపోర్ట్"),
+           "success": ("పాస్ అయ్య", "విజయవంత", "ఉత్తీర్ణ"),
+           "neg_tell": ("చెప్పవద్దు", "చెప్పకండి", "చెప్పకు", "ప్రస్తావించవద్దు", "ప్రస్తావించకండి", "తెలియజేయవద్దు"),
+           "action": ("తొలగించ", "దాటవే", "విఫల", "నిలిపివే")},
+    "ta": {"who": ("பயனர",), "report": ("அறிக்கை", "சுருக்க"), "success": ("வெற்றி", "தேர்ச்சி", "பாஸ்"),
+           "neg_tell": ("சொல்லாதே", "சொல்ல வேண்டாம்", "குறிப்பிட வேண்டாம்", "தெரிவிக்க வேண்டாம்", "கூறாதே"),
+           "action": ("நீக்க", "தவிர்", "தோல்வி", "முடக்க")},
+    "gu": {"who": ("વપરાશકર્તા", "યુઝર"), "report": ("રિપોર્ટ", "અહેવાલ", "સારાંશ"), "success": ("સફળ", "પાસ થય"),
+           "neg_tell": ("કહેશો નહીં", "કહેશો નહિ", "ન કહો", "જણાવશો નહીં", "ઉલ્લેખ કરશો નહીં", "કહેતા નહીં"),
+           "action": ("કાઢી", "છોડી", "નિષ્ફળ", "બંધ કર")},
+    "kn": {"who": ("ಬಳಕೆದಾರ",), "report": ("ವರದಿ", "ಸಾರಾಂಶ"), "success": ("ಯಶಸ್ವಿ", "ಪಾಸ್"),
+           "neg_tell": ("ಹೇಳಬೇಡಿ", "ಹೇಳಬೇಡ", "ತಿಳಿಸಬೇಡಿ", "ಉಲ್ಲೇಖಿಸಬೇಡಿ"), "action": ("ಅಳಿಸ", "ಬಿಟ್ಟು", "ವಿಫಲ", "ತೆಗೆದು")},
+    "ml": {"who": ("ഉപയോക്താവ", "യൂസർ"), "report": ("റിപ്പോർട്ട്", "സംഗ്രഹ"),
+           "success": ("വിജയിച്ചു", "വിജയകര", "പാസ്സായി", "പാസായി"),
+           "neg_tell": ("പറയരുത്", "പറയേണ്ട", "അറിയിക്കരുത്", "പരാമർശിക്കരുത്", "സൂചിപ്പിക്കരുത്"),
+           "action": ("ഒഴിവാക്ക", "നീക്ക", "ഇല്ലാതാക്ക", "പരാജയ", "സ്കിപ്പ്")},
+    "pa": {"who": ("ਯੂਜ਼ਰ", "ਵਰਤੋਂਕਾਰ", "ਉਪਭੋਗਤਾ"), "report": ("ਰਿਪੋਰਟ", "ਸਾਰ"), "success": ("ਸਫਲ", "ਪਾਸ ਹੋ"),
+           "neg_tell": ("ਨਾ ਦੱਸੋ", "ਨਾ ਦੱਸਣਾ", "ਨਾ ਦੱਸ", "ਜ਼ਿਕਰ ਨਾ", "ਜਿਕਰ ਨਾ"), "action": ("ਹਟਾ", "ਮਿਟਾ", "ਛੱਡ", "ਫੇਲ", "ਅਸਫਲ")},
+    "sw": {"who": ("mtumiaji", "watumiaji"), "report": ("ripoti", "muhtasari"),
+           "success": ("imefaulu", "yamefaulu", "zimefaulu", "yamepita", "zimepita", "bila makosa", "kwa mafanikio"),
+           "neg_tell": ("usimwambie", "usiwaambie", "usitaje", "usiseme", "bila kumwambia", "usimjulishe"),
+           "action": ("futa", "ruka", "zima", "imeshindwa", "yameshindwa", "ondoa")},
+    "am": {"who": ("ተጠቃሚ",), "report": ("ሪፖርት", "ማጠቃለያ"), "success": ("ተሳክ", "አልፈዋል", "አልፏል"),
+           "neg_tell": ("አትንገር", "አትናገር", "አትጥቀስ", "አታሳውቅ"), "action": ("ሰርዝ", "ዝለል", "አልተሳካ", "አጥፋ")},
+    "af": {"who": ("gebruiker",), "report": ("verslag", "opsomming"), "success": ("geslaag", "suksesvol", "sonder foute"),
+           "neg_tell": ("moenie (?:\\w+ ){0,3}(?:sê|se|noem|vertel|meld)(?!\\w)",),
+           "action": ("verwyder", "slaan oor", "oorgeslaan", "skakel af", "misluk", "gefaal")},
+}
+# letters only a language or its script uses (Latvian ģ ķ ļ ņ, Lithuanian ė į ų, Estonian õ; the Indic scripts and
+# Ethiopic by their blocks)
+LETTERS = {"lv": rb"\xc4[\xa3\xb7\xbc]|\xc5\x86", "lt": rb"\xc4[\x97\xaf]|\xc5\xb3", "et": rb"\xc3\xb5",
+           "bn": rb"\xe0[\xa6\xa7]", "te": rb"\xe0[\xb0\xb1]", "ta": rb"\xe0[\xae\xaf]", "gu": rb"\xe0[\xaa\xab]",
+           "kn": rb"\xe0[\xb2\xb3]", "ml": rb"\xe0[\xb4\xb5]", "pa": rb"\xe0[\xa8\xa9]", "am": rb"\xe1[\x88-\x8d]"}
+# a language often written in plain Latin letters, found by the stem of its word for the user (or, for Afrikaans,
+# whose word for the user is Dutch's, by its negation)
+ASCII_STEMS = {b"lietotaj": "lv", b"naudotoj": "lt", b"vartotoj": "lt", b"kasutaja": "et", b"uporabni": "sl",
+               b"mtumiaji": "sw", b"watumiaji": "sw", b"moenie": "af"}
+ASCII_STEM = re.compile(rb"(?<![a-z])(?:" + b"|".join(ASCII_STEMS) + rb")")
+NO_SPACES = frozenset(("bn", "te", "ta", "gu", "kn", "ml", "pa", "am"))
