@@ -88,15 +88,18 @@ _WORDS = frozenset((b"curl", b"wget", b"exec", b"eval", b"system", b"spawn", b"p
                     b"https", b"process", b"shell_exec", b"rawtochar"))
 
 
-_ASSIGNED_ANY = re.compile(rb"(?:^|[;{(\s])(?:(?:val|var|let|const|local|my|set)\s+)?\$?([a-z_]\w{0,40})\s*(?::=|=(?![=~>]))")
+# (the first name of a tuple assignment too: Go's ``b, err :=``, Python's ``out, _ =``)
+_TUPLE_REST = rb"(?:,\s{0,3}[a-z_]\w{0,40}\s{0,3}){0,3}"
+_ASSIGNED_ANY = re.compile(rb"(?:^|[;{(\s])(?:(?:val|var|let|const|local|my|set)\s+)?\$?([a-z_]\w{0,40})\s*" + _TUPLE_REST
+                           + rb"(?::=|=(?![=~>]))")
 _RUN_END = re.compile(rb"\b(?:system|exec\w{0,4}|eval|passthru|shell_exec|popen|spawn\w{0,4})\s*\(")
 _SHORT = re.compile(rb"(?<![\w.@-])[a-z_][a-z0-9_]?(?!\w)")
-_ASSIGNED = re.compile(rb"(?:^|[;{(\s])(?:(?:val|var|let|const|local|my|set)\s+)?\$?([a-z_][a-z0-9_]?)\s*(?:,\s*_\s*)?"
-                       rb"(?::=|=(?![=~>]))")
+_ASSIGNED = re.compile(rb"(?:^|[;{(\s])(?:(?:val|var|let|const|local|my|set)\s+)?\$?([a-z_][a-z0-9_]?)\s*" + _TUPLE_REST
+                       + rb"(?::=|=(?![=~>]))")
 
 
 def _assigned(line: bytes) -> set[bytes]:
-    """The short names a line assigns (``k = …``, ``$c = …``, ``val s =``, ``data, _ :=``): a later line that uses
+    """The short names a line assigns (``k = …``, ``$c = …``, ``val s =``, ``data, _ :=``, ``b, err :=``): a later line that uses
     one uses what this line made."""
     return set(_ASSIGNED.findall(line)) - _STOP
 

@@ -75,7 +75,10 @@ def _decode_line(scan: Scan, s: int, e: int) -> bool:
     stages = _stages(scan, s, e)
     for k, (off, st) in enumerate(stages[:-1]):
         m = P.DECODE.search(st)
-        if m is not None and P.RUNNER.match(stages[k + 1][1]):
+        j = k + 1
+        while m is not None and j < len(stages) - 1 and j - k <= 4 and P.TRANSFORM.match(stages[j][1]):
+            j += 1            # decompressed or decoded again on its way to the shell (| base64 -d | gunzip | sh)
+        if m is not None and P.RUNNER.match(stages[j][1]):
             return scan._report("exec.decode-and-run", off + m.start(), s, e,
                                 "decodes an encoded payload and pipes it into a shell or an interpreter")
     m = P.CODE_RUN_DECODE.search(line) or P.CODE_RUN_DECODE_MORE.search(line) or P.RUN_DECODED_ARG.search(line)

@@ -62,11 +62,17 @@ def _use(scan: Scan, stmts: list[tuple[int, int]], k: int, targets: list[bytes],
         text = low[s:e]
         if text.lstrip()[:2] in _COMMENT_STARTS or text.lstrip()[:1] == b"#":
             continue             # a comment neither uses nor verifies ("# verified above" is no checksum)
-        if _VERIFY.search(text):
-            return False         # download, verify, run: the look-alike
         hit = next((t for t in targets if _names(text, t)), None)
+        if _VERIFY.search(text) and (hit is not None or _LISTED.search(text)):
+            return False         # download, verify, run: the look-alike (a verifier of this file, or of a list of sums)
         if hit is None:
             continue
+        c = _COPY.search(text) if len(targets) < MAX_TARGETS else None
+        if c is not None:
+            new = text[c.end():].split()[-1].strip(b"\"'),;{}$") if text[c.end():].split() else b""
+            if len(new) >= 2 and new != hit and new not in targets:
+                targets = [*targets, new]
+                continue         # copied or moved to a new name: what happens to either name decides
         if _FETCH.search(text) and _URLISH.search(text):
             continue             # fetched again (a retry, a second mirror)
         a = _ASSIGNS.match(text)
@@ -168,4 +174,10 @@ _PLAIN = re.compile(rb"^\s{0,12}(?:-\s{1,4})?[\"'\[{(]{0,3}\s{0,3}(?:cat|less|mo
                     rb"\b(?:os\.remove|os\.unlink|fs\.unlink|json\.load|yaml\.safe_load|tomllib\.load|"
                     rb"exists|isfile|fs_stat|console\.log|remove-item|get-content|read(?:_?text|_?bytes|_?all|file|lines)?)\b|"
                     rb"[\"'\[{,(]\s{0,3}[\"']chmod[\"']|:read\(")
+# a verifier given a list of sums (``sha256sum -c SHA256SUMS``) reads the files the list names
+_LISTED = re.compile(rb"\s(?:-c|--check)\b|\bsha\w{0,6}sums\b")
+# a copy or a move of a file to a new name (its last argument)
+_COPY = re.compile(rb"^\s{0,12}(?:sudo\s+)?(?:cp|mv|copy|move|copy-item|move-item|rename-item)\b|"
+                   rb"\b(?:shutil\.(?:copy\w{0,4}|move)|os\.(?:rename|replace)|fs\.(?:copyfilesync|renamesync|copyfile|rename)|"
+                   rb"file\.(?:copy|rename|move)|fileutils\.(?:cp|mv))\b")
 _ASSIGNS = re.compile(rb"^\s{0,40}(?:local\s+|const\s+|let\s+|var\s+|my\s+)?\$?(?P<n>[a-z_][a-z0-9_]{0,40})\s{0,3}(?::=|=)(?!=)")

@@ -308,7 +308,7 @@ _FLOW_WORDS = frozenset((b"curl", b"wget", b"decode", b"b64decode", b"base64", b
                          b"rot13", b"chr", b"urlretrieve", b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke",
                          b"httpx", b"axios", b"uri", b"http", b"contents", b"downloadstring", b"xxd", b"decode64",
                          b"b32decode", b"decodebytes", b"frombase64string", b"buffer", b"https", b"downloadfile", b"powershell",
-                         b"pwsh", b"getstore"))
+                         b"pwsh", b"getstore", b"base64encoded"))
 # a word of the text -> what to look for where a code block might start to matter
 _FLOW_HINTS = {w: w for w in (b"curl", b"wget", b"decode", b"base64", b"hex", b"atob", b"rot13", b"urlretrieve",
                               b"requests", b"urlopen", b"fetch", b"iwr", b"irm", b"invoke", b"httpx", b"axios", b"xxd",
@@ -317,4 +317,4 @@ _FLOW_HINTS.update({b"b64decode": b"decode", b"decode64": b"decode", b"b32decode
                     b"fromhex": b"hex", b"unhexlify": b"hex", b"frombase64string": b"base64", b"chr": b"chr(",
                     b"uri": b"open-uri", b"http": b"http.", b"https": b"https.", b"contents": b"file_get_contents",
                     # an encoded string assigned before PowerShell is given it: the block from its start
-                    b"powershell": b"", b"pwsh": b"", b"getstore": b"getstore"})
+                    b"powershell": b"", b"pwsh": b"", b"getstore": b"getstore", b"base64encoded": b"base64encoded"})

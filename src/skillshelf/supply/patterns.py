@@ -92,9 +92,9 @@ FETCH = re.compile(rb"(?:^|[\s(;&`$\"'])(?:curl|wget|iwr|irm|invoke-webrequest|i
 RUNNER = re.compile(rb"\s*(?:sudo(?:\s+-{1,2}[\w-]{1,20}){0,4}\s+)?(?:env\s+(?:[a-z_][a-z0-9_]{0,40}=\S{0,100}\s+){0,6})?"
                     rb"(?:(?:/usr)?(?:/local)?/bin/)?"
                     rb"(?:(?P<sh>(?:ba|z|k|da|fi|tc|c)?sh|pwsh|powershell(?:\.exe)?|iex|invoke-expression|"
-                    rb"source\s+/dev/stdin|cmd(?:\.exe)?)(?=[\s;)&|'\"`]|[.,!](?:\s|$)|$)|"
+                    rb"source\s+/dev/stdin|cmd(?:\.exe)?)(?=[\s;)&|'\"`<]|[.,!](?:\s|$)|$)|"
                     rb"(?P<interp>python[0-9.]{0,4}|py|node|nodejs|deno|bun|perl|ruby|php|lua|osascript)"
-                    rb"(?=\s*$|\s+-\s|\s+-$|\s*[;)&|`]))")
+                    rb"(?=\s*$|\s+-\s|\s+-$|\s*[;)&|`<]))")    # a markup tag ends the command (``sh</argument>``)
 # a download's output run at once: eval "$(curl …)", bash <(curl …), sh -c "$(wget …)"
 RUN_SUBST = re.compile(rb"(?:(?<![\w.-])(?:eval|(?:ba|z|k|da)?sh(?:\s+-c)?|iex|invoke-expression|python[0-9.]{0,4}\s+-c|"
                        rb"exec)\s{0,4}[(\"']{0,3}\s{0,4}(?:\$\(|<\(|`)|(?:^|[\s;&|(])(?:source|\.)\s+[\"']?(?:<\(|\$\(|`)|"
@@ -136,11 +136,15 @@ RUN_FILE = re.compile(rb"\s*(?:sudo\s+)?(?:(?:ba|z|k|da)?sh\s+\S|python[0-9.]{0,
 COMMAND_SEP = re.compile(rb"&&|;|\n")
 
 # --- decode and run -------------------------------------------------------------------------------
-DECODE = re.compile(rb"base64\s+(?:-\w{0,5}d\b|--decode\b)|b64decode|xxd\s+-\w{0,5}r|openssl\s+(?:base64|enc)\b.{0,80}?"
+DECODE = re.compile(rb"base(?:64|32)\s+(?:-\w{0,5}d\b|--decode\b)|uudecode\b|\btr\s+['\"]?a-za-z['\"]?\s+['\"]?n-z|b64decode|xxd\s+-\w{0,5}r|openssl\s+(?:base64|enc)\b.{0,80}?"
                     rb"\s-d\b|certutil\s+-decode|frombase64string|atob\s*\(|unhexlify|bytes\.fromhex|"
                     rb"buffer\.from\([^)]{0,4000},\s*['\"](?:base64|hex)['\"]\s*\)|"
                     # a pipeline stage that only reverses its input: echo 'hs | …//:sptth lruc' | rev | bash
                     rb"^\s{0,8}rev\s{0,8}$")
+# a stage that only reshapes what a decoder gave it (a decompressor, another decoder, a reversal), between it and a shell
+TRANSFORM = re.compile(rb"\s{0,8}(?:gunzip|zcat|unxz|xzcat|bunzip2|bzcat|unzstd|zstdcat|brotli\s+-\w{0,5}d|"
+                       rb"(?:gzip|xz|bzip2|zstd|lzma|lz4)\s+-\w{0,5}d|openssl\s+(?:base64|enc)\b[^|]{0,80}?-d|"
+                       rb"base(?:64|32)\s+-\w{0,5}d|xxd\s+-\w{0,5}r|rev|tr\s)[^|]{0,80}$")
 CODE_RUN_DECODE = re.compile(rb"(?:\b(?:exec|eval)\s{0,4}\(|new\s+function\s{0,4}\(|function\s{0,4}\()\s{0,4}"
                              rb"(?:atob|base64\.b64decode|codecs\.decode|zlib\.decompress|marshal\.loads|bytes\.fromhex|"
                              rb"binascii\.unhexlify|buffer\.from|decodeuricomponent|unescape|compile\s{0,4}\(\s{0,4}"
@@ -581,7 +585,7 @@ ASSIGN_LINE = re.compile(rb"^\s{0,40}(?:export\s+|local\s+|const\s+|let\s+|var\s
                          # a declaration's keyword or type in any language: final, val, String, auto
                          rb"(?:final|val|auto|dim|string|int|bool|object|dynamic|static)\s+)?(?P<n>[a-z_][a-z0-9_]{0,40})"
                          rb"\s{0,3}(?::\s{0,3}[\w\[\]., ]{1,40})?=(?!=)\s{0,3}(?P<rhs>[^\n]{1,2000})")
-DECODED_VALUE = re.compile(rb"base64\s+(?:-\w{0,5}d\b|--decode\b)|b64decode|b32decode|b85decode|a85decode|decode64|"
+DECODED_VALUE = re.compile(rb"base64\s+(?:-\w{0,5}d\b|--decode\b)|base64encoded\s{0,3}:|b64decode|b32decode|b85decode|a85decode|decode64|"
                            rb"decode_base64|codecs\.decode|zlib\.decompress|marshal\.loads|bytes\.fromhex|unhexlify|"
                            rb"frombase64string|\batob\s{0,3}\(|buffer\.from\([^)\n]{0,2000},\s{0,3}['\"](?:base64|hex)|"
                            rb"xxd\s+-\w{0,5}r|\brot13\b|\bchr\(|base64_decode|str_rot13|gzinflate|gzuncompress|hex2bin|"
@@ -612,7 +616,12 @@ RUN_VALUE = re.compile(rb"(?:^|[\s;&|(])(?:eval|exec|iex|invoke-expression)\s{0,
                        rb"(?:^|[\s;&|(\[{,\"'])(?:/usr)?(?:/local)?(?:/bin/)?(?:(?:ba|z|k|da)?sh|cmd(?:\.exe)?|powershell(?:\.exe)?|"
                        rb"pwsh|python[0-9.]{0,4}|node(?:js)?|perl|ruby|php|deno|bun|lua(?:jit)?|osascript)['\"]?"
                        rb"[\s,\[(){}&.\"']{1,12}(?:-c|-e|/c|/k|-command|-encodedcommand|-enc|--eval)['\"]?\s{0,3},?\s{0,3}"
-                       rb"\$?\{?(?P<q>[a-z_][a-z0-9_]{0,40})\b")
+                       rb"\$?\{?(?P<q>[a-z_][a-z0-9_]{0,40})\b|"
+                       # the flag heading an argument list whose program is named elsewhere (Swift's
+                       # ``p.arguments = ["-c", src]``), or an interpolated string (C#'s ``$"-Command {s}"``)
+                       rb"(?:arguments|args|argv|argumentlist)\s{0,3}[=:]\s{0,3}[\[(@{]{0,2}\s{0,3}['\"]?(?:-c|-e|/c|/k|-command|"
+                       rb"-encodedcommand|--eval)['\"]?[\s,]{1,4}&?\$?\{?(?P<r>[a-z_][a-z0-9_]{0,40})\b|"
+                       rb"\$@?\"(?:-c|-e|/c|/k|-command|-encodedcommand|--eval)\s{1,3}(?:\\?\")?\{(?P<s>[a-z_][a-z0-9_]{0,40})\b")
 # where a file (the target, read after the match) is run
 RUN_PATH = re.compile(rb"(?:^|[\s;&|(])(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|\.|python[0-9.]{0,4}|node|perl|ruby|php|pwsh|"
                       rb"powershell|exec|nohup|start-process)\s+(?:-{1,2}[\w-]{1,20}\s+){0,3}|"
