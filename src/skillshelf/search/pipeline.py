@@ -376,16 +376,15 @@ class Searcher:
             if p in evidence:
                 h.learned = evidence[p].why()
                 h.why = "; ".join(w for w in (h.why, h.learned) if w)
-        # served when one of the first three hits is a likely match (the score an agent sees);
-        # outcomes of similar requests overrule the ranker: a hit reported working for them
-        # counts as likely, one reported failing does not
-        def serves(h: Hit, p: int) -> bool:
-            ev = evidence.get(p)
-            if ev is not None and ev.shift:
-                return ev.shift > 0
-            return h.match == "likely"
-
-        confident = any(serves(h, p) for h, p in zip(hits[:3], chosen[:3]))
+        # served when one of the first three hits is a likely match (the label an agent sees);
+        # outcomes of similar requests overrule the ranker: a hit reported working for them is
+        # likely, one reported failing is weak (its ``learned`` says why), so the label and
+        # ``confident`` never disagree
+        for h, p in zip(hits, chosen):
+            said = evidence.get(p)
+            if said is not None and said.shift:
+                h.match = "likely" if said.shift > 0 else "weak"
+        confident = any(h.match == "likely" for h in hits[:3])
         signals = {"first3": match_rows[:3]}
         if n_wild:
             # "outside the relevant set": not shown and not among the next-best candidates;
