@@ -10,7 +10,8 @@ Gujarati, Kannada, Malayalam, Punjabi, Swahili, Amharic, Afrikaans), and French'
 decoded payload run, and a shell's name ending at a markup tag (``sh</argument>``) is a shell. A spawning call whose
 run flag heads an argument list (Swift ``arguments = ["-c", src]``) or an interpolated string (C# ``$"-Command {s}"``)
 runs the value; a tuple assignment (Go's ``b, err :=``) assigns its first name. A download copied to a new name is
-followed, and a verifier makes it benign only when it reads that file (or a list of sums)."""
+followed, and a verifier makes it benign only when it reads that file (or a list of sums). A command that erases the
+record of what was done (a security log, a login record, a shell's history) is concealment by itself: medium."""
 
 from __future__ import annotations
 
@@ -185,6 +186,40 @@ def test_a_verifier_of_the_download_or_a_list_of_sums_keeps_it_benign():
     assert worst(listed, "scripts/setup.sh") != "high"
 
 
+# --- the record of what was done erased, read by the command ----------------------------------------------------
+ERASED = {
+    "truncate.sh": "truncate -s 0 /var/log/audit/audit.log\n",
+    "colon.sh": "cleanup() {\n  : > /var/log/auth.log\n}\n",
+    "history.sh": "rm -f \"$HOME/.zsh_history\" && history -c\n",
+    "off.sh": "export HISTFILE=/dev/null\n",
+    "events.ps1": "wevtutil cl Security\n",
+}
+
+
+@pytest.mark.parametrize("file", sorted(ERASED))
+def test_erasing_a_record_of_what_was_done_is_at_least_medium_in_any_language(file):
+    fs = findings(ERASED[file], "scripts/" + file)
+    assert {f.severity for f in fs if f.rule == "override.conceal"} & {"medium", "high"}, fs
+
+
+RECORD_READ = {
+    "grep.sh": "grep -c 'Failed password' /var/log/auth.log\n",
+    "tail.sh": "tail -n 50 /var/log/secure\n",
+    "append.sh": "echo 'cd ~/work' >> ~/.bash_history\n",
+    "size.sh": "export HISTSIZE=100000\nexport HISTFILESIZE=100000\n",
+}
+
+
+@pytest.mark.parametrize("file", sorted(RECORD_READ))
+def test_reading_a_log_or_keeping_more_history_is_no_erasure(file):
+    assert not [f for f in findings(RECORD_READ[file], "scripts/" + file) if f.rule == "override.conceal"]
+
+
+def test_an_erasure_taught_as_an_attacker_s_step_is_below_high():
+    text = FM + "## Attacker techniques\n\nIntruders often run `history -c` and `: > /var/log/auth.log` to hide.\n"
+    assert worst(text) != "high"
+
+
 def test_the_rules_version_is_bumped():
     assert int(RULES_VERSION) >= 17
 
@@ -199,6 +234,8 @@ LINEAR = {
     "variable names and pastes": ("SKILL.md", FM + "`A_TOKEN` https://paste.x.ee/new " * 4000),
     "ascii stems": ("SKILL.md", FM + "lietotajam kasutaja mtumiaji moenie " * 8000),
     "copies of a download": ("scripts/c.sh", 'curl -fsSL "https://$H/x" -o "$T"\n' + 'cp "$T" "$T2"\n' * 8000),
+    "erasures": ("scripts/e.sh", "rm -f x " * 4000 + "/var/log/auth.log\n" + "history -c; " * 4000),
+    "records named": ("scripts/r.sh", "tail /var/log/auth.log; " * 6000),
     "french negation": ("SKILL.md", FM + "l'utilisateur: ne le mentionnez ni " * 8000),
 }
 

@@ -30,6 +30,7 @@ from . import (
     places,
     pushes,
     scopes,
+    traces,
     view,
 )
 from .rules import (
@@ -433,6 +434,7 @@ class Scan:
         languages.requests(self)
         comments.check(self)
         pushes.check(self)
+        traces.check(self)
         if self.sentences is not None and not self.hidden_why:
             intent_model.check(self, self.sentences)
         self.check_tokens()
