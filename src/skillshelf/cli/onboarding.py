@@ -141,14 +141,16 @@ def _supply(st: dict) -> str:
 @commands.command()
 def rebuild(yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None:
     """Index the files into a new database; the old file is moved aside (named damaged or old, for
-    what it is) and its usage history is carried into the new one."""
+    what it is) and its usage history and your decisions (pins, held and trusted skills, overlays)
+    are carried into the new one."""
     from types import SimpleNamespace
 
     from ..library import Library
 
     cfg = _config()
     if not yes and not typer.confirm(f"Move {cfg.db_path} aside and index the skill files into a new database? "
-                                     "Its usage history is carried over (if the file can still be read)."):
+                                     "Its usage history and your decisions are carried over "
+                                     "(if the file can still be read)."):
         common.err.print("nothing changed")
         raise typer.Exit(1)
     try:
@@ -161,7 +163,7 @@ def rebuild(yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None
     if moved is not None:
         out.print(f"moved the old database (healthy) to {moved}" if done.healthy else
                   f"moved the damaged database to {moved} (SQLite's check: {done.problem[:200]})")
-    if done.carried:
+    if done.carried and not done.left_behind:
         c = done.carried
         parts = [f"{c.get('queries', 0)} queries", f"{c.get('outcomes', 0)} reports"] \
             + [f"{c[k]} {what}" for k, what in (("learned", "learned from"), ("judge_log", "judged searches"))
@@ -170,7 +172,33 @@ def rebuild(yes: bool = typer.Option(False, "--yes", help="do not ask")) -> None
     if done.left_behind:
         out.print(f"the usage history stays in the old file ({done.left_behind.split(': ', 1)[-1]}); "
                   "the new database starts without it")
+    for line in _decisions(done):
+        out.print(line)
     out.print(f"indexed {lib.count()} skills into {cfg.db_path}")
+
+
+def _decisions(done) -> list[str]:
+    """What a rebuild did with the owner's decisions (``onboarding.rebuild.Rebuilt``), a line each."""
+    c, lines = done.carried, []
+    kept = [f"{c[k]} {what}{'' if c[k] == 1 else 's'}" for k, what in (
+        ("pinned_roots", "pinned root"), ("pinned_skills", "pinned skill"), ("pin_held", "held skill"),
+        ("audit_trust", "trusted skill"), ("overlay", "overlay")) if c.get(k)]
+    if kept:
+        lines.append(f"carried the owner's decisions over: {', '.join(kept)}")
+    what = {"overlays": "overlays (deprecations, expiry dates)",
+            "trusted": "trusted skills (trust them again)", "pins": "pins", "holds": "held skills"}
+    if done.decisions_left:
+        lines.append("cannot read, so they stay in the old file: "
+                     + ", ".join(what[k] for k in done.decisions_left))
+    if "holds" in done.decisions_left:
+        lines.append("skills held on import are held no more (but in the roots held whole): review them with "
+                     "`skillshelf audit`")
+    if done.roots_unread:
+        lines.append("which roots were pinned cannot be read: every root but the workspace is held whole")
+    if done.held_whole:
+        lines.append(f"held whole (every skill held as new until you pin the root again with `skillshelf pin "
+                     f"LABEL`): {', '.join(done.held_whole)}")
+    return lines
 
 
 @commands.command()
