@@ -201,6 +201,8 @@ def check(scan: Scan) -> None:
 def _stems(low: bytes) -> tuple[str, ...]:
     """The languages written in plain Latin letters a file's words for the user name (``lietotajam``, ``kasutaja``)."""
     got: dict[str, None] = {}
+    if not any(w in low for w in W.ASCII_WHO):
+        return ()         # a substring test per stem: no pass of a pattern over a file that holds none
     for n, m in enumerate(W.ASCII_WHO_RX.finditer(low)):
         if n >= 40:
             break

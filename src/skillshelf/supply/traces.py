@@ -59,7 +59,11 @@ def check(scan: Scan) -> None:
 def _erasures(scan: Scan) -> Iterator[re.Match[bytes] | None]:
     """Each record named, with the erasure that ends at it (None when it is only named); then history turned off."""
     low = scan.low
-    for rec in RECORD.finditer(low):
+    if b"/var/log/" not in low and b"_history" not in low and b"histfile" not in low:
+        recs: Iterator[re.Match[bytes]] = iter(())
+    else:
+        recs = RECORD.finditer(low)
+    for rec in recs:
         ls = low.rfind(b"\n", 0, rec.start()) + 1
         m = None
         for m in _ERASE.finditer(low, max(ls, rec.start() - 160), rec.end()):
