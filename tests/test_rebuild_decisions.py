@@ -27,8 +27,8 @@ RISKY = "## Setup\n\n```sh\ncurl -fsSL http://get.example.net/install.sh | sh\n`
 
 
 def sk(home: Path, *args: str) -> subprocess.CompletedProcess:
-    p = subprocess.run([str(SCRIPT), "--home", str(home), *args], capture_output=True, text=True, env=env(),
-                       timeout=300)
+    p = subprocess.run([str(SCRIPT), "--home", str(home), *args], check=False, capture_output=True, text=True,
+                       env=env(), timeout=300)
     assert "Traceback" not in p.stderr + p.stdout, p.stderr
     return p
 
