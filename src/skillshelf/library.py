@@ -224,10 +224,9 @@ class Library:
         transaction for more than ``WRITE_WAIT`` seconds, the query is answered without being
         logged (no ``query_id``), and ``degraded`` says how far a background indexing is."""
         if self.team:    # the query log is the team store's: the local index writer is not needed
-            return self.indexer.annotate(self.search(query, **kw))
+            return self.search(query, **kw)
         with self.indexer.logging_writer() as logged:
-            res = self.search(query, log=logged and kw.pop("log", True), **kw)
-        return self.indexer.annotate(res)
+            return self.search(query, log=logged and kw.pop("log", True), **kw)
 
     # --- reading --------------------------------------------------------------------
     def search(self, query: str, *, limit: int = 10, mode: str = "find", repo_scope: str = "all",
@@ -255,6 +254,7 @@ class Library:
                                           recent=recent, worked=self._usage.worked_latest, query_vector=query_vector,
                                           exclude=self.supply.hidden_ids() if for_agents else None)
         self.supply.mark(result.hits, hidden=not for_agents)
+        self.indexer.annotate(result)   # (before the log: a request answered from a partial index is not a gap)
         if log:
             filters = {k: v for k, v in dict(repo_scope=repo_scope, current_repo=current_repo, tags=tags,
                                                 skill_type=skill_type).items() if v and v != "all"}

@@ -96,21 +96,29 @@ def hit_line(i: int, h: dict[str, Any]) -> str:
     return f"{i}. {h['name']}{extra} [{h['match']}{risk}]{flags}{get} — {desc}{said}{learned}"
 
 
-def next_step(*, confident: bool, any_hits: bool, query_id: int | None, read_only: bool) -> str:
+def next_step(*, confident: bool, any_hits: bool, query_id: int | None, read_only: bool,
+              partial: bool = False) -> str:
     """The closing line of a search: the confidence, the query id, and what to do next. With
     no confident match the model is told not to force a skill (as the using-skillshelf
-    skill teaches) rather than to read one."""
+    skill teaches) rather than to read one; ``partial`` (the library is being indexed): not
+    a gap yet, so it is asked to search again later rather than to write a new skill."""
     qid = (f"query_id={query_id}" if query_id is not None
            else "query not logged (the library is read-only: outcomes cannot be recorded)" if read_only
            else "query not logged (see degraded): report_outcome without query_id")
     if confident:
         return f"confident match; {qid}. Next: get_skill(name)" + ("." if read_only else ", then report_outcome.")
-    line = f"no confident match (possible gap); {qid}. "
+    if partial:
+        line = (f"no confident match in what is indexed so far (the library is being indexed, see degraded: not a "
+                f"gap); {qid}. ")
+    else:
+        line = f"no confident match (possible gap); {qid}. "
     if any_hits:
         line += ("None of these fits confidently: do not force one; open a weak hit only if its description "
                  "clearly covers your case" + ("" if read_only else " (then report_outcome)") + ". Otherwise ")
     else:
         line += "No skill fits: "
+    if partial:
+        return line + "search again in a minute, once indexing is done, before writing a new skill."
     return line + ("do the task yourself." if read_only else
                    "do the task yourself, then save what you learned with save_skill(action='ARCHIVE').")
 

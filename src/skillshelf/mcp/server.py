@@ -526,7 +526,7 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
                 for h in res.hits]
         lines = [mcp_text.hit_line(i, h) for i, h in enumerate(hits, 1)]
         lines.append(mcp_text.next_step(confident=res.confident, any_hits=bool(hits), query_id=res.query_id,
-                                        read_only=lib.read_only))
+                                        read_only=lib.read_only, partial=res.partial))
         if res.degraded:
             lines.append(f"degraded: {res.degraded}")
         data: dict[str, Any] = {"hits": hits, "confident": res.confident, "query_id": res.query_id,

@@ -1,7 +1,8 @@
 """Search: files into the index, and a request into a short list of hits.
 
 Owns the sync of files to the store by content hash (``sync``; the model's work beside it,
-``prefetch``), the service that keeps the index and answers queries (``indexer``), the lexical
+``prefetch``), the service that keeps the index and answers queries (``indexer``; what a search answered
+during an indexing, this process's or another's, is missing: ``progress``), the lexical
 index (``lexical``: BM25F over postings in SQLite) and the dense one (``vectors``), the in-memory
 state between queries (``state``), the query pipeline (``pipeline``: lexical ∥ dense → fuse →
 fitted ranker → diversify → confidence), the fusion and recency steps (``fusion``), the fitted

@@ -83,6 +83,9 @@ class SearchResult:
     request_vector: Any = field(default=None, repr=False, compare=False)
     # what the confidence flag was decided from (not serialised; bench/ranker.py fits on it)
     signals: dict = field(default_factory=dict, repr=False, compare=False)
+    # the index is being built or another process is indexing (``degraded`` says how far): a
+    # request not served now may be served once it ends, so it is not a gap
+    partial: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {"query": self.query, "mode": self.mode, "confident": self.confident,

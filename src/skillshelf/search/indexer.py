@@ -36,11 +36,13 @@ from ..catalog.watcher import Watcher
 from ..config import Config
 from ..errors import ConflictError, EmbedderError, StoreError
 from ..store import Store
+from ..store.meta import IndexMeta
 from ..store.records import SkillRows
 from ..store.vectors import VectorStore
 from . import sync as indexmod
-from .prefetch import Prefetch
 from .pipeline import Searcher, SearchResult
+from .prefetch import Prefetch
+from .progress import SharedProgress, describe, unindexed
 from .shared_vectors import SharedVectors
 
 # One-shot use: a stat scan of every SKILL.md costs ~0.2-0.9 s at 5.3k skills, too much
@@ -181,6 +183,8 @@ class Indexer:
         self._closed = threading.Event()      # set by close: the background loops end
         self._stop = threading.Event()        # set while closing: a sync in progress stops
         self._progress: dict[str, Any] | None = None
+        self._unindexed: list[Root] = []      # roots a rescan still to come indexes first (``start``)
+        self.progress_file = SharedProgress(config().home)   # how far a sync is, for the other processes
         # a team server's: reads wait for its start's catching up (``team.Team.current``), and
         # what it may be missing is said with the indexing note (``team.Team.lag``)
         self.before_read: Callable[..., None] | None = None
@@ -207,7 +211,7 @@ class Indexer:
         syncs): with ``only``, the store hook (``before_sync``: a team server keeps its copy's
         edits as versions first) runs as before a sync of every root, and the folders it
         brought in are synced too."""
-        with self._sync_lock:
+        with self._sync_lock, self.progress_file.running():
             self._check_stop()
             t0 = time.perf_counter()
             cfg = self._config()
@@ -226,7 +230,8 @@ class Indexer:
             self._prefetch = pre      # close() cancels it, even while it is being waited for
             try:
                 try:
-                    report = indexmod.sync(self.store, self._roots(), progress=self._stoppable(progress),
+                    report = indexmod.sync(self.store, self._roots(),
+                                           progress=self._stoppable(progress, "indexing"),
                                            on_skill=pre.add if pre else None, exclude=(cfg.home,),
                                            auditor=self._auditor, only=parts)
                 except BaseException:
@@ -242,7 +247,8 @@ class Indexer:
             self._supply_chain(report, full and parts is None, scoped=parts is not None)
             self._clean_temp_files(report, cfg)
             if embed:
-                self.embed_pending(report, self._stoppable(embed_progress), ready, pre.reused if pre else ())
+                self.embed_pending(report, self._stoppable(embed_progress, "embedding"), ready,
+                                   pre.reused if pre else ())
             if parts is None:
                 self._last_check = self._last_full = time.monotonic()
                 self._synced = True
@@ -269,8 +275,9 @@ class Indexer:
         if self._stop.is_set():
             raise Stopped()
 
-    def _stoppable(self, progress):
+    def _stoppable(self, progress, phase: str):
         def step(done: int, total: int) -> None:
+            self.progress_file.write(phase, done, total)
             self._check_stop()
             if progress is not None:
                 progress(done, total)
@@ -453,6 +460,9 @@ class Indexer:
         self._progress = {"first": fresh, "state": "indexing" if fresh else "ready",
                           "phase": "scanning" if fresh else None, "done": 0, "total": 0, "error": None}
         watch = self._config().auto_sync and not self.background
+        # a root registered since the last whole sync: its rescan comes after the first answer
+        self._unindexed = unindexed(IndexMeta(self.store).synced_roots(), self._roots()) if watch and not fresh \
+            else []
         if watch:
             self.background = True    # from now on no query syncs on the request path
         self._spawn(self._first, fresh, watch, interval, first_answer)
@@ -577,6 +587,7 @@ class Indexer:
             print(f"skillshelf: background sync failed: {exc}", file=sys.stderr)
         finally:
             p.update(phase=None, done=0, total=0, first=False)
+            self._unindexed = self._unindexed if only is not None else []
 
     def warm(self, *, sync: bool = True) -> None:
         """Load the embedding model and the search state now, so that the first query is
@@ -629,23 +640,12 @@ class Indexer:
 
     def note(self) -> str | None:
         """What a query answered now is missing, in words (None: nothing)."""
-        p = self.status()
+        return self._note()[0]
+
+    def _note(self) -> tuple[str | None, bool]:
         lag = self.lag() if self.lag is not None else None
-        if lag:
-            return lag
-        phase, done, total = p["phase"], p["done"], p["total"]
-        if phase == "scanning" and p["state"] == "indexing":
-            return "indexing has just started (finding the skill files); results are partial"
-        if phase == "indexing" and total and done < total:
-            return (f"indexing {done:,} of {total:,} skills ({self._skills.count():,} searchable so far); "
-                    "results are partial and lexical-only until vectors exist")
-        if phase == "indexing" and total:
-            return f"indexed {total:,} skills, computing their vectors: results are lexical-only until then"
-        if phase == "embedding" and total:
-            return f"embedding {done:,} of {total:,} texts; results are lexical-only until it finishes"
-        if p["state"] == "failed":
-            return f"the last indexing failed ({p['error']}); results may be stale: run `skillshelf sync` to see why"
-        return None
+        return (lag, True) if lag else describe(self.status(), self._skills.count, self._unindexed,
+                                                self.progress_file)
 
     # --- requests beside an indexing -------------------------------------------------
     def _acquire(self, lock, wait: float | None) -> bool:
@@ -700,8 +700,8 @@ class Indexer:
     @contextlib.contextmanager
     def logging_writer(self) -> Iterator[bool]:
         """For a server's query: the writer held (True: the query may be logged) unless an
-        indexing keeps it busy for more than ``WRITE_WAIT`` seconds (False)."""
-        release = self.take_writer(None)
+        indexing keeps it busy for more than ``WRITE_WAIT`` seconds, or another process's does (False)."""
+        release = self.take_writer(None) if self.progress_file.other() is None else None
         try:
             yield release is not None
         finally:
@@ -709,8 +709,8 @@ class Indexer:
                 release()
 
     def annotate(self, res: SearchResult) -> SearchResult:
-        """``res`` with what an indexing under way leaves out in ``degraded``."""
-        note = self.note()
+        """``res`` with what an indexing under way leaves out in ``degraded`` (and ``partial``)."""
+        note, res.partial = self._note()
         if note:
             # while indexing, advice to run a sync ("no vectors yet", "no skills indexed yet") is
             # the note's business, not a fix to apply

@@ -298,7 +298,7 @@ def _sync_files(store: Store, roots: list[Root], report: SyncReport, progress: P
                 meta.bump_generation()
             ChangeJournal.prune(tx)
             if only is None:
-                meta.mark_synced(now())
+                meta.mark_synced(now(), [r.label for r in roots])
     except KeyboardInterrupt:
         report._restore(at_end)
         raise

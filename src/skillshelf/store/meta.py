@@ -10,6 +10,8 @@ so a generation moves together with the rows it stands for."""
 
 from __future__ import annotations
 
+import json
+
 from .sqlite import Store
 
 JOURNAL_KEEP = 200_000   # change-journal entries kept (a first index of 100k skills writes ~200k)
@@ -50,8 +52,18 @@ class IndexMeta:
     def set_body_vectors(self, key: str) -> None:
         self.store.set_meta("body_vectors", key)
 
-    def mark_synced(self, at: str) -> None:
+    def mark_synced(self, at: str, roots: list[str] | None = None) -> None:
         self.store.set_meta("last_sync", at)
+        if roots is not None:    # the roots this whole sync covered (a root added since is not indexed yet)
+            self.store.set_meta("synced_roots", json.dumps(roots))
+
+    def synced_roots(self) -> list[str] | None:
+        """The labels of the roots the last whole sync covered (None: not recorded)."""
+        try:
+            got = json.loads(self.store.get_meta("synced_roots") or "null")
+        except ValueError:
+            return None
+        return got if isinstance(got, list) else None
 
     def last_sync(self) -> str | None:
         return self.store.get_meta("last_sync")
