@@ -68,7 +68,7 @@ def _attached(store: Store, old: Path) -> Iterator[set[str]]:
     finally:
         try:
             db.execute("DETACH DATABASE old")
-        except sqlite3.Error:
+        except (sqlite3.Error, StoreError):
             pass
 
 
@@ -86,10 +86,6 @@ def carry_over(store: Store, old: Path) -> dict[str, int]:
         except (sqlite3.Error, StoreError) as exc:     # (the connection names a damaged file as its own)
             raise _unreadable(old, exc) from None
     return copied
-
-
-# a rebuild's ``carry_usage`` before decisions were carried too
-carry_usage = carry_over
 
 
 @dataclass
