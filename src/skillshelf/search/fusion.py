@@ -55,13 +55,15 @@ def recent_groups(meta: Snapshot, recent: dict[str, int] | None, worked,
 
 
 def mmr(pool: list[int], rel: dict[int, float], lam: float, limit: int, vi: ExactIndex | None,
-        redundancy_floor: float) -> list[int]:
+        redundancy_floor: float, stood_in: dict[int, int] | None = None) -> list[int]:
     """Maximal marginal relevance over the collapsed pool.
 
     Relevance is min-max scaled over the pool, and only redundancy counts against a
     candidate: cosine above ``redundancy_floor`` (near-duplicates under other names).
     Plain MMR on raw cosine pushes down every skill of the right topic, which is what
-    cost the_librarian quality (DESIGN.md: 0.522 → 0.485)."""
+    cost the_librarian quality (DESIGN.md: 0.522 → 0.485). ``stood_in`` is filled with each
+    candidate left out that its relevance alone would have placed within ``limit``, mapped to
+    the chosen near-duplicate that stands for it (its closest)."""
     if len(pool) <= 1 or vi is None:
         return pool[:limit]
     idx = np.asarray(pool)
@@ -84,4 +86,9 @@ def mmr(pool: list[int], rel: dict[int, float], lam: float, limit: int, vi: Exac
         chosen.append(i)
         free[i] = False
         penalty = np.maximum(penalty, red[i])
+    if stood_in is not None:
+        at = np.asarray(chosen)
+        for i in np.argsort(-r, kind="stable")[:limit].tolist():
+            if free[i] and red[at, i].max() > 0:
+                stood_in[pool[i]] = pool[int(at[np.argmax(sims[at, i])])]
     return [pool[i] for i in chosen]

@@ -62,6 +62,8 @@ class Hit:
     learned: str | None = None      # what outcomes of similar requests say and did, if any
     risk: str = "none"              # its audit's worst finding: none | low | medium | high
     hidden: str | None = None       # a person's search: why agents do not see it (held, blocked)
+    # ids of near-duplicates under other names its relevance alone would have shown, left out as redundant
+    stands_for: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -354,13 +354,14 @@ class Searcher:
         # the related one resembles a hit already chosen (a near-copy under another name).
         unrelated = [p for p in pool if (c := cos(p)) is not None and c <= 0.0]   # no vector: not known
         related = [p for p in pool if p not in unrelated] if unrelated else pool
+        stood_in: dict[int, int] = {}    # a near-duplicate left out -> the hit that stands for it
         chosen = ranking.mmr(related, rel, lam, limit - n_wild, vi if qvec is not None else None,
-                             s.mmr_redundancy_floor)
+                             s.mmr_redundancy_floor, stood_in)
         chosen += unrelated[: max(0, limit - n_wild - len(chosen))]
 
         # one read for the shown hits and their copies (each hit names its copies and the
-        # copy a lookup by name would return)
-        rows = self.rows(list({int(i) for p in chosen for i in meta.members(p)} | set(chosen)), meta)
+        # copy a lookup by name would return), and the near-duplicates they stand for
+        rows = self.rows(list({int(i) for p in chosen for i in meta.members(p)} | set(chosen) | set(stood_in)), meta)
         # a skill another process removed after this snapshot was taken has no row: it is
         # not shown (the next search reads the new generation)
         chosen = [p for p in chosen if p in rows]
@@ -376,6 +377,12 @@ class Searcher:
             if p in evidence:
                 h.learned = evidence[p].why()
                 h.why = "; ".join(w for w in (h.why, h.learned) if w)
+            twins = [rows[t] for t, by in stood_in.items() if by == p and t in rows]
+            if twins:
+                h.stands_for = [t["id"] for t in twins]
+                them = ", ".join(t["name"] for t in twins)
+                h.why = "; ".join(w for w in (h.why, f"stands for its near-duplicate {them} (left out as redundant)")
+                                  if w)
         # served when one of the first three hits is a likely match (the label an agent sees);
         # outcomes of similar requests overrule the ranker: a hit reported working for them is
         # likely, one reported failing is weak (its ``learned`` says why), so the label and
