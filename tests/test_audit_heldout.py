@@ -28,7 +28,7 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v15", "heldout-v16", "heldout-v17", "heldout-v18", "heldout-v19")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 0, "high": 0}
+NEWEST_FLOOR = {"medium": 45, "high": 42}     # the twentieth set, 51 hostile: 88.2 % and 82.4 % (c3cb229)
 NEWEST_BENIGN_HIGH: set[str] = set()
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh (the fifteenth, measured
 # once with the rules of 26a4cc1 at 87.3 % / 80.0 % and no benign high, meets it since the tenth round; the sixteenth,
