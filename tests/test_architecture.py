@@ -84,7 +84,7 @@ def test_library_is_a_facade_not_a_mixin_tower():
 
 
 # --- the layout: a folder per part -------------------------------------------------------------
-CORE = {"errors", "version", "text", "files", "skill", "config", "net", "access", "checks"}
+CORE = {"errors", "version", "text", "files", "decisions", "skill", "config", "net", "access", "checks"}
 TOP = CORE | {"library", "entry"}                      # the core values, the facade, the console script
 PARTS = ["store", "embeddings", "catalog", "usage", "search", "evolution", "supply", "judge", "team", "onboarding"]
 
