@@ -13,13 +13,19 @@ again), and when even which roots were pinned cannot be read, the roots the call
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..errors import StoreError
+from .. import decisions as decisionsmod
+from ..decisions import Decisions
+from ..errors import SkillshelfError, StoreError
+from .overlay import FIELDS as OVERLAY_FIELDS, Overlays
 from .sqlite import Store
 
 # the usage history, in the order its references need (recommendations point at queries)
@@ -158,3 +164,99 @@ def _hold(db: sqlite3.Connection, roots: Iterable[tuple[str, str]], at: str) -> 
     db.execute("INSERT INTO meta VALUES ('pin_generation', '1') ON CONFLICT(key) DO UPDATE"
                " SET value = CAST(value AS INTEGER) + 1")
 
+
+
+# --- the decisions file (``decisions.json``): what a database made anew takes back ----------------
+MARK = "decisions_taken"     # meta: this database has the decisions file's decisions (or made them)
+
+
+def decisions_of(store: Store) -> Decisions:
+    """The decisions the file keeps, as the database holds them now: pinned roots, held imports, overlays."""
+    db = store.db
+    return Decisions(
+        pinned=[{"root": r, "path": p, "pinned_at": at} for r, p, at in
+                db.execute("SELECT root, path, pinned_at FROM pinned_roots ORDER BY root")],
+        held=[{"skill_id": s, "root": r, "content_key": k, "name": n, "since": at} for s, r, k, n, at in
+              db.execute("SELECT skill_id, root, content_key, name, since FROM pin_held WHERE reason = 'imported'"
+                         " ORDER BY skill_id")],
+        overlays=[dict(zip(OVERLAY_FIELDS, row)) for row in
+                  db.execute(f"SELECT {', '.join(OVERLAY_FIELDS)} FROM overlay ORDER BY skill_id")])
+
+
+def taken(store: Store) -> bool:
+    """Whether this database has taken the decisions file's decisions (or was there before it)."""
+    return store.get_meta(MARK) is not None
+
+
+def mark_taken(store: Store, what: str = "carried") -> None:
+    """Say this database holds the owner's decisions (a rebuild that carried them whole)."""
+    with store.tx():
+        store.set_meta(MARK, what)
+
+
+def take_back(store: Store, d: Decisions | None, *, at: str, whole: Iterable[tuple[str, str]] = (),
+              note: str = "") -> dict[str, Any] | None:
+    """Into a database that has not taken them yet (one made anew): the pinned roots of ``d``, each pinned
+    again with no skills (every skill of it held as new until a person pins it), and the roots ``whole``
+    (label, path) so too; its held imports and its overlays. One transaction, once per database (the mark
+    in ``meta``, set with them); a decision the database has already is kept as it is. What was taken
+    (``at``, ``roots``, ``held``, ``overlays``, ``note``), or None when it had been."""
+    with store.tx() as db:
+        if db.execute("SELECT 1 FROM meta WHERE key = ?", (MARK,)).fetchone():
+            return None
+        roots = [(r["root"], r["path"]) for r in (d.pinned if d else [])] + list(whole)
+        have = {r[0] for r in db.execute("SELECT root FROM pinned_roots")}
+        fresh = sorted({label for label, _ in roots} - have)
+        held = overlays = 0
+        if roots:
+            _hold(db, roots, at)
+        if d is not None:
+            held = db.executemany(
+                "INSERT OR IGNORE INTO pin_held (skill_id, root, reason, since, content_key, name)"
+                " VALUES (?, ?, 'imported', ?, ?, ?)",
+                [(h["skill_id"], h["root"], h["since"] or at, h["content_key"] or "", h["name"] or "")
+                 for h in d.held]).rowcount
+            overlays = db.executemany(
+                f"INSERT OR IGNORE INTO overlay ({', '.join(OVERLAY_FIELDS)}) VALUES "
+                f"({', '.join('?' * len(OVERLAY_FIELDS))})",
+                [tuple(o[k] for k in OVERLAY_FIELDS) for o in d.overlays]).rowcount
+            for o in d.overlays:        # (on the skills indexed already; indexing applies them to the others)
+                Overlays(None).apply_to_index(o["skill_id"], db)
+            db.execute("INSERT INTO meta VALUES ('pin_generation', '1') ON CONFLICT(key) DO UPDATE"
+                       " SET value = CAST(value AS INTEGER) + 1")
+            db.execute("INSERT INTO meta VALUES ('generation', '1') ON CONFLICT(key) DO UPDATE"
+                       " SET value = CAST(value AS INTEGER) + 1")
+        got: dict[str, Any] = {"at": at, "roots": fresh, "held": max(held, 0), "overlays": max(overlays, 0),
+                                  "note": note}
+        db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (MARK, json.dumps(got)))
+    return got
+
+
+def taken_back(store: Store) -> dict[str, Any] | None:
+    """What ``take_back`` took into this database (None: nothing, or it was there before the file)."""
+    raw = store.get_meta(MARK)
+    try:
+        got = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return got if isinstance(got, dict) else None
+
+
+def hollow_roots(store: Store) -> list[str]:
+    """The pinned roots that pin no skill (held whole until a person pins them)."""
+    return [r[0] for r in store.db.execute("SELECT root FROM pinned_roots r WHERE NOT EXISTS"
+                                           " (SELECT 1 FROM pinned_skills s WHERE s.root = r.root) ORDER BY root")]
+
+
+def keep_decisions(store: Store) -> None:
+    """Write the home's decisions file again from this database (``decisions.keep``), once it has taken
+    the file's decisions (a database made anew that has not is never written over them). A write that
+    fails is said on stderr: the database has the decision; the next change writes the file again."""
+    try:
+        if store.read_only or not taken(store):
+            return
+        decisionsmod.keep(Path(store.path).parent, lambda: decisions_of(store))
+    except (OSError, SkillshelfError) as exc:
+        print(f"skillshelf: the owner's decisions could not be written to "
+              f"{decisionsmod.path(Path(store.path).parent)}: {getattr(exc, 'message', None) or exc}; the database"
+              " has them, and the next pin, trust or deprecation writes the file again", file=sys.stderr)
