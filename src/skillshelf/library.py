@@ -107,10 +107,12 @@ class Library:
         auditor = Auditor(Audits(self.store, trusts=shared.trusts), opinion=self._judge.opinion, embed=self.model)
         self.supply = SupplyChain(auditor,
                                   Pins(shared.pins or PinnedContent(self.store), exclude=(self.config.home,),
-                                       locate=lambda label: next((r.path for r in self.roots if r.label == label), None)),
+                                       locate=lambda label: next((r.path for r in self.roots if r.label == label), None),
+                                       roots=lambda: self.roots),
                                   resolve=self.get, records=lambda root: self.list(root=root),
                                   roots=lambda: self.roots, block=lambda: self.config.trust.block)
         self.gate = ReadGate(self.supply.gate, self.supply.pins)   # every read of a skill's text asks it
+        self.supply.pins.take_back()    # a database made anew takes back decisions.json before any read
         self.resources = GatedResources(self._resources, self.gate, AGENT)   # skill files for MCP, through the gate
         # collections fetched from git or archives, and skillshelf.lock (``Library.sources``)
         self.sources = Sources(lambda: self.config, roots=lambda: self.roots, sync=self.sync, supply=self.supply,
@@ -347,7 +349,7 @@ class Library:
 
         self._maybe_sync()
         extra = [store_check(self.store_status(), self._team.status() if self._team is not None else None),
-                 *self.sources.checks(), self._resources.extension_check()]
+                 *self.sources.checks(), self._resources.extension_check(), *self.supply.pins.checks()]
         return report(config=self.config, store=self.store, roots_=self.roots, missing_roots=self.missing_roots,
                       indexed_ids=self._records.rows.ids, invalid_files=self.invalid_files, clashes=self.clashes,
                       embedder_status=self.embedder_status, judge_check=self.judge_check,

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..store import Store, now
+from ..store.carry import keep_decisions
 from ..store.overlay import Overlays
 from ..store.protocols import OverlayStore
 
@@ -54,8 +55,13 @@ def get(overlays: OverlayStore | Store, skill_id: str) -> Overlay | None:
 
 def set_state(overlays: OverlayStore | Store, skill_id: str, **changes: Any) -> Overlay:
     """Set fields of a skill's overlay (``status``, ``reason``, ``expires_on``) and apply
-    them to its index row, in one transaction."""
-    return Overlay(**_overlays(overlays).update(skill_id, changes, at=now()))
+    them to its index row, in one transaction; a local library's decisions file follows
+    (``decisions.json``: a team's are kept in the team store)."""
+    store = _overlays(overlays)
+    out = Overlay(**store.update(skill_id, changes, at=now()))
+    if type(store) is Overlays and store.store is not None:
+        keep_decisions(store.store)
+    return out
 
 
 def apply_to_row(tx, skill_id: str) -> None:

@@ -8,7 +8,8 @@ history and the owner's decisions (overlays, trusted skills, pinned roots and he
 a file too damaged for that, each kind of decision still readable is carried and the report names
 what stays there; no hold is released: a root whose pins cannot be read is held whole (every
 skill in it held as new until a person pins it again), and when which roots were pinned cannot be
-read, every root but the workspace is held so. A rebuild that fails or is stopped puts the old
+read, every root but the workspace is held so (then the library takes back what the home's
+``decisions.json`` keeps: the pinned roots, held imports and overlays it names). A rebuild that fails or is stopped puts the old
 file back as it was."""
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..catalog.roots import make_roots
 from ..config import load as load_config
 from ..errors import StoreError
 from ..store import Store, now
-from ..store.carry import carry_over, salvage
+from ..store.carry import carry_over, mark_taken, salvage
 from ..store.sqlite import put_back
 
 
@@ -107,6 +108,7 @@ def rebuild(db_path: Path, open_library: Callable[[], Any], *, progress: Callabl
             new = Store(db_path)
             try:
                 rep.carried = carry_over(new, rep.moved)
+                mark_taken(new)     # (the decisions came whole: decisions.json has nothing to add)
             except StoreError as exc:       # a damaged file: its history stays there, said; no hold is released
                 rep.left_behind = exc.message
                 unknown = roots() if roots is not None else other_roots(load_config(db_path.parent))

@@ -31,16 +31,18 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import skill as skillmod
+from .. import decisions as decisionsmod, skill as skillmod
 from ..catalog.roots import Found, Root, discover
-from ..errors import NotFoundError, StoreError, ValidationError
+from ..checks import Check
+from ..errors import ConfigError, NotFoundError, StoreError, ValidationError
 from ..files import MAX_SKILL_BYTES, FileRefused, read_bounded
-from ..store import Store, now
+from ..store import Store, carry, now
 from ..store.pins import PinnedContent
 from ..store.protocols import PinStore
 from . import skill_audit as auditing
@@ -135,8 +137,10 @@ class Pins:
     same methods)."""
 
     def __init__(self, pins: PinStore | Store, *, exclude: tuple[Path, ...] = (),
-                 locate: Callable[[str], Path | None] | None = None):
+                 locate: Callable[[str], Path | None] | None = None, roots: Callable[[], list[Root]] | None = None):
         self.pins: PinStore = PinnedContent(pins) if isinstance(pins, Store) else pins
+        self._roots = roots or list   # the library's roots now (held whole when the decisions file is damaged)
+        self._file_seen = False
         self.exclude = exclude          # folders never walked into (the library's home)
         # where a pinned root is on this server (a team's pins name roots by label; each
         # server may keep the collection elsewhere), else where the pinning server had it
@@ -154,6 +158,7 @@ class Pins:
         skills are released. ``baseline``: skill id -> the files a person reviewed elsewhere
         (``file``, ``sha256``, ``size``; [] for none): those skills are pinned at that content
         instead, in the same write, so a skill that differs from it is held (:meth:`refresh`)."""
+        self.take_back()
         found, notes = discover(root, self.exclude)
         report = PinReport(root.label, notes=notes)
         skills = []
@@ -180,20 +185,24 @@ class Pins:
         self.pins.pin_root(root.label, str(root.path), skills, at=now())
         if imported:                        # (held as new in the pinned root meanwhile: never readable)
             self.pins.set_held({sid: _origin(h) for sid, h in imported.items()}, [], at=now())
+        self._keep()
         return report
 
     def unpin_root(self, label: str) -> bool:
         """Forget a root's pin: its skills held because they changed are released; one imported
         held stays held (no one reviewed it)."""
+        self.take_back()
         imported = {sid: _origin(h) for sid, h in self.pins.held().items()
                     if h["reason"] == "imported" and h["root"] == label}
         out = self.pins.unpin_root(label)
         if imported:
             self.pins.set_held(imported, [], at=now())
+        self._keep()
         return out
 
     def roots(self) -> list[dict[str, Any]]:
         """The pinned roots: ``root``, ``path``, ``pinned_at``, ``skills``."""
+        self.take_back()
         return self.pins.roots()
 
     def pinned_root(self, skill_id: str) -> str | None:
@@ -310,6 +319,7 @@ class Pins:
         """Held skill id -> ``root``, ``reason`` (changed | added | imported), ``since`` and, for
         an import, ``content_key`` and ``name``. An import's hold follows its content and name
         first (:meth:`follow_imports`)."""
+        self.take_back()
         held = self.pins.held()
         if self.contents is None or not any(h["reason"] == "imported" for h in held.values()):
             return held
@@ -354,6 +364,7 @@ class Pins:
                                   "name": v[3]}) for sid, v in hold.items())
                 return out
             held = self.pins.held()
+            self._keep()
         self._followed = (gen, self.pins.generation())
         return held
 
@@ -388,6 +399,7 @@ class Pins:
         return name
 
     def held_ids(self) -> frozenset[str]:
+        self.take_back()
         return frozenset(self.pins.held())
 
     def hold_imported(self, ids: dict[str, str]) -> None:
@@ -397,6 +409,7 @@ class Pins:
         its content key and name (call again)."""
         if not ids:
             return
+        self.take_back()
         hold: dict[str, tuple[str, ...]] = {}
         for sid, root in ids.items():
             folder = self._folder(sid)
@@ -412,12 +425,14 @@ class Pins:
             parsed = skillmod.parse(snap["skill_md"], folder_name=md.parent.name)  # type: ignore[union-attr]
             hold[sid] = (root, "imported", snap["content_key"], parsed.skill.name if parsed.skill else "")
         self.pins.set_held(hold, [], at=now())
+        self._keep()
 
     def release(self, skill_id: str) -> bool:
         """Release an imported skill's hold (a person trusted it). Whether it was held so. When
         its files are still the ones imported, that content is reviewed: its copies are released
         too, and a skill that descends from it with other files stays held by its id and name
         only (so a copy of the reviewed content is not held again)."""
+        self.take_back()
         held = self.pins.held()
         h = held.get(skill_id)
         if h is None or h["reason"] != "imported":
@@ -432,6 +447,7 @@ class Pins:
                     if keys.get(sid) != key:
                         hold[sid] = (o["root"], "imported", "", o.get("name") or "")
         self.pins.set_held(hold, released, at=now())
+        self._keep()
         return True
 
     def _key_now(self, skill_id: str) -> str | None:
@@ -443,6 +459,92 @@ class Pins:
             return snapshot(skill_id, md)["content_key"] if md is not None else None
         except (OSError, FileRefused):
             return None
+
+    # --- the decisions file (``decisions.json``) -----------------------------------------------
+    def _local(self) -> Store | None:
+        """The writable local database the pins are kept in (None: a team's store keeps them)."""
+        store = getattr(self.pins, "store", None)
+        if not isinstance(self.pins, PinnedContent) or not isinstance(store, Store) or store.read_only:
+            return None
+        return store
+
+    def _keep(self) -> None:
+        """Write the home's decisions file again (after a change of pinned roots or held imports)."""
+        store = self._local()
+        if store is not None:
+            carry.keep_decisions(store)
+
+    def take_back(self) -> dict[str, Any] | None:
+        """A database made anew (none was there, or it was deleted or replaced under this process) takes
+        the owner's decisions back from the home's decisions file before anything reads the pins: each
+        pinned root held whole (pinned with no skills: every skill in it held as new until a person pins
+        it), the held imports and the overlays; said once on stderr. From a file that cannot be read or
+        believed, every root but the workspace is held whole, and the error names the file and the fix.
+        A database that has taken them (or was there before the file) costs one read of ``meta``.
+        What was taken back, or None."""
+        store = self._local()
+        if store is None:
+            return None
+        home = Path(store.path).parent
+        if carry.taken(store):
+            if not self._file_seen:          # (a database kept before the file was: the file starts now)
+                self._file_seen = True
+                if not decisionsmod.path(home).exists():
+                    carry.keep_decisions(store)
+            return None
+        damage: ConfigError | None = None
+        try:
+            kept = decisionsmod.read(home)
+        except ConfigError as exc:
+            kept, damage = None, exc
+        whole = [(r.label, str(r.path)) for r in self._roots() if r.kind != "workspace"] if damage else []
+        got = carry.take_back(store, kept, at=now(), whole=whole,
+                              note=f"{damage.message} (fix: {damage.fix})" if damage else "")
+        if got is None:
+            return None
+        if damage is not None:
+            print(f"skillshelf: {damage.message}. The database is new, so every root but the workspace is held whole"
+                  f" (each skill held from agents as new) until you pin it (`skillshelf pin ROOT`). Fix: {damage.fix}",
+                  file=sys.stderr)
+            return got
+        carry.keep_decisions(store)
+        took = []
+        if got["roots"]:
+            one = got["roots"][0] if len(got["roots"]) == 1 else "ROOT"
+            took.append(f"pinned root{'s' * (len(got['roots']) != 1)} {', '.join(got['roots'])} held whole (every "
+                        f"skill in it held from agents as new until you review it: `skillshelf trust --root {one}` "
+                        f"shows each, and pins it again)")
+        if got["held"]:
+            took.append(f"{got['held']} skill{'s' * (got['held'] != 1)} held on import")
+        if got["overlays"]:
+            took.append(f"{got['overlays']} overlay{'s' * (got['overlays'] != 1)} (deprecations, expiry dates)")
+        if took:
+            print(f"skillshelf: the database is new: took back the owner's decisions kept in "
+                  f"{decisionsmod.path(home)}: " + "; ".join(took), file=sys.stderr)
+        return got
+
+    def checks(self) -> list[Check]:
+        """``doctor``'s line on the decisions file: damaged (the fix), roots held whole (the fix), or what it keeps."""
+        store = self._local()
+        if store is None:
+            return []
+        self.take_back()
+        where = decisionsmod.path(Path(store.path).parent)
+        try:
+            kept = decisionsmod.read(where.parent)
+        except ConfigError as exc:
+            return [Check("decisions", "fail", f"{exc.message}; fix: {exc.fix}")]
+        hollow = carry.hollow_roots(store)
+        if hollow:
+            got = carry.taken_back(store) or {}
+            since = (f" since the database was made anew on {got['at']} and took back the decisions in {where}"
+                     if set(hollow) & set(got.get("roots") or []) else "")
+            return [Check("decisions", "warn", f"pinned root{'s' * (len(hollow) != 1)} {', '.join(hollow)} "
+                          f"held whole{since}: every skill in {'them' if len(hollow) > 1 else 'it'} is held from agents "
+                          f"as new; fix: `skillshelf trust --root {hollow[0] if len(hollow) == 1 else 'ROOT'}` shows"
+                          " each skill and pins the root again")]
+        return [Check("decisions", "ok", f"{where}: {kept.counts()}" if kept else
+                      f"{where}: none yet (written at the first pin, hold on import or overlay)")]
 
     def diff(self, skill_id: str, skill_md: str | Path | None) -> PinDiff:
         """What changed in a skill since it was pinned: a unified diff of its SKILL.md, the other
@@ -523,6 +625,7 @@ class Gate:
     def hidden(self) -> dict[str, str]:
         """Skill id -> why agents do not see it (read again only when an audit, a trust, a pin
         or the setting changed)."""
+        self.pins.take_back()           # (a database made anew takes the owner's decisions back first)
         level = self.block() or "none"
         # the audits here; pins, holds and (a team's) trusts in the pins store: one read each
         key = (self.auditor.audits.local_generation(), self.pins.pins.generation(), level)
