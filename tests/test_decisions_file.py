@@ -1,0 +1,91 @@
+"""Deleting the database loses nothing but usage history: the owner's decisions that protect people (pinned
+roots, skills held on import, overlays) are kept in ``decisions.json`` in the home, and a database made anew
+takes them back before any agent reads. A pinned root comes back held whole (every skill held as new until the
+owner pins it again); a damaged or forged file is an error naming it and the fix, and releases nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+from mcp import Client
+from test_rebuild_decisions import SECRET, _agent_reads, _state, shelf, sk  # noqa: F401  (shelf: a fixture)
+
+from skillshelf import Library
+from skillshelf.embeddings.fake import FakeEmbedder
+from skillshelf.mcp.server import build_server
+
+
+def _rm_db(h: Path) -> None:
+    for p in h.glob("skillshelf.db*"):
+        p.unlink()
+
+
+def test_the_file_names_what_protects_people(shelf):
+    h, _ = shelf
+    kept = json.loads((h / "decisions.json").read_text(encoding="utf-8"))
+    assert [r["root"] for r in kept["pinned"]] == ["r"]
+    assert [x["skill_id"] for x in kept["held"]] == ["workspace:imported"] and kept["held"][0]["content_key"]
+    assert [(o["skill_id"], o["status"]) for o in kept["overlays"]] == [("r:retired", "deprecated")]
+    assert "pinned_files" not in json.dumps(kept) and "sha256" not in json.dumps(kept)
+
+
+def test_a_deleted_database_keeps_every_hold_through_the_console_script_and_an_agent_is_refused(shelf):
+    h, _ = shelf
+    _rm_db(h)
+    p = sk(h, "sync")
+    assert p.returncode == 0, p.stderr
+    assert "took back the owner's decisions kept in" in p.stderr and "decisions.json" in p.stderr, p.stderr
+    assert "pinned root r held whole" in p.stderr, p.stderr
+    state = _state(h)
+    assert state["pinned"] == ["r"] and state["retired_active"] is False, state
+    assert state["held"]["imported"] == "imported" and state["held"]["victim"] == "added", state
+    reads = _agent_reads(h, "victim", "imported", "bystander")
+    assert all(refused for refused, _ in reads.values()), reads
+    assert all(SECRET not in text for _, text in reads.values())
+    t = sk(h, "trust", "--root", "r")
+    assert "not pinned yet" not in t.stdout and "r:victim: new in a pinned root" in t.stdout, t.stdout + t.stderr
+    d = sk(h, "doctor")
+    assert "decisions" in d.stdout and "held whole" in d.stdout and "skillshelf trust --root r" in d.stdout, d.stdout
+    again = sk(h, "sync")                       # said once: the database has taken them
+    assert "took back" not in again.stderr, again.stderr
+
+
+def test_a_running_server_whose_database_is_deleted_refuses_the_changed_skill(shelf):
+    h, _ = shelf
+    lib = Library(h, embedder=FakeEmbedder(), auto_sync=False)
+
+    async def main():
+        async with Client(build_server(lambda: lib)) as c:
+            before = await c.call_tool("get_skill", {"name": "victim"})
+            _rm_db(h)                                   # the server's database deleted under it
+            lib.sync()                                  # (its watcher's next sync refills the new one)
+            after = await c.call_tool("get_skill", {"name": "victim"})
+            fine = await c.call_tool("get_skill", {"name": "bystander"})
+            return before, after, fine
+    try:
+        before, after, fine = anyio.run(main)
+    finally:
+        lib.close()
+    assert before.is_error
+    assert after.is_error and SECRET not in after.content[0].text, after.content[0].text
+    assert "held back" in after.content[0].text, after.content[0].text
+    assert fine.is_error                                 # held whole until the owner pins the root again
+
+
+def test_a_damaged_or_forged_decisions_file_is_named_and_releases_nothing(shelf):
+    h, _ = shelf
+    forged = {"format": "skillshelf-decisions", "version": 1, "pinned": [], "overlays": [],
+              "held": [{"skill_id": "workspace:../../etc", "root": "workspace", "content_key": "", "name": "x",
+                        "since": "2026-01-01T00:00:00+00:00"}]}
+    for text in ("{ not json", json.dumps(forged)):
+        _rm_db(h)
+        (h / "decisions.json").write_text(text, encoding="utf-8")
+        p = sk(h, "sync")
+        assert p.returncode == 0, p.stderr
+        assert "decisions.json is damaged" in p.stderr and "held whole" in p.stderr, p.stderr
+        assert _agent_reads(h, "victim")["victim"][0]
+        assert SECRET not in _agent_reads(h, "victim")["victim"][1]
+        d = sk(h, "doctor")
+        assert d.returncode != 0 and "decisions.json is damaged" in d.stdout + d.stderr, d.stdout + d.stderr
