@@ -78,6 +78,7 @@ _NEG_TELL_EN = (r"\b(?:do not|don't|never|not|nor)\s+(?:(?:ever|even|actually|to
 NEG_TELL_EN = re.compile(_NEG_TELL_EN)
 # (the actions named by what they run count in English too: history wiped, a test skipped, a key let in)
 ACTION_EN = re.compile(_alt([("en", f) for f in _ACTION["en"]]).pattern + "|" + W.ANCHOR_ACTION)
+ACTION_WEAKENS = re.compile(W.ANCHOR_ACTION)
 WHO_EN = re.compile(_WHO_EN)
 # a telling negated and then a phrase quoted: a rule of wording ("never say \"updated in place\""), no fact kept back
 _WORDING = re.compile(r"\s{0,2}[\"'“‘«「]")
@@ -268,7 +269,9 @@ def _a_step(scan: Scan, s: int, e: int, at: int) -> bool:
     """The scope is a step of the skill's: prose, not code, an example, a warning or a passage about attacks."""
     if scan.hidden_at(at):
         return True
-    if scan.kind == "markdown" and (scan.fence_at(at) is not None or scan.section_is_about_attacks(at)):
+    if scan.kind == "markdown" and scan.section_is_about_attacks(at):
+        return False
+    if scan.kind == "markdown" and (fence := scan.fence_at(at)) is not None and not _comment_beside_weakening(scan, at, fence):
         return False
     text = scan.low[s:e]
     if P.TEACHING.search(text) or context.warns(text):
@@ -276,3 +279,16 @@ def _a_step(scan: Scan, s: int, e: int, at: int) -> bool:
     lead = text.lstrip()
     return not (lead.startswith(b">") and context.quoted(scan, s + len(text) - len(lead)))
 
+
+
+_COMMENT_LEAD = re.compile(rb"[ \t]*(?:#|//|--|;)")
+
+
+def _comment_beside_weakening(scan: Scan, at: int, fence: tuple[int, int]) -> bool:
+    """A comment in a code block, in the block with an action that weakens what protects the user (a test
+    skipped, a hook bypassed, a check turned off), addresses the agent doing it: an example does not speak to the
+    agent about its report."""
+    ls = scan.low.rfind(b"\n", 0, at) + 1
+    if _COMMENT_LEAD.match(scan.low, ls) is None:
+        return False
+    return ACTION_WEAKENS.search(scan.low[fence[0]:fence[1]].decode("utf-8", "replace")) is not None

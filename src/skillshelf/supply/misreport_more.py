@@ -64,15 +64,31 @@ MORE: dict[str, dict[str, tuple[str, ...]]] = {
     "af": {"who": ("gebruiker",), "report": ("verslag", "opsomming"), "success": ("geslaag", "suksesvol", "sonder foute"),
            "neg_tell": ("moenie (?:\\w+ ){0,3}(?:sê|se|noem|vertel|meld)(?!\\w)",),
            "action": ("verwyder", "slaan oor", "oorgeslaan", "skakel af", "misluk", "gefaal")},
+    # languages of over twenty million speakers the lists above leave out (Azerbaijani, Somali, Zulu)
+    "az": {"who": ("istifadəçi", "istifadeci"), "report": ("hesabat", "xülasə", "xulase"),
+           "success": ("uğurla", "ugurla", "uğurlu", "ugurlu", "keçdi", "kecdi", "keçdiyini", "kecdiyini", "xətasız"),
+           "neg_tell": ("demə", "deme", "söyləmə", "soyleme", "bildirmə", "bildirme", "qeyd etmə", "xəbər vermə",
+                        "heç nə demə", "hec ne deme"),
+           "action": ("sil", "söndür", "sondur", "ötür", "keçir", "uğursuz", "ugursuz", "quraşdır", "qurasdir")},
+    "so": {"who": ("isticmaal",), "report": ("warbixin", "soo koob"),
+           "success": ("gudbeen", "gudbay", "guuleyst", "si guul leh", "wax walba ay gudb"),
+           "neg_tell": ("ha u sheegin", "ha sheegin", "ha xusin", "ha ku darin", "ha u tilmaamin", "ka reeb"),
+           "action": ("tirtir", "ka saar", "ka bood", "dami", "fashil", "demi")},
+    "zu": {"who": ("umsebenzisi", "abasebenzisi"), "report": ("umbiko", "embikweni", "isifinyezo"),
+           "success": ("aphumelele", "iphumelele", "kuphumelele", "ngempumelelo", "kudlule", "adlulile"),
+           "neg_tell": ("ungamtsheli", "ungabatsheli", "ungasho", "ungashoni", "ungakhulumi", "akumele azi"),
+           "action": ("susa", "yeqa", "eqa", "cisha", "ahlulek", "yehlulek", "wengeze")},
 }
 # letters only a language or its script uses (Latvian ģ ķ ļ ņ, Lithuanian ė į ų, Estonian õ; the Indic scripts and
 # Ethiopic by their blocks)
 LETTERS = {"lv": rb"\xc4[\xa3\xb7\xbc]|\xc5\x86", "lt": rb"\xc4[\x97\xaf]|\xc5\xb3", "et": rb"\xc3\xb5",
            "bn": rb"\xe0[\xa6\xa7]", "te": rb"\xe0[\xb0\xb1]", "ta": rb"\xe0[\xae\xaf]", "gu": rb"\xe0[\xaa\xab]",
-           "kn": rb"\xe0[\xb2\xb3]", "ml": rb"\xe0[\xb4\xb5]", "pa": rb"\xe0[\xa8\xa9]", "am": rb"\xe1[\x88-\x8d]"}
+           "kn": rb"\xe0[\xb2\xb3]", "ml": rb"\xe0[\xb4\xb5]", "pa": rb"\xe0[\xa8\xa9]", "am": rb"\xe1[\x88-\x8d]",
+           "az": rb"\xc9\x99|\xc6\x8f"}
 # a language often written in plain Latin letters, found by the stem of its word for the user (or, for Afrikaans,
 # whose word for the user is Dutch's, by its negation)
 ASCII_STEMS = {b"lietotaj": "lv", b"naudotoj": "lt", b"vartotoj": "lt", b"kasutaja": "et", b"uporabni": "sl",
-               b"mtumiaji": "sw", b"watumiaji": "sw", b"moenie": "af"}
+               b"mtumiaji": "sw", b"watumiaji": "sw", b"moenie": "af",
+               b"istifadeci": "az", b"isticmaal": "so", b"umsebenzisi": "zu", b"abasebenzisi": "zu"}
 ASCII_STEM = re.compile(rb"(?<![a-z])(?:" + b"|".join(ASCII_STEMS) + rb")")
 NO_SPACES = frozenset(("bn", "te", "ta", "gu", "kn", "ml", "pa", "am"))

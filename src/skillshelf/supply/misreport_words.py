@@ -117,4 +117,8 @@ ACTION = {
 # actions named by what they run, in any language: a test skipped or deselected, history wiped, a key let in, a hook
 # bypassed (beside a misreport of the user's, whatever words surround them)
 ANCHOR_ACTION = (r"@pytest\.mark\.(?:skip|xfail)\w*|collect_ignore\w*|--deselect|-k\s+[\"']not\b|--skip\w*|"
-                 r"authorized_keys|\.\w{0,5}_history\b|histfile|history\s+-c|--no-verify|\bt\.skip\b|\.skip\(")
+                 r"authorized_keys|\.\w{0,5}_history\b|histfile|history\s+-c|--no-verify|\bt\.skip\b|\.skip\(|"
+                 # a protection weakened: hooks pointed elsewhere, a package index of someone else's, CSRF or TLS
+                 # checks turned off
+                 r"core\.hookspath|--(?:extra-)?index-url|csrfviewmiddleware|csrf_exempt|verify\s*=\s*false|"
+                 r"node_tls_reject_unauthorized|--disable-ssl|sslverify\s*=?\s*false")
