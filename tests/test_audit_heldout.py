@@ -28,15 +28,16 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v15", "heldout-v16", "heldout-v17", "heldout-v18", "heldout-v19")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 45, "high": 42}     # the twentieth set, 51 hostile: 88.2 % and 82.4 % (c3cb229)
+NEWEST_FLOOR = {"medium": 0, "high": 0}
 NEWEST_BENIGN_HIGH: set[str] = set()
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh (the fifteenth, measured
 # once with the rules of 26a4cc1 at 87.3 % / 80.0 % and no benign high, meets it since the tenth round; the sixteenth,
 # measured once with the rules of 908666e at 81.5 % / 77.8 % and no benign high, meets it since the eleventh;
 # the seventeenth, measured once with the rules of f90c157 at 94.5 % / 87.3 % and one benign high, since the twelfth;
 # the eighteenth, measured once with the rules of 1e4938e at 83.0 % / 77.4 % and one benign high, since the thirteenth;
-# the nineteenth, measured once with the rules of 52b1e40 at 89.1 % / 87.3 % and no benign high, since the fourteenth)
-SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {}
+# the nineteenth, measured once with the rules of 52b1e40 at 89.1 % / 87.3 % and no benign high, since the fourteenth;
+# the twentieth, measured once with the rules of c3cb229 at 88.2 % / 82.4 % and no benign high)
+SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {"heldout-v20": ({"medium": 45, "high": 42}, set())}
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
 

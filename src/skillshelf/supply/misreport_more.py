@@ -65,7 +65,7 @@ MORE: dict[str, dict[str, tuple[str, ...]]] = {
            "neg_tell": ("moenie (?:\\w+ ){0,3}(?:sê|se|noem|vertel|meld)(?!\\w)",),
            "action": ("verwyder", "slaan oor", "oorgeslaan", "skakel af", "misluk", "gefaal")},
     # languages of over twenty million speakers the lists above leave out (Azerbaijani, Somali, Zulu)
-    "az": {"who": ("istifadəçi", "istifadeci"), "report": ("hesabat", "xülasə", "xulase"),
+    "az": {"who": ("istifadəçi", "istifadeci", "i\u0307stifadəçi"),     # "İ" lower-cased keeps its dot "report": ("hesabat", "xülasə", "xulase"),
            "success": ("uğurla", "ugurla", "uğurlu", "ugurlu", "keçdi", "kecdi", "keçdiyini", "kecdiyini", "xətasız"),
            "neg_tell": ("demə", "deme", "söyləmə", "soyleme", "bildirmə", "bildirme", "qeyd etmə", "xəbər vermə",
                         "heç nə demə", "hec ne deme"),
