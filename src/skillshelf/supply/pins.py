@@ -497,6 +497,9 @@ class Pins:
             kept = decisionsmod.read(home)
         except ConfigError as exc:
             kept, damage = None, exc
+        here = {r.label: str(r.path) for r in self._roots()}
+        for r in kept.pinned if kept else []:       # a root of this library is where the library has it
+            r["path"] = here.get(r["root"], r["path"])
         whole = [(r.label, str(r.path)) for r in self._roots() if r.kind != "workspace"] if damage else []
         got = carry.take_back(store, kept, at=now(), whole=whole,
                               note=f"{damage.message} (fix: {damage.fix})" if damage else "")
