@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import Client
 from test_rebuild_decisions import SECRET, _agent_reads, _state, shelf, sk  # noqa: F401  (shelf: a fixture)
 
@@ -17,13 +18,20 @@ from skillshelf.embeddings.fake import FakeEmbedder
 from skillshelf.mcp.server import build_server
 
 
+@pytest.fixture
+def home(shelf):  # noqa: F811  (the fixture imported above)
+    """The home of ``test_rebuild_decisions.shelf``: ``r`` pinned, ``victim`` changed since (held), ``retired``
+    deprecated (an overlay), ``imported`` held on import."""
+    return shelf[0]
+
+
 def _rm_db(h: Path) -> None:
     for p in h.glob("skillshelf.db*"):
         p.unlink()
 
 
-def test_the_file_names_what_protects_people(shelf):
-    h, _ = shelf
+def test_the_file_names_what_protects_people(home):
+    h = home
     kept = json.loads((h / "decisions.json").read_text(encoding="utf-8"))
     assert [r["root"] for r in kept["pinned"]] == ["r"]
     assert [x["skill_id"] for x in kept["held"]] == ["workspace:imported"] and kept["held"][0]["content_key"]
@@ -31,8 +39,8 @@ def test_the_file_names_what_protects_people(shelf):
     assert "pinned_files" not in json.dumps(kept) and "sha256" not in json.dumps(kept)
 
 
-def test_a_deleted_database_keeps_every_hold_through_the_console_script_and_an_agent_is_refused(shelf):
-    h, _ = shelf
+def test_a_deleted_database_keeps_every_hold_through_the_console_script_and_an_agent_is_refused(home):
+    h = home
     _rm_db(h)
     p = sk(h, "sync")
     assert p.returncode == 0, p.stderr
@@ -52,8 +60,8 @@ def test_a_deleted_database_keeps_every_hold_through_the_console_script_and_an_a
     assert "took back" not in again.stderr, again.stderr
 
 
-def test_a_running_server_whose_database_is_deleted_refuses_the_changed_skill(shelf):
-    h, _ = shelf
+def test_a_running_server_whose_database_is_deleted_refuses_the_changed_skill(home):
+    h = home
     lib = Library(h, embedder=FakeEmbedder(), auto_sync=False)
 
     async def main():
@@ -74,8 +82,8 @@ def test_a_running_server_whose_database_is_deleted_refuses_the_changed_skill(sh
     assert fine.is_error                                 # held whole until the owner pins the root again
 
 
-def test_a_damaged_or_forged_decisions_file_is_named_and_releases_nothing(shelf):
-    h, _ = shelf
+def test_a_damaged_or_forged_decisions_file_is_named_and_releases_nothing(home):
+    h = home
     forged = {"format": "skillshelf-decisions", "version": 1, "pinned": [], "overlays": [],
               "held": [{"skill_id": "workspace:../../etc", "root": "workspace", "content_key": "", "name": "x",
                         "since": "2026-01-01T00:00:00+00:00"}]}
@@ -89,3 +97,15 @@ def test_a_damaged_or_forged_decisions_file_is_named_and_releases_nothing(shelf)
         assert SECRET not in _agent_reads(h, "victim")["victim"][1]
         d = sk(h, "doctor")
         assert d.returncode != 0 and "decisions.json is damaged" in d.stdout + d.stderr, d.stdout + d.stderr
+
+
+def test_the_file_follows_each_change_and_a_library_kept_before_it_writes_it(home):
+    h = home
+    (h / "decisions.json").unlink()                  # (as a library made before the file was)
+    with Library(h, embedder=FakeEmbedder(), auto_sync=False) as lib:
+        assert [r["root"] for r in json.loads((h / "decisions.json").read_text(encoding="utf-8"))["pinned"]] == ["r"]
+        lib.supply.unpin("r")
+        lib.restore(lib.get("retired").id)
+        kept = json.loads((h / "decisions.json").read_text(encoding="utf-8"))
+    assert kept["pinned"] == [] and [o["status"] for o in kept["overlays"]] == [None]
+    assert [x["skill_id"] for x in kept["held"]] == ["workspace:imported"]     # an import stays held unpinned
