@@ -158,8 +158,12 @@ _SPLIT = re.compile(rb"&&|\|\||;(?=\s)")
 _OUT_FLAG = re.compile(rb"(?:^|[\s\"',{])(?:-[a-z]{0,3}o|--output(?:-document)?|-outfile)[\"']?"
                        rb"(?:\s|[\"',&]|\+\+|\.\.|\+){1,8}\s{0,3}(?P<t>[$#]?\{?[a-z_~./][\w./~-]{0,200}\}?)")
 _TEMP_ASSIGN = re.compile(rb"(?:^|[\s;(])(?:local\s+|const\s+|let\s+|var\s+|my\s+|set\s+)?\$?(?P<n>[a-z_][a-z0-9_]{0,40})"
-                          rb"\s{0,3}(?::=|=)(?!=)\s{0,3}(?:\$\(\s{0,3}mktemp|os\.tmpname\(|tempfile\.|mkstemp|mktemp|"
-                          rb"[\"']/tmp/|[\"']?\$\{?tmpdir\b|path\.gettemp|tmp\.(?:file|name))")
+                          rb"\s{0,3}(?::=|=)(?!=)\s{0,3}(?:[\w.:]{1,30}\(\s{0,3}){0,2}"      # path.join(os.tmpdir(), …)
+                          rb"(?:\$\(\s{0,3}mktemp|os\.tmpname\(|tempfile\.|mkstemp|mktemp|"
+                          rb"[\"']/tmp/|[\"']?\$\{?tmpdir\b|path\.gettemp|tmp\.(?:file|name)|"
+                          # the temporary folder asked of the runtime (Node, Lua builds, Go, Rust, Python, .NET, Java)
+                          rb"os\.tmpdir\(|os\.tempdir\(|os\.tempdir\b|env::temp_dir\(|gettempdir\(|gettemppath\(|"
+                          rb"[\"']java\.io\.tmpdir|\$env:te?mp\b)")
 _TMP_PATH = re.compile(rb"/tmp/[\w.-]{1,80}")
 _DATA_EXT = re.compile(rb"\.(?:json|ya?ml|toml|csv|tsv|txt|md|html?|xml|png|jpe?g|gif|svg|pdf|ico|woff2?|ttf|"
                        rb"tar|gz|tgz|zip|xz|bz2|zst|7z|whl|deb|rpm|sig|asc|sha256|sha512|pem|crt|log)\b")
