@@ -107,6 +107,11 @@ class Scan:
             line: int | None = None, shown_as: str | None = None) -> None:
         line = self.line_of(pos) if line is None else line
         if (rule, line) in self._seen:
+            # a graver reading of the same line replaces a lighter one (a phrase graded as quoted, then read as a step)
+            for i, f in enumerate(self.findings):
+                if f.rule == rule and f.line == line and RANK[severity] > RANK[f.severity]:
+                    self.findings[i] = Finding(rule, severity, self.file, line, f.excerpt, message)
+                    break
             return
         self._seen.add((rule, line))
         self._found_at.append(pos)

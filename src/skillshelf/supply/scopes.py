@@ -32,14 +32,14 @@ MAX_SCOPES = 400           # scopes holding both anchors read in one file
 SOURCE = re.compile(
     P.SECRET_PATH.pattern
     + rb"|\bprintenv\b|`\s*(?:env|set|export\s+-p)\s*`|\benv\s*(?:>|\|)|\bos\.environ\b(?!\s*(?:\[|\.get))"
-    rb"|\bprocess\.env\b(?!\s*(?:\.|\[))|\bget-childitem\s+env:|\bgci\s+env:|\bkubeconfig\b|\.kube/config\b"
+    rb"|\bprocess\.env\b(?!\s*(?:\.|\[))|\btojson\(\s{0,3}(?:secrets|env)\s{0,3}\)|\bget-childitem\s+env:|\bgci\s+env:|\bkubeconfig\b|\.kube/config\b"
     rb"|\.pgpass\b|\.s3cfg\b|\.vault-token\b|\bcredentials\.json\b|\bkeychain\b|\bkeyring\b|\blogin\s+data\b"
     rb"|\bcookies\.sqlite\b|\bwallet\.dat\b|\bservice[-_]account\S{0,20}\.json\b|\.config/(?:gh|gcloud)\b")
 _SOURCE_WORDS = frozenset((b"ssh", b"aws", b"gnupg", b"kube", b"azure", b"netrc", b"npmrc", b"pypirc", b"git", b"credentials",
                            b"password", b"bash_history", b"zsh_history", b"docker", b"gcloud", b"gh", b"id_rsa", b"id_dsa",
                            b"id_ecdsa", b"id_ed25519", b"shadow", b"env", b"printenv", b"environ", b"kubeconfig", b"pgpass",
                            b"s3cfg", b"vault", b"keychain", b"keyring", b"login", b"cookies", b"wallet", b"service_account",
-                           b"generic", b"internet", b"set", b"export", b"childitem", b"gci", b"config"))
+                           b"generic", b"internet", b"set", b"export", b"childitem", b"gci", b"config", b"tojson"))
 _ANY_SECRET_WORDS = _SOURCE_WORDS | _SECRET_WORDS
 _ENV_WORDS = re.compile(rb"\benvironment(?:\s+variables?)?\b|\benv\s+vars?\b")
 # a secret the request authenticates with, not one it sends
@@ -353,6 +353,11 @@ def _sends_near(low: bytes, a: int, b: int) -> bool:
     return _sends(low[max(0, lo - 200):hi + 200])
 
 
+# a negation of redacting ("do not filter it", "don't mask the values") is no warning: it keeps the secret in what is sent
+_NOT_REDACTING = re.compile(rb"\b(?:do\s+not|don't|never|no\s+need\s+to)\s+(?:\w+\s+){0,2}?(?:filter|redact|mask|strip|"
+                            rb"sanitize|sanitise|scrub|censor|trim|remove)\w{0,3}\b")
+
+
 def _grade(scan: Scan, s: int, e: int, src: int, at: int) -> tuple[str | None, str]:
     """(severity, note) of a scope holding both anchors; None: it is no step of the skill's (code, an
     example, a warning, a passage about attacks)."""
@@ -368,7 +373,8 @@ def _grade(scan: Scan, s: int, e: int, src: int, at: int) -> tuple[str | None, s
     if scan.section_is_about_attacks(at) or scan.security_topic and text.lstrip()[:1] in (b"-", b"*", b"+", b"|") \
             + tuple(b"0123456789"):
         return None, ""       # a passage about attacks, or a list of a skill about security
-    if P.TEACHING.search(P.URL.sub(b" ", text)) or context.warns(text) or _negated(scan.low, s, src, at):
+    if P.TEACHING.search(P.URL.sub(b" ", text)) or context.warns(_NOT_REDACTING.sub(b" ", text)) \
+            or _negated(scan.low, s, src, at):
         return None, ""
     if text.lstrip().startswith(b">") and context.quoted(scan, s + len(text) - len(text.lstrip())):
         return None, ""
