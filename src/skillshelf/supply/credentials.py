@@ -64,7 +64,11 @@ PUSH = re.compile(P.PUSH.pattern + rb"|[\"'](?:post|put|patch)[\"']|\bhttp\.(?:p
                   rb"\.post(?:_form)?\(|\bupload_\w{1,20}\(|\bput_object\b|\bpublish\b|--mirror\b|\bcreate_(?:gist|repo)\b|"
                   rb"\binvoke-restmethod\b|\bhuggingface-cli\s+upload\b|"
                   # publishing and storing by any build tool's or SDK's name (publishTo, putObject, publishing { … })
-                  rb"\bpublish\w{1,20}|\bput_?object\w{0,8}\b")
+                  rb"\bpublish\w{1,20}|\bput_?object\w{0,8}\b|"
+                  # an object written to a storage bucket, an upload, a login to a registry that is pushed to
+                  rb"\bbucketobject\w{0,4}\b|\bupload(?:_file\w{0,3}|_blob|files?)?\b|[\"']upload[\"']|\bs3\s+(?:cp|sync)\b|"
+                  rb"\bgsutil\s+(?:-m\s+)?cp\b|\b(?:remote|registry|docker|helm|oras|podman)\s+login\b|"
+                  rb"[\"']remote[\"']\s{0,3},\s{0,3}[\"']login[\"']")
 # files a tool reads its credentials from: a token there is used by every publish or push the tool makes
 TOOL_CREDENTIALS = frozenset((".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", ".netrc", "_netrc", ".git-credentials",
                               ".gem/credentials", ".docker/config.json", ".m2/settings.xml", ".gradle/gradle.properties"))
