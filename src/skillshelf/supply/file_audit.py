@@ -83,12 +83,16 @@ SCRIPT_EXT = (".sh", ".bash", ".zsh", ".fish", ".ksh", ".py", ".pyw", ".js", ".m
               ".lua", ".r", ".go", ".rs", ".java", ".kt", ".swift", ".cs", ".vbs", ".applescript", ".scpt",
               ".awk", ".tcl", ".groovy", ".gradle", ".kts", ".mk", ".nu", ".ex", ".exs", ".cmake", ".vim", ".nix",
               ".hs", ".jl", ".bzl", ".star", ".el", ".wsf", ".sbt", ".scala", ".sc", ".clj", ".zig", ".dart", ".nim",
-              ".erl", ".ml", ".fsx", ".csx", ".jsh", ".cr", ".rockspec", ".rprofile")
+              ".erl", ".ml", ".fsx", ".csx", ".jsh", ".cr", ".rockspec", ".rprofile", ".podspec", ".gemspec")
 SCRIPT_NAMES = {"makefile", "dockerfile", "justfile", "rakefile", "gemfile", "procfile", "cmakelists.txt", "vagrantfile",
                 "jenkinsfile", ".vimrc", ".bashrc", ".zshrc", ".profile", ".bash_profile", "noxfile.py",
                 "rprofile.site", ".rprofile",
                 # task runners whose commands run as they are written (tox's commands, Task's cmds)
-                "tox.ini", "taskfile.yml", "taskfile.yaml", "taskfile.dist.yml", "taskfile.dist.yaml"}
+                "tox.ini", "taskfile.yml", "taskfile.yaml", "taskfile.dist.yml", "taskfile.dist.yaml",
+                # Ruby's and Python's build files with no extension, run as code by their tools (CocoaPods, fastlane,
+                # Danger, Bundler's kin, Capistrano, SCons, Snakemake, waf, Tilt)
+                "podfile", "fastfile", "appfile", "matchfile", "pluginfile", "dangerfile", "brewfile", "guardfile",
+                "berksfile", "capfile", "thorfile", "sconstruct", "sconscript", "snakefile", "wscript", "tiltfile"}
 
 
 def file_kind(name: str, head: bytes | str = b"") -> str:
