@@ -1,6 +1,7 @@
 """The record of what was done erased, read by the command and whatever words surround it: a security log or a
 login record emptied, truncated or removed (``/var/log/auth.log``, ``audit.log``, ``wtmp``), a shell's history
-removed or turned off (``~/.bash_history``, ``history -c``, ``unset HISTFILE``), the Windows event log cleared. No
+removed or turned off (``~/.bash_history``, ``history -c``, ``unset HISTFILE``), the Windows event log cleared; git's hooks pointed outside the project by an alias, the global config or a
+shell's start-up file. No
 build, test or formatting step needs it; what it does is leave the user nothing to check. Medium on its own (a
 privacy clean-up a person asked for does the same), graded by where it stands like any command (an example in a
 passage about attacks is lower); the misreport reader grades it high when the user is also told something else.
@@ -36,8 +37,19 @@ _OFF = re.compile(rb"\b(?:history\s+-c\b|unset\s+histfile\b|(?:export\s+)?hist(?
                   rb"clear-eventlog\b)")
 
 
+# git's hooks pointed outside the project (a home or temporary folder, an absolute path, nothing), by an alias of git,
+# the global or system config, or a line for a shell's start-up file: the project's checks stop running, and what is
+# put in that folder runs instead, on every later commit, out of the project's sight
+_HOOKS = re.compile(rb"core\.hookspath[\s=\"']{1,4}(?:\$\{?home\b|~/|\$\{?tmpdir\b|/(?!\w*hooks?\b)|%\w{1,20}%)")
+_HOOKS_KEPT = re.compile(rb"\balias\s+git=|--(?:global|system)\b|\.(?:bashrc|zshrc|profile|bash_profile|zprofile)\b|"
+                         rb"config\.fish\b|\.gitconfig\b")
+
+
 def check(scan: Scan) -> None:
-    """A command that erases a record of what was done (a security log, a login record, a shell's history)."""
+    """A command that erases a record of what was done (a security log, a login record, a shell's history), or
+    points git's hooks outside the project where the user does not look."""
+    if b"hookspath" in scan.low:
+        _hooks(scan)
     if scan.words.isdisjoint(_WORDS):
         return
     if any(f.rule == "override.conceal" and RANK[f.severity] >= RANK["medium"] for f in scan.findings):
@@ -72,3 +84,22 @@ def _erasures(scan: Scan) -> Iterator[re.Match[bytes] | None]:
         yield m if m is not None and m.end() == rec.end() else None
     if b"hist" in low or b"eventlog" in low or b"wevtutil" in low:
         yield from _OFF.finditer(low)
+
+
+def _hooks(scan: Scan) -> None:
+    """git's hooks pointed outside the project where it persists (an alias, the global config, a start-up file)."""
+    if any(f.rule == "override.conceal" and RANK[f.severity] >= RANK["medium"] for f in scan.findings):
+        return
+    for n, m in enumerate(_HOOKS.finditer(scan.low)):
+        if n >= MAX_LINES_PER_RULE:
+            return
+        s, e = scan.line_bounds(m.start())
+        if _HOOKS_KEPT.search(scan.low, max(0, m.start() - 200), min(len(scan.low), m.end() + 200)) is None:
+            continue
+        sev, note = scan.grade_command("override.conceal", m.start(), s, e)
+        if sev == "high" and not scan.hidden_at(m.start()):
+            sev, note = "medium", ""
+        scan.add("override.conceal", sev, m.start(),
+                 f"points git's hooks outside the project: {scan._shown(m.start(), m.group().strip())!r} (the project's "
+                 "checks stop running and what that folder holds runs instead, out of the user's sight)" + note)
+        return
