@@ -48,6 +48,7 @@ from .rules import (
 MAX_FINDINGS_PER_RULE = 5
 MAX_COMMENTS = 1_000
 MAX_BLOBS = 10
+QUOTED = " (quoted as an example)"      # the note of a phrase graded as quoted
 MAX_HIDDEN_BYTES = 1_000_000
 MAX_HIDDEN_REGIONS = 1_000
 
@@ -107,9 +108,11 @@ class Scan:
             line: int | None = None, shown_as: str | None = None) -> None:
         line = self.line_of(pos) if line is None else line
         if (rule, line) in self._seen:
-            # a graver reading of the same line replaces a lighter one (a phrase graded as quoted, then read as a step)
+            # a line of prose one reader graded as quoted (a phrase in quotes or inline code) and another reads as a
+            # step takes the step's reading; any other grade, or a table's row, stays the first reader's
             for i, f in enumerate(self.findings):
-                if f.rule == rule and f.line == line and RANK[severity] > RANK[f.severity]:
+                if f.rule == rule and f.line == line and f.message.endswith(QUOTED) and RANK[severity] > RANK[f.severity] \
+                        and self.kind == "markdown" and not context.table_row(self, pos):
                     self.findings[i] = Finding(rule, severity, self.file, line, f.excerpt, message)
                     break
             return
@@ -400,7 +403,7 @@ class Scan:
         if self.kind == "markdown":
             s, e = self.line_bounds(pos)
             if self.fence_at(pos) is not None or self.quoted(pos):
-                return "low", " (quoted as an example)"
+                return "low", QUOTED
             row = context.table_row(self, pos)
             if row:
                 if not context.step_row(self, pos) and not context.instruction_cell(self, pos):
