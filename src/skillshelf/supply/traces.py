@@ -58,14 +58,18 @@ def check(scan: Scan) -> None:
         if n > MAX_LINES_PER_RULE:
             return
         if m is not None:
-            s, e = scan.line_bounds(m.start())
-            sev, note = scan.grade_command("override.conceal", m.start(), s, e)
-            if sev == "high" and not scan.hidden_at(m.start()):
-                sev, note = "medium", ""
-            scan.add("override.conceal", sev, m.start(),
-                     f"erases the record of what was done: {scan._shown(m.start(), m.group().strip())!r} "
-                     "(a security log, a login record or a shell's history emptied or turned off)" + note)
+            _conceals(scan, m, f"erases the record of what was done: {scan._shown(m.start(), m.group().strip())!r} "
+                               "(a security log, a login record or a shell's history emptied or turned off)")
             return
+
+
+def _conceals(scan: Scan, m: re.Match[bytes], said: str) -> None:
+    """A concealment found at ``m``: graded as a command there, high only where it is hidden."""
+    s, e = scan.line_bounds(m.start())
+    sev, note = scan.grade_command("override.conceal", m.start(), s, e)
+    if sev == "high" and not scan.hidden_at(m.start()):
+        sev, note = "medium", ""
+    scan.add("override.conceal", sev, m.start(), said + note)
 
 
 def _erasures(scan: Scan) -> Iterator[re.Match[bytes] | None]:
@@ -93,13 +97,9 @@ def _hooks(scan: Scan) -> None:
     for n, m in enumerate(_HOOKS.finditer(scan.low)):
         if n >= MAX_LINES_PER_RULE:
             return
-        s, e = scan.line_bounds(m.start())
         if _HOOKS_KEPT.search(scan.low, max(0, m.start() - 200), min(len(scan.low), m.end() + 200)) is None:
             continue
-        sev, note = scan.grade_command("override.conceal", m.start(), s, e)
-        if sev == "high" and not scan.hidden_at(m.start()):
-            sev, note = "medium", ""
-        scan.add("override.conceal", sev, m.start(),
-                 f"points git's hooks outside the project: {scan._shown(m.start(), m.group().strip())!r} (the project's "
-                 "checks stop running and what that folder holds runs instead, out of the user's sight)" + note)
+        _conceals(scan, m, f"points git's hooks outside the project: {scan._shown(m.start(), m.group().strip())!r} "
+                           "(the project's checks stop running and what that folder holds runs instead, out of the "
+                           "user's sight)")
         return
