@@ -1,7 +1,9 @@
 """A near-duplicate left out as redundant is named by the hit that stands for it: after
 failed reports push a skill below its twin (same text, another name), diversity leaves it out
-of the list, and the twin's ``why`` (``skillshelf search --why``) and ``stands_for`` say so."""
+of the list, and the twin's ``why`` (``skillshelf search --why``) and ``stands_for`` say so, as
+the skill's eval does (``stood_in`` of its miss)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -27,6 +29,9 @@ def test_a_twin_left_out_after_failed_reports_is_named_by_the_hit_that_stands_fo
     for t in TOPICS:
         write_skill(root, t.replace(" ", "-"), description=f"How to handle {t} in a project",
                     body=f"## Steps\n\n{t} tests runs.\n")
+    (root / "flaky-xdist-a" / "evals").mkdir()
+    (root / "flaky-xdist-a" / "evals" / "eval_queries.json").write_text(
+        json.dumps([{"query": QUERY, "should_trigger": True}]), encoding="utf-8")
     lib = Library(home=home, roots=[root], embedder=FakeEmbedder(), auto_sync=False)
     lib.sync()
     first = lib.search(QUERY, log=False, limit=10).hits
@@ -48,3 +53,10 @@ def test_a_twin_left_out_after_failed_reports_is_named_by_the_hit_that_stands_fo
     line = next(x for x in p.stdout.splitlines() if "flaky-xdist-b:" in x)
     assert "stands for its near-duplicate flaky-xdist-a (left out as redundant)" in " ".join(p.stdout.split()), \
         (line, p.stdout)
+
+    e = subprocess.run([str(Path(sys.executable).parent / "skillshelf"), "--home", str(home), "--root", str(root),
+                        "eval", "flaky-xdist-a", "--json"], env=env, capture_output=True, text=True, timeout=120,
+                       check=False)
+    assert "Traceback" not in e.stderr, e.stderr
+    misses = json.loads(e.stdout)[0]["misses"]
+    assert [(m["rank"], m["stood_in"]) for m in misses] == [(None, "flaky-xdist-b")], misses

@@ -38,9 +38,12 @@ class Miss:
     split: str
     first: list[str]            # the names of the skills that came first (up to FIRST_SHOWN)
     rank: int | None = None     # where the skill came, when it came past k (None: not in the list)
+    # not in the list: the near-duplicate hit listed in its place, left out as redundant (``Hit.stands_for``)
+    stood_in: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "split": self.split, "first": self.first, "rank": self.rank}
+        return {"query": self.query, "split": self.split, "first": self.first, "rank": self.rank,
+                "stood_in": self.stood_in}
 
 
 @dataclass
@@ -209,7 +212,9 @@ class Evals:
                 if top:
                     res.found += 1
                 else:
-                    res.misses.append(Miss(q.query, q.split, first, rank))
+                    stood = None if rank is not None else next(
+                        (h.name for h in hits if ids.intersection(getattr(h, "stands_for", ()))), None)
+                    res.misses.append(Miss(q.query, q.split, first, rank, stood))
             else:
                 res.negatives += 1
                 if top:
