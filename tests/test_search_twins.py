@@ -60,3 +60,6 @@ def test_a_twin_left_out_after_failed_reports_is_named_by_the_hit_that_stands_fo
     assert "Traceback" not in e.stderr, e.stderr
     misses = json.loads(e.stdout)[0]["misses"]
     assert [(m["rank"], m["stood_in"]) for m in misses] == [(None, "flaky-xdist-b")], misses
+    e = subprocess.run([str(Path(sys.executable).parent / "skillshelf"), "--home", str(home), "--root", str(root),
+                        "eval", "flaky-xdist-a"], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert "missed (its near-duplicate flaky-xdist-b listed in its place)" in e.stdout, e.stdout

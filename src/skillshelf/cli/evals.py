@@ -85,7 +85,8 @@ def _print(run) -> None:
         for f in r.findings:
             out.print(f"    {f['severity']}: {f['message']}" + (f" (line {f['line']})" if f.get("line") else ""))
         for m in r.misses:
-            where = f"#{m.rank}" if m.rank else "not in the top 10"
+            where = f"#{m.rank}" if m.rank else (f"its near-duplicate {m.stood_in} listed in its place"
+                                                 if m.stood_in else "not in the top 10")
             out.print(f"    missed ({where}): {_clean(m.query)[:100]!r} — first: {', '.join(m.first) or 'nothing'}")
         for m in r.false_triggers:
             out.print(f"    false trigger (#{m.rank}): {_clean(m.query)[:100]!r}")
