@@ -52,7 +52,9 @@ def _bare_sources(home: Path, docs: dict[str, str]) -> Sources:
             return []
 
     cfg = SimpleNamespace(home=str(home), roots=[], root_origins={}, workspace=None, client_roots=False)
-    src = Sources(lambda: cfg, roots=list, sync=lambda **k: None, supply=None, records=lambda r: [],
+    # a supply chain with no pins (the lock a team server writes says what its pins say)
+    supply = SimpleNamespace(pins=SimpleNamespace(pins=SimpleNamespace(root_labels=lambda: [])))
+    src = Sources(lambda: cfg, roots=list, sync=lambda **k: None, supply=supply, records=lambda r: [],
                   evolver=lambda: None, review=lambda: None, unpack=None, locks=Store())
     src._reroot = lambda: None
     return src
