@@ -139,3 +139,43 @@ def test_a_sync_writes_its_progress_for_the_others_and_removes_it(tmp_path):
     finally:
         lib.close()
 
+
+
+def test_a_forged_or_stray_progress_file_is_not_believed_and_breaks_no_search(tmp_path):
+    """indexing.json is text in the home: too big, not a file, nested, with a word where a number goes, from the
+    future, or naming pid 0 (which os.kill takes as this process group), it is not another process's sync, and
+    a search goes on, answered whole and logged."""
+    import json as _json
+    home = tmp_path / "h"
+    home.mkdir()
+    now = time.time()
+    good = {"pid": 1, "host": "elsewhere", "at": now, "phase": "indexing", "done": 5, "total": 9}
+    forged = [
+        "x" * 10_000,                                             # over the bound
+        "[" * 100_000 + "]" * 100_000,                            # nested past the parser's depth
+        _json.dumps({**good, "done": "x"}),
+        _json.dumps({**good, "total": 10 ** 400}),
+        _json.dumps({**good, "done": True}),
+        _json.dumps({**good, "at": now + 3600}),                  # a file from the future never goes stale
+        _json.dumps({**good, "pid": 0}),
+        _json.dumps({**good, "pid": -1}),
+    ]
+    progress = SharedProgress(home)
+    assert progress.note() is None                # no file yet
+    (home / FILE).write_text(_json.dumps(good))
+    assert "another process (pid 1)" in (progress.note() or "")   # a well-formed file is believed
+    for text in forged:
+        (home / FILE).write_text(text)
+        assert progress.note() is None, text[:80]
+    (home / FILE).unlink()
+    (home / FILE).mkdir()                                         # not a file at all
+    assert progress.note() is None
+    root = tmp_path / "r"
+    write_skill(root, "walrus-care", description="Polish walrus tusks safely before a show")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSHELF_")}
+    env["SKILLSHELF_EMBEDDER"] = "none"
+    script = Path(sys.executable).with_name("skillshelf")
+    p = subprocess.run([str(script), "--home", str(home), "--root", str(root), "search", QUERY, "--json"],
+                       capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert "another process" not in p.stdout

@@ -19,11 +19,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..errors import SkillshelfError
 from ..files import atomic_write, read_bounded
 
 FILE = "indexing.json"
 EVERY = 0.5      # seconds between two writes of the progress file
 STALE = 120.0    # a progress file not written for this long is left over
+SKEW = 5.0       # seconds a file's time may lie ahead of this clock (a file from the future is not believed)
 
 
 def unindexed(synced: list[str] | None, roots: list[Any]) -> list[Any]:
@@ -83,8 +85,8 @@ class SharedProgress:
     def _read(self) -> dict[str, Any] | None:
         try:
             data = json.loads(read_bounded(self.path, 4096))
-        except (OSError, ValueError):
-            return None
+        except (OSError, ValueError, RecursionError, SkillshelfError):
+            return None     # (too big, not a file, not JSON: not a progress file this code wrote)
         return data if isinstance(data, dict) else None
 
     def other(self) -> dict[str, Any] | None:
@@ -92,10 +94,11 @@ class SharedProgress:
         if not self.path.exists():
             return None
         p = self._read()
-        if not p or not isinstance(p.get("pid"), int) or not isinstance(p.get("at"), (int, float)):
+        if not p or not all(_count(p.get(k)) for k in ("pid", "done", "total")) or p["pid"] <= 0:
             return None
-        if time.time() - p["at"] > STALE:
-            return None
+        at = p.get("at")
+        if isinstance(at, bool) or not isinstance(at, (int, float)) or not -SKEW <= time.time() - at <= STALE:
+            return None     # (NaN and infinities fail the comparison too)
         if p.get("host") == socket.gethostname():
             if p["pid"] == os.getpid():
                 return None
@@ -112,7 +115,7 @@ class SharedProgress:
         p = self.other()
         if p is None:
             return None
-        done, total = int(p.get("done") or 0), int(p.get("total") or 0)
+        done, total = p["done"], p["total"]
         who = f"another process (pid {p['pid']}) is indexing this library"
         if p.get("phase") == "embedding":
             return f"{who}: embedding {done:,} of {total:,} texts; results are partial until it finishes"
@@ -128,6 +131,11 @@ class SharedProgress:
             self._depth -= 1
             if self._depth == 0:
                 self.clear()
+
+
+def _count(v: Any) -> bool:
+    """A whole number as the progress file writes it (not a bool, not negative, not absurd)."""
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 40
 
 
 def describe(p: dict[str, Any], searchable: Callable[[], int], unindexed: list[Any],
