@@ -63,6 +63,20 @@ def test_an_agent_merge_that_drops_its_sources_is_refused_naming_what_it_drops(t
         assert not (home / "skills" / "web-ops-merged").exists()
 
 
+
+def test_the_sources_words_hidden_in_a_comment_keep_nothing(tmp_path):
+    """Words a reader never sees (an HTML comment holding the sources' words) do not count as kept."""
+    home = _home(tmp_path)
+    with _lib(home) as lib:
+        words = " ".join(sorted({w for n in SOURCES.split(",") for w in lib.get(n).body.split()}))
+    (res,) = _save(home, "open", {"action": "MERGE", "source_skill_names": SOURCES, "name": "web-ops-merged",
+                                  "description": "Merged notes on CORS and Docker builds.",
+                                  "body": f"# Merged\n\n## Solution\nsee parts\n<!-- {words} -->\n",
+                                  "author": "agent-a"})
+    assert res.is_error and "of its words kept" in _text(res), _text(res)
+    with _lib(home) as lib:
+        assert lib.get("cors-fix-nextjs-api").active and lib.get("docker-multi-stage-build").active
+
 def test_a_merge_without_a_body_keeps_every_source_whole_and_one_restore_undoes_it(tmp_path):
     home = _home(tmp_path)
     with _lib(home) as lib:

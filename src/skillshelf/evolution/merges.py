@@ -46,8 +46,20 @@ def default_body(recs: list[Any]) -> str:
                                                   or r.description) for r in recs)
 
 
+def _shown(text: str) -> str:
+    """``text`` without its HTML comments (a reader never sees them: words hidden there keep nothing)."""
+    out, at = [], 0
+    while (start := text.find("<!--", at)) != -1:
+        out.append(text[at:start])
+        end = text.find("-->", start + 4)
+        if end == -1:
+            return "".join(out)
+        at = end + 3
+    return "".join(out) + text[at:]
+
+
 def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower()))
+    return set(_WORD.findall(_shown(text).lower()))
 
 
 def dropped(recs: list[Any], body: str) -> list[str]:
