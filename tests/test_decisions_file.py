@@ -109,3 +109,72 @@ def test_the_file_follows_each_change_and_a_library_kept_before_it_writes_it(hom
         kept = json.loads((h / "decisions.json").read_text(encoding="utf-8"))
     assert kept["pinned"] == [] and [o["status"] for o in kept["overlays"]] == [None]
     assert [x["skill_id"] for x in kept["held"]] == ["workspace:imported"]     # an import stays held unpinned
+
+
+def _damage(h: Path, edit) -> None:
+    """Delete the database and damage the decisions file with ``edit`` (the parsed file -> its new text)."""
+    _rm_db(h)
+    where = h / "decisions.json"
+    where.write_text(edit(json.loads(where.read_text(encoding="utf-8"))), encoding="utf-8")
+
+
+def test_one_bad_field_of_a_held_import_keeps_its_hold_through_the_next_change(home):
+    h = home
+
+    def bad_name(body):
+        body["held"][0]["name"] = "imported\u0001"          # a control character in one field
+        return json.dumps(body)
+    _damage(h, bad_name)
+    p = sk(h, "sync")
+    assert p.returncode == 0, p.stderr
+    reads = _agent_reads(h, "imported", "victim")
+    assert all(refused for refused, _ in reads.values()), reads
+    assert all(SECRET not in text for _, text in reads.values())
+    assert "decisions.json is damaged" in p.stderr and "held whole" in p.stderr, p.stderr
+    aside = sorted(h.glob("decisions.json.damaged-*"))
+    assert len(aside) == 1 and "imported\\u0001" in aside[0].read_text(encoding="utf-8")
+    assert str(aside[0]) in p.stderr, p.stderr
+    d = sk(h, "doctor")
+    assert d.returncode != 0 and aside[0].name in d.stdout, d.stdout
+    # the file written again keeps the hold (by its id and content key), through a change and another new database
+    kept = json.loads((h / "decisions.json").read_text(encoding="utf-8"))
+    assert [x["skill_id"] for x in kept["held"]] == ["workspace:imported"] and kept["held"][0]["content_key"]
+    assert sk(h, "pin", "r").returncode == 0
+    assert [x["skill_id"] for x in json.loads((h / "decisions.json").read_text(encoding="utf-8"))["held"]] \
+        == ["workspace:imported"]
+    _rm_db(h)
+    assert sk(h, "sync").returncode == 0
+    refused, text = _agent_reads(h, "imported")["imported"]
+    assert refused and SECRET not in text, text
+
+
+def test_a_held_list_that_cannot_be_read_holds_the_workspace_whole(home):
+    h = home
+
+    def unreadable(body):
+        body["held"] = {"skill_id": "workspace:imported"}
+        return json.dumps(body)
+    _damage(h, unreadable)
+    p = sk(h, "sync")
+    assert p.returncode == 0, p.stderr
+    refused, text = _agent_reads(h, "imported")["imported"]
+    assert refused and SECRET not in text, text
+    assert "decisions.json is damaged" in p.stderr and "every root is held whole" in p.stderr, p.stderr
+    assert sk(h, "sync").returncode == 0               # the file written again keeps the workspace held whole
+    _rm_db(h)
+    assert sk(h, "sync").returncode == 0
+    refused, text = _agent_reads(h, "imported")["imported"]
+    assert refused and SECRET not in text, text
+
+
+def test_a_file_nested_too_deep_is_damaged_not_a_traceback(home):
+    h = home
+    _damage(h, lambda body: json.dumps({**body, "held": "@"}).replace('"@"', "[" * 100_000 + "]" * 100_000))
+    for cmd in ("sync", "list", "doctor"):
+        p = sk(h, cmd)                                  # (sk: no traceback)
+        assert "RecursionError" not in p.stdout + p.stderr
+        assert (p.returncode == 0) == (cmd != "doctor"), (cmd, p.stdout, p.stderr)
+    assert "nested too deep" in p.stdout or "recursion" in p.stdout, p.stdout
+    assert "decisions.json" in p.stdout and "damaged" in p.stdout, p.stdout
+    refused, text = _agent_reads(h, "imported")["imported"]
+    assert refused and SECRET not in text, text

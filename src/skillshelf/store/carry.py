@@ -250,13 +250,17 @@ def hollow_roots(store: Store) -> list[str]:
 
 def keep_decisions(store: Store) -> None:
     """Write the home's decisions file again from this database (``decisions.keep``), once it has taken
-    the file's decisions (a database made anew that has not is never written over them). A write that
-    fails is said on stderr: the database has the decision; the next change writes the file again."""
+    the file's decisions (a database made anew that has not is never written over them). A damaged file
+    is moved aside first, and its new path said on stderr. A write that fails is said on stderr: the database has the decision; the next change writes the file again."""
     try:
         if store.read_only or not taken(store):
             return
-        decisionsmod.keep(Path(store.path).parent, lambda: decisions_of(store))
+        aside = decisionsmod.keep(Path(store.path).parent, lambda: decisions_of(store))
     except (OSError, SkillshelfError) as exc:
         print(f"skillshelf: the owner's decisions could not be written to "
               f"{decisionsmod.path(Path(store.path).parent)}: {getattr(exc, 'message', None) or exc}; the database"
               " has them, and the next pin, trust or deprecation writes the file again", file=sys.stderr)
+        return
+    if aside is not None:
+        print(f"skillshelf: {decisionsmod.path(Path(store.path).parent)} was damaged: it was moved to {aside} before"
+              " the decisions the database holds were written in its place", file=sys.stderr)

@@ -478,8 +478,10 @@ class Pins:
         """A database made anew (none was there, or it was deleted or replaced under this process) takes
         the owner's decisions back from the home's decisions file before anything reads the pins: each
         pinned root held whole (pinned with no skills: every skill in it held as new until a person pins
-        it), the held imports and the overlays; said once on stderr. From a file that cannot be read or
-        believed, every root but the workspace is held whole, and the error names the file and the fix.
+        it), the held imports and the overlays; said once on stderr. From a damaged file, the entries that can
+        be read are taken back and every root but the workspace is held whole (the workspace too when which
+        skills were held on import cannot be read); the error names the file and the fix, and the file is
+        moved aside (``decisions.json.damaged-TIME``) before the database's decisions are written in its place.
         A database that has taken them (or was there before the file) costs one read of ``meta``.
         What was taken back, or None."""
         store = self._local()
@@ -495,22 +497,28 @@ class Pins:
         damage: ConfigError | None = None
         try:
             kept = decisionsmod.read(home)
+            damage = decisionsmod.damage(decisionsmod.path(home), kept) if kept else None
         except ConfigError as exc:
             kept, damage = None, exc
         here = {r.label: str(r.path) for r in self._roots()}
         for r in kept.pinned if kept else []:       # a root of this library is where the library has it
             r["path"] = here.get(r["root"], r["path"])
-        whole = [(r.label, str(r.path)) for r in self._roots() if r.kind != "workspace"] if damage else []
+        # a damaged file: every root but the workspace held whole; the workspace too when which skills were
+        # held on import is not known (the held list, or one of its ids, cannot be read)
+        unread = damage is not None and (kept is None or kept.held_unread)
+        whole = [(r.label, str(r.path)) for r in self._roots() if r.kind != "workspace" or unread] if damage else []
         got = carry.take_back(store, kept, at=now(), whole=whole,
                               note=f"{damage.message} (fix: {damage.fix})" if damage else "")
         if got is None:
             return None
         if damage is not None:
-            print(f"skillshelf: {damage.message}. The database is new, so every root but the workspace is held whole"
-                  f" (each skill held from agents as new) until you pin it (`skillshelf pin ROOT`). Fix: {damage.fix}",
+            print(f"skillshelf: {damage.message}. The database is new, so every root "
+                  f"{'' if unread else 'but the workspace '}is held whole (each skill held from agents as new) until "
+                  f"you pin it (`skillshelf pin ROOT`); the entries that could be read are taken back. Fix: {damage.fix}",
                   file=sys.stderr)
+        carry.keep_decisions(store)           # (a damaged file is moved aside first, and named)
+        if damage is not None:
             return got
-        carry.keep_decisions(store)
         took = []
         if got["roots"]:
             one = got["roots"][0] if len(got["roots"]) == 1 else "ROOT"
@@ -535,8 +543,19 @@ class Pins:
         where = decisionsmod.path(Path(store.path).parent)
         try:
             kept = decisionsmod.read(where.parent)
+            bad = decisionsmod.damage(where, kept) if kept else None
         except ConfigError as exc:
-            return [Check("decisions", "fail", f"{exc.message}; fix: {exc.fix}")]
+            bad = exc
+        if bad is not None:
+            return [Check("decisions", "fail", f"{bad.message}; fix: {bad.fix}")]
+        aside = decisionsmod.damaged_copies(where.parent)
+        if aside:
+            got = carry.taken_back(store) or {}
+            was = f" ({got['note']})" if got.get("note") else ""
+            return [Check("decisions", "fail", f"{where.name} was damaged{was}; it was moved to {aside[-1]} and"
+                          " written again from the database, which took back the entries that could be read; fix:"
+                          " compare it with the file now, pin again what it pinned (`skillshelf trust --root ROOT`),"
+                          " hold again what it held, then delete it")]
         hollow = carry.hollow_roots(store)
         if hollow:
             got = carry.taken_back(store) or {}
