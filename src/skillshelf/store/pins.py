@@ -163,5 +163,12 @@ class PinnedContent:
                 for sid, r, why, since, key, name in self.store.db.execute(
                     "SELECT skill_id, root, reason, since, content_key, name FROM pin_held ORDER BY skill_id")}
 
+    def unpinned(self) -> set[str]:
+        """The indexed skills of pinned roots that no pin has (new in a pinned root, or the root is held
+        whole): held as new whether or not a look at the files has written their hold yet. One statement."""
+        return {r[0] for r in self.store.db.execute(
+            "SELECT s.id FROM skills s JOIN pinned_roots r ON r.root = s.root"
+            " WHERE NOT EXISTS (SELECT 1 FROM pinned_skills p WHERE p.skill_id = s.id)")}
+
     def generation(self) -> str:
         return self.store.get_meta("pin_generation", "0") or "0"

@@ -398,6 +398,17 @@ class Pins:
         self._names[skill_id] = (key, name or "")
         return name
 
+    def unpinned(self) -> set[str]:
+        """The indexed skills of pinned roots with no pin (held as new: the rule the read gate uses), before
+        :meth:`refresh` writes their holds (a database made anew being filled, a sync cut short)."""
+        if isinstance(self.pins, PinnedContent):
+            return self.pins.unpinned()
+        labels = self.pins.root_labels()       # (a team's pins: the index is this server's own)
+        if not labels or self.contents is None:
+            return set()
+        pinned = self.pins.skill_ids()
+        return {sid for sid in self.contents[1]() if _root_of(sid) in labels and sid not in pinned}
+
     def held_ids(self) -> frozenset[str]:
         self.take_back()
         return frozenset(self.pins.held())
@@ -656,7 +667,10 @@ class Gate:
         out: dict[str, str] = {}
         for sid in self.auditor.blocked(level):
             out[sid] = f"its audit found {level} risk or worse (trust.block = \"{level}\")"
-        for sid, h in self.pins.held().items():
+        held = self.pins.held()
+        for sid in self.pins.unpinned() - held.keys():
+            held[sid] = {"reason": "added"}
+        for sid, h in held.items():
             why = {"changed": "it changed since its collection was pinned",
                    "imported": "it was held back from agents where it was exported, and no one has trusted it here"
                    }.get(h["reason"], "it appeared in a pinned collection after the pin")
