@@ -192,8 +192,9 @@ def damaged_copies(home: str | Path) -> list[Path]:
 
 
 def read(home: str | Path) -> Decisions | None:
-    """The decisions kept in the home (None: no file). A file that cannot be read or believed is a
-    ``ConfigError`` naming it and the fix."""
+    """The decisions kept in the home (None: no file). A file that cannot be read, or is not one
+    skillshelf writes, is a ``ConfigError`` naming it and the fix; a bad entry is left out and named in
+    ``problems`` (``damage`` makes the error of them)."""
     where = path(home)
     if not where.exists() and not where.is_symlink():
         return None

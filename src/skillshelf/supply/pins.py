@@ -657,7 +657,8 @@ class Gate:
 
     def hidden(self) -> dict[str, str]:
         """Skill id -> why agents do not see it (read again only when an audit, a trust, a pin
-        or the setting changed)."""
+        or the setting changed). A skill of a pinned root that no pin has is hidden before its hold
+        is written (:meth:`Pins.unpinned`)."""
         self.pins.take_back()           # (a database made anew takes the owner's decisions back first)
         level = self.block() or "none"
         # the audits here; pins, holds and (a team's) trusts in the pins store: one read each
