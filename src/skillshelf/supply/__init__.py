@@ -6,7 +6,7 @@ across lines, the ``commands`` of one logical line and what a skill ``asks`` in 
 that hold in any language (a paragraph's request: ``scopes``; code by what each line can do:
 ``capabilities``; every hidden place: ``places``; a push to an outside host: ``pushes``), the audit of one file (``file_audit``: ``audit_bytes``, ``risk``),
 the audit of a skill's folder kept by content (``skill_audit``: ``Auditor``), pinned roots and the
-agent gate (``pins``: ``Pins``, ``Gate``) and the service the facade exposes (``chain``:
+agent gate (``pins``: ``Pins``, ``Gate``; the home's decisions file kept in step: ``decided``) and the service the facade exposes (``chain``:
 ``SupplyChain``), and collections fetched from git or archives: fetching (``fetch``), the lock
 file (``lock``), a person's edits merged with upstream (``upstream_merge``, ``source_edits``; those
 made in a source's own folder kept first: ``kept_edits``; a person's files told from

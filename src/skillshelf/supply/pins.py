@@ -31,21 +31,21 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import decisions as decisionsmod, skill as skillmod
+from .. import skill as skillmod
 from ..catalog.roots import Found, Root, discover
 from ..checks import Check
-from ..errors import ConfigError, NotFoundError, StoreError, ValidationError
+from ..errors import NotFoundError, StoreError, ValidationError
 from ..files import MAX_SKILL_BYTES, FileRefused, read_bounded
-from ..store import Store, carry, now
+from ..store import Store, now
 from ..store.pins import PinnedContent
 from ..store.protocols import PinStore
 from . import skill_audit as auditing
+from .decided import Decided
 from .file_audit import Finding, severity_at_least
 
 # a SKILL.md diff is made of at most this many lines a side (difflib is quadratic at worst)
@@ -139,8 +139,8 @@ class Pins:
     def __init__(self, pins: PinStore | Store, *, exclude: tuple[Path, ...] = (),
                  locate: Callable[[str], Path | None] | None = None, roots: Callable[[], list[Root]] | None = None):
         self.pins: PinStore = PinnedContent(pins) if isinstance(pins, Store) else pins
-        self._roots = roots or list   # the library's roots now (held whole when the decisions file is damaged)
-        self._file_seen = False
+        # the home's decisions file: held whole, the library's roots now when it is damaged
+        self.decided = Decided(lambda: self.pins, roots or list)
         self.exclude = exclude          # folders never walked into (the library's home)
         # where a pinned root is on this server (a team's pins name roots by label; each
         # server may keep the collection elsewhere), else where the pinning server had it
@@ -471,113 +471,16 @@ class Pins:
         except (OSError, FileRefused):
             return None
 
-    # --- the decisions file (``decisions.json``) -----------------------------------------------
-    def _local(self) -> Store | None:
-        """The writable local database the pins are kept in (None: a team's store keeps them)."""
-        store = getattr(self.pins, "store", None)
-        if not isinstance(self.pins, PinnedContent) or not isinstance(store, Store) or store.read_only:
-            return None
-        return store
-
+    # --- the decisions file (``decisions.json``: ``decided.Decided``) --------------------------------
     def _keep(self) -> None:
-        """Write the home's decisions file again (after a change of pinned roots or held imports)."""
-        store = self._local()
-        if store is not None:
-            carry.keep_decisions(store)
+        self.decided.keep()
 
     def take_back(self) -> dict[str, Any] | None:
-        """A database made anew (none was there, or it was deleted or replaced under this process) takes
-        the owner's decisions back from the home's decisions file before anything reads the pins: each
-        pinned root held whole (pinned with no skills: every skill in it held as new until a person pins
-        it), the held imports and the overlays; said once on stderr. From a damaged file, the entries that can
-        be read are taken back and every root but the workspace is held whole (the workspace too when which
-        skills were held on import cannot be read); the error names the file and the fix, and the file is
-        moved aside (``decisions.json.damaged-TIME``) before the database's decisions are written in its place.
-        A database that has taken them (or was there before the file) costs one read of ``meta``.
-        What was taken back, or None."""
-        store = self._local()
-        if store is None:
-            return None
-        home = Path(store.path).parent
-        if carry.taken(store):
-            if not self._file_seen:          # (a database kept before the file was: the file starts now)
-                self._file_seen = True
-                if not decisionsmod.path(home).exists():
-                    carry.keep_decisions(store)
-            return None
-        damage: ConfigError | None = None
-        try:
-            kept = decisionsmod.read(home)
-            damage = decisionsmod.damage(decisionsmod.path(home), kept) if kept else None
-        except ConfigError as exc:
-            kept, damage = None, exc
-        here = {r.label: str(r.path) for r in self._roots()}
-        for r in kept.pinned if kept else []:       # a root of this library is where the library has it
-            r["path"] = here.get(r["root"], r["path"])
-        # a damaged file: every root but the workspace held whole; the workspace too when which skills were
-        # held on import is not known (the held list, or one of its ids, cannot be read)
-        unread = damage is not None and (kept is None or kept.held_unread)
-        whole = [(r.label, str(r.path)) for r in self._roots() if r.kind != "workspace" or unread] if damage else []
-        got = carry.take_back(store, kept, at=now(), whole=whole,
-                              note=f"{damage.message} (fix: {damage.fix})" if damage else "")
-        if got is None:
-            return None
-        if damage is not None:
-            print(f"skillshelf: {damage.message}. The database is new, so every root "
-                  f"{'' if unread else 'but the workspace '}is held whole (each skill held from agents as new) until "
-                  f"you pin it (`skillshelf pin ROOT`); the entries that could be read are taken back. Fix: {damage.fix}",
-                  file=sys.stderr)
-        carry.keep_decisions(store)           # (a damaged file is moved aside first, and named)
-        if damage is not None:
-            return got
-        took = []
-        if got["roots"]:
-            one = got["roots"][0] if len(got["roots"]) == 1 else "ROOT"
-            took.append(f"pinned root{'s' * (len(got['roots']) != 1)} {', '.join(got['roots'])} held whole (every "
-                        f"skill in it held from agents as new until you review it: `skillshelf trust --root {one}` "
-                        f"shows each, and pins it again)")
-        if got["held"]:
-            took.append(f"{got['held']} skill{'s' * (got['held'] != 1)} held on import")
-        if got["overlays"]:
-            took.append(f"{got['overlays']} overlay{'s' * (got['overlays'] != 1)} (deprecations, expiry dates)")
-        if took:
-            print(f"skillshelf: the database is new: took back the owner's decisions kept in "
-                  f"{decisionsmod.path(home)}: " + "; ".join(took), file=sys.stderr)
-        return got
+        """A database made anew takes the owner's decisions back (``Decided.take_back``)."""
+        return self.decided.take_back()
 
     def checks(self) -> list[Check]:
-        """``doctor``'s line on the decisions file: damaged (the fix), roots held whole (the fix), or what it keeps."""
-        store = self._local()
-        if store is None:
-            return []
-        self.take_back()
-        where = decisionsmod.path(Path(store.path).parent)
-        try:
-            kept = decisionsmod.read(where.parent)
-            bad = decisionsmod.damage(where, kept) if kept else None
-        except ConfigError as exc:
-            bad = exc
-        if bad is not None:
-            return [Check("decisions", "fail", f"{bad.message}; fix: {bad.fix}")]
-        aside = decisionsmod.damaged_copies(where.parent)
-        if aside:
-            got = carry.taken_back(store) or {}
-            was = f" ({got['note']})" if got.get("note") else ""
-            return [Check("decisions", "fail", f"{where.name} was damaged{was}; it was moved to {aside[-1]} and"
-                          " written again from the database, which took back the entries that could be read; fix:"
-                          " compare it with the file now, pin again what it pinned (`skillshelf trust --root ROOT`),"
-                          " hold again what it held, then delete it")]
-        hollow = carry.hollow_roots(store)
-        if hollow:
-            got = carry.taken_back(store) or {}
-            since = (f" since the database was made anew on {got['at']} and took back the decisions in {where}"
-                     if set(hollow) & set(got.get("roots") or []) else "")
-            return [Check("decisions", "warn", f"pinned root{'s' * (len(hollow) != 1)} {', '.join(hollow)} "
-                          f"held whole{since}: every skill in {'them' if len(hollow) > 1 else 'it'} is held from agents "
-                          f"as new; fix: `skillshelf trust --root {hollow[0] if len(hollow) == 1 else 'ROOT'}` shows"
-                          " each skill and pins the root again")]
-        return [Check("decisions", "ok", f"{where}: {kept.counts()}" if kept else
-                      f"{where}: none yet (written at the first pin, hold on import or overlay)")]
+        return self.decided.checks()
 
     def diff(self, skill_id: str, skill_md: str | Path | None) -> PinDiff:
         """What changed in a skill since it was pinned: a unified diff of its SKILL.md, the other
