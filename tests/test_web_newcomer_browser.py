@@ -68,7 +68,9 @@ def test_a_draft_whose_skill_was_deleted_offers_reject_only_and_a_derive_is_appr
     lib.delete("dash-created-skill")
     with dashboard_server(lib) as base:
         page.goto(base + "/review/dash-created-skill")
-        assert "dash-created-skill no longer exists" in page.locator(".pagehead").inner_text()
+        head = page.locator(".pagehead").inner_text()
+        assert "dash-created-skill no longer exists" in head
+        assert "The skill it changes is gone" in head and "A new skill" not in head, head
         assert page.locator("button", has_text="Approve and apply").count() == 0
         assert page.locator("summary", has_text="Reject").count() == 1
         page.goto(base + "/review/dash-child")
