@@ -133,3 +133,34 @@ def test_ctrl_c_during_a_rebuild_puts_the_old_database_back_and_says_so(tmp_path
     assert hashlib.sha256((h / "skillshelf.db").read_bytes()).hexdigest() == digest
     assert not list(h.glob("skillshelf.db.*-2*"))        # nothing left aside
     assert stats(h)["queries"] == 5
+
+
+def test_a_server_opening_the_database_while_rebuild_moves_it_does_not_take_the_old_files_log(tmp_path, monkeypatch):
+    """A running server keeps recent changes in the database's log (``-wal``); rebuild moves the file, then its
+    log. A process that opens the database between the two moves finds a log with no file: SQLite took it for
+    the new file's and the moved file lost every change the log held (its tables gone). The log is written into
+    the file first, so the file moves whole."""
+    from skillshelf.onboarding import rebuild as rb
+    from skillshelf.store import Store
+
+    path = tmp_path / "db.sqlite"
+    server = Store(path)        # a server's open connection: closing ours does not fold the log then
+    for i in range(200):
+        server.set_meta(f"k{i}", "v" * 100)
+    assert os.path.getsize(str(path) + "-wal") > 0
+    real = os.replace
+
+    def replace(src, dst):
+        real(src, dst)
+        if str(src) == str(path):       # the file has moved, its log not yet: another process opens it now
+            other = sqlite3.connect(path)
+            other.execute("PRAGMA journal_mode=WAL")
+            other.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            other.close()
+
+    monkeypatch.setattr(rb.os, "replace", replace)
+    moved = rb.move_aside(path, "old")
+    server.close()
+    old = sqlite3.connect(moved)
+    assert old.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    assert old.execute("SELECT count(*) FROM meta WHERE key LIKE 'k%'").fetchone()[0] == 200

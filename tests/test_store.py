@@ -70,12 +70,12 @@ def test_a_write_right_after_rebuild_moved_the_database_aside_lands_in_the_new_o
     a database deleted under an open store is made again on the next read."""
     import sqlite3 as _sqlite3
 
-    from skillshelf.store.sqlite import move_aside
+    from skillshelf.onboarding.rebuild import move_aside
 
     path = tmp_path / "db.sqlite"
     server = Store(path)
     server.set_meta("x", "before")
-    moved = move_aside(path)
+    moved = move_aside(path, "old")
     fresh = Store(path)
     server.set_meta("written_by_server", "1")
     assert fresh.get_meta("written_by_server") == "1"

@@ -26,7 +26,7 @@ from ..config import load as load_config
 from ..errors import StoreError
 from ..store import Store, now
 from ..store.carry import carry_over, mark_taken, salvage
-from ..store.sqlite import put_back
+from ..store.sqlite import fold_log, put_back
 
 
 @dataclass
@@ -79,6 +79,7 @@ def move_aside(db_path: Path, kind: str) -> Path | None:
     first one's file); where it went, or None when there was none."""
     if not db_path.exists():
         return None
+    fold_log(db_path)       # the file alone holds everything: one rename moves it whole
     stem = f"{db_path.name}.{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
     moved, n = db_path.with_name(stem), 2
     while any(Path(str(moved) + suffix).exists() for suffix in ("", "-wal", "-shm")):

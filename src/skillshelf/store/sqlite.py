@@ -7,16 +7,12 @@ import contextlib
 import datetime as _dt
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 from ..errors import StoreError
 from .migrations import MIGRATIONS
-
-T = TypeVar("T")
 
 
 def now() -> str:
@@ -255,24 +251,25 @@ class Store:
                         (key, value))
 
 
-def move_aside(db_path: Path) -> Path | None:
-    """Move a database (and its -wal/-shm files) aside as ``<name>.damaged-<time>``, so a new
-    one can be built from the files; where it went, or None when there was none."""
-    import os
-    import time
-
-    if not db_path.exists():
-        return None
-    moved = db_path.with_name(f"{db_path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(str(db_path) + suffix)
-        if src.exists():
-            os.replace(src, Path(str(moved) + suffix))
-    return moved
+def fold_log(db_path: Path) -> None:
+    """Write what a database's log (``-wal``) holds into the file and empty the log, so the file
+    alone holds everything and moves in one step: a process opening the database between the
+    file's move and its log's would take the old log for its own, and the moved file would lose its
+    recent changes. Waits for readers as any write does; a file SQLite cannot read is left as it is."""
+    if not db_path.is_file():
+        return
+    try:
+        conn = sqlite3.connect(db_path, timeout=30)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        pass
 
 
 def put_back(moved: Path, db_path: Path) -> None:
-    """Undo ``move_aside``: the new files go, the old ones return (a rebuild that failed)."""
+    """Undo ``onboarding.rebuild.move_aside``: the new files go, the old ones return (a rebuild that failed)."""
     import os
 
     for suffix in ("", "-wal", "-shm"):
@@ -281,16 +278,3 @@ def put_back(moved: Path, db_path: Path) -> None:
             new.unlink()
         if old.exists():
             os.replace(old, new)
-
-
-def rebuilt_aside(db_path: Path, build: Callable[[], T]) -> tuple[T, Path | None]:
-    """Move the database aside (``move_aside``) and ``build()`` a new one: (what it built, where
-    the old file went). When the build fails the old file goes back where it was, so a library
-    that could still be read still can."""
-    moved = move_aside(db_path)
-    try:
-        return build(), moved
-    except BaseException:
-        if moved is not None:
-            put_back(moved, db_path)
-        raise
