@@ -87,6 +87,20 @@ def test_an_unusable_or_new_home_is_said_on_stderr(tmp_path):
     assert one_line(p).startswith("error: cannot create the library home /proc/skillshelf-x")
 
 
+def test_a_home_whose_database_was_deleted_is_not_called_a_new_empty_library(tmp_path):
+    """Deleting the database loses the usage history, not the library: the note says a new index of the files
+    is made, not that there was no library (which sends a person looking for a typo in --home)."""
+    home = tmp_path / "h"
+    assert sk("init", home=home).returncode == 0
+    for f in home.glob("skillshelf.db*"):
+        f.unlink()
+    p = sk("list", home=home)
+    assert p.returncode == 0 and "cors-fix-nextjs-api" in p.stdout
+    assert one_line(p) == (f"note: there was no database at {home / 'skillshelf.db'}; a new one indexes the files "
+                           "(the usage history starts empty)")
+    assert "new, empty" not in p.stderr
+
+
 def test_sync_with_the_bundled_model_shows_its_phases(tmp_path):
     root = tmp_path / "coll"
     for i, topic in enumerate(("docker layers", "cors headers", "git rebase")):

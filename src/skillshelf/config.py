@@ -321,16 +321,28 @@ def saved_roots(home: Path | str) -> list[Path]:
     return [anchored(home, p) for p in saved_entries(home)]
 
 
-def ensure_home(cfg: Config) -> bool:
-    """Create the home folder if needed; True when there was no library there before (no
-    database yet). A home that cannot be created is a ConfigError naming the fix."""
-    new = not cfg.db_path.exists()
+def ensure_home(cfg: Config) -> str:
+    """Create the home folder if needed. When there was no database yet, the note to say so (else
+    ""): a home with nothing of a library in it is a new, empty library (a typo in the home looks like
+    one), a home that holds settings or skills but no database gets a new index of its files (the
+    database was deleted or moved: the usage history starts empty). A home that cannot be created
+    is a ConfigError naming the fix."""
+    note = ""
+    if not cfg.db_path.exists():
+        home = Path(cfg.home)
+        kept = [n for n in ("config.toml", "decisions.json") if (home / n).is_file()]
+        if kept or (cfg.workspace.is_dir() and any(cfg.workspace.iterdir())):
+            note = (f"there was no database at {cfg.db_path}; a new one indexes the files "
+                    "(the usage history starts empty)")
+        else:
+            note = (f"there was no library at {cfg.home}; created a new, empty one"
+                    " (check --home / SKILLSHELF_HOME if you meant another)")
     try:
         cfg.workspace.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create the library home {cfg.home}: {exc.strerror or exc}",
                           fix="pass --home (or set SKILLSHELF_HOME) to a folder you can write") from None
-    return new
+    return note
 
 
 def save_setting(home: Path, key: str, value: Any) -> Path:

@@ -113,11 +113,11 @@ def _lib(*, warn_missing: bool = True, creates: bool = False, samples: bool | No
     from ..library import Library
 
     cfg = _config()
-    new = ensure_home(cfg) and not creates
+    note = ensure_home(cfg)
+    note = "" if creates else note
     lib = Library.init(config=cfg, samples=samples) if samples is not None else Library(config=cfg)
-    if new:   # said once the library exists (a home that cannot be written creates nothing)
-        err.print(f"note: there was no library at {cfg.home}; created a new, empty one"
-                  " (check --home / SKILLSHELF_HOME if you meant another)")
+    if note:   # said once the library exists (a home that cannot be written creates nothing)
+        err.print(f"note: {note}")
     if warn_missing:
         for m in lib.missing_roots:
             err.print(f"warning: {m.message}; left out — {m.fix}")

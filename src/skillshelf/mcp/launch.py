@@ -27,9 +27,9 @@ def serve(ns: argparse.Namespace) -> None:
                    client_roots=ns.client_roots, write_policy=ns.write_policy, store=getattr(ns, "store", None))
         # a typo in SKILLSHELF_HOME must not look like an empty library (on a team store the
         # library is the store's: the home only holds this server's copy)
-        if ensure_home(cfg) and not cfg.store:
-            print(f"skillshelf: note: there was no library at {cfg.home}; created a new, empty one"
-                  " (check --home / SKILLSHELF_HOME if you meant another)", file=sys.stderr)
+        note = ensure_home(cfg)
+        if note and not cfg.store:
+            print(f"skillshelf: note: {note}", file=sys.stderr)
         for m in cfg.missing_roots():   # stderr: stdout is the protocol
             print(f"skillshelf: warning: {m.message}; left out — {m.fix}", file=sys.stderr)
         from .server import serve as serve_mcp
