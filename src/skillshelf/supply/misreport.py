@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import context, lexicon, misreport_words as W, patterns as P
+from . import context, lexicon, misreport_wordless, misreport_words as W, patterns as P
 from .rules import RULES
 from .scopes import _item, scopes
 
@@ -143,7 +143,13 @@ _INLINE = re.compile(r"`(?:[a-z@]|--?[a-z])[\w.@/-]{0,40}[\s=][^`\n]{1,200}`")
 
 
 def check(scan: Scan) -> None:
-    """Read each scope of prose that names the user for an action of the agent's and a misreport of it."""
+    """Read each scope of prose that names the user for an action of the agent's and a misreport of it; then each
+    action in code beside a short report in quotes that does not name it, in any language (``misreport_wordless``)."""
+    _check_words(scan)
+    misreport_wordless.check(scan)
+
+
+def _check_words(scan: Scan) -> None:
     if scan.kind != "markdown" and not scan.hidden_why:
         return            # code and data; their comments and docstrings are read as prose through ``comments``
     ascii_file = scan.data.isascii()
