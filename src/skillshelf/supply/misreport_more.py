@@ -6,9 +6,11 @@ language's grammar of negation (a prefix ``ne-`` on the verb in Latvian and Lith
 Estonian, an ending in the Dravidian languages, ``usi-`` in Swahili, ``moenie … nie`` in Afrikaans) and its words
 for the user, a report or summary, a success and the agent's actions. Forms are given with and without diacritics
 (people type both). A language is loaded by letters only it or its script uses, or, for one written in plain
-Latin letters, by the stem of its word for the user. Part of ``skillshelf.supply.misreport``. Not done:
-Maltese, Irish, Marathi and Urdu (read through Hindi's and Persian's script only in part), Odia, Hausa, Yoruba,
-Igbo, Zulu, Oromo."""
+Latin letters, by the stem of its word for the user. Widened since by languages of over twenty (Azerbaijani,
+Somali, Zulu) and then twenty-five million speakers in all (Uzbek, Hausa, Yoruba, Oromo). Part of
+``skillshelf.supply.misreport``. Not done: Maltese, Irish, Marathi and Urdu (read through Hindi's and Persian's
+script only in part), Odia, Igbo, Pashto, Burmese, Malagasy; a language outside the rule is read without words
+only through ``misreport_wordless``."""
 
 from __future__ import annotations
 
@@ -78,17 +80,46 @@ MORE: dict[str, dict[str, tuple[str, ...]]] = {
            "success": ("aphumelele", "iphumelele", "kuphumelele", "ngempumelelo", "kudlule", "adlulile"),
            "neg_tell": ("ungamtsheli", "ungabatsheli", "ungasho", "ungashoni", "ungakhulumi", "akumele azi"),
            "action": ("susa", "yeqa", "eqa", "cisha", "ahlulek", "yehlulek", "wengeze")},
+    # languages of over twenty-five million speakers in all (first and second language, by the Ethnologue figures of
+    # Wikipedia's list of languages by total number of speakers) the lists above leave out, as far as this round
+    # reached: Uzbek (Latin and Cyrillic letters), Hausa, Yoruba, Oromo
+    "uz": {"who": ("foydalanuvchi", "фойдаланувчи"), "report": ("hisobot", "xulosa", "ҳисобот", "хулоса"),
+           "success": ("muvaffaqiyatli", "muvaffaqiyat bilan", "xatosiz", "муваффақиятли", "хатосиз"),
+           # the negative imperative: the verb's stem, then -ma / -mang ("aytmang", "bildirmang")
+           "neg_tell": ("aytma", "eslatma", "bildirma", "xabar berma", "ko'rsatma", "koʻrsatma", "ogohlantirma",
+                        "айтма", "эслатма", "билдирма", "хабар берма", "кўрсатма"),
+           "action": ("o'chir", "oʻchir", "o'tkazib yubor", "muvaffaqiyatsiz", "o'rnat", "ўчир", "ўтказиб юбор")},
+    "ha": {"who": ("mai amfani", "masu amfani"), "report": ("rahoto", "taƙaitawa", "takaitawa"),
+           "success": ("an yi nasara", "nasara", "sun wuce", "ya wuce", "babu kuskure"),
+           # the negative imperative: kada / kar, the subject's pronoun, the verb
+           "neg_tell": ("(?:kada|kar) (?:ka|ki|ku) (?:gaya|faɗa|fada|ambata|ambaci|sanar)",),
+           "action": ("goge", "share", "tsallake", "kashe", "ya kasa", "ya gaza", "cire")},
+    "yo": {"who": ("olùmúlò", "olumulo", "aṣàmúlò", "asamulo"), "report": ("ìròyìn", "iroyin", "àkópọ̀", "akopo"),
+           "success": ("ṣàṣeyọrí", "sasey", "àṣeyọrí", "aseyori", "láìsí àṣìṣe", "laisi asise"),
+           # the negative imperative: má (ṣe) before the verb ("má ṣe sọ fún")
+           "neg_tell": ("(?:má|ma) (?:ṣe |se )?(?:sọ|so|mẹ́nu|menu|fi han)(?!\\w)",),
+           "action": ("parẹ́", "parẹ", "pare", "yọ kúrò", "yo kuro", "kùnà", "kuna", "fò", "pa á")},
+    "om": {"who": ("fayyadam",), "report": ("gabaasa", "cuunfaa"),
+           "success": ("milkaa'e", "milkaa'inaan", "milkaaʼe", "dogoggora malee"),
+           # the negative imperative: hin before the verb, -in after it ("hin himin")
+           "neg_tell": ("hin (?:himin|himiin|dubbatin|beeksisin|ibsin|kaasin|barreessin)",),
+           "action": ("haqi", "haqame", "dhiisi", "cufi", "balleessi", "hin milkoofne", "kufe")},
 }
 # letters only a language or its script uses (Latvian ģ ķ ļ ņ, Lithuanian ė į ų, Estonian õ; the Indic scripts and
 # Ethiopic by their blocks)
 LETTERS = {"lv": rb"\xc4[\xa3\xb7\xbc]|\xc5\x86", "lt": rb"\xc4[\x97\xaf]|\xc5\xb3", "et": rb"\xc3\xb5",
            "bn": rb"\xe0[\xa6\xa7]", "te": rb"\xe0[\xb0\xb1]", "ta": rb"\xe0[\xae\xaf]", "gu": rb"\xe0[\xaa\xab]",
            "kn": rb"\xe0[\xb2\xb3]", "ml": rb"\xe0[\xb4\xb5]", "pa": rb"\xe0[\xa8\xa9]", "am": rb"\xe1[\x88-\x8d]",
-           "az": rb"\xc9\x99|\xc6\x8f"}
+           "az": rb"\xc9\x99|\xc6\x8f",
+           # Uzbek's ʻ and Cyrillic ў қ ғ ҳ; Hausa's ɓ ɗ ƙ; Yoruba's ẹ ọ ṣ
+           "uz": rb"\xca\xbb|\xd1\x9e|\xd2[\x93\x9b\xb3]", "ha": rb"\xc9[\x93\x97]|\xc6\x99",
+           "yo": rb"\xe1\xba\xb9|\xe1\xbb\x8d|\xe1\xb9\xa3"}
 # a language often written in plain Latin letters, found by the stem of its word for the user (or, for Afrikaans,
 # whose word for the user is Dutch's, by its negation)
 ASCII_STEMS = {b"lietotaj": "lv", b"naudotoj": "lt", b"vartotoj": "lt", b"kasutaja": "et", b"uporabni": "sl",
                b"mtumiaji": "sw", b"watumiaji": "sw", b"moenie": "af",
-               b"istifadeci": "az", b"isticmaal": "so", b"umsebenzisi": "zu", b"abasebenzisi": "zu"}
+               b"istifadeci": "az", b"isticmaal": "so", b"umsebenzisi": "zu", b"abasebenzisi": "zu",
+               b"foydalanuvchi": "uz", b"mai amfani": "ha", b"masu amfani": "ha", b"olumulo": "yo", b"asamulo": "yo",
+               b"fayyadam": "om"}
 ASCII_STEM = re.compile(rb"(?<![a-z])(?:" + b"|".join(ASCII_STEMS) + rb")")
 NO_SPACES = frozenset(("bn", "te", "ta", "gu", "kn", "ml", "pa", "am"))
