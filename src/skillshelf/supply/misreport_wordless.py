@@ -1,13 +1,15 @@
 """Concealment read without the words of its language: an action in code that destroys or weakens what protects
 the user (a force-push or a remote branch or tag deleted, history rewritten, ``reset --hard``, git's hooks turned
-off or bypassed, a test skipped, a check of TLS or CSRF turned off), and in the same scope of prose (a paragraph,
-a ``<details>`` block's paragraph, or the action's list item) a short report in quotes, introduced by a clause's
-mark (a colon, a semicolon or a dash), whose words do not name the action. The report is what the user is to be
+off or bypassed, a test skipped, a check of TLS or CSRF turned off), and in the same scope of prose (a paragraph
+or the report's list item; a whole ``<details>`` block, rendered collapsed but read by the agent, whatever
+paragraphs or items it holds) a short report in quotes, introduced by a clause's mark (a colon, a semicolon or a
+dash), whose words do not name the action. The report is what the user is to be
 told; that it says something else is read from its shape, in any language. High: what the agent did is gone from
 the user's sight and something else stands in its place. Part of ``skillshelf.supply.misreport``.
 
 Not concealment: a report that names the action ("force-pushed main after the rebase"), a long explanation
-(more than six words), a phrase in code (a commit message, a log line), a quote with no clause's mark before it,
+(more than six words), a phrase in code (a commit message, a log line) or in a block's ``<summary>`` title, a quote with no clause's mark
+before it,
 a passage that teaches, warns or sits under a heading about attacks."""
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .scopes import _item, scopes
 Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
 
 MAX_READ = 40              # reports in quotes read in one file
+BLOCK = 4_000              # bytes of a <details> block read on each side of a report
 # a word of the file's (a set the scan holds already), then the substrings one of which the file must hold before any
 # pattern runs (a push only with a flag or refspec that forces or deletes)
 _GATE = {b"push": (b"--force", b" -f", b"--mirror", b"--delete", b" -d", b" +", b" :"), b"hard": (b"reset --hard",),
@@ -82,21 +85,32 @@ def check(scan: Scan) -> None:
         if _MARK.search(scan.data, max(ls, c.start() - 40), c.start()) is None:
             continue
         scope = _scope_of(spans, c.start())
-        if scope is None or scope[0] in done:
+        if scope is None:
             continue
-        a, b = _item(low, scope[0], scope[1], c.start())
+        a, b = _details(low, c.start()) or _item(low, scope[0], scope[1], c.start())
+        if a in done or low.rfind(b"<summary", ls, c.start()) >= 0:
+            continue
         act = next((m for m in ACTION.finditer(low, a, b) if _in_code(scan, m.start())), None)
         if act is None:
             continue
         hit = _report(scan, a, b, act.group())
         if hit is None or not _a_step(scan, a, b, hit):
             continue
-        done.add(scope[0])
+        done.add(a)
         if any(f.rule == "override.conceal" and f.line == scan.line_of(hit) for f in scan.findings):
             continue
         shown = scan._shown(act.start(), act.group().strip())
         scan.add("override.conceal", "high", hit, f"{RULES['override.conceal'].title}: {shown!r} beside a short "
                  "report in quotes that does not name it (the user told something other than what the agent did)")
+
+
+def _details(low: bytes, pos: int) -> tuple[int, int] | None:
+    """The ``<details>`` block (rendered collapsed) around ``pos``, when it is at most ``BLOCK`` bytes each side."""
+    a = low.rfind(b"<details", max(0, pos - BLOCK), pos)
+    if a < 0 or low.find(b"</details>", a, pos) >= 0:
+        return None
+    b = low.find(b"</details>", pos, pos + BLOCK)
+    return (a, b) if b >= 0 else None
 
 
 def _scope_of(spans: list[tuple[int, int]], pos: int) -> tuple[int, int] | None:
@@ -118,6 +132,8 @@ def _report(scan: Scan, a: int, b: int, action: bytes) -> int | None:
     named = {w for w in re.findall(r"[a-z]{3,}", action.decode("utf-8", "replace").lower())} | _ABOUT
     for _, q in zip(range(8), _QUOTE.finditer(t)):
         ls = t.rfind("\n", 0, q.start()) + 1
+        if "<summary" in t[ls:q.start()]:
+            continue      # a block's title, not a report
         lead = t[max(ls, q.start() - 40):q.start()]
         intro = list(_INTRO.finditer(lead))
         if not intro or re.search(r"[.!?]\s", lead[intro[-1].end():]):
