@@ -177,6 +177,24 @@ def test_refused_arguments_are_named_with_the_fix_in_plain_words(lib_home):
     anyio.run(main)
 
 
+def test_an_argument_a_tool_does_not_take_is_refused_by_name_and_the_schema_says_so(lib_home):
+    """A misspelt `limt` was ignored: the agent got five hits and took them for the twenty it asked for."""
+    async def main():
+        async with Client(build_server(lambda: Library(lib_home, embedder=FakeEmbedder(), auto_sync=False))) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert all(t.input_schema.get("additionalProperties") is False for t in tools.values())
+            r = await c.call_tool("search_skills", {"query": "cors", "limt": 20})
+            assert r.is_error
+            assert r.content[0].text == (
+                "invalid arguments for search_skills: search_skills does not take 'limt' (did you mean 'limit'?). "
+                f"Fix: pass only {', '.join(tools['search_skills'].input_schema['properties'])}")
+            r = await c.call_tool("get_skill", {"name": "cors-fix-nextjs-api", "zzz": 1, "format": "md"})
+            assert r.is_error and "does not take 'zzz', 'format'" in r.content[0].text
+            r = await c.call_tool("search_skills", {"query": "cors", "limit": 2})     # what it takes still works
+            assert not r.is_error and len(r.structured_content["hits"]) == 2
+    anyio.run(main)
+
+
 def test_a_long_refused_value_is_cut_and_stays_on_one_line(lib_home):
     async def main():
         async with Client(build_server(lambda: Library(lib_home, embedder=FakeEmbedder(), auto_sync=False))) as c:

@@ -273,6 +273,20 @@ def bad_arguments(tool: str, errors: Sequence[Mapping[str, Any]], schema: Mappin
     return f"invalid arguments for {tool}: {'; '.join(problems)}. Fix: {'; '.join(dict.fromkeys(fixes))}"
 
 
+def unknown_arguments(tool: str, unknown: Sequence[str], known: Sequence[str]) -> str:
+    """One line for arguments ``tool`` does not take: each named (with the one meant, when close), and
+    the ones it takes."""
+    import difflib
+
+    said = []
+    for arg in unknown[:4]:
+        near = difflib.get_close_matches(str(arg), list(known), n=1, cutoff=0.6)
+        said.append(f"{trim(str(arg), 40)!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    more = f" and {len(unknown) - 4} more" if len(unknown) > 4 else ""
+    return (f"invalid arguments for {tool}: {tool} does not take {', '.join(said)}{more}. "
+            f"Fix: pass only {', '.join(known) or 'no arguments'}")
+
+
 def _kind(prop: Mapping[str, Any]) -> str | None:
     """The JSON type an argument's schema names (the one other than null of an ``anyOf``)."""
     if isinstance(prop.get("type"), str):

@@ -410,6 +410,11 @@ class SkillshelfServer(MCPServer):
             names = ", ".join(t.name for t in self._tool_manager.list_tools())
             raise MCPError(INVALID_PARAMS, f"unknown tool {name[:80]!r}. Fix: call one of {names}",
                            data={"name": name[:200]})
+        # An argument the tool does not take is refused by name (its schema says additionalProperties
+        # false): a misspelt `limt` ignored would look like an answer to the request the agent meant.
+        known = self._tool_manager.get_tool(name).parameters.get("properties") or {}
+        if isinstance(arguments, dict) and (unknown := [k for k in arguments if k not in known]):
+            raise ToolError(mcp_text.unknown_arguments(name, unknown, list(known)))
         try:
             caller = await self.handle.who(context)
         except SkillshelfError as exc:
@@ -444,9 +449,11 @@ class SkillshelfServer(MCPServer):
 
     async def list_tools(self):
         # Pydantic's generated titles ("Target Skill Name") repeat the property names and
-        # cost ~1 KB of every client's context: drop them from what is advertised.
+        # cost ~1 KB of every client's context: drop them from what is advertised, and the output
+        # models' docstrings (written for the code's readers) with them.
         return [t.model_copy(update={"input_schema": mcp_text.untitled(t.input_schema),
-                                     "output_schema": mcp_text.untitled(t.output_schema)})
+                                     "output_schema": {k: v for k, v in mcp_text.untitled(t.output_schema).items()
+                                                       if k != "description"} if t.output_schema else None})
                 for t in await super().list_tools()]
 
     def resources_page(self, cursor: str | None = None) -> tuple[list[Resource], str | None]:
@@ -655,6 +662,9 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
     server.add_tool(reindex, title="Reindex", annotations=ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
         description="Rescan skill folders now (changes are also picked up automatically). Returns counts.")
+
+    for tool in server._tool_manager.list_tools():     # what call_tool refuses, said in the schema
+        tool.parameters["additionalProperties"] = False
 
     @server.prompt(name="use-skills", title="Find, use and report skills",
                    description="How to work with the skill library during a task")
