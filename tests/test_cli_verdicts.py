@@ -45,6 +45,7 @@ def test_a_malformed_eval_file_has_one_verdict_and_reason_in_eval_validate_docto
         assert row.count() == 1
         text = row.inner_text()
         assert "malformed eval file" in text and "not valid JSON: Expecting value (line 2)" in text, text
+        assert "of the entries read" in row.locator("td.num").first.inner_text()   # not a pass of the whole file
         pg.close()
 
 
