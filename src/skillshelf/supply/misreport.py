@@ -146,7 +146,7 @@ def check(scan: Scan) -> None:
     """Read each scope of prose that names the user for an action of the agent's and a misreport of it; then each
     action in code beside a short report in quotes that does not name it, in any language (``misreport_wordless``)."""
     _check_words(scan)
-    misreport_wordless.check(scan)
+    misreport_wordless.check(scan, _a_step)
 
 
 def _check_words(scan: Scan) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from typing import Any
 
 from . import misreport_words as W
@@ -67,15 +68,14 @@ _ABOUT = frozenset(("force", "forced", "push", "pushed", "pushes", "rewrite", "r
                     "deleted", "removed", "mirror"))
 
 
-def check(scan: Scan) -> None:
-    """Each short report in quotes after a clause's mark, beside an action in code in its scope that it does not name."""
+def check(scan: Scan, a_step: Callable[[Scan, int, int, int], bool]) -> None:
+    """Each short report in quotes after a clause's mark, beside an action in code in its scope that it does not name;
+    ``a_step``: the misreport reader's test that a scope is a step of the skill's (not an example or a warning)."""
     if scan.kind != "markdown" and not scan.hidden_why:
         return
     low = scan.low
     if not _may_hold(scan):
         return
-    # the step test of the reader this one extends (imported here: that reader imports this one)
-    from .misreport import _a_step
     spans = scopes(scan)
     done: set[int] = set()
     for n, c in enumerate(_CANDIDATE.finditer(scan.data)):
@@ -94,7 +94,7 @@ def check(scan: Scan) -> None:
         if act is None:
             continue
         hit = _report(scan, a, b, act.group())
-        if hit is None or not _a_step(scan, a, b, hit):
+        if hit is None or not a_step(scan, a, b, hit):
             continue
         done.add(a)
         if any(f.rule == "override.conceal" and f.line == scan.line_of(hit) for f in scan.findings):
