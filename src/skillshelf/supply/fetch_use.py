@@ -42,7 +42,7 @@ def _region(scan: Scan, rs: int, re_: int, budget: list[int]) -> bool:
             continue
         if _DATA_URL.search(text):
             continue          # the address names data (…/releases.json): what is saved is read, not run
-        targets = _targets(text, temps)
+        targets = _targets(text, temps) or _stream_targets(low, stmts, k)
         if not targets:
             continue
         if _use(scan, stmts, k, targets, budget):
@@ -136,6 +136,18 @@ def _targets(text: bytes, temps: set[bytes]) -> list[bytes]:
     return out[:MAX_TARGETS]
 
 
+def _stream_targets(low: bytes, stmts: list[tuple[int, int]], k: int) -> list[bytes]:
+    """The names a fetch with no output of its own writes through: a file or stream opened for writing
+    in one of the few statements before it (``out = fs.createWriteStream(target)``, ``open(path, "wb")``)."""
+    out: list[bytes] = []
+    for s, e in stmts[max(0, k - _STREAM_BACK):k]:
+        for m in _WRITE_OPEN.finditer(low, s, e):
+            t = m.group("t") or m.group("t2")
+            if t not in out and not _DATA_EXT.search(t):
+                out.append(t)
+    return out[:MAX_TARGETS]
+
+
 def _names(text: bytes, target: bytes) -> bool:
     """Whether the statement names the target as a whole word (a shell variable, an identifier or a path)."""
     i = text.find(target)
@@ -149,9 +161,13 @@ def _names(text: bytes, target: bytes) -> bool:
 
 
 _FETCH_WORDS = frozenset((b"curl", b"wget", b"urlretrieve", b"urlopen", b"download", b"downloadfile", b"fetch", b"iwr",
-                          b"invoke", b"getstore", b"aria2c", b"http", b"https", b"requests", b"httpx"))
+                          b"invoke", b"getstore", b"aria2c", b"http", b"https", b"requests", b"httpx", b"uri", b"axios",
+                          b"got", b"file_get_contents"))
 _FETCH = re.compile(rb"\b(?:curl|wget|aria2c|urlretrieve|urlopen|invoke-webrequest|iwr|downloadfile|getstore|"
-                    rb"requests\.get|httpx\.get|http\.get|fetch|download)\b")
+                    rb"requests\.get|httpx\.get|https?\.(?:get|request)|fetch|download|"
+                    # Ruby's open-uri and Net::HTTP, Node's HTTP clients, PHP's and Lua's
+                    rb"uri\.open|open-uri|net::http\.get\w{0,9}|httparty\.get|faraday\.get|axios(?:\.get)?|got(?=\()|"
+                    rb"file_get_contents|socket\.http\.request)\b")
 _URLISH = re.compile(rb"https?://|[\"']https?:|\bhttps?\b")
 _SPLIT = re.compile(rb"&&|\|\||;(?=\s)")
 # an output flag and the name or path after it, across the quotes, commas and concatenations of any language
@@ -164,6 +180,11 @@ _TEMP_ASSIGN = re.compile(rb"(?:^|[\s;(])(?:local\s+|const\s+|let\s+|var\s+|my\s
                           # the temporary folder asked of the runtime (Node, Lua builds, Go, Rust, Python, .NET, Java)
                           rb"os\.tmpdir\(|os\.tempdir\(|os\.tempdir\b|env::temp_dir\(|gettempdir\(|gettemppath\(|"
                           rb"[\"']java\.io\.tmpdir|\$env:te?mp\b)")
+# a file or stream opened for writing, the name it is opened on (a fetch before its statement writes there)
+_STREAM_BACK = 3
+_WRITE_OPEN = re.compile(rb"\b(?:createwritestream|openwritestream)\(\s{0,3}(?P<t>[a-z_$][\w.$]{0,60}?)\s{0,3}[,)]|"
+                         rb"\b(?:open|fopen|io\.open|file\.open|file\.new)\(\s{0,3}(?P<t2>[a-z_$][\w.$]{0,60}?)\s{0,3},"
+                         rb"\s{0,3}[\"'](?:w|wb|a|ab|w\+|wb\+)[\"']")
 _TMP_PATH = re.compile(rb"/tmp/[\w.-]{1,80}")
 _DATA_EXT = re.compile(rb"\.(?:json|ya?ml|toml|csv|tsv|txt|md|html?|xml|png|jpe?g|gif|svg|pdf|ico|woff2?|ttf|"
                        rb"tar|gz|tgz|zip|xz|bz2|zst|7z|whl|deb|rpm|sig|asc|sha256|sha512|pem|crt|log)\b")
@@ -176,7 +197,9 @@ _VERIFY = re.compile(rb"\b(?:sha(?:1|224|256|384|512)sum|shasum|b2sum|md5sum|gpg
 _PLAIN = re.compile(rb"^\s{0,12}(?:-\s{1,4})?[\"'\[{(]{0,3}\s{0,3}(?:cat|less|more|head|tail|echo|printf|print|puts|ls|"
                     rb"stat|wc|file|du|rm|unlink|test|\[\[?|jq|yq|grep|diff|cmp|sort|if\s+\[|chmod|chown|touch)\b|"
                     rb"\b(?:os\.remove|os\.unlink|fs\.unlink|json\.load|yaml\.safe_load|tomllib\.load|"
-                    rb"exists|isfile|fs_stat|console\.log|remove-item|get-content|read(?:_?text|_?bytes|_?all|file|lines)?)\b|"
+                    rb"exists|isfile|fs_stat|console\.log|remove-item|get-content|read(?:_?text|_?bytes|_?all|file|lines)?(?:sync)?|"
+                    rb"json\.parse)\b|"
+                    rb"\.(?:close|flush|write|fsync)\b|\b(?:fs|os)\.chmod(?:sync)?\b|"
                     rb"[\"'\[{,(]\s{0,3}[\"']chmod[\"']|:read\(")
 # a verifier given a list of sums (``sha256sum -c SHA256SUMS``) reads the files the list names
 _LISTED = re.compile(rb"\s(?:-c|--check)\b|\bsha\w{0,6}sums\b")
