@@ -29,6 +29,7 @@ from . import (
     patterns as P,
     places,
     pushes,
+    run_keys,
     scopes,
     traces,
     view,
@@ -431,6 +432,7 @@ class Scan:
         self.check_commands()
         self.check_flows()
         fetch_use.check(self)
+        run_keys.check(self)
         capabilities.check(self)
         self.check_override()
         self.check_requests()
