@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import patterns as P
+from . import deletes, patterns as P
 
 Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
 
@@ -18,7 +18,7 @@ def check(scan: Scan) -> None:
         _fetch_line(scan, s, e) or _decode_line(scan, s, e)
     for s, e in scan.candidates(P.TRIG_SECRETS, "secrets sent out"):
         _exfil_line(scan, s, e)
-    for s, e in scan.candidates(P.TRIG_DESTRUCTIVE, "destructive commands"):
+    for s, e in scan.candidates(P.TRIG_DESTRUCTIVE + deletes.TRIGGERS, "destructive commands"):
         _destructive_line(scan, s, e)
     for s, e in scan.candidates(P.TRIG_REMOTE, "remote access"):
         line = scan.low[s:e].replace(b"\\\n", b"  ")
@@ -132,6 +132,7 @@ def _destructive_line(scan: Scan, s: int, e: int) -> None:
             target = (m.groupdict().get("t") or b"").decode("utf-8", "replace")
             scan._report("destructive.command", s + m.start(), s, e, what.format(t=target))
             return
+    deletes.line(scan, line, s, e)
 
 
 _DECODE_WORDS = frozenset((b"atob", b"decode_base64", b"b64decode", b"decode64", b"decode", b"fromhex", b"unhexlify", b"codecs", b"buffer",

@@ -1,0 +1,56 @@
+"""Deletes of the home folder, its whole contents and the repository's history, however they are written:
+``rm -rf "$HOME"/*`` (the quotes closed before the glob), ``"$HOME"/.[!.]*``, ``rm -rf .git``, and a
+program's own delete of the home folder (``shutil.rmtree(Path.home())``, ``fs.rmSync(os.homedir(), …)``,
+``FileUtils.rm_rf(Dir.home)``, ``os.RemoveAll(home)``). High in a script whatever it says beside it; a
+subfolder of the home (``~/.cache/tool``) is not the home; a history deleted to start a new one at once
+(``rm -rf .git && git init``, a template made a project) is medium. Read with the destructive commands
+(``skillshelf.supply.commands``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import patterns as P
+
+Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
+
+REINIT_WINDOW = 400         # bytes after a deleted history where a ``git init`` starts a new one
+
+_HOME = rb"(?:~|\$home|\$\{home\}|%userprofile%|\$env:userprofile)"
+# the home, quoted or not, and then nothing, its whole contents (``/*``, ``/.[!.]*``, ``/.*``) or a slash
+_HOME_ALL = re.compile(P._RM + rb"(?:[^\s;&|<>]{1,200}\s+){0,8}?[\"']?(?P<t>" + _HOME + rb"/?[\"']?/?(?:\*|\.\[!\.\]\*|"
+                       rb"\.\*|\.\?\*|\{[^}\s]{0,40}\})?)[\"']?(?=[\s;&|)]|$)")
+_HISTORY = re.compile(P._RM + rb"(?:[^\s;&|<>]{1,200}\s+){0,8}?[\"']?(?P<t>(?:\./)?\.git)/?[\"']?(?=[\s;&|)]|$)")
+# a program's own delete of the home folder (Python, Node, Ruby, Go, Rust, .NET, Java, PowerShell)
+_CODE_HOME = re.compile(
+    rb"\b(?:rmtree|rmsync|rm_rf|rm_r|rimraf(?:\.sync)?|fs\.rm|fs\.promises\.rm|fse?\.remove(?:sync)?|removeall|remove_dir_all|"
+    rb"deletedirectory|directory\.delete|deleterecursively|deletetree)\s{0,3}\(\s{0,3}(?:[\w.]{1,30}\(\s{0,3}){0,2}"
+    rb"(?:path\.home\(\)|pathlib\.path\.home\(\)|os\.homedir\(\)|dir\.home|os\.path\.expanduser\(\s{0,3}[\"']~/?[\"']\s{0,3}\)|"
+    rb"[\"']~/?[\"']|os\.(?:getenv|environ\.get)\(\s{0,3}[\"']home[\"']\s{0,3}\)|os\.environ\[\s{0,3}[\"']home[\"']\s{0,3}\]|"
+    rb"process\.env\.home|env\[[\"']home[\"']\]|os\.userhomedir\(\)|home_dir\(\)|"
+    rb"environment\.getfolderpath\([^()]{0,60}userprofile\)|system\.getproperty\(\s{0,3}[\"']user\.home[\"']\s{0,3}\))"
+    rb"\s{0,3}(?:\)\s{0,3}){0,2}[,)]")
+_REINIT = re.compile(rb"\bgit\s+init\b")
+TRIGGERS = [re.compile(rb"rm\s+-"), re.compile(rb"rmtree|rmsync|rm_rf|rm_r\b|rimraf|removeall|remove_dir_all|deletedirectory|"
+                                                rb"directory\.delete|deleterecursively|deletetree|fs\.rm\b|fse?\.remove")]
+
+
+def line(scan: Scan, text: bytes, s: int, e: int) -> bool:
+    """Report a delete of the home, its contents or the history on one logical line; True when one was."""
+    m = _HOME_ALL.search(text)
+    if m is not None:
+        t = m.group("t").replace(b"\"", b"").replace(b"'", b"").decode("utf-8", "replace")
+        return scan._report("destructive.command", s + m.start(), s, e, f"deletes {t} (the home folder or all it holds)")
+    m = _CODE_HOME.search(text)
+    if m is not None:
+        return scan._report("destructive.command", s + m.start(), s, e, "deletes the home folder recursively")
+    m = _HISTORY.search(text)
+    if m is None:
+        return False
+    at = s + m.start()
+    sev, note = scan.grade_command("destructive.command", at, s, e)
+    if sev == "high" and not scan.hidden_at(at) and _REINIT.search(scan.low, at, at + REINIT_WINDOW):
+        sev, note = "medium", " (and starts a new one: a template made a project)"
+    scan.add("destructive.command", sev, at, "deletes the repository's history (.git)" + note)
+    return True
