@@ -47,6 +47,9 @@ FORMATS = (
     Format("an npm token", ("npm",), rb"npm_[A-Za-z0-9]{36}" + _END),
     Format("a RubyGems key", ("rubygems",), rb"rubygems_[a-f0-9]{48}" + _END),
     Format("a PyPI token", ("pypi",), rb"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,300}" + _END),
+    Format("a crates.io token", ("^cio",), _START + rb"cio[A-Za-z0-9]{32}" + _END),
+    Format("a NuGet API key", ("^oy2",), _START + rb"oy2[a-z0-9]{43}" + _END),
+    Format("a Docker Hub token", ("dckr",), rb"dckr_pat_[A-Za-z0-9_-]{27}" + _END),
     Format("a Twilio key", ("twilio",), _START + rb"(?:SK|AC)[0-9a-f]{32}" + _END),
     Format("a SendGrid key", ("sg",), rb"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _END),
     Format("a DigitalOcean token", ("dop", "doo", "dor"), rb"do[opr]_v1_[a-f0-9]{64}" + _END),
@@ -68,7 +71,11 @@ PUSH = re.compile(P.PUSH.pattern + rb"|[\"'](?:post|put|patch)[\"']|\bhttp\.(?:p
                   # an object written to a storage bucket, an upload, a login to a registry that is pushed to
                   rb"\bbucketobject\w{0,4}\b|\bupload(?:_file\w{0,3}|_blob|files?)?\b|[\"']upload[\"']|\bs3\s+(?:cp|sync)\b|"
                   rb"\bgsutil\s+(?:-m\s+)?cp\b|\b(?:remote|registry|docker|helm|oras|podman)\s+login\b|"
-                  rb"[\"']remote[\"']\s{0,3},\s{0,3}[\"']login[\"']")
+                  rb"[\"']remote[\"']\s{0,3},\s{0,3}[\"']login[\"']|"
+                  # every package manager's publish or push, and a registry's upload by its own tool
+                  rb"\b(?:gem|nuget|docker|podman|helm|oras|buildah|skopeo|cargo|npm|pnpm|yarn|poetry|flit|hatch|uv|twine|"
+                  rb"dotnet\s+nuget|choco|conda|anaconda|vsce|ovsx)\s+(?:-{1,2}[\w-]{1,20}\s+){0,3}(?:push|publish|upload|copy)\b|"
+                  rb"\bmvn\w{0,3}\s[^\n]{0,120}\bdeploy\b|\bgradlew?\s[^\n]{0,120}\bpublish|\bsbt\s[^\n]{0,60}\bpublish")
 # files a tool reads its credentials from: a token there is used by every publish or push the tool makes
 TOOL_CREDENTIALS = frozenset((".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", ".netrc", "_netrc", ".git-credentials",
                               ".gem/credentials", ".docker/config.json", ".m2/settings.xml", ".gradle/gradle.properties"))
@@ -150,7 +157,7 @@ def _body(tok: bytes) -> bytes:
     """The random part of a token: after its last separator of a known prefix."""
     tok = tok.rsplit(b"/", 1)[-1]
     m = re.match(rb"(?:gh[pousr]_|github_pat_|gl(?:pat|dt|rt|ptt)-|xox[a-z]-|sk-(?:ant-(?:api|admin)\d\d-|proj-|or-v1-|"
-                 rb"svcacct-)?|[sr]k_live_|hf_|npm_|rubygems_|pypi-AgEIcHlwaS5vcmc|SG\.|do[opr]_v1_|shp[a-z]{2}_|GOCSPX-|:AA|AKIA|ASIA|AIza)",
+                 rb"svcacct-)?|[sr]k_live_|hf_|npm_|rubygems_|pypi-AgEIcHlwaS5vcmc|cio|oy2|dckr_pat_|SG\.|do[opr]_v1_|shp[a-z]{2}_|GOCSPX-|:AA|AKIA|ASIA|AIza)",
                  tok)
     return tok[m.end():] if m else tok
 
