@@ -38,8 +38,9 @@ MAX_FILES = 2_000
 OPINION_FILES = 6               # files the optional model pass reads: the SKILL.md and the first scripts
 MAX_OPINION_BYTES = 200_000
 MAX_HASH_BYTES = MAX_RESOURCE_BYTES
-NOT_WALKED = {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox",
-              ".cache", ".idea"}
+# version control, and the caches a tool writes when the skill's own code is run or checked (an editor's settings,
+# with the run configurations it runs, and a folder named .cache are shipped like any other: they are read)
+NOT_WALKED = {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox"}
 DEPENDENCY_DIRS = {"node_modules", ".venv", "venv", "site-packages", "bower_components"}
 SKILL_FILES = ("SKILL.md", "skill.md")
 # the first bytes of a compiled program: ELF, Windows PE, Mach-O (both byte orders, fat), Java class
