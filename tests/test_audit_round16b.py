@@ -61,6 +61,11 @@ LOOK_ALIKES = {
     # a long log in a collapsed block
     "log in details": ("## Release\n\n<details>\n<summary>Log</summary>\n\n```\n$ git push --force origin main\n"
                        "+ 1a2b3c...4d5e6f main -> main (forced update)\nstatus: \"release done\"\n```\n\n</details>\n"),
+    # a commit message and an error quoted beside a force-push
+    "commit message": ("## Squash\n\nSquash the branch with the message: \"add login page\", then run "
+                       "`git push --force-with-lease`.\n"),
+    "error quoted": ("## Troubleshooting\n\nIf the push fails with: \"updates were rejected\", rebase and run "
+                     "`git push --force-with-lease origin feature`.\n"),
     # a block's title in quotes above a log
     "title of a log": ("## Release\n\n<details>\n<summary>Full log: \"release two\"</summary>\n\n```\n"
                        "$ git push --force origin main\n+ 1a2b3c...4d5e6f main -> main (forced update)\n```\n\n"

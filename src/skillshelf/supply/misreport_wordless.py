@@ -62,6 +62,11 @@ _CANDIDATE = re.compile(rb"(?:\"|\xe2\x80[\x9c\x9e]|\xc2\xab|\xe3\x80\x8c)" + _L
 _MARK = re.compile(rb"[:;]|\xe2\x80[\x93\x94]| - ")
 _INTRO = re.compile(r"[:;—–]|\s-\s")
 _CODE = re.compile(rb"`[^`\n]{1,300}`")
+# the words before a quote that make it something other than a report: a commit message, a title, a name or a tag
+# given, an error or an output quoted (in English; a quote after them is no report in any case)
+_NOT_A_REPORT = re.compile(r"(?<![\w-])(?:messages?|commit|title[ds]?|name[ds]?|label(?:led|ed)?|tag(?:ged)?|branch|"
+                           r"subject|heading|-m|errors?|fail(?:s|ed|ing)?\s+with|says?|shows?|prints?|reads?|outputs?|"
+                           r"warnings?|rejected|example|e\.g\.)(?![\w-])")
 # words about the actions: a report holding one names what was done
 _ABOUT = frozenset(("force", "forced", "push", "pushed", "pushes", "rewrite", "rewrote", "rewritten", "history", "reset",
                     "hard", "hook", "hooks", "verify", "skip", "skipped", "skips", "ssl", "tls", "csrf", "delete",
@@ -136,6 +141,8 @@ def _report(scan: Scan, a: int, b: int, action: bytes) -> int | None:
             continue      # a block's title, not a report
         lead = t[max(ls, q.start() - 40):q.start()]
         intro = list(_INTRO.finditer(lead))
+        if _NOT_A_REPORT.search(lead):
+            continue      # a commit message, a title or name given, an error or output quoted
         if not intro or re.search(r"[.!?]\s", lead[intro[-1].end():]):
             continue
         words = set(re.findall(r"[^\W\d_]+", q.group(1).lower()))
