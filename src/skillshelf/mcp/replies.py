@@ -273,18 +273,32 @@ def bad_arguments(tool: str, errors: Sequence[Mapping[str, Any]], schema: Mappin
     return f"invalid arguments for {tool}: {'; '.join(problems)}. Fix: {'; '.join(dict.fromkeys(fixes))}"
 
 
-def unknown_arguments(tool: str, unknown: Sequence[str], known: Sequence[str]) -> str:
-    """One line for arguments ``tool`` does not take: each named (with the one meant, when close), and
-    the ones it takes."""
+def unknown_arguments(tool: str, arguments: Any, schema: Mapping[str, Any]) -> str | None:
+    """One line for arguments ``tool`` does not take (its advertised schema says additionalProperties
+    false), each named with the one meant when close, and the ones it takes; None when there are none."""
     import difflib
 
+    known = list(schema.get("properties") or {})
+    unknown = [str(k) for k in arguments if k not in known] if isinstance(arguments, dict) else []
+    if not unknown:
+        return None
     said = []
     for arg in unknown[:4]:
-        near = difflib.get_close_matches(str(arg), list(known), n=1, cutoff=0.6)
-        said.append(f"{trim(str(arg), 40)!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+        near = difflib.get_close_matches(arg, known, n=1, cutoff=0.6)
+        said.append(f"{trim(arg, 40)!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
     more = f" and {len(unknown) - 4} more" if len(unknown) > 4 else ""
     return (f"invalid arguments for {tool}: {tool} does not take {', '.join(said)}{more}. "
             f"Fix: pass only {', '.join(known) or 'no arguments'}")
+
+
+def advertised(input_schema: Any, output_schema: Any) -> dict[str, Any]:
+    """A tool's schemas as tools/list sends them: without pydantic's generated titles ("Target Skill
+    Name" repeats the property name; ~1 KB of every client's context) and the output models'
+    docstrings (written for the code's readers); the input schema takes no other argument
+    (``unknown_arguments`` refuses one)."""
+    out = untitled(output_schema) if output_schema else None
+    return {"input_schema": {**untitled(input_schema), "additionalProperties": False},
+            "output_schema": {k: v for k, v in out.items() if k != "description"} if out else None}
 
 
 def _kind(prop: Mapping[str, Any]) -> str | None:

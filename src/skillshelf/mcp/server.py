@@ -406,15 +406,12 @@ class SkillshelfServer(MCPServer):
         # An unknown tool is a protocol error (invalid params, -32602), as the spec classes it;
         # the SDK answers it as a tool result with isError (upstream: raise MCPError(-32602)
         # from ToolManager.call_tool for a name it does not have).
-        if self._tool_manager.get_tool(name) is None:
+        if (tool := self._tool_manager.get_tool(name)) is None:
             names = ", ".join(t.name for t in self._tool_manager.list_tools())
             raise MCPError(INVALID_PARAMS, f"unknown tool {name[:80]!r}. Fix: call one of {names}",
                            data={"name": name[:200]})
-        # An argument the tool does not take is refused by name (its schema says additionalProperties
-        # false): a misspelt `limt` ignored would look like an answer to the request the agent meant.
-        known = self._tool_manager.get_tool(name).parameters.get("properties") or {}
-        if isinstance(arguments, dict) and (unknown := [k for k in arguments if k not in known]):
-            raise ToolError(mcp_text.unknown_arguments(name, unknown, list(known)))
+        if (unknown := mcp_text.unknown_arguments(name, arguments, tool.parameters)) is not None:
+            raise ToolError(unknown)    # a misspelt `limt` ignored would look like an answer to what was meant
         try:
             caller = await self.handle.who(context)
         except SkillshelfError as exc:
@@ -428,9 +425,8 @@ class SkillshelfServer(MCPServer):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                tool = self._tool_manager.get_tool(name)
                 raise ToolError(mcp_text.bad_arguments(name, cause.errors(include_url=False),
-                                                       tool.parameters if tool is not None else {})) from cause
+                                                       tool.parameters)) from cause
             raise
         finally:
             CALLER.reset(who)
@@ -448,12 +444,7 @@ class SkillshelfServer(MCPServer):
         return await super().get_prompt(name, arguments, context)
 
     async def list_tools(self):
-        # Pydantic's generated titles ("Target Skill Name") repeat the property names and
-        # cost ~1 KB of every client's context: drop them from what is advertised, and the output
-        # models' docstrings (written for the code's readers) with them.
-        return [t.model_copy(update={"input_schema": mcp_text.untitled(t.input_schema),
-                                     "output_schema": {k: v for k, v in mcp_text.untitled(t.output_schema).items()
-                                                       if k != "description"} if t.output_schema else None})
+        return [t.model_copy(update=mcp_text.advertised(t.input_schema, t.output_schema))
                 for t in await super().list_tools()]
 
     def resources_page(self, cursor: str | None = None) -> tuple[list[Resource], str | None]:
@@ -662,9 +653,6 @@ def build_server(factory: Callable[[], Any], *, team: bool = False, token: str |
     server.add_tool(reindex, title="Reindex", annotations=ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
         description="Rescan skill folders now (changes are also picked up automatically). Returns counts.")
-
-    for tool in server._tool_manager.list_tools():     # what call_tool refuses, said in the schema
-        tool.parameters["additionalProperties"] = False
 
     @server.prompt(name="use-skills", title="Find, use and report skills",
                    description="How to work with the skill library during a task")
