@@ -18,7 +18,7 @@ def check(scan: Scan) -> None:
         _fetch_line(scan, s, e) or _decode_line(scan, s, e)
     for s, e in scan.candidates(P.TRIG_SECRETS, "secrets sent out"):
         _exfil_line(scan, s, e)
-    for s, e in scan.candidates(P.TRIG_DESTRUCTIVE + deletes.TRIGGERS, "destructive commands"):
+    for s, e in scan.candidates(P.TRIG_DESTRUCTIVE + deletes.triggers(scan), "destructive commands"):
         _destructive_line(scan, s, e)
     for s, e in scan.candidates(P.TRIG_REMOTE, "remote access"):
         line = scan.low[s:e].replace(b"\\\n", b"  ")

@@ -32,8 +32,19 @@ _CODE_HOME = re.compile(
     rb"environment\.getfolderpath\([^()]{0,60}userprofile\)|system\.getproperty\(\s{0,3}[\"']user\.home[\"']\s{0,3}\))"
     rb"\s{0,3}(?:\)\s{0,3}){0,2}[,)]")
 _REINIT = re.compile(rb"\bgit\s+init\b")
-TRIGGERS = [re.compile(rb"rm\s+-"), re.compile(rb"rmtree|rmsync|rm_rf|rm_r\b|rimraf|removeall|remove_dir_all|deletedirectory|"
-                                                rb"directory\.delete|deleterecursively|deletetree|fs\.rm\b|fse?\.remove")]
+_TRIGGER = re.compile(rb"rmtree|rmsync|rm_rf|rm_r\b|rimraf|removeall|remove_dir_all|deletedirectory|directory\.delete|"
+                      rb"deleterecursively|deletetree|fs\.rm\b|fse?\.remove")
+_CALLS = frozenset((b"rmtree", b"rmsync", b"rimraf", b"removeall", b"deletedirectory", b"deleterecursively", b"deletetree"))
+
+
+def triggers(scan: Scan) -> list[re.Pattern[bytes]]:
+    """The triggers of a program's own delete, when the file's words hold one (``rm -`` is the commands' own)."""
+    w = scan.words
+    rm = b"rm" in w and not w.isdisjoint((b"rf", b"r", b"fs"))                  # rm_rf, rm_r, fs.rm
+    remove = b"remove" in w and not w.isdisjoint((b"fs", b"fse", b"dir"))       # fs.remove, remove_dir_all
+    if not w.isdisjoint(_CALLS) or rm or remove or (b"directory" in w and b"delete" in w):
+        return [_TRIGGER]
+    return []
 
 
 def line(scan: Scan, text: bytes, s: int, e: int) -> bool:
