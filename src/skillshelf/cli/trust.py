@@ -45,8 +45,9 @@ def _counts(findings: list[dict[str, Any]]) -> str:
 @commands.command()
 def audit(
     refs: Optional[list[str]] = typer.Argument(None, metavar="[NAME|ID|PATH]...",
-                                               help="skills to audit (names, ids, or skill folders outside the "
-                                                    "library); default: the whole library"),
+                                               help="skills to audit (names, ids, skill folders outside the "
+                                                    "library, or folders that hold them); default: the whole "
+                                                    "library"),
     root: Optional[str] = typer.Option(None, "--root", metavar="LABEL", help="only the skills of this root"),
     min_severity: str = typer.Option("low", "--min-severity", metavar="low|medium|high",
                                      callback=_choice("low", "medium", "high"),
@@ -57,7 +58,8 @@ def audit(
     """What a skill asks an agent to do that is risky: fetch-and-run, secrets sent out, text
     hidden from the reader, destructive commands, a shell granted; exit 1 on a high finding."""
     lib = _lib()
-    findings = lib.supply.audit(refs or (), root=root, min_severity=min_severity)
+    rep = lib.supply.audit_report(refs or (), root=root, min_severity=min_severity)
+    findings, checked = rep["findings"], rep["skills"]
     high = any(f["severity"] == "high" for f in findings)
     if json_out:
         _json(findings)
@@ -72,11 +74,12 @@ def audit(
             for f in fs:
                 print_finding(f)
         what = "" if min_severity == "low" else f" at or above {min_severity}"
+        of = f"{checked} skill{'s' * (checked != 1)} checked"
         if findings:
-            out.print(f"{len(findings)} finding{'s' * (len(findings) != 1)}{what} in {len(by_skill)} "
-                      f"skill{'s' * (len(by_skill) != 1)}: {_counts(findings)}")
+            out.print(f"{len(findings)} finding{'s' * (len(findings) != 1)}{what} in {len(by_skill)} of {of}: "
+                      f"{_counts(findings)}")
         else:
-            out.print(f"no findings{what}")
+            out.print(f"no findings{what} in {of}")
     if high:
         raise typer.Exit(1)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ..catalog.roots import Root, discover
 from ..errors import NotFoundError, ValidationError
 from . import file_audit as auditmod
 from .pins import Gate, Pins
@@ -53,39 +54,66 @@ class SupplyChain:
     def audit(self, refs: Iterable[str] = (), *, root: str | None = None, min_severity: str = "low") \
             -> list[dict[str, Any]]:
         """Findings (``skill, id, file, line, rule, severity, message, excerpt, why``) of the
-        named skills (names, ids or paths of skill folders outside the library), of a root's
-        skills, or of the whole library; at or above ``min_severity``."""
+        named skills (names, ids, paths of skill folders outside the library, or folders that hold
+        skill folders at any depth), of a root's skills, or of the whole library; at or above
+        ``min_severity``."""
+        return self.audit_report(refs, root=root, min_severity=min_severity)["findings"]
+
+    def audit_report(self, refs: Iterable[str] = (), *, root: str | None = None, min_severity: str = "low") \
+            -> dict[str, Any]:
+        """``audit``'s findings and ``skills``, how many skills were checked. A folder that holds
+        no SKILL.md itself is walked as a root is; one with no skill at any depth is refused."""
         if min_severity not in ("low", "medium", "high"):
             raise ValidationError(f"unknown severity {min_severity!r}", fix="use low, medium or high")
         rank = {"low": 0, "medium": 1, "high": 2}
         out: list[dict[str, Any]] = []
         refs = list(refs)
-        recs = []
+        recs: dict[str, Any] = {}
+        outside = 0
+
+        def one(md: Path) -> None:
+            nonlocal outside
+            try:
+                rec = self._resolve(str(md))
+                recs[rec.id] = rec
+                return
+            except NotFoundError:
+                pass
+            outside += 1
+            out.extend(_row(md.parent.name, str(md.parent), f) for f in audit_folder(md)[0]
+                       if rank[f.severity] >= rank[min_severity])
+
         for ref in refs:
             p = Path(ref).expanduser()
             if p.exists() and (p.is_dir() or p.name.lower() == "skill.md"):
+                md = p / "SKILL.md" if p.is_dir() else p
+                if md.is_file():
+                    one(md)
+                    continue
                 try:
-                    recs.append(self._resolve(str(p / "SKILL.md" if p.is_dir() else p)))
+                    rec = self._resolve(str(md))
+                    recs[rec.id] = rec
                     continue
                 except NotFoundError:
-                    md = p / "SKILL.md" if p.is_dir() else p
-                    if not md.is_file():
-                        raise NotFoundError(f"{p} holds no SKILL.md", fix="pass a skill folder or its SKILL.md") \
-                            from None
-                    findings = audit_folder(md)[0]
-                    out += [_row(md.parent.name, str(md.parent), f) for f in findings
-                            if rank[f.severity] >= rank[min_severity]]
-                    continue
-            recs.append(self._resolve(ref))
+                    pass
+                found = discover(Root(p.resolve(), "other", p.name))[0] if p.is_dir() else []
+                if not found:
+                    raise NotFoundError(f"{p} holds no SKILL.md, at any depth",
+                                        fix="pass a skill folder, its SKILL.md, or a folder that holds skill folders")
+                for sk in sorted(found, key=lambda x: x.file):
+                    one(Path(sk.file))
+                continue
+            rec = self._resolve(ref)
+            recs[rec.id] = rec
         if not refs:
-            recs = self._records(root)
+            recs = {r.id: r for r in self._records(root)}
         # what changed on disk since the last sync is audited now (a stat per file, a read of
         # what changed): the report is of the files as they are
-        self.auditor.refresh([(r.id, r.path) for r in recs if Path(r.path).exists()])
-        names = {r.id: r.name for r in recs}
+        self.auditor.refresh([(r.id, r.path) for r in recs.values() if Path(r.path).exists()])
+        names = {r.id: r.name for r in recs.values()}
         for sid, f in self.auditor.findings(list(names), min_severity=min_severity):
             out.append(_row(names.get(sid, sid), sid, f))
-        return out
+        return {"findings": out, "skills": len(recs) + outside}
 
     def audit_text(self, text: str, *, min_severity: str = "medium") -> list[dict[str, Any]]:
         """The findings (``file, line, rule, severity, message, excerpt``) of a SKILL.md text that
