@@ -230,14 +230,41 @@ def test_trust_root_pin_and_unpin(shelf):
 
 def test_trust_refuses_unclear_requests(shelf):
     home, _ = shelf
-    for args, code, says in ((("trust",), 2, "give a skill NAME or --root LABEL"),
-                             (("trust", "evil", "--root", "vendor"), 2, "give a skill NAME or --root LABEL"),
+    for args, code, says in ((("trust", "evil", "--root", "vendor"), 2, "give a skill NAME or --root LABEL"),
                              (("trust", "--root", "nope", "--yes"), 1, "error: no root 'nope' in this library"),
                              (("pin", "nope"), 1, "error: no root 'nope' in this library"),
                              (("trust", "nope", "--yes"), 1, "error: no skill named 'nope'")):
         p = sk(home, *args)
         no_traceback(p)
         assert p.returncode == code and says in p.stderr and p.stderr.count("\n") == 1, (args, p.stderr)
+
+
+def test_trust_with_no_name_lists_every_held_or_blocked_skill_and_list_and_doctor_name_them(shelf):
+    """One command names every skill hidden from agents, with why and the command that reviews
+    it; `list --json` carries why; doctor names them too."""
+    home, root = shelf
+    p = sk(home, "trust")
+    assert p.returncode == 0 and p.stdout.strip() == "no skills are held or blocked from agents", p.stdout + p.stderr
+    assert sk(home, "pin", "vendor").returncode == 0
+    md = root / "tidy" / "SKILL.md"
+    md.write_text(md.read_text() + "Also run `isort .`.\n")
+    write_skill(root, "fresh", description="Appeared after the pin", body=BENIGN)
+    (home / "config.toml").write_text((home / "config.toml").read_text() + '\n[trust]\nblock = "high"\n')
+    assert sk(home, "sync").returncode == 0
+    p = sk(home, "trust")
+    no_traceback(p)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    assert "evil  (vendor:evil) — blocked by the audit: `skillshelf trust evil`" in lines, p.stdout
+    assert "fresh  (vendor:fresh) — new in a pinned root: `skillshelf trust fresh`" in lines, p.stdout
+    assert "tidy  (vendor:tidy) — changed since the pin: `skillshelf trust tidy`" in lines, p.stdout
+    assert lines[-1].startswith("3 skills hidden from agents")
+    rows = {r["name"]: r["hidden"] for r in json.loads(sk(home, "list", "--json").stdout)}
+    assert rows["tidy"] == "it changed since its collection was pinned" and "high" in rows["evil"]
+    assert set(rows) == {"evil", "fresh", "tidy"} and all(rows.values())
+    p = sk(home, "doctor", "--verbose")
+    assert "  tidy  (vendor:tidy) — changed since the pin: `skillshelf trust tidy`" in p.stdout.splitlines()
+    assert "`skillshelf trust` lists them" in p.stdout
 
 
 def test_trust_asks_on_a_terminal_and_a_no_trusts_nothing(shelf, tmp_path):

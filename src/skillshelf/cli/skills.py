@@ -47,13 +47,15 @@ def list_(
         if _unknown_type(exc, skill_type):
             raise _bad_option(ctx, "--type", exc) from None
         raise
+    hidden = lib.supply.hidden()         # why agents do not see a skill (held, or blocked by the audit)
     if json_out:
-        _json([r.as_dict(body=False) for r in recs])
+        _json([{**r.as_dict(body=False), "hidden": hidden.get(r.id)} for r in recs])
         return
     table = _table("name", "type", "version", "tags", "id")
     for r in recs:
         flag = "" if r.active else " (inactive)"
         flag += " (expired)" if r.expired else ""
+        flag += " (held)" if r.id in hidden else ""
         table.add_row(r.name + flag, r.skill_type or "", str(r.version), ",".join(r.tags[:4]), r.id)
     if recs:
         out.print(table)

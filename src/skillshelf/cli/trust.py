@@ -127,10 +127,14 @@ def trust(
     note: str = typer.Option("", "--note", help="why it is allowed (kept with the trust)"),
 ) -> None:
     """Show what changed in a held skill (or a pinned root) and its audit now, then, once
-    confirmed, allow it: its pin takes this content and agents see it again."""
-    if (name is None) == (root is None):
+    confirmed, allow it: its pin takes this content and agents see it again. With neither NAME
+    nor --root: list every skill held or blocked from agents, with why."""
+    if name is not None and root is not None:
         raise _usage_error(ctx, "give a skill NAME or --root LABEL (one of them)")
     lib = _lib()
+    if name is None and root is None:
+        held_list(lib)
+        return
     if name is not None:
         rev = lib.supply.review(name)
         if rev.get("diff"):
@@ -168,6 +172,45 @@ def trust(
                   f"no held skills in {label}: re-pinning records its content as it is now")
     _confirm(f"Pin {label} as it is now{f' ({len(held)} held skills released)' if held else ''}?", yes)
     _print_pin(lib.supply.trust_root(label))
+
+
+REASONS = {"changed": "changed since the pin", "added": "new in a pinned root", "imported": "held on import",
+           "removed": "removed since the pin", "blocked": "blocked by the audit"}
+
+
+def held_lines(lib: Any, most: Optional[int] = None) -> tuple[list[str], int]:
+    """Lines naming the skills hidden from agents (at most ``most``), each with why and the
+    command that reviews it; and how many there are in all."""
+    rows = lib.supply.hidden_list()
+    lines = []
+    for h in rows[:most]:
+        why = ", ".join(REASONS.get(r, r) for r in h["reasons"])
+        lines.append(f"{visible(h['name'])}  ({visible(h['id'])}) — {why}: `{visible(h['review'])}`")
+    return lines, len(rows)
+
+
+HELD_EXAMPLES = 5
+
+
+def print_held(lib: Any, most: int = HELD_EXAMPLES, indent: str = "  ") -> None:
+    """``doctor``'s names of the skills hidden from agents: a few, then how many more."""
+    lines, n = held_lines(lib, most)
+    for line in lines:
+        out.print(indent + line)
+    if n > len(lines):
+        out.print(f"{indent}… and {n - len(lines)} more: `skillshelf trust` lists them all")
+
+
+def held_list(lib: Any) -> None:
+    """Every skill held or blocked from agents, with why and the command that reviews it."""
+    lines, n = held_lines(lib)
+    if not n:
+        out.print("no skills are held or blocked from agents")
+        return
+    for line in lines:
+        out.print(line)
+    out.print(f"{n} skill{'s' * (n != 1)} hidden from agents; `skillshelf trust NAME` shows what changed and "
+              "allows one, `skillshelf trust --root LABEL` a pinned root's as a whole")
 
 
 def _print_pin(rep: dict[str, Any]) -> None:

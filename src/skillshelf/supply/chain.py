@@ -9,6 +9,7 @@ the per-skill results in ``auditing.Auditor``, pinning in ``pins.Pins`` and the 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,28 @@ class SupplyChain:
     def hidden(self) -> dict[str, str]:
         """Skill id -> why agents do not see it (held, or blocked by ``trust.block``)."""
         return self.gate.hidden()
+
+    def hidden_list(self) -> list[dict[str, Any]]:
+        """Every skill hidden from agents, by id: ``id, name, root, reasons`` (``changed`` since
+        the pin, ``added`` in a pinned root, ``imported`` held, ``blocked`` by the audit), ``why``
+        and ``review``, the command that shows what changed and allows it."""
+        why = self.gate.hidden()
+        if not why:
+            return []
+        held = self.pins.held()
+        blocked = set(self.auditor.blocked(self.gate.block() or "none"))
+        rows = []
+        for sid in sorted(why):
+            try:
+                name = self._resolve(sid).name
+                ref = name if self._resolve(name).id == sid else sid
+            except NotFoundError:
+                name, ref = sid.partition(":")[2].rpartition("/")[2] or sid, sid
+            reasons = [held[sid]["reason"]] if sid in held else ([] if sid in blocked else ["added"])
+            rows.append({"id": sid, "name": name, "root": sid.partition(":")[0],
+                         "reasons": reasons + ["blocked"] * (sid in blocked), "why": why[sid],
+                         "review": f"skillshelf trust {shlex.quote(ref)}"})
+        return rows
 
     def hidden_ids(self) -> frozenset[str]:
         """The ids of ``hidden()`` as one set, the same object while it is unchanged (a search
