@@ -440,6 +440,30 @@ def test_the_http_wire_says_what_the_spec_says(http_server):
     assert versions[0] == "2026-07-28" and "2025-11-25" in versions and "2025-06-18" in versions
 
 
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
+def test_the_extension_is_declared_in_initialize_on_the_stdio_wire(tmp_path, version):
+    """SEP-2640, "Capability Declaration": servers declare the extension in their initialize response
+    (capabilities.extensions). The SDK declared it, then dropped it from a 2025-11-25 result (that
+    version's schema has no such key): a host could not learn that skills/list is served."""
+    home = tmp_path / "h"
+    Library.init(home, embedder="none", auto_sync=False).close()
+    proc = subprocess.Popen([_exe(), "serve"], env=_env(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {"extensions": {"io.modelcontextprotocol/skills": {}}},
+            "clientInfo": {"name": "t", "version": "1"}}}).encode() + b"\n")
+        proc.stdin.flush()
+        result = json.loads(proc.stdout.readline())["result"]
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert result["protocolVersion"] == version
+    assert result["capabilities"]["extensions"] == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
+    assert {"tools", "resources", "prompts"} <= set(result["capabilities"])
+
+
 def test_a_deeply_nested_stdio_request_gets_an_error_and_the_server_goes_on(tmp_path):
     home = tmp_path / "h"
     Library.init(home, embedder="none", auto_sync=False).close()

@@ -41,7 +41,7 @@ from .changes import Changes
 from .http import caller_in
 from .replies import message as _message
 from .skills import (CALLER, MODERN, PROTOCOL, RESOURCE_NOT_FOUND, RESOURCES_PAGE, SKILLS_EXTENSION,  # noqa: F401
-                     SkillsExtension, _as_caller, _GetParams, _ListParams, _resource_call, _session)
+                     SkillsExtension, _as_caller, _GetParams, _ListParams, _resource_call, _session, declared)
 # (the request plumbing and the Skills Extension live in .skills; re-exported for the tests)
 
 log = logging.getLogger("skillshelf.mcp")
@@ -346,6 +346,7 @@ class SkillshelfServer(MCPServer):
         self.changes = handle.changes = Changes(handle, bus)
         super().__init__(extensions=[SkillsExtension(handle, self.changes)], subscriptions=bus, **kw)
         low = self._lowlevel_server
+        low.middleware.append(declared(low.extensions))     # in initialize on every version (SEP-2640)
         # resources/list pages with a cursor: the low-level server's own handler API (the
         # high-level one returns a single page)
         low.add_request_handler("resources/list", PaginatedRequestParams, self._list_resources_page)

@@ -146,7 +146,7 @@ class SkillsExtension(Extension):
     """The Skills Extension (SEP-2640): ``skills/list`` and ``skills/get`` (each skill's
     frontmatter verbatim, every file's ``sha256:`` digest and size, the caching hints on
     2026-07-28) and ``resources/directory/read`` (``directoryRead``), on every protocol version
-    (the extension is declared in ``initialize`` too). Everything goes through the facade's read
+    (the extension is declared in ``initialize`` too: ``declared``). Everything goes through the facade's read
     gate (``Library.resources``): a skill held from agents is not listed, got or listed into."""
 
     identifier = SKILLS_EXTENSION
@@ -188,3 +188,21 @@ class SkillsExtension(Extension):
         if self.changes is not None:
             self.changes.seen(_session(ctx))
         return await _as_caller(self.handle, ctx, read)
+
+
+def declared(extensions: dict[str, dict[str, Any]]) -> Callable[..., Any]:
+    """A server middleware that declares ``extensions`` in the ``initialize`` result's
+    ``capabilities.extensions`` on every protocol version, as SEP-2640 ("Capability Declaration",
+    by SEP-2133's negotiation) asks. The SDK declares them, then sieves a 2025-11-25 result by that
+    version's schema, which has no ``extensions`` key, and drops them, so a host on that version
+    could not learn that ``skills/list`` is served (upstream: keep ``capabilities.extensions`` on
+    handshake-era initialize results)."""
+    async def middleware(ctx: Any, call_next: Callable[..., Any]) -> Any:
+        result = await call_next(ctx)
+        if ctx.method == "initialize" and isinstance(result, dict) and extensions:
+            caps = result.get("capabilities")
+            if isinstance(caps, dict) and "extensions" not in caps:
+                result = {**result, "capabilities": {**caps, "extensions": dict(extensions)}}
+        return result
+
+    return middleware
