@@ -237,9 +237,25 @@ def pin(label: str = typer.Argument(..., metavar="LABEL", help="a root's label o
 
 
 @commands.command()
-def unpin(label: str = typer.Argument(..., metavar="LABEL", help="a pinned root's label or path")) -> None:
-    """Forget a root's pin: its skills are no longer held when they change."""
-    if _lib().supply.unpin(label):
-        out.print(f"unpinned {label}")
+def unpin(label: str = typer.Argument(..., metavar="LABEL", help="a pinned root's label or path"),
+          yes: bool = typer.Option(False, "--yes", help="do not ask (a team store's pin is the whole team's)")) -> None:
+    """Forget a root's pin: its skills are no longer held when they change. On a team store the
+    pin is the team's: unpinning asks first, and applies on every server."""
+    lib = _lib()
+    where = str(Path(label).expanduser().resolve())
+    named = {r.label for r in lib.roots if r.label == label or str(r.path) == where}
+    if lib.team and any(p["root"] in named for p in lib.supply.pinned_roots()):
+        out.print(f"{label} is pinned for the whole team: unpinning it releases, on every server, the skills held "
+                  "because they changed, and a later change is no longer held")
+        if not yes:
+            if not sys.stdin.isatty():
+                err.print(f"error: {label} not unpinned: there is no terminal to ask on — pass --yes to unpin it "
+                          "for the whole team")
+                raise typer.Exit(1)
+            if not typer.confirm(_clean(f"Unpin {label} for the whole team?")):
+                err.print(f"{label} not unpinned")
+                raise typer.Exit(1)
+    if lib.supply.unpin(label):
+        out.print(f"unpinned {label}" + (" for the whole team" if lib.team else ""))
     else:
         out.print(f"{label} was not pinned")
