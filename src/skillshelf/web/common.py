@@ -11,8 +11,10 @@ from typing import Any
 from urllib.parse import quote
 
 from fastapi import Request
+from fastapi.routing import APIRoute
 from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.routing import Match
 
 from ..errors import (
     ConfigError,
@@ -114,6 +116,34 @@ def _templates() -> Environment:
     return env
 
 
+def _routes(routes: Any) -> Any:
+    """The app's routes in the order it tries them, those of included routers in their place."""
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        yield from _routes(getattr(getattr(route, "original_router", None), "routes", []))
+
+
+def route_actions(request: Request, path: str) -> tuple[str, ...] | None:
+    """The actions (``auth.need``) the page at ``path`` names, read from the app's own route for
+    a GET of it: what a link to it needs is what the route checks. None when no route serves it."""
+    cache = request.app.state.__dict__.setdefault("_skillshelf_route_actions", {})
+    if path not in cache:
+        scope = {"type": "http", "path": path, "method": "GET"}
+        cache[path] = next((tuple(d.call.skillshelf_action for d in r.dependant.dependencies
+                                  if hasattr(d.call, "skillshelf_action"))
+                            for r in _routes(request.app.routes) if r.matches(scope)[0] == Match.FULL), None)
+    return cache[path]
+
+
+def opens(request: Request, path: str) -> bool:
+    """Whether this request's caller may open the page at ``path``: the role its route needs,
+    asked of ``Library.authorize`` (the navigation shows only what the caller may open)."""
+    acts = route_actions(request, path)
+    caller = caller_of(request)
+    return acts is not None and all(allowed(caller, a) for a in acts)
+
+
 class Pages:
     """Renders a template with the context every page shares (CSRF token, flash message,
     drafts waiting, the indexing note)."""
@@ -134,7 +164,8 @@ class Pages:
         html = self.env.get_template(name).render(
             request=request, csrf=getattr(request.state, "csrf", ""), flash=flash, drafts_waiting=drafts,
             indexing=self.lib.indexing_note() if signed_in else None, path=request.url.path, team=team,
-            caller=caller, signed_in=signed_in, can=lambda action: signed_in and allowed(caller, action), **ctx)
+            caller=caller, signed_in=signed_in, can=lambda action: signed_in and allowed(caller, action),
+            opens=lambda path: signed_in and opens(request, path), **ctx)
         resp = HTMLResponse(html, status)
         if flash:
             resp.delete_cookie(FLASH_COOKIE, path="/")
@@ -144,6 +175,7 @@ class Pages:
         request = ctx.get("request")
         caller = caller_of(request) if request is not None else None
         ctx.setdefault("can", lambda action: request is not None and allowed(caller, action))
+        ctx.setdefault("opens", lambda path: request is not None and opens(request, path))
         return self.env.get_template(name).render(**ctx)
 
 
