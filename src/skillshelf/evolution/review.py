@@ -21,6 +21,7 @@ from .. import skill as skillmod
 from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationError
 from ..files import MAX_SKILL_BYTES, append_line, locked, read_text_bounded, write_file
 from .changes import SaveResult
+from .draft_merge import Rebased, rebase
 from .frontmatter import planned_text
 from .guards import check_text, name_dir, now_iso
 
@@ -132,7 +133,8 @@ class ReviewQueue:
                 return self._add_to(plan.name, waiting, args)
             text = planned_text(plan.action, plan.previous_text, plan.skill)   # as a FIX would write it
             found = self.ev.findability(plan)    # the reviewer sees what the change does to its evals
-            self.drafts.put(plan.name, text, {"args": args, "proposed_at": now_iso(), "findability": found})
+            self.drafts.put(plan.name, text, {"args": args, "proposed_at": now_iso(), "findability": found,
+                                              **({"base_version": plan.from_version} if plan.from_version else {})})
         return SaveResult("draft", plan.action, plan.name, plan.skill.version, self.drafts.location(plan.name),
                           None, message=f"draft saved for review: a person approves it with "
                                         f"`skillshelf review approve {plan.name}`"
@@ -255,23 +257,71 @@ class ReviewQueue:
             out.append({"name": name, "action": action, "then": then})
         return out
 
+    def _merged(self, name: str, data: dict, plan: Any) -> tuple[dict, Rebased | None]:
+        """(the change approving the draft makes now, the three-way merge it took). A FIX draft
+        that sends a body or a description, made from a version the skill has moved past, is
+        merged with what was saved since (``draft_merge``): a clean merge is approved as that
+        text; a conflict is not approved. Any other draft is its change, made on the current
+        text (a lesson is added to the lessons saved since); the merge is None."""
+        args = dict(data["args"])
+        base = data.get("base_version")
+        if plan.action != "FIX" or not isinstance(base, int) or not (args.get("body") or args.get("description")):
+            return args, None
+        try:
+            text = self.ev.history.read_version(plan.name, base)
+        except (SkillshelfError, OSError):
+            if plan.from_version == base:
+                return args, None
+            return args, Rebased(False, why=f"v{base}, the version it was made from, is no longer kept")
+        if text == plan.previous_text:      # (a person's edit on disk may keep the version number)
+            return args, None
+        own = [str(args.get("lesson") or ""), *(str(p.get("lesson") or "") for p in args.get("parts") or [])]
+        m = rebase(text, self.drafts.text(name), plan.previous_text or "", own)
+        if not m.clean:
+            return args, m
+        return {**args, "body": m.body, "replace_body": True, "description": m.description}, m
+
+    @staticmethod
+    def _conflict(name: str, base: Any, now: Any, m: Rebased) -> str:
+        return (f"{name} changed since v{base}, the version this draft was made from (it is at v{now} now), and "
+                f"{m.why}: approving it is "
+                f"refused, so that no change is lost; make the draft's change by hand on the current text (the "
+                f"merge below marks what conflicts), then reject the draft with "
+                f"`skillshelf review reject {name} --reason ...`")
+
     def show(self, name: str) -> dict:
         """The draft: ``text`` is what approving it writes now. A FIX applies its change to the
-        skill as it is at approval, so when the skill moved on since the draft was proposed (a
-        version saved meanwhile), that is the text shown, with a ``note``; ``proposed_text`` is
-        the text as proposed. When approving would be refused now, ``note`` says why; ``approvable``
-        is false when a skill the change reads is gone (a FIX's target, a MERGE's source: only a
-        rejection is left; a DERIVE whose parent is gone is approved as a new skill)."""
+        skill as it is at approval: when the skill moved on since the draft was made (a version
+        saved meanwhile), a draft that sends a body or a description is merged three-way with
+        what was saved since, a lesson is added to the current lessons, and that is the text
+        shown, with a ``note``; ``proposed_text`` is the text as proposed. A merge that conflicts
+        shows the merge with conflict markers and is not approvable. When approving would be
+        refused now, ``note`` says why; ``approvable`` is false when a skill the change reads is
+        gone (a FIX's target, a MERGE's source: only a rejection is left; a DERIVE whose parent
+        is gone is approved as a new skill)."""
         data = self._load(name)
         stored = self.drafts.text(name)
         text, note, approvable = stored, "", True
         try:
             plan = self.ev.plan(dict(data["args"]))
-            now = planned_text(plan.action, plan.previous_text, plan.skill)
-            if now != stored:
-                text = now
-                note = ("the skill changed since this draft was proposed: shown is what approving it writes now, "
-                        "the draft's change applied to the current text")
+            args, merged = self._merged(name, data, plan)
+            if merged is not None and not merged.clean:
+                approvable = False
+                text = merged.marked or stored
+                note = self._conflict(name, data.get("base_version"), plan.from_version, merged)
+            else:
+                if merged is not None:
+                    plan = self.ev.plan(args)
+                now = planned_text(plan.action, plan.previous_text, plan.skill)
+                if merged is not None:
+                    text = now
+                    note = (f"{name} changed since v{data['base_version']}, the version this draft was made from (it "
+                            f"is at v{plan.from_version} now): shown is what approving it writes now, the draft's "
+                            "change merged with the changes saved since")
+                elif now != stored:
+                    text = now
+                    note = ("the skill changed since this draft was proposed: shown is what approving it writes now, "
+                            "the draft's change applied to the current text")
         except SkillshelfError as exc:
             action, gone = self._gone(data["args"])
             if gone and action == "DERIVE":
@@ -301,6 +351,8 @@ class ReviewQueue:
                 raise NotFoundError(f"draft {name} is a {action} of {', '.join(gone)}, which no longer "
                                     f"exist{'s' * (len(gone) == 1)}: it cannot be approved",
                                     fix=f"reject it: `skillshelf review reject {name} --reason '...'`")
+            else:
+                args = self._approved(name, data, args)
             res = self.ev.apply(args, trigger="approved")
             if gone:
                 res.message += f" (its parent {gone[0]} is gone: approved as a new skill with no parent)"
@@ -309,6 +361,24 @@ class ReviewQueue:
         if isinstance(up, dict) and isinstance(up.get("note"), str) and up["note"]:
             res.message += f" — {up['note']}"      # an upstream conflict: what of the person's text it replaced
         return res
+
+    def _approved(self, name: str, data: dict, args: dict) -> dict:
+        """The change approving the draft makes: merged with what was saved since it was made
+        (``_merged``); ``ConflictError`` when that merge conflicts."""
+        try:
+            plan = self.ev.plan(dict(data["args"]))
+        except SkillshelfError:
+            return args             # (``apply`` says why it is refused)
+        merged_args, m = self._merged(name, data, plan)
+        if m is None:
+            return args
+        if not m.clean:
+            raise ConflictError(
+                f"draft {name} was made from v{data.get('base_version')} of {name}, which changed since (it is at "
+                f"v{plan.from_version} now), and {m.why}: approving it would lose one of the two changes",
+                fix=f"`skillshelf review show {name}` marks what conflicts: make the draft's change by hand on the "
+                    f"current text, then reject the draft with `skillshelf review reject {name} --reason ...`")
+        return {**args, **{k: merged_args[k] for k in ("body", "replace_body", "description")}}
 
     def _orphan(self, name: str, args: dict) -> dict:
         """A DERIVE whose parent is gone, as the new skill it proposed (the text the draft keeps):
