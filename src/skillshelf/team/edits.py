@@ -78,10 +78,13 @@ def commit(ws: PgWorkspace, md: Path, data: bytes, row: SkillRow) -> tuple[int, 
     return version, out
 
 
-def set_aside(ws: PgWorkspace, md: Path, data: bytes, row: SkillRow | None, folder: Path) -> dict[str, Any]:
+def set_aside(ws: PgWorkspace, md: Path, data: bytes, row: SkillRow | None, folder: Path,
+              base: str | None = None) -> dict[str, Any]:
     """Keep an edit the store has moved past: a copy in ``folder`` (set-aside), a FIX draft in
     the review queue (unless one waits for that skill), a line on stderr. Returns the record
-    ``doctor`` lists."""
+    ``doctor`` lists. The draft names the version the edit was made on (``base``: the sha256 of
+    the text this server had; with none known, the version its frontmatter names): approving it
+    merges the edit with what the store saved since (``evolution.review``)."""
     name = md.parent.name
     dest = folder / time.strftime("%Y%m%d-%H%M%S") / name / "SKILL.md"
     n = 1
@@ -98,8 +101,10 @@ def set_aside(ws: PgWorkspace, md: Path, data: bytes, row: SkillRow | None, fold
             args = {"action": "FIX", "target_skill_name": name, "body": cur.body, "replace_body": True,
                     "description": cur.description, "author": author(),
                     "reason": f"an edit made on disk while the team store moved on to {now} (kept in {dest})"}
+            made_on = ws.kept_version(name, base) if base else cur.version
             ws.put_draft(name, data, json.dumps({"args": args, "proposed_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                                 "set_aside": str(dest)}, indent=2))
+                                                 "set_aside": str(dest), "store": now,
+                                                 **({"base_version": made_on} if made_on else {})}, indent=2))
             draft = True
     except (SkillshelfError, UnicodeDecodeError, ValueError) as exc:
         print(f"skillshelf: the edit of {name} could not be proposed for review ({exc})", file=sys.stderr)
@@ -109,4 +114,20 @@ def set_aside(ws: PgWorkspace, md: Path, data: bytes, row: SkillRow | None, fold
     return {"name": name, "kept": str(dest), "store": now, "draft": draft, "at": time.strftime("%Y-%m-%d %H:%M:%S")}
 
 
-__all__ = ["author", "based_on", "commit", "set_aside", "sha256"]
+def waiting(ws: PgWorkspace, folder: Path) -> list[dict[str, Any]]:
+    """The edits kept in ``folder`` (this server's set-aside) whose draft still waits in the
+    review queue, as ``set_aside`` returns them: kept before a restart too."""
+    out = []
+    for name, (_, rec) in sorted(ws.drafts().items()):
+        try:
+            data = json.loads(rec)
+        except ValueError:
+            continue
+        kept = data.get("set_aside") if isinstance(data, dict) else None
+        if isinstance(kept, str) and Path(kept).is_relative_to(folder):
+            out.append({"name": name, "kept": kept, "store": str(data.get("store") or "a later version"),
+                        "draft": True, "at": str(data.get("proposed_at") or "")})
+    return out
+
+
+__all__ = ["author", "based_on", "commit", "set_aside", "sha256", "waiting"]

@@ -102,11 +102,23 @@ class Mirror:
         self.last_seen = 0.0                     # when the follower last read the stream (monotonic)
         self._known: dict[str, str] = {}         # name -> sha256 of the SKILL.md this copy last had from the store
         self._edits: set[str] = set()            # folders holding a person's edit, to keep (``_keep_edit``)
-        self.kept_aside: list[dict] = []         # edits the store had moved past: where each was kept
+        self._kept_aside: list[dict] = []        # edits the store had moved past: where each was kept
         self._stop = threading.Event()
         self._edit_thread: threading.Thread | None = None
         self._watcher: Watcher | None = None     # the folder's file-system events (``_watch_edits``)
         self._edit_lock = threading.RLock()      # held while the events seen are brought in
+
+    @property
+    def kept_aside(self) -> list[dict]:
+        """Edits of this server's copy the store had moved past: those kept since it started,
+        and every one whose draft still waits in the review queue (kept before a restart too)."""
+        try:
+            waiting = edits.waiting(self.ws, self.set_aside)
+        except SkillshelfError:
+            waiting = []
+        names = {w["name"] for w in waiting}
+        mine = [k for k in self._kept_aside if not k["draft"] or k["name"] in names]
+        return mine + [w for w in waiting if w["name"] not in {k["name"] for k in mine}]
 
     # --- one skill ------------------------------------------------------------------------
     def lock(self, name: str) -> threading.Lock:
@@ -220,7 +232,7 @@ class Mirror:
                     print(f"skillshelf: the edit of {name} could not be committed ({exc}): keeping it aside",
                           file=sys.stderr)
                     row = self.ws.skill(name)
-            self.kept_aside.append(edits.set_aside(self.ws, md, data, row, self.set_aside))
+            self._kept_aside.append(edits.set_aside(self.ws, md, data, row, self.set_aside, self._known.get(name)))
             assert have is not None         # (the file was read: see above)
             self._known[name] = have        # kept: this copy may now take the store's text
             self._edits.discard(name)
