@@ -134,6 +134,7 @@ def store_check(st: dict[str, Any], team: dict[str, Any] | None = None) -> Check
                      "away); reads wait for it")
         for kept in team.get("set_aside") or []:    # a person's edit the store had moved past: kept, never dropped
             line += (f"; an edit of {kept['name']} on this server's disk was kept in {kept['kept']} (the store had "
-                     f"moved on to {kept['store']})" + (", and waits in the review queue" if kept["draft"] else ""))
+                     f"moved on to {kept['store']})" + (", and waits in the review queue (`skillshelf review show "
+                                                        f"{kept['name']}`)" if kept["draft"] else ""))
     ok = st["reachable"] and following and not (team or {}).get("set_aside")
     return Check("store", "ok" if ok else "warn" if st["reachable"] and following else "fail", line)
