@@ -83,11 +83,20 @@ def pg_cluster():
 
 
 @pytest.fixture
-def pg_url(pg_cluster) -> str:
-    """The URL of a new, empty database for one test."""
+def pg_empty_url(pg_cluster) -> str:
+    """The URL of a new, empty database for one test (no schema: only migrate-store makes one)."""
     import pgcluster
 
     return pgcluster.new_database_from_env() if pg_cluster is None else pg_cluster.new_database()
+
+
+@pytest.fixture
+def pg_url(pg_empty_url) -> str:
+    """The URL of a new team store for one test: a database with skillshelf's schema, nothing else."""
+    from skillshelf.store.postgres import PgStore
+
+    PgStore(pg_empty_url, create=True, max_size=1).close()
+    return pg_empty_url
 
 
 @contextlib.contextmanager

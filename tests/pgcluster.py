@@ -83,14 +83,23 @@ class Cluster:
             pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def new_database(self) -> str:
-        """A fresh, empty database: its URL."""
+    def new_database(self, *, schema: bool = False) -> str:
+        """A fresh, empty database: its URL. ``schema``: with skillshelf's schema (a team store)."""
         import psycopg
 
         name = "t" + uuid.uuid4().hex[:12]
         with psycopg.connect(f"{self.url_base}/postgres", autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {name}")
-        return f"{self.url_base}/{name}"
+        return with_schema(f"{self.url_base}/{name}") if schema else f"{self.url_base}/{name}"
+
+
+def with_schema(url: str) -> str:
+    """``url`` after skillshelf's schema is created there (what `migrate-store --upgrade` does):
+    every other command refuses a database without it."""
+    from skillshelf.store.postgres import PgStore
+
+    PgStore(url, create=True, max_size=1).close()
+    return url
 
 
 def new_database_from_env() -> str:
@@ -120,19 +129,19 @@ def wait_ready(url: str, timeout: float = 30.0) -> None:
 
 @__import__("contextlib").contextmanager
 def database(what: str = "this benchmark"):
-    """A new, empty database for a benchmark: on ``SKILLSHELF_TEST_PG``'s server, or in a
-    throwaway cluster started here and removed afterwards. Yields its URL; exits with the
-    reason when PostgreSQL cannot be had."""
+    """A new team store (a database with skillshelf's schema) for a benchmark: on
+    ``SKILLSHELF_TEST_PG``'s server, or in a throwaway cluster started here and removed
+    afterwards. Yields its URL; exits with the reason when PostgreSQL cannot be had."""
     import sys
 
     if os.environ.get("SKILLSHELF_TEST_PG"):
-        yield new_database_from_env()
+        yield with_schema(new_database_from_env())
         return
     why = why_not()
     if why:
         sys.exit(f"{what} needs PostgreSQL: {why}")
     cluster = Cluster().start()
     try:
-        yield cluster.new_database()
+        yield cluster.new_database(schema=True)
     finally:
         cluster.stop()

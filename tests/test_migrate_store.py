@@ -162,18 +162,18 @@ def test_learned_reports_reach_a_servers_learning_memory(tmp_path, root, pg_url)
                                                                       ("pytestfixtures", False, "agent-b")]
 
 
-def test_a_dry_run_writes_nothing_and_counts_what_a_run_copies(tmp_path, root, pg_url):
+def test_a_dry_run_writes_nothing_and_counts_what_a_run_copies(tmp_path, root, pg_empty_url):
     lib = local_library(tmp_path / "a", root)
     try:
         fill(lib)
-        dry = lib.migrate_store(pg_url, dry_run=True)
-        assert one(pg_url, "SELECT to_regclass('schema_migrations')") is None     # not even the schema
+        dry = lib.migrate_store(pg_empty_url, dry_run=True)
+        assert one(pg_empty_url, "SELECT to_regclass('schema_migrations')") is None     # not even the schema
         assert dry.pending and not dry.applied
-        real = lib.migrate_store(pg_url)
+        real = lib.migrate_store(pg_empty_url)
         assert real.applied == dry.pending
         assert dry.copied == real.copied
         # and a dry run against the store it was copied into: nothing left to copy
-        again = lib.migrate_store(pg_url, dry_run=True)
+        again = lib.migrate_store(pg_empty_url, dry_run=True)
     finally:
         lib.close()
     assert set(again.copied.values()) == {0} and again.already == real.copied | {
@@ -303,21 +303,21 @@ def test_an_export_from_the_team_store_gives_the_local_exports_bytes(tmp_path, r
     assert shas[0] == shas[1]
 
 
-def test_upgrade_applies_the_missing_migrations_and_says_which(pg_url):
+def test_upgrade_applies_the_missing_migrations_and_says_which(pg_empty_url):
     import psycopg
 
     from skillshelf.store.pg_migrations import MIGRATIONS
 
-    with psycopg.connect(pg_url, autocommit=True) as conn, conn.transaction():
+    with psycopg.connect(pg_empty_url, autocommit=True) as conn, conn.transaction():
         conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL"
                      " DEFAULT now())")
         for name, fn in MIGRATIONS[:2]:
             fn(conn)
             conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
-    res = Library.upgrade_store(pg_url)
+    res = Library.upgrade_store(pg_empty_url)
     assert res["applied"] == [name for name, _ in MIGRATIONS[2:]]
     assert res["schema"] == MIGRATIONS[-1][0]
-    assert Library.upgrade_store(pg_url)["applied"] == []
+    assert Library.upgrade_store(pg_empty_url)["applied"] == []
 
 
 def test_a_library_on_a_team_store_is_not_a_source(tmp_path, pg_url):

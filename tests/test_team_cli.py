@@ -156,8 +156,8 @@ def _counts(stdout: str) -> dict[str, tuple[int, int]]:
     return out
 
 
-def test_migrate_store_copies_once_and_says_what_it_copied(local_home, pg_url):
-    url = with_password(pg_url)
+def test_migrate_store_copies_once_and_says_what_it_copied(local_home, pg_empty_url):
+    url = with_password(pg_empty_url)
     p = sk("migrate-store", "--to", url, home=local_home)
     assert p.returncode == 0, p.stderr
     assert "s3cret-pw" not in p.stdout + p.stderr and ":***@" in p.stdout
@@ -170,18 +170,18 @@ def test_migrate_store_copies_once_and_says_what_it_copied(local_home, pg_url):
     again = _counts(p.stdout)
     assert {k: v[0] for k, v in again.items()} == dict.fromkeys(first, 0)
     assert again["queries"] == (0, 2) and again["skills"] == (0, 3)
-    assert rows(pg_url, "SELECT COUNT(*) FROM queries")[0][0] == 2
+    assert rows(pg_empty_url, "SELECT COUNT(*) FROM queries")[0][0] == 2
     # the outcome kept its query: the copy of the search it answered
-    assert rows(pg_url, "SELECT q.text FROM outcomes o JOIN queries q ON q.id = o.query_id") == \
+    assert rows(pg_empty_url, "SELECT q.text FROM outcomes o JOIN queries q ON q.id = o.query_id") == \
         [("CORS error in my Next.js API",)]
 
 
-def test_migrate_store_dry_run_writes_nothing_and_json_tells_the_same(local_home, pg_url):
-    p = sk("migrate-store", "--to", pg_url, "--dry-run", home=local_home)
+def test_migrate_store_dry_run_writes_nothing_and_json_tells_the_same(local_home, pg_empty_url):
+    p = sk("migrate-store", "--to", pg_empty_url, "--dry-run", home=local_home)
     assert p.returncode == 0, p.stderr
     assert "nothing was written" in p.stdout and _counts(p.stdout)["skills"] == (3, 0)
-    assert rows(pg_url, "SELECT to_regclass('schema_migrations')") == [(None,)]
-    p = sk("migrate-store", "--to", pg_url, "--json", home=local_home)
+    assert rows(pg_empty_url, "SELECT to_regclass('schema_migrations')") == [(None,)]
+    p = sk("migrate-store", "--to", pg_empty_url, "--json", home=local_home)
     data = json.loads(p.stdout)
     assert data["copied"]["skills"] == 3 and data["dry_run"] is False and data["left_out"] == []
     assert data["applied"][0] == "001_team"
@@ -222,21 +222,21 @@ def test_migrate_store_usage_mistakes(local_home, tmp_path, pg_url):
     assert not (tmp_path / "typo").exists()
 
 
-def test_migrate_store_upgrade_says_which_migrations_it_applied(tmp_path, pg_url):
+def test_migrate_store_upgrade_says_which_migrations_it_applied(tmp_path, pg_empty_url):
     import psycopg
 
     from skillshelf.store.pg_migrations import MIGRATIONS
 
-    with psycopg.connect(pg_url, autocommit=True) as conn, conn.transaction():
+    with psycopg.connect(pg_empty_url, autocommit=True) as conn, conn.transaction():
         conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL"
                      " DEFAULT now())")
         for name, fn in MIGRATIONS[:1]:
             fn(conn)
             conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
-    p = sk("--store", pg_url, "migrate-store", "--upgrade", home=tmp_path / "h")
+    p = sk("--store", pg_empty_url, "migrate-store", "--upgrade", home=tmp_path / "h")
     assert p.returncode == 0, p.stderr
     assert ", ".join(n for n, _ in MIGRATIONS[1:]) in p.stdout and f"schema now {MIGRATIONS[-1][0]}" in p.stdout
-    p = sk("migrate-store", "--upgrade", "--to", pg_url, home=tmp_path / "h")
+    p = sk("migrate-store", "--upgrade", "--to", pg_empty_url, home=tmp_path / "h")
     assert p.returncode == 0 and "up to date" in p.stdout and "nothing to apply" in p.stdout
     assert not (tmp_path / "h").exists()       # an upgrade needs no library
 

@@ -241,7 +241,7 @@ def test_a_fix_whose_transaction_fails_leaves_no_half_written_skill(servers, pg_
 def test_postgres_restarted_midway_the_next_write_succeeds(tmp_path, pg_cluster):
     if pg_cluster is None:
         pytest.skip("needs the throwaway cluster (SKILLSHELF_TEST_PG points at a server this test cannot restart)")
-    url = pg_cluster.new_database()
+    url = pg_cluster.new_database(schema=True)
     a, b = team_library(tmp_path / "a", url), team_library(tmp_path / "b", url)
     try:
         a.save("ARCHIVE", name="cors-fix", description="Fix CORS errors in API routes", body=BODY)

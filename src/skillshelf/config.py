@@ -273,7 +273,7 @@ def describe(cfg: Config) -> list[tuple[str, Any, str, str]]:
         else:
             shown = "***" if secret(f.name) and value else _plain(value)
             if f.name == "store" and value:    # a URL may carry a password
-                shown = re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", value)
+                shown = re.sub(r"://([^:/?#@]*:)?[^/?]*@", lambda m: f"://{m.group(1) or ''}***@", value, count=1)
             rows.append((f.name, shown, f.metadata.get("why", ""), cfg.origin(f.name)))
     return rows
 

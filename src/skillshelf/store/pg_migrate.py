@@ -432,7 +432,7 @@ def open_target(url: str, *, write: bool) -> tuple[PgStore, list[str], list[str]
     it still lacks). ``write``: apply the pending migrations (creating the schema of a new
     database); else change nothing and report them as lacking."""
     if write:
-        pg = _Opened(url)
+        pg = _Opened(url, create=True)
         return pg, list(pg.applied_now), []
     from .pg_migrations import MIGRATIONS
 

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from ..errors import StoreError
+from ..net import redact_password
 
 
 def redact(url: str) -> str:
-    """The URL without its password (for messages and `doctor`)."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+    """The URL without its password (for messages and `doctor`): ``net.redact_password``."""
+    return redact_password(url)
 
 
 def unreachable(url: str, exc: BaseException) -> StoreError:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import StoreError
+from ..net import check_store_url
 from .pg_migrations import MIGRATIONS
 from .pg_writes import lost, redact, refusal, unreachable
 
@@ -81,9 +82,11 @@ class PgStore:
     next request gets a new one."""
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, timeout: float = 5.0,
-                 migrate: bool = True):
+                 migrate: bool = True, create: bool = False):
+        check_store_url(url)
         psycopg, pool_mod = _psycopg()
         self.url = url
+        self.create = create    # a database without the schema gets one (migrate-store); else refused
         self._psycopg = psycopg
         self._closed = False
         self.pool = pool_mod.ConnectionPool(
@@ -153,6 +156,8 @@ class PgStore:
         advisory lock (two servers starting at once do not both apply one)."""
         done: list[str] = []
         applied = set(self.applied_migrations())
+        if not applied and not self.create and not self.has_schema():
+            raise self._no_schema()
         if applied and not [name for name, _ in MIGRATIONS if name not in applied]:
             self._refuse_newer(applied)
             return done       # nothing to apply: a role that cannot create tables starts too
@@ -177,8 +182,23 @@ class PgStore:
                              "skillshelf knows",
                              fix="upgrade skillshelf on this server to the version the other servers run")
 
+    def has_schema(self) -> bool:
+        """Whether skillshelf's schema was ever made here (its table of migrations exists)."""
+        row = self.fetchone("SELECT to_regclass('schema_migrations')")
+        return bool(row and row[0] is not None)
+
+    def _no_schema(self) -> StoreError:
+        """A database without skillshelf's schema: a typo in the URL, most often. Only the command
+        that makes a team store (``migrate-store``) creates the schema."""
+        return StoreError(f"the database at {redact(self.url)} holds no skillshelf team store (no schema)",
+                          fix="check the database name in the URL; to make a new team store there, run "
+                              f"`skillshelf --store {redact(self.url)} migrate-store --upgrade` once, with the "
+                              "owner's password")
+
     def check_schema(self) -> None:
         applied = set(self.applied_migrations())
+        if not applied and not self.has_schema():
+            raise self._no_schema()
         missing = [name for name, _ in MIGRATIONS if name not in applied]
         if missing:
             raise StoreError(f"the team store at {redact(self.url)} has an older schema (missing {missing[0]})",
