@@ -27,6 +27,8 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..errors import SkillshelfError
+
 log = logging.getLogger("skillshelf.mcp")
 
 POLL = 0.5          # seconds between two looks at the watched files and the listing
@@ -143,14 +145,26 @@ class Changes:
             self._thread.start()
 
     def _run(self) -> None:
+        failing = False     # a failure is said once, and its end once: not every POLL seconds
         while not self._stop.wait(POLL):
             uris, anyone = self._watched()
             if not anyone:
                 continue
             try:
                 self._look(uris)
-            except Exception:   # a failed look is retried at the next
-                log.warning("looking for changes failed", exc_info=True)
+            except SkillshelfError as exc:   # the store away (PostgreSQL down): one line, retried at the next
+                if not failing:
+                    log.warning("looking for changes failed: %s (%s)", exc.message, exc.fix)
+                failing = True
+                continue
+            except Exception:   # not one of the library's errors: a bug, with its traceback, once
+                if not failing:
+                    log.warning("looking for changes failed", exc_info=True)
+                failing = True
+                continue
+            if failing:
+                log.warning("looking for changes works again")
+                failing = False
 
     def _look(self, uris: set[str]) -> None:
         state = self._state(uris)
