@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,6 +149,20 @@ class PgWorkspace:
             raise                       # the caller knows what a duplicate means
         except psycopg.Error as exc:
             raise (refusal(self.pg.url, exc) or refused(self.pg.url, exc)) from None
+
+    def store_id(self) -> str | None:
+        """This team store's own id: a random one, written by the first server that asks (a
+        dump restored into another database keeps it). None when it has none and may not write."""
+        row = self._one("SELECT value FROM meta WHERE key = 'store_id'")
+        if row is None:
+            try:
+                with self.tx() as conn:
+                    conn.execute("INSERT INTO meta (key, value) VALUES ('store_id', %s) ON CONFLICT (key) DO NOTHING",
+                                 (uuid.uuid4().hex,))
+                    row = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+            except StoreError:      # a read-only role or database: nothing to compare with
+                return None
+        return str(row[0]) if row else None
 
     def _one(self, sql: str, params: tuple = ()) -> tuple | None:
         with self.tx() as conn:

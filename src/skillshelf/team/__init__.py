@@ -25,6 +25,7 @@ file-system events), ``store`` and the core values."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 import threading
@@ -34,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConflictError, SkillshelfError, StoreError
+from ..files import FileRefused, atomic_write, read_bounded
 from ..store.pg_workspace import PgWorkspace
+from ..store.pg_writes import redact
 from .drafts import PgDrafts
 from .mirror import Mirror
 from .shared_commit import TeamLock, TeamWorkspace
@@ -81,6 +84,7 @@ class Team:
         try:
             self.store = PgWorkspace(self.pg)
             paths = team_paths(config.home)
+            self._another_store(config, paths)
             self.mirror = Mirror(self.store, workspace=config.workspace, drafts=config.drafts,
                                  set_aside=paths["set_aside"], index=index)
             self.workspace = TeamWorkspace(self.store, self.mirror)
@@ -109,6 +113,34 @@ class Team:
             if follow:
                 threading.Thread(target=self._retry_sources, args=(sources,), name="skillshelf-team-sources",
                                  daemon=True).start()
+
+    def _another_store(self, config: Any, paths: dict[str, Path]) -> None:
+        """A home whose copy of the team workspace came from another team store (its store URL now
+        names a different team): that copy and its drafts are moved aside whole, in one line on
+        stderr, before this store's copy is brought in. The home keeps the id of the store its copy
+        follows (``team/store-id``); a dump restored into another database keeps its id: no move."""
+        sid = self.store.store_id()
+        if sid is None:
+            return
+        mark = paths["workspace"].parent / "store-id"
+        try:
+            had = read_bounded(mark, 200).decode("utf-8", "replace").strip()
+        except (OSError, FileRefused):
+            had = ""
+        if had == sid:
+            return
+        if had:
+            moved = [p for p in (Path(config.workspace), Path(config.drafts)) if p.is_dir() and any(p.iterdir())]
+            dest = paths["set_aside"] / f"{time.strftime('%Y%m%d-%H%M%S')}-another-store"
+            for p in moved:
+                dest.mkdir(parents=True, exist_ok=True)
+                os.replace(p, dest / p.name)
+            if moved:
+                print(f"skillshelf: this home's copy of the team workspace came from another team store: moved to "
+                      f"{dest} (nothing is deleted); it now follows {redact(config.store)} (`doctor` names what is "
+                      "kept aside)", file=sys.stderr)
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(mark, sid + "\n", durable=False)
 
     def _retry_sources(self, sources: Any) -> None:
         """A source of the team's lock this server could not fetch (its host away, the network
