@@ -81,7 +81,7 @@ def test_plain_lines_name_each_phase_with_its_rate_and_time_left(monkeypatch):
             prog.on_texts(done, 40)
             time.sleep(0.06)
     lines = out.getvalue().splitlines()
-    assert lines[0] == "reading 4 files · lexical index (the model embeds them meanwhile)"
+    assert lines[0] == "reading 4 files · lexical index (meanwhile the model embeds what no cache holds)"
     assert any(re.fullmatch(r"reading: \d/4 files · [\d,]+ files/s · ~0:0\d left", x) for x in lines), lines
     assert "embedding (finishing): the texts of the files read last" in lines
     assert any(re.fullmatch(r"embedding \(finishing\): \d\d/40 texts · [\d,]+ texts/s · ~0:0\d left", x)
@@ -116,7 +116,7 @@ def test_sync_into_a_pipe_says_its_phases(tmp_path: Path):
     p = sk("--root", str(root), "sync", home=home, embedder="fake")
     assert p.returncode == 0, p.stderr
     lines = [x for x in p.stderr.splitlines() if not x.startswith("note: there was no library")]
-    assert lines[0] == "reading 12 files · lexical index (the model embeds them meanwhile)", p.stderr
+    assert lines[0] == "reading 12 files · lexical index (meanwhile the model embeds what no cache holds)", p.stderr
     assert "embedding (finishing): the texts of the files read last" in lines
     assert "\x1b" not in p.stderr and "Traceback" not in p.stderr
     assert p.stdout.startswith("added 12 ")

@@ -1,7 +1,7 @@
 """A sync's progress on stderr: a live display on a terminal, plain lines anywhere else.
 
 The library reports two counts: files read into the lexical index (done of total) and
-texts embedded (done of total). A local model embeds the texts of changed skills while the
+texts given their vectors (done of total: embedded, or taken from a cache or the team store). A local model embeds the texts of changed skills while the
 files are read; what is left after the last file is the phase "embedding (finishing)".
 A count not known yet is not shown (no "0/?"); the rate and the time left appear once a
 phase has a count and some speed."""
@@ -69,6 +69,15 @@ class SyncProgress:
                 self.view.embedding(total, restart=False, beside=self.reading)
             self.texts_done = done
             self.view.texts(done, total, final=not self.reading)
+
+
+def vectors_said(rep: Any, team: bool) -> str:
+    """The end of sync's summary: how many texts had their vectors without the model (from the
+    team store, or a local library's vector cache, and those the index held already); nothing
+    when there were none."""
+    said = [(getattr(rep, "vectors_shared", 0), "from the team store" if team else "from the vector cache"),
+            (getattr(rep, "vectors_cached", 0), "already in the index")]
+    return "".join(f" · {n:,} vector{'s' * (n != 1)} {where}" for n, where in said if n)
 
 
 # --- on a terminal ------------------------------------------------------------------------------
@@ -229,7 +238,8 @@ class _Plain:
     def reading(self, total: int, embedding: bool) -> None:
         self._found()
         if total:
-            beside = " (the model embeds them meanwhile)" if embedding else ""
+            # (vectors a cache or the team store holds are taken, not embedded: the model may embed none)
+            beside = " (meanwhile the model embeds what no cache holds)" if embedding else ""
             self._begin("reading", "files", f"reading {total:,} files · lexical index{beside}")
 
     def files(self, done: int, total: int) -> None:

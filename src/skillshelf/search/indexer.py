@@ -312,7 +312,7 @@ class Indexer:
         try:
             report.embedded = indexmod.embed_pending(self.store, emb, progress=progress, ready=ready,
                                                        body_tokens=self._config().search.body_vector_tokens,
-                                                       shared=self.shared, reused=reused)
+                                                       shared=self.shared, reused=reused, into=report)
         except indexmod.Interrupted as exc:
             # the vectors made before Ctrl-C are kept: the report says so with the rest of the sync
             report.embedded += exc.report.embedded

@@ -57,6 +57,8 @@ class SyncReport:
     invalid: list[InvalidFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     embedded: int = 0
+    vectors_shared: int = 0     # texts whose vectors were taken from the team store (not embedded here)
+    vectors_cached: int = 0     # texts whose vectors this library's cache already held
     seconds: float = 0.0
     cleared_invalid: list[str] = field(default_factory=list)   # invalid before, now fixed or gone
     # for the supply chain (not shown): (id, SKILL.md path) of the skills audited in the sync's
@@ -80,6 +82,7 @@ class SyncReport:
                 "unchanged": self.unchanged, "invalid": len(self.invalid),
                 "new_invalid": len(self.new_invalid), "invalid_files": [i.as_dict() for i in self.invalid],
                 "cleared_invalid": self.cleared_invalid, "embedded": self.embedded,
+                "vectors_shared": self.vectors_shared, "vectors_cached": self.vectors_cached,
                 "notes": self.notes, "seconds": round(self.seconds, 3)}
 
     def _mark(self) -> tuple:
@@ -535,13 +538,14 @@ def _pending(vs: VectorStore, model_id: str, body_tokens: int,
 
 def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Progress | None = None,
                   batch: int = 64, ready: dict[str, np.ndarray] | None = None, embed: bool = True,
-                  shared=None, reused=()) -> int:
+                  shared=None, reused=(), into: SyncReport | None = None) -> int:
     """Compute missing vectors for the embedder's model (metadata, and with ``body_tokens``
     the body's opening); returns how many distinct texts were embedded. ``ready``: vectors
     already computed for some hashes (a ``Prefetch``), stored instead of embedded again.
     ``embed=False``: store ``ready`` and link what is cached, embed nothing. ``shared``
     (``shared_vectors.SharedVectors``): asked before the model runs, given what it computes;
-    ``reused``: hashes of ``ready`` taken from it (not counted as embedded).
+    ``reused``: hashes of ``ready`` taken from it (not counted as embedded). ``into``: a report told
+    how many texts had their vectors from ``shared`` and from this library's cache.
 
     The model is loaded only when some text has to be embedded: with every skill's vectors
     in place this reads a few small rows and returns 0. Ctrl-C (or an exception ``progress``
@@ -573,6 +577,9 @@ def embed_pending(store: Store, embedder, *, body_tokens: int = 0, progress: Pro
     if shared is not None and embed:
         taken = shared.take(embedder, [h for h in uniq if h not in (ready or ())])
         ready, reused = {**(ready or {}), **taken}, {*reused, *taken}
+    if into is not None:
+        into.vectors_shared = len(set(reused) & set(uniq))
+        into.vectors_cached = len({h for _, _, h, _, _ in items if h in have})
     done: set[str] = set(have)    # hashes with a vector stored for the model
     embedded = 0
     try:
