@@ -20,6 +20,7 @@ from .errors import ConfigError, ValidationError
 from .evolution.comparisons import DIFF_CONTEXT, Comparisons
 from .evolution.lessons import lesson_lines
 from .judge.rerank import Judge
+from .onboarding.doctor import without_store as _doctor_without_store
 from .onboarding.unpack import read_source
 from .search import sync as indexmod
 from .search.indexer import RESCAN, Indexer, LazyEmbedder
@@ -354,6 +355,7 @@ class Library:
                       indexed_ids=self._records.rows.ids, invalid_files=self.invalid_files, clashes=self.clashes,
                       embedder_status=self.embedder_status, judge_check=self.judge_check,
                       root_events=self.root_events if self.config.auto_sync else None, extra=extra)
+    doctor_without_store = staticmethod(_doctor_without_store)   # (config, error): the team store did not open
 
     # --- usage ----------------------------------------------------------------------
     def report_outcome(self, skill: str, worked: bool, *, note: str = "", query_id: int | str | None = None,

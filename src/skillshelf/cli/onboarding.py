@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -90,9 +90,17 @@ def doctor(json_out: bool = typer.Option(False, "--json"),
            verbose: bool = typer.Option(False, "--verbose", "-v",
                                         help="list every name clash and invalid file")) -> None:
     """Check configuration, roots, index, invalid files, name clashes and the embedder."""
-    lib = _lib(warn_missing=False)   # doctor reports a missing root as a failed check
-    rep = lib.doctor()
-    supply = lib.supply.status()
+    from ..errors import StoreError
+    from ..library import Library
+
+    rep: Any
+    try:
+        lib = _lib(warn_missing=False)   # doctor reports a missing root as a failed check
+    except StoreError as exc:            # the team store did not open: the checks that need none, and its line
+        lib, rep = None, Library.doctor_without_store(_config(), exc)
+    else:
+        rep = lib.doctor()
+    supply = lib.supply.status() if lib is not None else None     # the team's decisions are in its store
     if json_out:
         _json({**rep.as_dict(), "supply": supply})
         if not rep.ok:
@@ -101,7 +109,8 @@ def doctor(json_out: bool = typer.Option(False, "--json"),
     marks = {"ok": ("ok  ", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
     for c in rep.checks:
         out.print(_styled(marks[c.status], f" {c.name}: {c.detail}"))
-    out.print(_styled(marks["warn" if supply["held"] or supply["hidden"] else "ok"], f" supply chain: {_supply(supply)}"))
+    if supply is not None:
+        out.print(_styled(marks["warn" if supply["held"] or supply["hidden"] else "ok"], f" supply chain: {_supply(supply)}"))
     out.print("\nroots:")
     for r in rep.roots:
         out.print(f"  {r['label']:20} {r['kind']:9} {'rw' if r['writable'] else 'ro'} {r['skill_files']:6} {r['path']}")

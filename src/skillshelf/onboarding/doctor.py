@@ -5,6 +5,7 @@ invalid files, name clashes, the embedding model and the judge. One ``Check`` pe
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..catalog.eval_files import EVALS_DIR, read_evals
@@ -88,7 +89,7 @@ def report(*, config: Any, store: Any, roots_: list, missing_roots: list, indexe
         for r in root_events():
             if r.get("note"):
                 checks.append(Check("file events", "warn", r["note"]))
-    checks.extend(extra or [])
+    checks.extend([*(extra or []), *set_aside_checks(cfg)])
     checks.append(judge_check())
     return DoctorReport(checks, roots, invalid, found_clashes, emb)
 
@@ -138,3 +139,47 @@ def store_check(st: dict[str, Any], team: dict[str, Any] | None = None) -> Check
                                                         f"{kept['name']}`)" if kept["draft"] else ""))
     ok = st["reachable"] and following and not (team or {}).get("set_aside")
     return Check("store", "ok" if ok else "warn" if st["reachable"] and following else "fail", line)
+
+
+SET_ASIDE_EXAMPLES = 5
+
+
+def set_aside_checks(config: Any) -> list[Check]:
+    """What a team server moved out of its copy of the team workspace (``<home>/team/set-aside``:
+    folders the store did not have, edits it had moved past), kept there, never deleted:
+    one line naming the folder and a few of what it holds; none for a local library."""
+    if not config.store:
+        return []
+    folder = config.workspace.parent / "set-aside"
+    try:
+        kept = sorted(f"{stamp.name}/{entry.name}" for stamp in folder.iterdir() if stamp.is_dir()
+                      for entry in stamp.iterdir())
+    except OSError:     # none yet
+        return []
+    if not kept:
+        return []
+    n = len(kept)
+    return [Check("set aside", "warn", f"{n} folder{'s' * (n != 1)} or file{'s' * (n != 1)} moved out of this "
+                  f"server's copy of the team workspace are kept in {folder} (look, then delete what you do not "
+                  f"need): " + ", ".join(kept[:SET_ASIDE_EXAMPLES])
+                  + (f", … and {n - SET_ASIDE_EXAMPLES} more" if n > SET_ASIDE_EXAMPLES else ""))]
+
+
+def without_store(config: Any, error: Any) -> DoctorReport:
+    """doctor's report when the team store does not open (PostgreSQL down, a wrong URL): the
+    checks that need no store, and the store's line failed with ``error``'s message and fix."""
+    checks = [Check("home", "ok", str(config.home)),
+              Check("config", "ok", str(config.config_path) if config.config_path.exists()
+                    else f"{config.config_path} (absent: defaults in use)"),
+              Check("write policy", "ok", config.write_policy)]
+    missing = config.missing_roots()
+    checks += [Check("missing root", "fail", f"{m.message}: its skills are not indexed; {m.fix}") for m in missing]
+    gone = {m.path for m in missing}
+    roots = [{"label": Path(p).name, "path": str(p), "kind": "root", "writable": False, "exists": True,
+              "skill_files": 0} for p in config.roots if p not in gone]
+    checks.append(Check("database", "ok" if config.db_path.exists() else "warn",
+                        f"{config.db_path} (not opened: a team server's index is read with its store)"))
+    checks.append(Check("store", "fail", f"team: {getattr(error, 'message', error)}; "
+                        f"{getattr(error, 'fix', '') or 'check the store URL'}"))
+    checks += set_aside_checks(config)
+    return DoctorReport(checks, roots, [], [], {"ok": False, "degraded": "not checked: the team store did not open"})
