@@ -11,8 +11,8 @@ from typing import Any
 from urllib.parse import quote
 
 from fastapi import Request
-from fastapi.routing import APIRoute
 from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.routing import Match
 
