@@ -5,6 +5,7 @@ An edit set aside in a team is named by ``doctor`` on that server, after a resta
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
@@ -99,6 +100,11 @@ def test_a_team_edit_set_aside_is_merged_with_the_version_saved_meanwhile(tmp_pa
         assert "Traceback" not in p.stderr, p.stderr
         assert "an edit of pg-port on this server's disk was kept in" in p.stdout, p.stdout
         assert "waits in the review queue (`skillshelf review show pg-port`)" in p.stdout.replace("\n", " ")
+        # a draft set aside before drafts named their version: the edit's own version is the base
+        ws = b._team.store
+        content, rec = ws.draft("pg-port")
+        ws.put_draft("pg-port", content, json.dumps({k: v for k, v in json.loads(rec).items() if k != "base_version"}))
+        assert "B's lesson while A was offline" in b.review.show("pg-port")["text"]
         p = sk("--store", pg_url, "review", "approve", "pg-port", home=tmp_path / "b")
         assert p.returncode == 0 and "FIX pg-port: version 3" in p.stdout, p.stdout + p.stderr
         a = team_library(tmp_path / "a", pg_url)

@@ -207,6 +207,9 @@ class ReviewQueue:
                                 fix="there are no drafts waiting" if not names else None if close else
                                 f"{len(names)} draft{'s' * (len(names) != 1)} wait{'s' * (len(names) == 1)}: `skillshelf review list` "
                                 "names them")
+        if "base_version" not in data and data.get("set_aside"):   # (set aside before drafts named it: the edit's own)
+            with contextlib.suppress(SkillshelfError, OSError, AttributeError):
+                data["base_version"] = skillmod.parse(self.drafts.text(name)).skill.version   # type: ignore[union-attr]
         return data
 
     @staticmethod
