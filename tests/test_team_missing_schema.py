@@ -182,3 +182,24 @@ def test_opening_a_database_without_the_schema_is_refused_below_every_command(pg
     with pytest.raises(StoreError):
         PgStore(pg_empty_url, migrate=False)
     assert tables(pg_empty_url) == 0
+
+
+def test_a_restored_copy_of_the_same_store_moves_nothing(tmp_path, pg_url, pg_cluster, capfd):
+    import pgcluster
+    import psycopg
+
+    home = tmp_path / "member"
+    lib = team_library(home, pg_url)
+    try:
+        lib.save("ARCHIVE", name="cors-fix", description="Fix CORS errors in API routes", body=BODY)
+    finally:
+        lib.close()
+    restored = pgcluster.with_schema(other_database(pg_cluster))
+    with psycopg.connect(pg_url) as src, psycopg.connect(restored, autocommit=True) as dst:
+        [(sid,)] = src.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchall()
+        dst.execute("INSERT INTO meta (key, value) VALUES ('store_id', %s)", (sid,))    # what pg_restore brings
+    capfd.readouterr()
+    team_library(home, restored).close()
+    assert "another team store" not in capfd.readouterr().err
+    assert not (home / "team" / "set-aside").exists() or not any(
+        p.name.endswith("-another-store") for p in (home / "team" / "set-aside").iterdir())
