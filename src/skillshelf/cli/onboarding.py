@@ -10,6 +10,7 @@ import typer
 
 from . import common
 from .common import _config, _json, _lib, _styled, _table, _version_line, out
+from .progress import vectors_said
 
 commands = typer.Typer()
 
@@ -66,7 +67,7 @@ def sync(json_out: bool = typer.Option(False, "--json", help="print the counts a
         raise typer.Exit(130) from None
     elapsed = time.perf_counter() - t0
     out.print(f"added {rep.added} · updated {rep.updated} · removed {rep.removed} · unchanged {rep.unchanged}"
-              f" · invalid {len(rep.invalid)} · embedded {rep.embedded} ({elapsed:.1f}s)")
+              f" · invalid {len(rep.invalid)} · embedded {rep.embedded}{vectors_said(rep, lib.team)} ({elapsed:.1f}s)")
     # what changed is named; invalid files the last sync reported already are only counted
     for inv in rep.new_invalid:
         line = f":{inv.line}" if inv.line else ""
@@ -111,6 +112,9 @@ def doctor(json_out: bool = typer.Option(False, "--json"),
         out.print(_styled(marks[c.status], f" {c.name}: {c.detail}"))
     if supply is not None:
         out.print(_styled(marks["warn" if supply["held"] or supply["hidden"] else "ok"], f" supply chain: {_supply(supply)}"))
+    if supply["hidden"]:
+        from .trust import print_held
+        print_held(lib)
     out.print("\nroots:")
     for r in rep.roots:
         out.print(f"  {r['label']:20} {r['kind']:9} {'rw' if r['writable'] else 'ro'} {r['skill_files']:6} {r['path']}")
@@ -143,7 +147,7 @@ def _supply(st: dict) -> str:
     line = (f"skills by audit risk: {risks} ({st.get('trusted', 0)} trusted); {st['held']} held, {st['hidden']} "
             f"hidden from agents; pinned roots: {pinned}")
     if st["held"] or st["hidden"]:
-        line += " — `skillshelf trust NAME` shows what changed and allows a skill"
+        line += " — `skillshelf trust` lists them, `skillshelf trust NAME` shows what changed and allows one"
     return line
 
 
