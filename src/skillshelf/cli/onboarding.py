@@ -112,9 +112,9 @@ def doctor(json_out: bool = typer.Option(False, "--json"),
         out.print(_styled(marks[c.status], f" {c.name}: {c.detail}"))
     if supply is not None:
         out.print(_styled(marks["warn" if supply["held"] or supply["hidden"] else "ok"], f" supply chain: {_supply(supply)}"))
-    if supply["hidden"]:
-        from .trust import print_held
-        print_held(lib)
+        if supply["hidden"]:
+            from .trust import print_held
+            print_held(lib)
     out.print("\nroots:")
     for r in rep.roots:
         out.print(f"  {r['label']:20} {r['kind']:9} {'rw' if r['writable'] else 'ro'} {r['skill_files']:6} {r['path']}")
