@@ -75,7 +75,7 @@ def test_a_draft_that_conflicts_with_a_change_saved_since_is_refused_and_shown(t
     assert "approving it is refused" in p.stdout and "<<<<<<< the draft" in p.stdout, p.stdout
     p = sk("review", "approve", "pg-port", home=home)
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
-    assert "1 part(s) of the body changed both in the draft and in a version saved since" in p.stderr, p.stderr
+    assert "1 part(s) of the body changed both in the draft and in the skill since" in p.stderr, p.stderr
     assert "review reject pg-port" in p.stderr
     assert md.read_text() == before                                 # nothing written
     assert sk("review", "list", home=home).stdout.startswith("pg-port")     # the draft still waits
@@ -130,7 +130,7 @@ def test_a_team_edit_that_conflicts_with_the_store_is_not_approved(tmp_path, pg_
                replace_body=True)
         a.history("pg-port")
         assert not b.review.show("pg-port")["approvable"]
-        with pytest.raises(ConflictError, match="changed both in the draft and in a version saved since"):
+        with pytest.raises(ConflictError, match="changed both in the draft and in the skill since"):
             b.review.approve("pg-port", reviewer="ann")
         assert "Pick port 5433." in b.read("pg-port")[1] and b.read("pg-port")[0].version == 2
     finally:

@@ -40,7 +40,7 @@ def _rest(body: str) -> str:
 
 def _marked(base: str, draft: str, current: str) -> str:
     m = merge3.Merge3(_lines(base), _lines(draft), _lines(current))
-    return "".join(m.merge_lines(name_a="the draft", name_b="saved since", name_base="made from",
+    return "".join(m.merge_lines(name_a="the draft", name_b="the skill now", name_base="made from",
                                  base_marker="|||||||"))
 
 
@@ -66,7 +66,7 @@ def rebase(base: str, draft: str, current: str, own: list[str]) -> Rebased:
         conflicts.append(f"{n} part(s) of the body")
     if conflicts:
         return Rebased(False, marked=_marked(base, draft, current),
-                       why=" and ".join(conflicts) + " changed both in the draft and in a version saved since")
+                       why=" and ".join(conflicts) + " changed both in the draft and in the skill since")
     keys = {_lesson_text(x) for x in own if x}
     had = {_lesson_text(x) for x in lesson_lines(b.body)}
     kept_d = {_lesson_text(x) for x in lesson_lines(d.body)}

@@ -31,6 +31,10 @@ _CHANGES = ("body", "description", "tags", "skill_type", "repo_name", "ttl_days"
             "upstream_keys", "follow_origin", "origin_gone")
 
 
+def _now(base: Any, now: Any) -> str:
+    return f"it is at v{now} now" if now != base else f"edited since, still v{now}"
+
+
 class Drafts:
     """Where drafts are kept, one per skill name. ``record`` is what was asked (a dict with
     ``args``, the change, and ``proposed_at``); ``text`` the SKILL.md it would write.
@@ -286,7 +290,7 @@ class ReviewQueue:
 
     @staticmethod
     def _conflict(name: str, base: Any, now: Any, m: Rebased) -> str:
-        return (f"{name} changed since v{base}, the version this draft was made from (it is at v{now} now), and "
+        return (f"{name} changed since v{base}, the version this draft was made from ({_now(base, now)}), and "
                 f"{m.why}: approving it is "
                 f"refused, so that no change is lost; make the draft's change by hand on the current text (the "
                 f"merge below marks what conflicts), then reject the draft with "
@@ -318,9 +322,9 @@ class ReviewQueue:
                 now = planned_text(plan.action, plan.previous_text, plan.skill)
                 if merged is not None:
                     text = now
-                    note = (f"{name} changed since v{data['base_version']}, the version this draft was made from (it "
-                            f"is at v{plan.from_version} now): shown is what approving it writes now, the draft's "
-                            "change merged with the changes saved since")
+                    note = (f"{name} changed since v{data['base_version']}, the version this draft was made from "
+                            f"({_now(data['base_version'], plan.from_version)}): shown is what approving it writes "
+                            "now, the draft's change merged with the changes saved since")
                 elif now != stored:
                     text = now
                     note = ("the skill changed since this draft was proposed: shown is what approving it writes now, "
@@ -377,8 +381,9 @@ class ReviewQueue:
             return args
         if not m.clean:
             raise ConflictError(
-                f"draft {name} was made from v{data.get('base_version')} of {name}, which changed since (it is at "
-                f"v{plan.from_version} now), and {m.why}: approving it would lose one of the two changes",
+                f"draft {name} was made from v{data.get('base_version')} of {name}, which changed since "
+                f"({_now(data.get('base_version'), plan.from_version)}), and {m.why}: approving it would lose one of "
+                "the two changes",
                 fix=f"`skillshelf review show {name}` marks what conflicts: make the draft's change by hand on the "
                     f"current text, then reject the draft with `skillshelf review reject {name} --reason ...`")
         return {**args, **{k: merged_args[k] for k in ("body", "replace_body", "description")}}
