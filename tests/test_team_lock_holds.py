@@ -111,7 +111,7 @@ def test_a_pin_or_a_trust_on_one_server_reaches_every_servers_lock(tmp_path, pg_
         assert agent_reads(here, "gamma")[0] and not agent_reads(here, "alpha")[0]
         # unpinned on A: B's lock says so
         assert "pinned" in team_ok(a, pg_url, "sources", "list")
-        team_ok(a, pg_url, "unpin", "sp")
+        team_ok(a, pg_url, "unpin", "sp", "--yes")         # the whole team's pin: asked, or --yes
         assert "pinned" not in team_ok(a, pg_url, "sources", "list")
         assert until(lambda: lock_of(b)["source"][0]["pinned"] is False, WAIT) is not None
         assert "reviewed" not in skills_of(b)["gamma"] and lock_of(b)["lock-version"] == 1
