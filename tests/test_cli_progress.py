@@ -83,7 +83,7 @@ def test_plain_lines_name_each_phase_with_its_rate_and_time_left(monkeypatch):
     lines = out.getvalue().splitlines()
     assert lines[0] == "reading 4 files · lexical index (meanwhile the model embeds what no cache holds)"
     assert any(re.fullmatch(r"reading: \d/4 files · [\d,]+ files/s · ~0:0\d left", x) for x in lines), lines
-    assert "embedding (finishing): the texts of the files read last" in lines
+    assert "embedding (finishing): the texts of the files read last that no cache holds" in lines
     assert any(re.fullmatch(r"embedding \(finishing\): \d\d/40 texts · [\d,]+ texts/s · ~0:0\d left", x)
                for x in lines), lines
     assert "\x1b" not in out.getvalue()
@@ -117,7 +117,7 @@ def test_sync_into_a_pipe_says_its_phases(tmp_path: Path):
     assert p.returncode == 0, p.stderr
     lines = [x for x in p.stderr.splitlines() if not x.startswith("note: there was no library")]
     assert lines[0] == "reading 12 files · lexical index (meanwhile the model embeds what no cache holds)", p.stderr
-    assert "embedding (finishing): the texts of the files read last" in lines
+    assert "embedding (finishing): the texts of the files read last that no cache holds" in lines
     assert "\x1b" not in p.stderr and "Traceback" not in p.stderr
     assert p.stdout.startswith("added 12 ")
     p = sk("--root", str(root), "sync", home=home, embedder="fake")

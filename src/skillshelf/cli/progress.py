@@ -247,7 +247,7 @@ class _Plain:
             self._tick(done, total, final=True)
 
     def finishing(self, counted: bool) -> None:
-        self._begin("embedding (finishing)", "texts", "embedding (finishing): the texts of the files read last")
+        self._begin("embedding (finishing)", "texts", "embedding (finishing): the texts of the files read last that no cache holds")
 
     def embedding(self, total: int, *, restart: bool, beside: bool = False) -> None:
         if not beside and total and (restart or self.phase != "embedding (finishing)"):
