@@ -84,20 +84,21 @@ class Library:
                                 overlay_of=lambda sid: overlaymod.get(self._overlays, sid),
                                 before_read=lambda: self._maybe_sync(), canonical=self.config.canonical_prefixes)
         self._learning = Learning(shared.learning, query=shared.usage.query, embedder=lambda: self.model.state(),
-                                  resolve=self.get, names=refs.names)
+                                  resolve=self._records.get, names=refs.names)
         self._usage = Usage(shared.usage, skills=refs.all, learned=self._learning.changes)
         # late-bound: tests and servers may replace the configuration and the search methods
         self._judge = Judge(config=lambda: self.config.judge, log=shared.judge,
                             search=lambda q, nowait, **kw: (self.search_nowait if nowait else self.search)(q, **kw),
                             descriptions=refs.descriptions)
-        self._catalog = Catalog(CatalogReads(self.store), shared.usage_reads, resolve=self.get, search=self.search,
-                                stats=self.stats, root_label=self._root_label, rows_by_name=self._rows_by_name,
-                                per_skill_usage=self._usage.skill_usage,
+        self._catalog = Catalog(CatalogReads(self.store), shared.usage_reads, resolve=self._records.get,
+                                search=self.search, stats=self.stats, root_label=self._root_label,
+                                rows_by_name=self._rows_by_name, per_skill_usage=self._usage.skill_usage,
                                 list_drafts=lambda: self.review.list(), roots=lambda: self.roots)
         self._resources = SkillResources(active=lambda: self.list(include_inactive=False), by_id=self._records.by_id,
                                          generation=CatalogReads(self.store).generation)
-        self._compare = Comparisons(resolve=self.get, diff=self.diff, evolver=lambda: self.evolver,
-                                    review=lambda: self.review, audit=lambda text: self.supply.audit_text(text))
+        self._compare = Comparisons(resolve=self._records.get, diff=self.diff, evolver=lambda: self.evolver,
+                                    review=lambda: self.review, audit=lambda text: self.supply.audit_text(text),
+                                    gate=lambda: self.gate)
         self.client = client
         self.model = LazyEmbedder(lambda: self.config, embedder)
         self.searcher = Searcher(self.store, self.config.search, embedder_provider=self.model.state,
@@ -110,7 +111,7 @@ class Library:
                                   Pins(shared.pins or PinnedContent(self.store), exclude=(self.config.home,),
                                        locate=lambda label: next((r.path for r in self.roots if r.label == label), None),
                                        roots=lambda: self.roots),
-                                  resolve=self.get, records=lambda root: self.list(root=root),
+                                  resolve=self._records.get, records=lambda root: self.list(root=root),
                                   roots=lambda: self.roots, block=lambda: self.config.trust.block)
         self.gate = ReadGate(self.supply.gate, self.supply.pins)   # every read of a skill's text asks it
         self.supply.pins.take_back()    # a database made anew takes back decisions.json before any read
@@ -269,24 +270,22 @@ class Library:
     def _rows_by_name(self, name: str) -> list:
         return self._records.rows_by_name(name)
 
-    def get(self, name_or_id: str, *, reader: Reader | None = None) -> SkillRecord:
-        """The skill with this id, or the one that wins for this name (see ``catalog.roots``).
-        With a ``reader``, its body is the reader's only if the read gate allows (``supply.gate``)."""
-        rec = self._records.get(name_or_id)
-        return rec if reader is None else self.gate.check(reader, rec)
+    def get(self, name_or_id: str, *, reader: Reader = AGENT) -> SkillRecord:
+        """The skill with this id, or the one that wins for this name (see ``catalog.roots``), if the read
+        gate gives it to ``reader`` (``supply.gate``). What must see every record resolves in ``catalog``."""
+        return self.gate.check(reader, self._records.get(name_or_id))
 
     # Every read of a skill's text asks the read gate (``supply.gate``) about the record it resolved to; the
     # reader defaults to an agent's, so a path that forgets to say who reads refuses held skills.
     def read(self, name_or_id: str, section: str | None = None, *, reader: Reader = AGENT) -> tuple[SkillRecord, str]:
         """The skill and its body, or only the named section of the body."""
-        rec, body = self._records.read(name_or_id, section)
-        return self.gate.check(reader, rec), body
+        return self._records.read(name_or_id, section, check=lambda r: self.gate.check(reader, r))
 
     def read_file(self, name_or_id: str, path: str, *, listed: int = 200,
                   reader: Reader = AGENT) -> tuple[SkillRecord, str]:
         """(the skill, the text of one of the other files it lists): contained, bounded, UTF-8."""
-        rec, text = self._records.read_file(name_or_id, path, listed=listed)
-        return self.gate.check(reader, rec), self.gate.check_text(reader, rec, path, text)
+        rec, text = self._records.read_file(name_or_id, path, listed=listed, check=lambda r: self.gate.check(reader, r))
+        return rec, self.gate.check_text(reader, rec, path, text)
 
     # --- skill files as resources (MCP's Skills Extension) -------------------------------
     def resource_page(self, cursor: str | None = None, size: int = 50, *,
@@ -303,8 +302,8 @@ class Library:
 
     def read_resource(self, uri: str, *, reader: Reader = AGENT) -> tuple[bytes, str]:
         """The bytes of the file a ``skill://`` URI names and its MIME type (contained, bounded)."""
-        rec, file, data, mime = self._resources.read(uri)
-        return self.gate.check_file(reader, self.gate.check(reader, rec), file, data), mime
+        rec, file, data, mime = self._resources.read(uri, lambda r: self.gate.check(reader, r))
+        return self.gate.check_file(reader, rec, file, data), mime
 
     skill_uri = staticmethod(skill_uri)
 
@@ -365,9 +364,9 @@ class Library:
         return self._usage.report(rec.id, rec.name, worked, note=note, query_id=query_id, client=client or self.client,
                                   learn=self._learning.learn_outcome, version=rec.version)
 
-    def stats(self, *, since: str | None = None) -> usagemod.Stats:
-        return self._usage.stats(since=since, min_uses=self.config.low_success_min_uses,
-                                 low_rate=self.config.low_success_rate)
+    def stats(self, *, since: str | None = None, reader: Reader = AGENT) -> usagemod.Stats:
+        return self.gate.stats_for(reader, self._usage.stats(since=since, min_uses=self.config.low_success_min_uses,
+                                                             low_rate=self.config.low_success_rate))
 
     def usage_report(self, *, since: str | None = None, fmt: str = "md") -> str:
         if fmt not in ("md", "json"):
@@ -412,10 +411,10 @@ class Library:
     def _ports(self):
         from .evolution.evolve import Ports
 
-        return Ports(get=self.get, sync=self.sync, rows_by_name=self._rows_by_name, embedder=self.model.state,
+        return Ports(get=self._records.get, sync=self.sync, rows_by_name=self._rows_by_name, embedder=self.model.state,
                      searcher=self.searcher, config=self.config, overlays=self._overlays, copies=self._records.copies,
-                     may_use=lambda ids, action: self.gate.check_inputs([self.get(i) for i in ids], action),
-                     findability=self.evals.judge_change)
+                     may_use=lambda ids, action: self.gate.check_inputs([self._records.get(i) for i in ids], action),
+                     findability=self.evals.judge_change, hidden=self.supply.hidden_ids)
 
     @property
     def review(self):    # the review queue of drafts (``propose`` policy)
@@ -477,11 +476,11 @@ class Library:
     # --- browsing and comparisons (the dashboard's views) --------------------------------
     def browse(self, *, root: str | None = None, repo: str | None = None, skill_type: str | None = None,
                tag: str | None = None, status: str = "any", expired: bool | None = None, query: str | None = None,
-               sort: str = "name", descending: bool = False, offset: int = 0, limit: int = 50):
-        """One page of skills matching every filter (``Catalog.browse``)."""
+               sort: str = "name", descending: bool = False, offset: int = 0, limit: int = 50, reader: Reader = AGENT):
+        """One page of skills matching every filter (``Catalog.browse``); what is held from ``reader`` left out."""
         return self._catalog.browse(root=root, repo=repo, skill_type=skill_type, tag=tag, status=status,
                                     expired=expired, query=query, sort=sort, descending=descending, offset=offset,
-                                    limit=limit)
+                                    limit=limit, hidden=self.gate.hidden_for(reader))
 
     def facets(self, *, top_tags: int = 60) -> dict[str, Any]:
         return self._catalog.facets(top_tags=top_tags)
@@ -517,8 +516,8 @@ class Library:
                 reader: Reader = AGENT) -> dict[str, Any]:
         return self._compare.compare(self.get(name_or_id, reader=reader).id, v1, v2, context=context)
 
-    def draft_review(self, name: str, *, context: int = DIFF_CONTEXT) -> dict[str, Any]:
-        return self._compare.draft_review(name, context=context)
+    def draft_review(self, name: str, *, context: int = DIFF_CONTEXT, reader: Reader = AGENT) -> dict[str, Any]:
+        return self._compare.draft_review(name, context=context, reader=reader)
 
     @staticmethod
     def validate_text(text: str, *, folder_name: str | None = None) -> dict[str, Any]:
@@ -572,7 +571,7 @@ class Library:
         """A skill and its files read into memory (``SKILL.md`` and the others), for copying."""
         from .onboarding.importer import skill_files
 
-        rec = self.get(name_or_id)
+        rec = self._records.get(name_or_id)
         return rec, skill_files(rec.folder, Path(rec.path).name)
 
     # --- learning and the model judge ---------------------------------------------------

@@ -363,12 +363,13 @@ class Catalog:
     def browse(self, *, root: str | None = None, repo: str | None = None, skill_type: str | None = None,
                tag: str | None = None, status: str = "any", expired: bool | None = None,
                query: str | None = None, sort: str = "name", descending: bool = False,
-               offset: int = 0, limit: int = 50) -> BrowsePage:
+               offset: int = 0, limit: int = 50, hidden: frozenset[str] = frozenset()) -> BrowsePage:
         """One page of the skills matching every filter given. Without ``query``: sorted by
         ``sort`` (then name) and counted in full. With ``query``: the hybrid search's hits in
         ranked order, filtered the same way (at most ``SEARCH_MAX``; ``more`` says a larger
         ``offset + limit`` may find more), never logged as usage (a person browsing is not an
-        agent's request)."""
+        agent's request). ``hidden``: the skills held from the reader (``ReadGate.hidden_for``),
+        left out of the page and its counts."""
         if not isinstance(limit, int) or not 1 <= limit <= PAGE_MAX:
             raise ValidationError(f"limit {limit!r} is out of range", fix=f"use 1 to {PAGE_MAX}")
         if not isinstance(offset, int) or offset < 0:
@@ -378,6 +379,10 @@ class Catalog:
         status = status or "any"
         snap = self._catalog()
         mask = self._mask(snap, root=root, repo=repo, skill_type=skill_type, tag=tag, status=status, expired=expired)
+        for sid in hidden:
+            p = snap.pos.get(sid)
+            if p is not None:
+                mask[p] = False
         filters = {k: v for k, v in dict(root=root, repo=repo, skill_type=skill_type, tag=tag,
                                          status=None if status == "any" else status, expired=expired).items()
                    if v is not None and v != ""}

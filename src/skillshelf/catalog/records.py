@@ -225,9 +225,13 @@ class Records:
                                 fix=None if sugg else "use a name or id that a search or the skill list returned")
         return self._with_overlay(row)
 
-    def read(self, name_or_id: str, section: str | None = None) -> tuple[SkillRecord, str]:
-        """The skill and its body, or only the named section of the body."""
+    def read(self, name_or_id: str, section: str | None = None, *,
+             check: Callable[[SkillRecord], Any] | None = None) -> tuple[SkillRecord, str]:
+        """The skill and its body, or only the named section of the body. ``check`` (the read gate) is
+        asked about the skill as soon as it resolves, before its sections are looked at."""
         rec = self.get(name_or_id)
+        if check is not None:
+            check(rec)
         if not section:
             return rec, rec.body
         body = textmod.section(rec.body, section)
@@ -301,13 +305,16 @@ class Records:
                 out.append(Clash(name, rows[0]["id"], [r["id"] for r in rows[1:]]))
         return out
 
-    def read_file(self, name_or_id: str, path: str, *, listed: int = 200) -> tuple[SkillRecord, str]:
+    def read_file(self, name_or_id: str, path: str, *, listed: int = 200,
+                  check: Callable[[SkillRecord], Any] | None = None) -> tuple[SkillRecord, str]:
         """(the skill, the text of one of its files that ``SkillRecord.files(limit=listed)``
         lists): contained in the skill's folder, at most ``files.MAX_RESOURCE_BYTES``, UTF-8."""
         from ..errors import SkillshelfError
         from ..files import MAX_RESOURCE_BYTES, contained, read_text_bounded
 
         rec = self.get(name_or_id)
+        if check is not None:
+            check(rec)          # the read gate first: which files a held skill has is its to say
         if not isinstance(path, str) or path not in rec.files(limit=listed):
             raise ValidationError(f"{rec.name} has no file {path!r} that can be shown",
                                   fix="pick one of the files listed on the skill's page")

@@ -304,10 +304,10 @@ class SkillResources:
                 continue
         return page, (str(start + size) if start + size < len(recs) else None)
 
-    def skill_of(self, uri: str) -> Any:
+    def skill_of(self, uri: str, check: Callable[[Any], Any] | None = None) -> Any:
         """The skill whose SKILL.md ``uri`` names (``skills/get``): ``ValidationError`` for the URI
         of another file of a skill (a supporting file is not a skill), ``NotFoundError`` for none."""
-        rec, file, _ = self.resolve_file(uri)
+        rec, file, _ = self.resolve_file(uri, check)
         if file != Path(rec.path).name:
             raise ValidationError(f"{file} is a file of skill {rec.name}, not a skill",
                                   fix=f"pass the URI of a skill's SKILL.md: {skill_uri(rec.id, Path(rec.path).name)}")
@@ -318,8 +318,8 @@ class SkillResources:
         return self.manifest(self.skill_of(uri))
 
     # --- a directory ----------------------------------------------------------------------
-    def directory(self, uri: str, cursor: str | None = None, size: int = PAGE) -> tuple[Any, list[dict[str, Any]],
-                                                                                     str | None]:
+    def directory(self, uri: str, cursor: str | None = None, size: int = PAGE,
+                  check: Callable[[Any], Any] | None = None) -> tuple[Any, list[dict[str, Any]], str | None]:
         """(the skill, one page of the direct children of the directory ``uri`` names, the next
         cursor): ``skill://<skill-path>`` (the skill's root) or a folder inside it, no trailing
         slash. Files with their MIME type, folders as ``inode/directory`` (a nested skill's folder
@@ -330,6 +330,8 @@ class SkillResources:
             rec = self._by_id(f"{parts[0]}:{'/'.join(parts[1:cut]) or '.'}")
             if rec is None:
                 continue
+            if check is not None:
+                check(rec)      # the read gate, on the skill resolved, before anything inside it is looked at
             inner = parts[cut:]
             sub = "/".join(inner)
             missing = NotFoundError(f"no folder {sub!r} in skill {rec.name}",
@@ -378,14 +380,17 @@ class SkillResources:
         rec, _, target = self.resolve_file(uri)
         return rec, target
 
-    def resolve_file(self, uri: str) -> tuple[Any, str, Path]:
+    def resolve_file(self, uri: str, check: Callable[[Any], Any] | None = None) -> tuple[Any, str, Path]:
         """(the skill, the file relative to its folder as the skill lists it, its path): the
-        canonical identity of what a URI names, however it was spelled (decoded, then resolved)."""
+        canonical identity of what a URI names, however it was spelled (decoded, then resolved).
+        ``check`` (the read gate) is asked about the skill before any of its files is looked up."""
         parts = _uri_parts(uri)
         for cut in range(len(parts) - 1, 0, -1):
             rec = self._by_id(f"{parts[0]}:{'/'.join(parts[1:cut]) or '.'}")
             if rec is None:
                 continue
+            if check is not None:
+                check(rec)
             inner = parts[cut:]
             file = "/".join(inner)
             if file == Path(rec.path).name:
@@ -408,11 +413,11 @@ class SkillResources:
             return rec, file, target
         raise NotFoundError(f"no skill at {uri[:200]}", fix="use a URI that resources/list or get_skill returned")
 
-    def read(self, uri: str) -> tuple[Any, str, bytes, str]:
+    def read(self, uri: str, check: Callable[[Any], Any] | None = None) -> tuple[Any, str, bytes, str]:
         """(the skill, the file relative to its folder, its bytes, its MIME type) of the file a
         URI names, resolved from the decoded URI. ``files.FileRefused`` for a special file or one
         over ``files.MAX_RESOURCE_BYTES`` (never read whole), named as the URI names it."""
-        rec, file, target = self.resolve_file(uri)
+        rec, file, target = self.resolve_file(uri, check)
         try:
             data = files.read_bounded(target, files.MAX_RESOURCE_BYTES)
         except files.FileRefused as exc:     # said as the URI names it: the server's path is not sent
@@ -477,14 +482,13 @@ class GatedResources:
     def manifest(self, uri: str, *, reader: Any = None) -> dict[str, Any]:
         """The ``skills/get`` entry of the skill whose SKILL.md ``uri`` names (``HeldError`` if held)."""
         reader = reader or self._agent
-        rec = self._gate.check(reader, self._r.skill_of(uri))
+        rec = self._r.skill_of(uri, lambda r: self._gate.check(reader, r))
         return self._r.manifest(rec, check=lambda r, f, data: self._gate.check_file(reader, r, f, data))
 
     def directory(self, uri: str, cursor: str | None = None, size: int = PAGE, *,
                   reader: Any = None) -> tuple[list[dict[str, Any]], str | None]:
         """One page of ``resources/directory/read`` (``SkillResources.directory``) and the next cursor."""
-        rec, page, nxt = self._r.directory(uri, cursor, size)
-        self._gate.check(reader or self._agent, rec)
+        _, page, nxt = self._r.directory(uri, cursor, size, lambda r: self._gate.check(reader or self._agent, r))
         return page, nxt
 
     def changes(self, uris: Iterable[str], *, reader: Any = None) -> tuple[str, dict[str, tuple | str | None]]:

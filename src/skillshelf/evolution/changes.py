@@ -138,6 +138,7 @@ class Ports:
     # their evals before and after, on a copy of the index (None: none keeps evals); raises PolicyError
     # when ``evolution.findability = "block"`` refuses it
     findability: Callable[[list[str], str, str, str], dict | None] | None = None
+    hidden: Callable[[], Any] | None = None     # the skill ids held back from agents (``supply.hidden_ids``)
 
 
 # an upstream merge into a source's workspace copy may set these (``supply.upstream_merge`` reads the same

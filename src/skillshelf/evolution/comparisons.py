@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import skill as skillmod
 from ..catalog.eval_files import read_evals
-from ..errors import NotFoundError, SkillshelfError, ValidationError
+from ..errors import HeldError, NotFoundError, SkillshelfError, ValidationError
 from ..files import MAX_SKILL_BYTES, FileRefused, read_bounded, read_text_bounded
 from ..text import visible
 from .frontmatter import planned_text
@@ -22,13 +22,14 @@ DIFF_CONTEXT = 3
 class Comparisons:
     """Given ``resolve`` (a name or id to its record), ``diff`` (a unified diff of two kept
     versions), ``evolver`` and ``review`` (callables returning the evolution service and the
-    review queue, built when first needed) and ``audit`` (a SKILL.md text -> its audit's
-    findings of medium or above, as dicts)."""
+    review queue, built when first needed), ``audit`` (a SKILL.md text -> its audit's
+    findings of medium or above, as dicts) and ``gate`` (a callable returning the read gate,
+    ``supply.gate.ReadGate``, asked about a draft's base for the reader of a review)."""
 
     def __init__(self, *, resolve: Callable, diff: Callable, evolver: Callable, review: Callable,
-                 audit: Callable[[str], list[dict[str, Any]]] | None = None):
+                 audit: Callable[[str], list[dict[str, Any]]] | None = None, gate: Callable[[], Any] | None = None):
         self.get, self._diff, self._evolver, self._review = resolve, diff, evolver, review
-        self._audit = audit
+        self._audit, self._gate = audit, gate
 
     def version_text(self, name_or_id: str, version: int) -> str:
         """The full SKILL.md text of a kept version."""
@@ -41,10 +42,12 @@ class Comparisons:
         return {"name": rec.name, "id": rec.id, "v1": int(v1), "v2": int(v2), "rows": side_by_side(a, b, context),
                 "unified": visible(self._diff(rec.id, v1, v2))}
 
-    def draft_review(self, name: str, *, context: int = DIFF_CONTEXT) -> dict[str, Any]:
+    def draft_review(self, name: str, *, context: int = DIFF_CONTEXT, reader: Any = None) -> dict[str, Any]:
         """A draft with what it would change: the text it would write beside the current
         text of the skill it replaces (FIX, MERGE into an existing name) or derives from
-        (DERIVE); a new skill (ARCHIVE) is compared with nothing."""
+        (DERIVE); a new skill (ARCHIVE) is compared with nothing. For a ``reader`` the read gate
+        refuses the base to (a held or blocked skill, for an agent's or a reader's token), the
+        base, the draft's text and the diff are left out, and ``withheld`` says why."""
         d = self._review().show(name)
         args = d["args"]
         action = str(args.get("action") or "").upper()
@@ -56,11 +59,24 @@ class Comparisons:
         elif action == "MERGE":
             ref = args.get("name") or args.get("target_skill_name")
         base = None
+        gate = self._gate() if self._gate is not None and reader is not None else None
         if isinstance(ref, str) and ref.strip():
             try:
                 rec = self.get(ref.strip())
+                if gate is not None:
+                    gate.check(reader, rec)         # decided on the base before anything of it is read
+                text = read_text_bounded(rec.path, MAX_SKILL_BYTES)
+                if gate is not None:
+                    gate.check_text(reader, rec, Path(rec.path).name, text)    # the bytes read, too
                 base = {"id": rec.id, "name": rec.name, "version": rec.version, "writable": rec.writable,
-                        "text": read_text_bounded(rec.path, MAX_SKILL_BYTES)}
+                        "text": text}
+            except HeldError as exc:
+                said = (f"The skill this draft changes is held back from you: {exc.message}. Its text, the "
+                        "draft's text and the diff are left out; a curator reviews it.")
+                return {"name": d["name"], "action": action, "args": {k: v for k, v in args.items() if k != "body"},
+                        "proposed_at": d["proposed_at"], "text": "", "note": said, "withheld": said, "base": None,
+                        "unified": "", "rows": [], "findability": None, "findings": [],
+                        "approvable": d.get("approvable", True)}
             except (SkillshelfError, OSError):
                 base = None
         before = base["text"] if base else ""

@@ -401,7 +401,8 @@ class Evolver:
         def index() -> None:
             self.ports.sync(embed=True)
             if plan.action in ("ARCHIVE", "DERIVE", "MERGE"):
-                dups.extend(self.duplicates(plan.skill, exclude={plan.name} | {r.name for r in plan.deactivate}))
+                dups.extend(self.duplicates(plan.skill, exclude={plan.name} | {r.name for r in plan.deactivate},
+                                            agent=trigger not in ("person", "approved")))
 
         notes += self._after_write(index)
         msg = f"{plan.action} {plan.name}: version {plan.skill.version}"
@@ -584,7 +585,9 @@ class Evolver:
         """The full text of a version of a skill (a change on disk kept first)."""
         return self.history.read_version(self._current(ref)[0].name, int(version))
 
-    def duplicates(self, sk: skillmod.Skill, exclude: set[str]) -> list[dict]:
+    def duplicates(self, sk: skillmod.Skill, exclude: set[str], *, agent: bool = True) -> list[dict]:
+        """Skills close to ``sk`` (a MERGE to consider). For an ``agent``'s save, the skills held back
+        from agents are never named: not their name, nor how close they are."""
         emb, _ = self.ports.embedder()
         if emb is None:
             return []
@@ -601,9 +604,10 @@ class Evolver:
         sims = dict(zip(top, (float(x) for x in sims)))
         rows = searcher.rows(top, meta)
         out = []
+        hidden = set(self.ports.hidden()) if agent and self.ports.hidden is not None else set()
         for p in top:
             row = rows.get(p)
-            if row is None or row["name"] in exclude or not meta.active[p]:
+            if row is None or row["name"] in exclude or not meta.active[p] or row["id"] in hidden:
                 continue
             out.append({"name": row["name"], "id": row["id"], "similarity": round(sims[p], 3),
                         "suggestion": f"MERGE with source_skill_names='{sk.name}, {row['name']}'"})

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..access import AGENT
-from ..errors import ConflictError, NotFoundError, ValidationError, WriteError
+from ..errors import ConflictError, HeldError, NotFoundError, ValidationError, WriteError
 from ..files import FileRefused
 from . import unpack
 from .unpack import SkillFiles, skill_files
@@ -220,7 +220,7 @@ def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Pat
             skipped.append({"id": rec.id, "name": rec.name, "reason": "its file is gone since the last sync",
                             "detail": f"{rec.path} is missing: run `skillshelf sync`"})
             continue
-        why = lib.gate.refusal(AGENT, rec)
+        why = lib.gate.refusal(AGENT, rec) or _bytes_refused(lib, rec, sf)
         if why is not None:
             # the reason alone (the review step it names is this library's)
             why = lib.supply.hidden().get(rec.id) or why.split(" A person must review it first:")[0]
@@ -274,6 +274,18 @@ def export_skills(lib: Any, names: list[str], *, all_skills: bool, to: str | Pat
     return ExportReport(str(to), kind, summary, notes, total, skipped, held)
 
 
+def _bytes_refused(lib: Any, rec: Any, sf: SkillFiles) -> str | None:
+    """Why the files about to be written may not leave as an agent would get them (None: they
+    may): each one's bytes, as read for the export, against the pin (``ReadGate.check_file``; a
+    difference is held there and then)."""
+    for rel, data in sf.files.items():
+        try:
+            lib.gate.check_file(AGENT, rec, rel, data)
+        except HeldError as exc:
+            return exc.message
+    return None
+
+
 def _records(lib: Any, names: list[str], all_skills: bool) -> list[Any]:
     """The skills to export, each once. ``all_skills``: every skill the library holds (the
     deprecated ones too), and of several with one name the one a lookup by name finds first,
@@ -281,7 +293,7 @@ def _records(lib: Any, names: list[str], all_skills: bool) -> list[Any]:
     if not all_skills:
         out, seen = [], set()
         for n in names:
-            rec = lib.get(n)
+            rec = lib.get(n, reader=lib.PERSON)   # held ones are found, then left out (or marked) above
             if rec.id not in seen:
                 seen.add(rec.id)
                 out.append(rec)

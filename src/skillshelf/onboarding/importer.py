@@ -334,7 +334,7 @@ def _held(lib: Any, report: ImportReport, first: Iterable[str] = ()) -> ImportRe
         if not c.held or c.status not in took or report.dry_run:
             continue
         try:
-            ids[lib.get(c.path).id] = c.name
+            ids[lib.get(c.path, reader=lib.PERSON).id] = c.name
         except SkillshelfError:
             c.held = ""             # not indexed (the sync's notes say why): nothing to hold
     if ids:
@@ -356,7 +356,7 @@ def _held(lib: Any, report: ImportReport, first: Iterable[str] = ()) -> ImportRe
 
 def _finds(lib: Any, name: str, skill_id: str) -> bool:
     try:
-        return lib.get(name).id == skill_id
+        return lib.get(name, reader=lib.PERSON).id == skill_id
     except SkillshelfError:
         return False
 
@@ -368,7 +368,7 @@ def _audited(lib: Any, report: ImportReport) -> ImportReport:
     for c in report.skills:
         if c.path and c.status in ("new", "replace", "root") and not report.dry_run:
             try:
-                ids[lib.get(c.path).id] = c
+                ids[lib.get(c.path, reader=lib.PERSON).id] = c
             except SkillshelfError:
                 continue            # not indexed (the sync's notes say why)
     if not ids or getattr(lib, "supply", None) is None:
@@ -447,7 +447,7 @@ def _plan_copies(lib: Any, cands: list[Candidate], replace: bool) -> None:
         recs = []
         for row in rows:
             try:
-                recs.append(lib.get(row["id"]))
+                recs.append(lib.get(row["id"], reader=lib.PERSON))
             except SkillshelfError:
                 continue
         same = None

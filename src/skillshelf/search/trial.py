@@ -98,4 +98,4 @@ def library_evals(store: Any, team: Any, search: Callable[..., Any], records: An
     return Evals.on(store, team, search=agents_search, resolve=records.get,
                     every=lambda: records.list(include_inactive=False), copies=records.copies, authored=read_evals,
                     settings=lambda: config().eval, trial=Trial(store, config, model, hidden),
-                    policy=lambda: config().evolution.findability, embed=embed)
+                    policy=lambda: config().evolution.findability, embed=embed, hidden=hidden)

@@ -27,6 +27,7 @@ text into a skill that is readable.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -112,11 +113,26 @@ class ReadGate:
         """The skill ids a listing for ``reader`` leaves out (none for a person)."""
         return self.gate.hidden_ids() if reader.agent else frozenset()
 
+    def stats_for(self, reader: Reader, st: Any) -> Any:
+        """The usage statistics ``st`` (``usage.Stats``) as ``reader`` may have them: the skills held
+        from it left out of every list that names skills."""
+        hidden = self.hidden_for(reader)
+        if not hidden:
+            return st
+        keep = [u for u in st.per_skill if u.id not in hidden]
+        return dataclasses.replace(
+            st, per_skill=keep, most_used=[u for u in st.most_used if u.id not in hidden],
+            low_success=[u for u in st.low_success if u.id not in hidden],
+            worked=[u for u in st.worked if u.id not in hidden],
+            never_surfaced=[d for d in st.never_surfaced if d.get("id") not in hidden],
+            learning=[d for d in st.learning if d.get("id") not in hidden])
+
     def _hold(self, rec: Any, what: str) -> str:
         """Hold a skill whose bytes were found to differ from its pin at read time (the watcher
         or the next sync would have), and say so as agents are told."""
         try:
-            self.pins.check(rec.id, rec.path if Path(rec.path).exists() else None)
+            # every file hashed, also one whose size and time did not move: a difference seen is a hold
+            self.pins.check(rec.id, rec.path if Path(rec.path).exists() else None, hashed=True)
         except (OSError, SkillshelfError):
             pass            # gone meanwhile, or a read-only store: refused all the same
         return self.gate.refusal(rec.id, rec.name) or (

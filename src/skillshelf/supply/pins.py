@@ -226,12 +226,15 @@ class Pins:
 
     # --- what changed ----------------------------------------------------------------------
     def compare(self, skill_id: str, skill_md: str | Path | None, *,
-                pinned: dict[str, dict[str, Any]] | None = None) -> tuple[str, list[str], list[str], list[str]]:
+                pinned: dict[str, dict[str, Any]] | None = None,
+                hashed: bool = False) -> tuple[str, list[str], list[str], list[str]]:
         """(reason, added, removed, changed) of a skill against its pin: reason is ``unchanged``,
         ``changed``, ``added`` (in a pinned root, not pinned) or ``removed`` (its folder is
         gone); ``pinned`` None for a skill outside any pinned root is ``unchanged``. Files are
         read only where their size or time moved; a same hash updates the pin's times.
-        ``pinned``: the pin's files when the caller read them already (``root_files``)."""
+        ``pinned``: the pin's files when the caller read them already (``root_files``).
+        ``hashed``: every file is read and hashed, also one whose size and time did not move
+        (``cp -p``, ``tar -x`` and ``unzip`` keep them): what a read gate's decision needs."""
         pinned = self.pins.files(skill_id) if pinned is None else pinned
         if not pinned:   # every pin has its SKILL.md: not pinned
             if skill_md is None or not os.path.exists(skill_md) or self.pinned_root(skill_id) is None:
@@ -246,7 +249,8 @@ class Pins:
         changed, touched = [], []
         for name in sorted(set(now_files) & set(pinned)):
             st, pin = now_files[name], pinned[name]
-            if st.size == pin["size"] and st.mtime_ns == pin["mtime_ns"]:
+            same = st.size == pin["size"] and st.mtime_ns == pin["mtime_ns"]
+            if same and not hashed:
                 continue
             if pin["sha256"] is None or st.outside:
                 changed.append(name)
@@ -257,7 +261,8 @@ class Pins:
                 changed.append(name)
                 continue
             if sha == pin["sha256"]:
-                touched.append((name, st.size, st.mtime_ns))
+                if not same:
+                    touched.append((name, st.size, st.mtime_ns))
             else:
                 changed.append(name)
         if touched:
@@ -299,11 +304,12 @@ class Pins:
             self.pins.set_held(hold, released, at=now())
         return {"held": sorted(set(hold) - set(held_before)), "released": sorted(released)}
 
-    def check(self, skill_id: str, skill_md: str | Path | None) -> str:
+    def check(self, skill_id: str, skill_md: str | Path | None, *, hashed: bool = False) -> str:
         """Compare one skill with its pin now and hold or release it; returns the reason
         (``unchanged`` for a skill outside any pinned root). Call it when one skill's files
-        are known to have changed (a watcher's event, a sync that re-indexed it)."""
-        reason = self.compare(skill_id, skill_md)[0] if self.pinned_root(skill_id) else "unchanged"
+        are known to have changed (a watcher's event, a sync that re-indexed it); ``hashed``
+        (``compare``) when a gate decides on what it does."""
+        reason = self.compare(skill_id, skill_md, hashed=hashed)[0] if self.pinned_root(skill_id) else "unchanged"
         held = self.pins.held()
         if (reason == "unchanged" and held.get(skill_id, {}).get("reason") == "imported"
                 and skill_md is not None and os.path.exists(skill_md)):

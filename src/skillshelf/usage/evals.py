@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..access import Caller, authorize
-from ..errors import ConflictError, NotFoundError, PolicyError, ValidationError
+from ..access import AGENT, Caller, Reader, authorize
+from ..errors import ConflictError, NotFoundError, PolicyError, SkillshelfError, ValidationError
 from ..files import atomic_write, contained
 from ..store.evidence import evidence_store
 from ..text import name_key
@@ -147,7 +147,8 @@ class Evals:
     def __init__(self, evidence: Any, *, search: Callable[..., list], resolve: Callable[[str], Any],
                  every: Callable[[], Iterable[Any]], copies: Callable[[str], list], authored: Callable[[Any], Any],
                  settings: Callable[[], Any], trial: Any = None, policy: Callable[[], str] = lambda: "warn",
-                 embed: Callable[[list[str]], Any] | None = None, cache: Any = None):
+                 embed: Callable[[list[str]], Any] | None = None, cache: Any = None,
+                 hidden: Callable[[], Iterable[str]] = frozenset):
         self.evidence = evidence
         self._search = search
         self._resolve = resolve
@@ -159,6 +160,7 @@ class Evals:
         self._policy = policy
         self._embed = embed
         self._cache = cache
+        self._hidden = hidden       # the skill ids held back from agents (``supply.hidden_ids``)
 
     @classmethod
     def on(cls, store: Any, team: Any = None, **kw: Any) -> Evals:
@@ -325,15 +327,32 @@ class Evals:
         except Exception:   # noqa: BLE001 — a read-only or busy index: the run stands, uncached
             return
 
-    def last_all(self) -> dict[str, Any] | None:
-        """The summary of the last ``eval --all`` (or Curate's run) on this server, or None."""
+    def last_all(self, reader: Reader = AGENT) -> dict[str, Any] | None:
+        """The summary of the last ``eval --all`` (or Curate's run) on this server, or None. For an
+        agent's reader (a reader's or agent's token) the skills held back from agents are left out:
+        their eval queries, and any collision or "came first" naming them."""
         if self._cache is None:
             return None
         try:
             raw = self._cache.get_meta(self.CACHE_KEY)
-            return json.loads(raw) if raw else None
+            last = json.loads(raw) if raw else None
         except (ValueError, TypeError):
             return None
+        hidden = set(self._hidden()) if reader.agent else set()
+        if not hidden or not isinstance(last, dict):
+            return last
+        names = set()
+        for sid in hidden:
+            try:
+                names.add(self._resolve(sid).name)
+            except SkillshelfError:
+                continue
+        failed = [f for f in last.get("failed") or [] if f.get("id") not in hidden]
+        for f in failed:
+            f["misses"] = [dict(m, first=[n for n in m.get("first") or [] if n not in names])
+                           for m in f.get("misses") or []]
+        return dict(last, failed=failed, collisions=[c for c in last.get("collisions") or []
+                                                     if not names & set(c.get("skills") or [])])
 
     def init(self, name_or_id: str) -> dict[str, Any]:
         """Write ``evals/eval_queries.json`` for a workspace skill from what the usage log holds:

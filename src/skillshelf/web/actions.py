@@ -18,6 +18,7 @@ from .auth import author_of, can, need
 from .common import (
     error_dict,
     lib_of,
+    reader_of,
     redirect,
     said_to_a_person,
     skill_url,
@@ -45,7 +46,7 @@ def _save(request: Request, action: str, values: dict[str, str]) -> Response:
     rec = None
     try:
         if values["target_skill_name"]:
-            rec = lib.get(values["target_skill_name"])
+            rec = lib.get(values["target_skill_name"], reader=reader_of(request))
         ttl = values["ttl_days"].strip()
         if ttl and not ttl.isdigit():
             raise ValidationError(f"TTL {ttl!r} is not a number of days", fix="enter whole days, or leave it empty")
@@ -72,7 +73,7 @@ def _save(request: Request, action: str, values: dict[str, str]) -> Response:
     if res.status == "draft":       # the write policy kept it for review
         return redirect(f"/review/{quote(res.name, safe='')}", "saved as a draft for review: a curator approves "
                                                                  "or rejects it on this page")
-    target = lib.get(res.name)
+    target = lib.get(res.name, reader=reader_of(request))
     msg = said_to_a_person(res) + "".join(f"; similar: {d['name']} ({d['similarity']})" for d in res.duplicates[:3])
     return redirect(skill_url(target.id), msg)
 
@@ -214,7 +215,8 @@ async def act_approve(request: Request) -> Response:
 
     def run(lib: Any) -> dict:
         res = lib.review.approve(name, reviewer=author_of(request, "dashboard"))
-        return {"message": "approved the draft: " + said_to_a_person(res), "url": skill_url(lib.get(res.name).id)}
+        return {"message": "approved the draft: " + said_to_a_person(res),
+                "url": skill_url(lib.get(res.name, reader=reader_of(request)).id)}
 
     return await run_in_threadpool(_act, request, "approving a draft", run, "/review",
                                    failed_url=f"/review/{quote(name, safe='')}")

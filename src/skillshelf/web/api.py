@@ -112,7 +112,7 @@ def overview(request: Request, days: int = Query(30, ge=1, le=366), weeks: int =
 
 @router.get("/stats", dependencies=[need("stats")], summary="The usage statistics of `skillshelf stats`")
 def stats(request: Request, since: str | None = Query(None, description="YYYY-MM-DD")):
-    return lib_of(request).stats(since=since).as_dict()
+    return lib_of(request).stats(since=since, reader=reader_of(request)).as_dict()
 
 
 @router.get("/facets", dependencies=[need("list")], summary="What the skills table can filter on, with counts")
@@ -128,7 +128,7 @@ def skills(request: Request, q: str | None = None, root: str | None = None, repo
            offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=200)):
     return lib_of(request).browse(query=q, root=root, repo=repo, skill_type=type, tag=tag, status=status,
                                   expired=expired, sort=sort, descending=desc, offset=offset,
-                                  limit=limit).as_dict()
+                                  limit=limit, reader=reader_of(request)).as_dict()
 
 
 @router.get("/search", dependencies=[need("search")], summary="Hybrid search, as agents get it (not logged as usage)")
@@ -161,7 +161,8 @@ def text(request: Request, skill: str, version: int | None = Query(None, ge=1)):
 
 @router.get("/history/{skill:path}", dependencies=[need("read")], summary="Versions kept and the changelog")
 def history(request: Request, skill: str):
-    return lib_of(request).history(skill)
+    lib = lib_of(request)
+    return lib.history(lib.get(skill, reader=reader_of(request)).id)     # a held skill's changelog is its own
 
 
 @router.get("/diff/{skill:path}", dependencies=[need("read")], summary="Two versions side by side (rows) and as a unified diff")
@@ -181,7 +182,7 @@ def drafts(request: Request):
 
 @router.get("/drafts/{name}", dependencies=[need("read")], summary="A draft, the text it would replace, and the two side by side")
 def draft(request: Request, name: str):
-    return lib_of(request).draft_review(name)
+    return lib_of(request).draft_review(name, reader=reader_of(request))
 
 
 # --- checks ---------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ def _window(total: int, offset: int, size: int, url: Any) -> dict[str, Any]:
 
 @router.get("/curate", response_class=HTMLResponse, dependencies=[need("stats")])
 def curate(request: Request):
-    lib = lib_of(request)
+    lib, reader = lib_of(request), reader_of(request)
     p = request.query_params
     kill_at, gone_at = to_int(p.get("kill_offset"), 0), to_int(p.get("inactive_offset"), 0)
     rewrite_at, gaps_at = to_int(p.get("rewrite_offset"), 0), to_int(p.get("gaps_offset"), 0)
@@ -92,15 +92,15 @@ def curate(request: Request):
     # lists are recomputed in the background): say so rather than show a short page
     kill["partial"] = len(cur["kill"]) < kill["end"]
     kill["here"] = url("kill", kill_offset=kill["offset"]).split("#")[0]
-    first = lib.browse(status="inactive", sort="name", offset=gone_at, limit=INACTIVE_PAGE)
+    first = lib.browse(status="inactive", sort="name", offset=gone_at, limit=INACTIVE_PAGE, reader=reader)
     if gone_at and not first.items and first.total:       # past the end (some were restored): the last page
         gone_at = (first.total - 1) // INACTIVE_PAGE * INACTIVE_PAGE
-        first = lib.browse(status="inactive", sort="name", offset=gone_at, limit=INACTIVE_PAGE)
+        first = lib.browse(status="inactive", sort="name", offset=gone_at, limit=INACTIVE_PAGE, reader=reader)
     inactive = _window(first.total, gone_at, INACTIVE_PAGE, lambda o: url("inactive", inactive_offset=o))
     inactive["items"] = first.items
     inactive["here"] = url("inactive", inactive_offset=inactive["offset"]).split("#")[0]
     return page(request, "curate.html", cur=cur, kill=kill, inactive=inactive, rewrite=lists["rewrite"],
-                gaps=lists["gaps"], tick=p.get("tick") or "", evals=lib.evals.last_all())
+                gaps=lists["gaps"], tick=p.get("tick") or "", evals=lib.evals.last_all(reader))
 
 
 @router.post("/curate/evals", dependencies=[need("run_evals")])
@@ -132,7 +132,7 @@ def skills(request: Request):
         result = lib.browse(query=f["q"] or None, root=f["root"] or None, repo=f["repo"] or None,
                             skill_type=f["type"] or None, tag=f["tag"] or None, status=f["status"],
                             expired=_tristate(f["expired"]), sort=f["sort"], descending=f["desc"], offset=offset,
-                            limit=limit)
+                            limit=limit, reader=reader_of(request))
     except ValidationError as exc:
         error, result = error_dict(exc), None
     ctx = dict(f=f, page=result, error=error, facets=lib.facets(), limit=limit, offset=offset)
@@ -230,7 +230,7 @@ def new(request: Request):
     lib = lib_of(request)
     parent = request.query_params.get("from")
     if parent:
-        rec = lib.get(parent)
+        rec = lib.get(parent, reader=reader_of(request))
         return editor(request, "DERIVE", _form_from(rec, action="DERIVE"), rec=rec)
     blank = {k: "" for k in SAVE_FIELDS}
     blank["body"] = "## When to Use\n\n\n## Solution\n\n"
@@ -245,7 +245,7 @@ def new(request: Request):
 
 @router.get("/edit/{skill_id:path}", response_class=HTMLResponse, dependencies=[need("save_skill")])
 def edit(request: Request, skill_id: str):
-    rec = lib_of(request).get(skill_id)
+    rec = lib_of(request).get(skill_id, reader=reader_of(request))
     return editor(request, "FIX", _form_from(rec, action="FIX"), rec=rec)
 
 
@@ -264,7 +264,7 @@ def review(request: Request):
 
 @router.get("/review/{name}", response_class=HTMLResponse, dependencies=[need("read")])
 def draft(request: Request, name: str):
-    d = lib_of(request).draft_review(name)
+    d = lib_of(request).draft_review(name, reader=reader_of(request))
     # what a person reviews: an invisible character in the draft's reason or lesson is shown (<U+200B>)
     d["args"] = {k: visible(v) if isinstance(v, str) else v for k, v in d["args"].items()}
     d["findings"] = supply.finding_rows(d.get("findings") or [])

@@ -18,7 +18,7 @@ from ..errors import SkillshelfError
 from ..net import redact_url
 from ..text import visible as shown_all
 from .auth import caller_of, need
-from .common import error_dict, lib_of, page, redirect, status_of
+from .common import error_dict, lib_of, page, reader_of, redirect, status_of
 from .security import require_csrf
 from .supply import visible
 
@@ -51,13 +51,13 @@ def _listed(lib: Any) -> list[dict[str, Any]]:
     return [{**s, "url": masked(s["url"]), "source": masked(s["source"])} for s in lib.sources.list()]
 
 
-def _rows(lib: Any) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+def _rows(lib: Any, reader: Any) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """Each source as ``sources list`` gives it, with its first skills (id and name, for links)
     and the files of its folder that differ from the lock; and all drifted files."""
     drift = [d.as_dict() for d in lib.sources.check()]
     rows = []
     for s in _listed(lib):
-        skills = lib.browse(root=s["root"], limit=SKILLS_SHOWN)
+        skills = lib.browse(root=s["root"], limit=SKILLS_SHOWN, reader=reader)
         mine = [d for d in drift if d["source"] == s["label"]]
         rows.append({**s, "skill_links": [{"id": r.id, "name": r.name} for r in skills.items],
                      "indexed": skills.total, "drift": mine[:DRIFT_SHOWN], "drift_total": len(mine),
@@ -94,7 +94,7 @@ def _failed(exc: SkillshelfError) -> Response:
 
 @router.get("/sources", response_class=HTMLResponse, dependencies=[need("list")])
 def sources(request: Request):
-    rows, drift = _rows(lib_of(request))
+    rows, drift = _rows(lib_of(request), reader_of(request))
     return page(request, "sources.html", sources=rows, drift_total=len(drift), update_action=UPDATE_ACTION,
                 skills_shown=SKILLS_SHOWN)
 

@@ -112,7 +112,7 @@ def _held(lib: Any) -> list[dict[str, Any]]:
     for sid, h in sorted(lib.supply.held().items())[:HELD_MAX]:
         d = lib.supply.held_diff(sid)
         try:
-            name = lib.get(sid).name
+            name = lib.get(sid, reader=lib.PERSON).name   # the Held page: curators
         except NotFoundError:
             name = None
         d["new_findings"] = [dict(f, shown=visible(f.get("excerpt")),
