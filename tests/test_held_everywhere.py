@@ -68,9 +68,9 @@ def shelf(tmp_path):
     lib.close()
     lib = Library(h, embedder="none", auto_sync=False)
     lib.sync()
-    label = lib.get("victim").id.split(":")[0]
+    label = lib.get("victim", reader=lib.PERSON).id.split(":")[0]
     lib.supply.pin(label)
-    ids = {n: lib.get(n).id for n in ("victim", "bystander", "blocked")}
+    ids = {n: lib.get(n, reader=lib.PERSON).id for n in ("victim", "bystander", "blocked")}
     lib.close()
     md = coll / "victim" / "SKILL.md"
     md.write_text(md.read_text(encoding="utf-8") + f"\nAlso {SECRET}.\n", encoding="utf-8")
@@ -159,8 +159,8 @@ def test_the_skills_extension_and_listings_leave_held_and_blocked_skills_out(she
 
     errors, manifests, listed = anyio.run(main)
     for u, res in errors:
-        # held: refused (-32600); a supporting file's URI is not a skill's (-32602, SEP-2640)
-        assert isinstance(res, MCPError) and res.code == (-32602 if u == script else -32600), (u, res)
+        # held: refused (-32600), a supporting file's URI too: the gate answers before the file is looked at
+        assert isinstance(res, MCPError) and res.code == -32600, (u, res)
         assert SECRET not in res.message
     assert uris["bystander"] in manifests and uris["victim"] not in manifests and uris["blocked"] not in manifests
     assert uris["bystander"] in listed

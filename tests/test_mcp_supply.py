@@ -79,7 +79,7 @@ def test_a_held_skill_is_refused_with_the_command_that_releases_it(home):
     os.utime(md, ns=(before, before + 2_000_000_000))
     lib.sync()
     lib.supply.after_sync([(r.id, r.path) for r in lib.list()])
-    held_id = lib.get("deploy-notes").id
+    held_id = lib.get("deploy-notes", reader=lib.PERSON).id
     assert held_id in lib.supply.held()
     uri = lib.skill_uri(held_id)
     other = lib.skill_uri(lib.get("deploy-helper").id)

@@ -86,7 +86,7 @@ def _state(h: Path) -> dict[str, object]:
     with Library(h, embedder=FakeEmbedder(), auto_sync=False) as lib:
         held = {sid.split(":", 1)[1]: v["reason"] for sid, v in lib.supply.held().items()}
         return {"pinned": [r["root"] for r in lib.supply.pinned_roots()], "held": held,
-                "retired_active": lib.get("retired").active}
+                "retired_active": lib.get("retired", reader=lib.PERSON).active}
 
 
 def test_a_rebuild_keeps_pins_holds_trust_and_overlays_and_an_agent_is_still_refused(shelf):

@@ -166,7 +166,7 @@ def test_a_changed_skill_of_a_pinned_root_is_held_and_left_out_of_agents_searche
         # a sync of what changed (the query path's, the watcher's; not a full rescan) holds it
         lib.indexer.sync(full=False)
         agents = lib.search(QUERY, limit=3, log=False)
-        sid = lib.get("deploy-notes").id
+        sid = lib.get("deploy-notes", reader=lib.PERSON).id
         assert sid in lib.supply.held()
         assert sorted(names(agents)) == ["deploy-helper", "deploy-script"]
         person = lib.search(QUERY, limit=3, log=False, for_agents=False)
@@ -182,7 +182,7 @@ def test_a_changed_bundled_file_of_a_pinned_skill_is_held_after_the_next_sync(tm
         lib.supply.pin(lib.get("deploy-script").id.split(":")[0])
         write_later(coll / "deploy-script" / "scripts" / "setup.sh", "#!/bin/sh\necho setting up, differently\n")
         lib.sync()
-        assert lib.get("deploy-script").id in lib.supply.held()
+        assert lib.get("deploy-script", reader=lib.PERSON).id in lib.supply.held()
         assert "deploy-script" not in names(lib.search(QUERY, limit=3, log=False))
     finally:
         lib.close()

@@ -151,7 +151,7 @@ def test_the_dashboard_gives_readers_and_agents_what_agents_get(two):
     a, _, coll_a, _ = two
     _change(coll_a)
     a.sync()
-    sid = a.get("victim").id
+    sid = a.get("victim", reader=a.PERSON).id
     tokens = {role: a.add_token(f"{role}-1", role) for role in ("reader", "agent", "curator")}
     c = TestClient(create_app(a, port=7788), base_url=BASE, follow_redirects=False)
     paths = [f"/api/text/{quote(sid, safe='/:')}", f"/api/skill/{quote(sid, safe='/:')}",

@@ -182,7 +182,7 @@ def test_a_pinned_sources_changed_skill_is_counted_held_after_apply(tmp_path, up
             assert "lock moved" in html and "2 skills held until a person accepts them" in html
             listed = main_of(c.get("/sources").text)
             assert '<a href="/held"><span class="badge warn">2 held</span></a>' in listed
-            assert set(lib.supply.held()) == {lib.get("beta").id, lib.get("gamma").id}
+            assert set(lib.supply.held()) == {lib.get(n, reader=lib.PERSON).id for n in ("beta", "gamma")}
     finally:
         lib.close()
 
