@@ -358,9 +358,9 @@ class Library:
 
     # --- usage ----------------------------------------------------------------------
     def report_outcome(self, skill: str, worked: bool, *, note: str = "", query_id: int | str | None = None,
-                       client: str | None = None) -> dict[str, Any]:
+                       client: str | None = None, reader: Reader = AGENT) -> dict[str, Any]:
         """Record whether a skill worked (append-only); learning keeps it for later requests."""
-        rec = self.get(skill)
+        rec = self.get(skill, reader=reader)
         return self._usage.report(rec.id, rec.name, worked, note=note, query_id=query_id, client=client or self.client,
                                   learn=self._learning.learn_outcome, version=rec.version)
 
@@ -368,10 +368,10 @@ class Library:
         return self.gate.stats_for(reader, self._usage.stats(since=since, min_uses=self.config.low_success_min_uses,
                                                              low_rate=self.config.low_success_rate))
 
-    def usage_report(self, *, since: str | None = None, fmt: str = "md") -> str:
+    def usage_report(self, *, since: str | None = None, fmt: str = "md", reader: Reader = AGENT) -> str:
         if fmt not in ("md", "json"):
             raise ValidationError(f"unknown report format {fmt!r}", fix="use md or json")
-        return usagemod.render_report(self.stats(since=since), fmt=fmt)
+        return usagemod.render_report(self.stats(since=since, reader=reader), fmt=fmt)
 
     def prune_usage(self, before: str) -> int:
         try:
