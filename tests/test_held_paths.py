@@ -311,3 +311,27 @@ def test_the_history_of_a_held_skill_is_refused_to_a_readers_token(tmp_path):
         assert _client(lib, "curator").get(f"/api/history/{ids['blocked']}").status_code == 200
     finally:
         lib.close()
+
+
+# the reviewer's suspicion: a readable copy's page lists the held original ---------------------------
+def test_a_readable_copys_page_does_not_list_its_held_original(tmp_path):
+    def copy(lib: Library) -> None:
+        lib.save("FIX", target_skill_name="victim", lesson="tag first", reason="r", by="person")
+
+    h, coll, ids = _home(tmp_path, before=copy)
+    md = coll / "victim" / "SKILL.md"
+    md.write_text(md.read_text(encoding="utf-8").replace("Deploy the web app", f"Deploy {SECRET}"), encoding="utf-8")
+    _touch_later(md)
+    lib = _lib(h)
+    try:
+        lib.sync()
+        mine = lib.get("workspace:victim").id              # the person's copy: not held
+        for role in ("reader", "agent"):
+            c = _client(lib, role)
+            for path in (f"/api/skill/{mine}", f"/skill/{mine}"):
+                r = c.get(path)
+                assert r.status_code == 200 and SECRET not in r.text, (role, path)
+            assert not c.get(f"/api/skill/{mine}").json()["copies"], role
+        assert [x["id"] for x in _client(lib, "curator").get(f"/api/skill/{mine}").json()["copies"]] == [ids["victim"]]
+    finally:
+        lib.close()

@@ -503,8 +503,8 @@ class Library:
     def skill_usage(self, name_or_id: str, *, limit: int = 50) -> dict[str, Any]:
         return self._catalog.skill_usage(name_or_id, limit=limit)
 
-    def copies(self, name_or_id: str) -> builtins.list[dict[str, Any]]:
-        return self._catalog.copies(name_or_id)
+    def copies(self, name_or_id: str, *, reader: Reader = AGENT) -> builtins.list[dict[str, Any]]:
+        return self._catalog.copies(name_or_id, hidden=self.gate.hidden_for(reader))
 
     def lineage(self, name_or_id: str) -> dict[str, Any]:
         return self._catalog.lineage(name_or_id)

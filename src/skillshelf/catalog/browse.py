@@ -606,9 +606,10 @@ class Catalog:
                                                                                                  "notes")},
                 "surfaced": surfaced, "outcomes": outcomes, "weekly": series}
 
-    def copies(self, name_or_id: str) -> list[dict[str, Any]]:
+    def copies(self, name_or_id: str, *, hidden: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
         """The other skills with the same name (same name key: case and separators aside),
-        in lookup precedence; ``wins`` marks the one a lookup by name returns."""
+        in lookup precedence; ``wins`` marks the one a lookup by name returns. ``hidden``: the
+        skills held from the reader, left out."""
         rec = self.get(name_or_id)
         rows = self._rows_by_name(rec.name)
         if not rows:
@@ -617,7 +618,7 @@ class Catalog:
         return [{"id": r["id"], "name": r["name"], "root": r["root"], "kind": r["kind"], "path": r["path"],
                  "version": r["version"], "active": bool(r["active"]), "description": r["description"],
                  "wins": r["id"] == winner, "same_text": r["content_hash"] == self.reads.content_hash(rec.id)}
-                for r in rows if r["id"] != rec.id]
+                for r in rows if r["id"] != rec.id and r["id"] not in hidden]
 
     def lineage(self, name_or_id: str) -> dict[str, Any]:
         """Where a skill came from (ancestors by DERIVE, sources of a MERGE, what it was

@@ -142,11 +142,11 @@ def search(request: Request, q: str, limit: int = Query(10, ge=1, le=100), mode:
 
 @router.get("/skill/{skill:path}", dependencies=[need("read")], summary="One skill: metadata, body, files, copies, lineage")
 def skill(request: Request, skill: str):
-    lib = lib_of(request)
-    rec = lib.get(skill, reader=reader_of(request))
+    lib, reader = lib_of(request), reader_of(request)
+    rec = lib.get(skill, reader=reader)
     d = rec.as_dict()
     files = rec.files()
-    d.update(writable=rec.writable, files=list(files), files_more=files.more, copies=lib.copies(rec.id),
+    d.update(writable=rec.writable, files=list(files), files_more=files.more, copies=lib.copies(rec.id, reader=reader),
              lineage_detail=lib.lineage(rec.id))
     return d
 

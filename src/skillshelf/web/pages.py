@@ -148,7 +148,7 @@ def skill(request: Request, skill_id: str):
     lib, reader = lib_of(request), reader_of(request)
     rec = lib.get(skill_id, reader=reader)
     tab = request.query_params.get("tab") or "doc"
-    ctx: dict[str, Any] = dict(rec=rec, tab=tab, files=rec.files(), copies=lib.copies(rec.id),
+    ctx: dict[str, Any] = dict(rec=rec, tab=tab, files=rec.files(), copies=lib.copies(rec.id, reader=reader),
                                lineage=lib.lineage(rec.id), usage=lib.skill_usage(rec.id, limit=100))
     ctx["history"] = lib.history(rec.id) if rec.writable else None
     ctx["audit"] = supply.findings(lib, rec.id)     # what the audit found in its files, and if agents see it
