@@ -264,6 +264,15 @@ def _print_plan(p: dict[str, Any], folder: str) -> None:
         out.print(line)
 
 
+def _held_line(d: dict) -> str:
+    """The skills this update held (those it added or changed), and the source's others held from before."""
+    touched = {c["path"] for c in d["changes"] if c["change"] != "removed" and not c.get("untaken")}
+    now = [h for h in d["held"] if h.split(":", 1)[-1] in touched]
+    before = len(d["held"]) - len(now)
+    return ((f"; {len(now)} skill(s) it changed held until `skillshelf trust NAME`" if now else "")
+            + (f"; {before} other skill(s) of it still held from before" if before else ""))
+
+
 @sources_app.command("update")
 def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[LABEL]...",
                                                                 help="the sources to update (default: all)"),
@@ -305,17 +314,17 @@ def sources_update(labels: Optional[list[str]] = typer.Argument(None, metavar="[
                     for line in _kept_lines(plan.label, d["kept"], True) + _unlisted_lines(plan.label, d["unlisted"]):
                         out.print(line)
                 elif not json_out:
-                    out.print(f"{plan.label}: updated to {d['to'][:12]}; "
-                              + ("the team's lock moved: every server fetches it" if lib.sources.team else
-                                 "lock moved")
-                              + (f"; {len(d['held'])} skill(s) held until `skillshelf trust NAME`" if d["held"]
-                                 else ""))
+                    out.print((f"{plan.label}: at {d['to'][:12]} (the lock stays)" if d["from"] == d["to"]
+                               else f"{plan.label}: updated to {d['to'][:12]}; "
+                               + ("the team's lock moved: every server fetches it" if lib.sources.team else
+                                  "lock moved"))
+                              + _held_line(d))
                     for line in _kept_lines(plan.label, d["kept"], True) + _unlisted_lines(plan.label, d["unlisted"]):
                         out.print(line)
                     for c in d["changes"]:
                         if c["edit"] == "conflict":
-                            out.print(f"  conflict: {c['copy']} kept as you left it; upstream's text waits in the "
-                                      f"review queue (`skillshelf review show {c['copy']}`)")
+                            out.print(f"  conflict: {c['copy']} kept as you left it; the merge of upstream "
+                                      f"{d['to'][:7]} waits in the review queue ({_clean(c['note'])})")
                         elif c["edit"] in ("review", "failed"):
                             out.print(f"  {c['copy']}: {_clean(c['note'])}")
                         for fe in c["file_edits"]:

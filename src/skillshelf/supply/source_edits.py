@@ -42,7 +42,7 @@ from ..files import (
     write_file,
 )
 from . import fetch as fetchmod, lock as lockmod
-from .upstream_merge import Merged, merge as merge3way, merge_file
+from .upstream_merge import Merged, decided_base, merge as merge3way, merge_file
 
 
 @dataclass
@@ -87,10 +87,12 @@ def _read(path: Path | None) -> bytes | None:
 
 class EditedCopies:
     """The workspace copies of the skills of ``src`` (the ``Sources`` it serves: its records,
-    roots, folders, git caches, evolver and review queue), planned and merged per update."""
+    roots, folders, git caches, evolver and review queue), planned and merged per update;
+    ``change`` makes a plan's change of one skill (``sources.SkillChange``)."""
 
-    def __init__(self, src: Any):
+    def __init__(self, src: Any, change: Any = None):
         self.src = src
+        self.change = change
 
     def copies(self, label: str) -> dict[str, Any]:
         """The workspace copies of this source's skills: origin id -> record (not a copy whose
@@ -194,6 +196,7 @@ class EditedCopies:
             self.settle(plan.label)
         self.moves(plan)
         copies = self.copies(plan.label)
+        self.untaken(plan, copies)
         tree = plan.tree
         assert tree is not None
         added = [c.path for c in plan.changes if c.change == "added"]
@@ -225,7 +228,7 @@ class EditedCopies:
                                    "identity), and your copy does not follow it")
                 continue
             c.copy = rec.name
-            moved = c.note if c.change == "moved" else ""
+            moved = c.note if c.change == "moved" else self._untaken_note(plan) if c.untaken else ""
             base = self.base_text(plan.old, was)
             try:
                 ours = read_text_bounded(rec.path, MAX_SKILL_BYTES)
@@ -250,7 +253,31 @@ class EditedCopies:
                 c.edit = "review" if plan.old.pinned else "merged"
                 own = f"upstream also changed {', '.join(m.untaken)}, which your copy keeps as its own"
                 c.note = "; ".join(m.taken + ([own] if m.untaken else []))
-            c.note = "; ".join(n for n in (moved, c.note) if n)
+            c.note = "; ".join(n for n in (moved, c.note, self._waiting_note(plan, c)) if n)
+
+    def untaken(self, plan: Any, copies: dict[str, Any]) -> None:
+        """A copy whose kept base is not upstream's text at the update's commit, when the update does
+        not change that skill and no draft of it waits: upstream's change the copy has not taken (the
+        clean part of a conflict draft a person rejected, a merge that could not be saved) is offered
+        again, as a change of that skill, so that an update never calls the copy up to date without it."""
+        touched = {c.path for c in plan.changes} | {c.moved_from for c in plan.changes if c.moved_from}
+        after = plan.new.by_path()
+        for path in sorted(set(copies) - touched) if self.change is not None else []:
+            rel = [] if path == "." else path.split("/")
+            if path not in after or (self._pending(plan.label).joinpath(*rel) / "draft.json").exists():
+                continue
+            try:
+                kept = read_text_bounded(self.src._bases(plan.label).joinpath(*rel) / "SKILL.md", MAX_SKILL_BYTES)
+                now = read_text_bounded(plan.tree.joinpath(*rel) / "SKILL.md", MAX_SKILL_BYTES)
+            except (OSError, FileRefused):
+                continue
+            if kept != now:
+                plan.changes.append(self.change(path, "changed", ["SKILL.md"], untaken=True))
+
+    @staticmethod
+    def _untaken_note(plan: Any) -> str:
+        return (f"upstream's text at {plan.new.commit[:7]} holds a change your copy has not taken: a rejected draft "
+                "left it out, or its merge could not be saved")
 
     def base_bytes(self, entry: lockmod.SourceEntry, path: str, file: str) -> bytes | None:
         """The upstream file ``file`` of the skill at ``path`` that a person's copy of it was made
@@ -314,33 +341,101 @@ class EditedCopies:
         self.src._bases(label)            # the label is checked
         return self.src.base / ".bases" / ".pending" / label
 
-    def keep_pending(self, label: str, path: str, draft: str, text: str) -> None:
-        """Upstream's text of a conflict queued as the draft ``draft``: the next base once a person
-        approves or rejects it (either way they decided against upstream at that commit)."""
+    def keep_pending(self, label: str, path: str, draft: str, text: str, *, clean: bool = False) -> None:
+        """Upstream's text of a merge queued as the draft ``draft`` (a conflict, or a pinned source's
+        ``clean`` merge): the next base once a person approves or rejects it (either way they decided
+        on upstream at that commit; a rejected conflict leaves upstream's clean changes offered)."""
         folder = self._pending(label).joinpath(*([] if path == "." else path.split("/")))
         write_file(folder / "SKILL.md", text)
-        write_file(folder / "draft.json", json.dumps({"draft": draft}))
+        write_file(folder / "draft.json", json.dumps({"draft": draft, **({"clean": True} if clean else {})}))
 
     def settle(self, label: str) -> None:
-        """The conflicts of this source a person has decided (their draft is no longer waiting):
+        """The merges of this source a person has decided (their draft is no longer waiting):
         upstream's text of that commit becomes the base, so the same conflict does not come back
-        and upstream's later changes merge again."""
+        and upstream's later changes merge again; of a conflict, the parts upstream changed that the
+        copy still holds as they were stay the old base's (``_decided``), so they are offered again."""
         pending = self._pending(label)
         if not pending.is_dir():
             return
         waiting = {d["name"] for d in self.src._review().list()}
         for meta in sorted(pending.rglob("draft.json")):
             try:
-                draft = json.loads(read_text_bounded(meta, 10_000)).get("draft")
+                data = json.loads(read_text_bounded(meta, 10_000))
+                draft, clean = data.get("draft"), data.get("clean")
                 text = read_text_bounded(meta.parent / "SKILL.md", MAX_SKILL_BYTES)
             except (OSError, FileRefused, ValueError, AttributeError):
                 continue
             if draft in waiting:
                 continue
             rel = meta.parent.relative_to(pending).as_posix()
-            self.keep_base(label, "." if rel in ("", ".") else rel, text)
+            rel = "." if rel in ("", ".") else rel
+            self.keep_base(label, rel, text if clean else self._decided(label, rel, text))
             (meta.parent / "SKILL.md").unlink(missing_ok=True)
             meta.unlink(missing_ok=True)
+
+    def _decided(self, label: str, path: str, theirs: str) -> str:
+        """The next base of the copy of ``path`` once a person decided its conflict draft of
+        upstream's ``theirs``: ``decided_base`` of the base it was merged from and the copy as it is
+        now (upstream's clean changes a rejection left out stay offered); ``theirs`` when one of
+        them cannot be read."""
+        rec = self.copies(label).get(path)
+        rel = [] if path == "." else path.split("/")
+        try:
+            base = read_text_bounded(self.src._bases(label).joinpath(*rel) / "SKILL.md", MAX_SKILL_BYTES)
+            ours = read_text_bounded(rec.path, MAX_SKILL_BYTES) if rec is not None else None
+        except (OSError, FileRefused):
+            return theirs
+        return decided_base(base, ours, theirs) if ours is not None else theirs
+
+    def waiting(self, label: str, c: Any) -> dict | None:
+        """The draft of the copy ``c.copy`` waiting in the review queue: its ``upstream`` part (the
+        source, commit and skill it merged) for a draft of an older upstream change of this skill,
+        ``{}`` for any other draft (an agent's change), None when none waits."""
+        rec = self.src._review().drafts.record(c.copy) if c.copy else None
+        if rec is None:
+            return None
+        up = rec["args"].get("upstream")
+        ours = isinstance(up, dict) and up.get("source") == label and up.get("skill") in (c.path, c.moved_from)
+        return up if ours else {}
+
+    def _waiting_note(self, plan: Any, c: Any) -> str:
+        """What this update does with the copy's draft waiting in the review queue (said in the plan)."""
+        try:
+            up = self.waiting(plan.label, c)
+        except (SkillshelfError, OSError):
+            return ""
+        short = plan.new.commit[:7]
+        if up is None:
+            return ""
+        if up:
+            return (f"the draft of upstream {str(up.get('commit') or '')[:7]} waiting in the review queue is replaced "
+                    f"by this merge of upstream {short}" if c.edit in ("conflict", "review") else
+                    f"the draft of upstream {str(up.get('commit') or '')[:7]} waiting in the review queue is dropped")
+        return (f"another draft of {c.copy} waits in the review queue: this merge cannot be queued until a person "
+                f"decides it (`skillshelf review show {c.copy}`)" if c.edit in ("conflict", "review") else "")
+
+    def supersede(self, plan: Any, c: Any) -> str | None:
+        """A draft of an older upstream change of the copy ``c.copy`` waiting in the review queue is
+        replaced by this update's merge (made from the same base, the text the copy last merged
+        with, and upstream's newest text): it is removed, with upstream's text kept for it. Returns
+        the commit it named (short), None when no such draft waits."""
+        drafts = self.src._review().drafts
+        with drafts.lock(c.copy):
+            up = self.waiting(plan.label, c)
+            if not up:
+                return None
+            drafts.remove(c.copy)
+        folder = self._pending(plan.label).joinpath(*([] if c.path == "." else c.path.split("/")))
+        for f in ("draft.json", "SKILL.md"):
+            with contextlib.suppress(OSError):
+                (folder / f).unlink()
+        return str(up.get("commit") or "")[:7] or "?"
+
+    def _superseded(self, plan: Any, c: Any, why: str) -> None:
+        """A draft of an older upstream change of the copy that this update's merge makes stale goes."""
+        with contextlib.suppress(SkillshelfError, OSError):
+            if older := self.supersede(plan, c):
+                c.note = (c.note + "; " if c.note else "") + f"the draft of upstream {older} is dropped: {why}"
 
     def keep_base(self, label: str, path: str, text: str | bytes, file: str = "SKILL.md") -> None:
         base = self.src._bases(label).joinpath(*([] if path == "." else path.split("/")))
@@ -526,6 +621,7 @@ class EditedCopies:
             base, ours, theirs, m = c.sides
             if c.edit == "kept":
                 self.keep_base(plan.label, c.path, theirs)
+                self._superseded(plan, c, "your copy has upstream's text now")
                 continue
             rec = self.copies(plan.label).get(c.path) if c.edit in ("merged", "review") else None
             now = _read(Path(rec.path)) if rec is not None else None
@@ -544,6 +640,7 @@ class EditedCopies:
                 try:
                     self.src._evolver().apply(args, trigger="upstream")
                     self.keep_base(plan.label, c.path, theirs)
+                    self._superseded(plan, c, "upstream's text merged into your copy now")
                 except SkillshelfError as exc:
                     c.edit, c.note = "failed", f"the merge could not be saved ({exc}); your copy is unchanged"
                 continue
@@ -573,11 +670,14 @@ class EditedCopies:
                                   "base": base, "yours": ours, "upstream": theirs, "merged": m.marked or None,
                                   "replaced": m.replaced, "note": note})
             try:
+                older = self.supersede(plan, c)
                 self.src._review().propose(args)
                 c.note = (c.note + "; " if c.note else "") + f"in the review queue: `skillshelf review show {c.copy}`"
-                if taken:
-                    self.keep_base(plan.label, c.path, theirs)
-                else:      # once a person decides, upstream's text at this commit is the next base
-                    self.keep_pending(plan.label, c.path, c.copy, theirs)
+                if older and f"the draft of upstream {older}" not in c.note:
+                    c.note += f" (it replaces the draft of upstream {older}: it merges upstream {short} instead)"
+                # once a person decides, upstream's text at this commit is the next base (the base stays
+                # what the copy merged while the draft waits: a newer upstream change is merged from it)
+                self.keep_pending(plan.label, c.path, c.copy, theirs, clean=bool(taken))
             except SkillshelfError as exc:
+                c.edit = "failed"
                 c.note = (c.note + "; " if c.note else "") + f"not queued ({exc}); your copy is unchanged"

@@ -71,10 +71,11 @@ class SkillChange:
     # the copy's other files upstream changed too (``source_edits.FileEdit``: merged | kept | conflict | pinned)
     file_edits: list[Any] = field(default_factory=list, repr=False)
     moved_from: str | None = None  # change "moved": the folder upstream moved it from (``source_edits.moves``)
+    untaken: bool = False          # not a change of this update: upstream's text the copy has not taken yet
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "change": self.change, "files": self.files, "findings": self.findings,
-                "edit": self.edit, "copy": self.copy, "note": self.note,
+                "edit": self.edit, "copy": self.copy, "note": self.note, "untaken": self.untaken,
                 "file_edits": [f.as_dict() for f in self.file_edits], "moved_from": self.moved_from}
 
 
@@ -133,7 +134,7 @@ class Sources:
         self._config, self._roots, self._sync, self.supply = config, roots, sync, supply
         self._records, self._evolver, self._review, self._unpack = records, evolver, review, unpack
         self.shared = SharedSources(self, locks) if locks is not None else None
-        self.edits = EditedCopies(self)
+        self.edits = EditedCopies(self, SkillChange)
         self.kept = KeptEdits(self)
         getattr(supply, "on_pins", []).append(functools.partial(lock_pins.follow, self))  # the lock says what is pinned
 

@@ -169,3 +169,21 @@ def merge_file(base: bytes, ours: bytes, theirs: bytes) -> FileMerged:
     if conflicts:
         return FileMerged(False, why=f"{conflicts} part(s) of it changed on both sides")
     return FileMerged(True, "".join(m.merge_lines()).encode("utf-8"))
+
+
+def decided_base(base: str, ours: str, theirs: str) -> str:
+    """The base once a person decided a conflict draft of upstream's ``theirs`` (``base``: the text
+    the copy had last merged with; ``ours``: the copy now): upstream's text, but where upstream
+    changed a part the copy still holds as it was in ``base``, the base's part. A rejected draft
+    carried upstream's clean changes too: they are not taken, so the next merge offers them again.
+    An approved draft took them: the copy holds upstream's text there, and the base is upstream's."""
+    b, o, t = _lines(base), _lines(ours), _lines(theirs)
+    m = merge3.Merge3(b, o, t)
+    out: list[str] = []
+    iz = ia = ib = 0
+    for zmatch, zend, amatch, aend, bmatch, bend in m.find_sync_regions():
+        # between two synced parts: the copy left the base's lines as they were, upstream changed them
+        out += b[iz:zmatch] if o[ia:amatch] == b[iz:zmatch] else t[ib:bmatch]
+        out += b[zmatch:zend]
+        iz, ia, ib = zend, aend, bend
+    return "".join(out)
