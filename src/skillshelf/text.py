@@ -223,3 +223,24 @@ def section(body: str, title: str) -> str | None:
     if start is None:
         return None
     return "\n".join(lines[start:]).strip("\n")
+
+
+def lines3(text: str) -> list[str]:
+    """A text's lines with their ends, as a three-way merge (``merge3``) takes them."""
+    return text.splitlines(keepends=True)
+
+
+def pick3(base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """One value merged three ways: theirs when ours kept the base, ours when theirs kept it (or
+    both made the same change); ours and True (a conflict) when both changed it differently."""
+    if ours == base:
+        return theirs, False
+    return ours, theirs not in (base, ours)
+
+
+def marked3(base: str, ours: str, theirs: str, names: tuple[str, str, str]) -> str:
+    """The three-way merge of texts with conflict markers (``names``: ours, theirs, the base)."""
+    import merge3
+
+    m = merge3.Merge3(lines3(base), lines3(ours), lines3(theirs))
+    return "".join(m.merge_lines(name_a=names[0], name_b=names[1], name_base=names[2], base_marker="|||||||"))

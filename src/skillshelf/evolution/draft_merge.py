@@ -28,10 +28,6 @@ class Rebased:
     why: str = ""             # what conflicts
 
 
-def _lines(text: str) -> list[str]:
-    return text.splitlines(keepends=True)
-
-
 def _rest(body: str) -> str:
     """The body without its Lessons Learned."""
     sec = textmod.section(body, LESSONS)
@@ -39,9 +35,7 @@ def _rest(body: str) -> str:
 
 
 def _marked(base: str, draft: str, current: str) -> str:
-    m = merge3.Merge3(_lines(base), _lines(draft), _lines(current))
-    return "".join(m.merge_lines(name_a="the draft", name_b="the skill now", name_base="made from",
-                                 base_marker="|||||||"))
+    return textmod.marked3(base, draft, current, ("the draft", "the skill now", "made from"))
 
 
 def rebase(base: str, draft: str, current: str, own: list[str]) -> Rebased:
@@ -53,14 +47,10 @@ def rebase(base: str, draft: str, current: str, own: list[str]) -> Rebased:
     if b is None or d is None or c is None:
         return Rebased(False, marked=_marked(base, draft, current), why="a side is not a readable SKILL.md")
     conflicts = []
-    if d.description == b.description:
-        desc = c.description
-    elif c.description in (b.description, d.description):
-        desc = d.description
-    else:
-        desc = d.description
+    desc, clash = textmod.pick3(b.description, d.description, c.description)
+    if clash:
         conflicts.append("the description")
-    m = merge3.Merge3(_lines(_rest(b.body)), _lines(_rest(d.body)), _lines(_rest(c.body)))
+    m = merge3.Merge3(textmod.lines3(_rest(b.body)), textmod.lines3(_rest(d.body)), textmod.lines3(_rest(c.body)))
     n = [r[0] for r in m.merge_regions()].count("conflict")
     if n:
         conflicts.append(f"{n} part(s) of the body")

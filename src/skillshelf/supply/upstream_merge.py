@@ -20,7 +20,7 @@ from typing import Any
 
 import merge3
 
-from .. import skill as skillmod
+from .. import skill as skillmod, text
 
 # the keys a FIX takes from an upstream merge (``evolution.changes.from_upstream`` checks them, from the
 # same ``skill.UPSTREAM_TOP``); the copy's own (``skill.OWN_KEYS``: its version, dates, lineage and
@@ -47,13 +47,8 @@ class Merged:
     replaced: list[str] = field(default_factory=list)
 
 
-def _lines(text: str) -> list[str]:
-    return text.splitlines(keepends=True)
-
-
 def _marked(base: str, ours: str, theirs: str) -> str:
-    m = merge3.Merge3(_lines(base), _lines(ours), _lines(theirs))
-    return "".join(m.merge_lines(name_a="your copy", name_b="upstream", name_base="base", base_marker="|||||||"))
+    return text.marked3(base, ours, theirs, ("your copy", "upstream", "base"))
 
 
 def _taking_theirs(m: merge3.Merge3) -> tuple[str, list[str]]:
@@ -120,14 +115,10 @@ def merge(base: str, ours: str, theirs: str) -> Merged:
     out = Merged(True)
     both = _merge_keys(b, o, t, out)
     conflicts = [("upstream's version" if k == "metadata.author-version" else k) for k in both]
-    if o.description == b.description:
-        desc = t.description
-    elif t.description in (b.description, o.description):
-        desc = o.description
-    else:
-        desc = o.description
+    desc, clash = text.pick3(b.description, o.description, t.description)
+    if clash:
         conflicts.append("the description")
-    m = merge3.Merge3(_lines(b.body), _lines(o.body), _lines(t.body))
+    m = merge3.Merge3(text.lines3(b.body), text.lines3(o.body), text.lines3(t.body))
     regions = [r[0] for r in m.merge_regions()]
     if "conflict" in regions:
         conflicts.append(f"{regions.count('conflict')} part(s) of the body")
@@ -164,7 +155,7 @@ def merge_file(base: bytes, ours: bytes, theirs: bytes) -> FileMerged:
         b, o, t = (x.decode("utf-8") for x in (base, ours, theirs))
     except UnicodeDecodeError:
         return FileMerged(False, why="both sides changed a file that is not UTF-8 text")
-    m = merge3.Merge3(_lines(b), _lines(o), _lines(t))
+    m = merge3.Merge3(text.lines3(b), text.lines3(o), text.lines3(t))
     conflicts = [r[0] for r in m.merge_regions()].count("conflict")
     if conflicts:
         return FileMerged(False, why=f"{conflicts} part(s) of it changed on both sides")
@@ -177,7 +168,7 @@ def decided_base(base: str, ours: str, theirs: str) -> str:
     changed a part the copy still holds as it was in ``base``, the base's part. A rejected draft
     carried upstream's clean changes too: they are not taken, so the next merge offers them again.
     An approved draft took them: the copy holds upstream's text there, and the base is upstream's."""
-    b, o, t = _lines(base), _lines(ours), _lines(theirs)
+    b, o, t = text.lines3(base), text.lines3(ours), text.lines3(theirs)
     m = merge3.Merge3(b, o, t)
     out: list[str] = []
     iz = ia = ib = 0
