@@ -335,3 +335,35 @@ def test_a_readable_copys_page_does_not_list_its_held_original(tmp_path):
         assert [x["id"] for x in _client(lib, "curator").get(f"/api/skill/{mine}").json()["copies"]] == [ids["victim"]]
     finally:
         lib.close()
+
+
+def test_the_owner_at_the_console_still_sees_and_reports_held_skills(tmp_path):
+    """The CLI is a person's tool: `stats`, `report`, `report --worked` and `review show` of a held skill are the
+    owner's (the gate's agent default had hidden them there: stats without the held skill, a report refused, a
+    draft shown without its base)."""
+    def used(lib: Library) -> None:
+        lib.report_outcome("victim", True, note="deployed")
+        assert lib.save("FIX", target_skill_name="victim", lesson="tag before deploy", reason="r",
+                        by="agent").status == "draft"
+
+    h, _, ids = _home(tmp_path, before=used)
+    lib = _lib(h)
+    lib.sync()
+    assert ids["victim"] in lib.supply.hidden_ids()
+    lib.close()
+    env = {**os.environ, "SKILLSHELF_EMBEDDER": "none"}
+
+    def sk(*args: str) -> subprocess.CompletedProcess:
+        p = subprocess.run([sys.executable, "-m", "skillshelf.entry", "--home", str(h), *args], capture_output=True,
+                           text=True, timeout=120, env=env)
+        assert "Traceback" not in p.stderr, p.stderr
+        return p
+
+    p = sk("stats", "--json")
+    assert p.returncode == 0 and [u["name"] for u in json.loads(p.stdout)["most_used"]] == ["victim"], p.stdout
+    p = sk("report", "--format", "json")
+    assert p.returncode == 0 and "victim" in p.stdout
+    p = sk("report-outcome", "victim", "--worked")
+    assert p.returncode == 0 and "recorded: victim worked" in p.stdout, p.stdout + p.stderr
+    p = sk("review", "show", "victim", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["base"]["name"] == "victim" and SECRET in p.stdout

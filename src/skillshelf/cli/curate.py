@@ -121,7 +121,8 @@ def review_show(name: str, full: bool = typer.Option(False, "--full", help="the 
                                                                     "findings and findability as JSON")) -> None:
     """What the draft would change: a diff against the skill it replaces (as the dashboard
     shows it); a new skill, or --full, prints the whole SKILL.md it would write."""
-    d = _lib().draft_review(name)
+    lib = _lib()
+    d = lib.draft_review(name, reader=lib.PERSON)      # the reviewer sees a held base with its diff
     if json_out:
         base = {k: d["base"][k] for k in ("id", "name", "version")} if d["base"] else None
         _json({k: d.get(k) for k in ("name", "action", "args", "proposed_at", "text", "note", "unified",

@@ -28,7 +28,8 @@ def report_outcome(ctx: typer.Context, skill: str = typer.Argument(..., help="sk
         raise _usage_error(ctx, "--worked and --failed contradict each other: pass one of them")
     if not worked and not failed:
         raise _usage_error(ctx, "say how it went: pass --worked or --failed")
-    res = _lib().report_outcome(skill, worked, note=note, query_id=query_id, client="cli")
+    lib = _lib()        # a person: a held skill's outcome is theirs to record
+    res = lib.report_outcome(skill, worked, note=note, query_id=query_id, client="cli", reader=lib.PERSON)
     out.print(f"recorded: {res['skill']} {'worked' if worked else 'failed'} ({res['reports']} reports)")
 
 
@@ -38,7 +39,7 @@ def stats(since: Optional[str] = typer.Option(None, callback=_date, metavar="YYY
           json_out: bool = typer.Option(False, "--json")) -> None:
     """Curation statistics: most used, low success, never surfaced, gaps."""
     lib = _lib()
-    st = lib.stats(since=since)
+    st = lib.stats(since=since, reader=lib.PERSON)       # the owner sees held skills too
     js = lib.judge_stats(since=since)
     worse = lib.evals.worse_versions()     # a current version that does worse than the one before it
     if json_out:
@@ -94,7 +95,7 @@ def report(since: Optional[str] = typer.Option(None, callback=_date, metavar="YY
            fmt: str = typer.Option("md", "--format", callback=_choice("md", "json"), help="md | json")) -> None:
     """A usage report: what worked, the rewrite list, the kill list, the gaps."""
     lib = _lib()
-    text = lib.usage_report(since=since, fmt=fmt)
+    text = lib.usage_report(since=since, fmt=fmt, reader=lib.PERSON)
     worse = lib.evals.worse_versions()      # versions that did worse than the one before them
     if fmt == "json":
         _json(json.loads(text) | {"worse_versions": worse})
