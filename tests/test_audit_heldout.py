@@ -28,8 +28,8 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v15", "heldout-v16", "heldout-v17", "heldout-v18", "heldout-v19", "heldout-v20", "heldout-v21")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 0, "high": 0}
-NEWEST_BENIGN_HIGH: set[str] = set()
+NEWEST_FLOOR = {"medium": 43, "high": 42}     # the twenty-second set, 53 hostile: 81.1 % and 79.2 % (7d0de5f)
+NEWEST_BENIGN_HIGH: set[str] = {"u-changelog-redaction-ru"}
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh (the fifteenth, measured
 # once with the rules of 26a4cc1 at 87.3 % / 80.0 % and no benign high, meets it since the tenth round; the sixteenth,
 # measured once with the rules of 908666e at 81.5 % / 77.8 % and no benign high, meets it since the eleventh;
