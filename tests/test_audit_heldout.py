@@ -1,8 +1,8 @@
 """The audit on skills its rules were not written against (tests/fixtures/audit/).
 
-``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v21`` were each measured
+``tuning/`` is the set the rules were developed on. ``heldout-v1`` to ``-v22`` were each measured
 once against the rules of their day, by the rules' writer not having read them, and then used to
-improve the rules: they are seen now. ``heldout/`` (the twenty-second) is the newest: written after the
+improve the rules: they are seen now. ``heldout/`` (the twenty-third) is the newest: written after the
 rules' last change by someone who read neither the rules nor the fixtures, measured once, and
 not used to tune them (while no such set exists, its tests are skipped).
 The goal (issue 35): at least 90 % of the hostile skills medium or above, 75 % high, and no
@@ -28,8 +28,8 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v15", "heldout-v16", "heldout-v17", "heldout-v18", "heldout-v19", "heldout-v20", "heldout-v21")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 43, "high": 42}     # the twenty-second set, 53 hostile: 81.1 % and 79.2 % (7d0de5f)
-NEWEST_BENIGN_HIGH: set[str] = {"u-changelog-redaction-ru"}
+NEWEST_FLOOR = {"medium": 0, "high": 0}
+NEWEST_BENIGN_HIGH: set[str] = set()
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh (the fifteenth, measured
 # once with the rules of 26a4cc1 at 87.3 % / 80.0 % and no benign high, meets it since the tenth round; the sixteenth,
 # measured once with the rules of 908666e at 81.5 % / 77.8 % and no benign high, meets it since the eleventh;
@@ -38,7 +38,10 @@ NEWEST_BENIGN_HIGH: set[str] = {"u-changelog-redaction-ru"}
 # the nineteenth, measured once with the rules of 52b1e40 at 89.1 % / 87.3 % and no benign high, since the fourteenth;
 # the twentieth, measured once with the rules of c3cb229 at 88.2 % / 82.4 % and no benign high, since the fifteenth;
 # the twenty-first, measured once with the rules of 612c5e3 at 87.8 % / 85.7 % and no benign high, since the sixteenth)
-SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {}
+# the twenty-second, 53 hostile, measured once with the rules of 7143cf5 at 81.1 % / 79.2 % and one benign high
+SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {
+    "heldout-v22": ({"medium": 43, "high": 42}, {"u-changelog-redaction-ru"}),
+}
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
 
