@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import context, lexicon, misreport_wordless, misreport_words as W, patterns as P
+from . import context, languages, lexicon, misreport_wordless, misreport_words as W, patterns as P
 from .rules import RULES
 from .scopes import _item, scopes
 
@@ -49,6 +49,7 @@ _ACTION = {
     "uk": ("видал", "вимкн", "пропуст", "провал", "помилк"),
     **W.ACTION,
 }
+_NONE = re.compile(r"(?!x)x")
 _USER_WORDS = frozenset((b"user", b"users", b"human", b"humans"))
 # the parts of an English misreport, one of which a scope must hold (a scan of bytes before any pattern)
 _CUES = (b"not ", b"never", b"n't", b"nor ", b"out of", b"lie ", b"only as", b"just as", b"simply as", b"purely as",
@@ -196,6 +197,8 @@ def _check_words(scan: Scan) -> None:
             who = WHO_EN if english or c is None else c.who
             if hit.re is not MISREPORT_EN and who.search(_sentence(u, i, before=True)) is None:
                 continue      # a telling negated to someone else ("not in the public changelog")
+            if hit.re is not MISREPORT_EN and languages.editorial(u, i, i + len(hit.group()), c.report if c else _NONE, who):
+                continue      # left out of the text being written ("not in the public text"), not kept from the user
             if act is None or (WHO_EN if english or c is None else c.who).search(u) is None or _HONEST.search(u) \
                     or not _a_step(scan, a, b, at):
                 continue
