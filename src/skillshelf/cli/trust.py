@@ -108,6 +108,9 @@ def _print_diff(d: dict[str, Any]) -> None:
         if names:
             out.print(f"  files {label}: " + ", ".join(visible(n) for n in names[:50])
                       + (f" … ({len(names)})" if len(names) > 50 else ""))
+    for name, text in (d.get("added_text") or {}).items():     # what an added script does, not only its name
+        out.print(f"\n  {visible(name)} (added):")
+        _write("".join(f"  + {line}\n" for line in _clean(text).splitlines()))
     if d.get("new_findings"):
         out.print("  new audit findings since the pin:")
         for f in d["new_findings"]:

@@ -65,10 +65,11 @@ class PinDiff:
     new_findings: list[Finding] = field(default_factory=list)
     gone_findings: list[Finding] = field(default_factory=list)
     pinned_at: str | None = None
+    added_text: dict[str, str] = field(default_factory=dict)   # the opening lines of the text files added
 
     def as_dict(self) -> dict[str, Any]:
         return {"skill_id": self.skill_id, "reason": self.reason, "skill_md_diff": self.skill_md_diff,
-                "added": self.added, "removed": self.removed, "changed": self.changed,
+                "added": self.added, "added_text": self.added_text, "removed": self.removed, "changed": self.changed,
                 "new_findings": [f.as_dict() for f in self.new_findings],
                 "gone_findings": [f.as_dict() for f in self.gone_findings], "pinned_at": self.pinned_at}
 
@@ -514,6 +515,8 @@ class Pins:
             new_text, new_findings = "", []
         if old_text != new_text:
             out.skill_md_diff = unified(old_text, new_text, f"pinned/{skill_id}/SKILL.md", f"now/{skill_id}/SKILL.md")
+        if skill_md is not None:
+            out.added_text = opening_lines(Path(skill_md).parent, out.added)
         old_keys = {f.key() for f in old_findings}
         new_keys = {f.key() for f in new_findings}
         out.new_findings = [f for f in new_findings if f.key() not in old_keys]
@@ -528,13 +531,48 @@ def unified(a: str, b: str, a_name: str, b_name: str, context: int = 3) -> str:
     unchanged."""
     from ..text import visible
 
-    al, bl = a.splitlines(keepends=True), b.splitlines(keepends=True)
+    al, bl = _ended(a.splitlines(keepends=True)), _ended(b.splitlines(keepends=True))
     if len(al) > DIFF_MAX_LINES or len(bl) > DIFF_MAX_LINES:
         sa, sb = set(al), set(bl)
         return visible(f"--- {a_name}\n+++ {b_name}\n(too long to diff line by line: "
                        f"{sum(1 for x in al if x not in sb):,} lines removed, {sum(1 for x in bl if x not in sa):,} "
                        "added)\n")
     return visible("".join(difflib.unified_diff(al, bl, a_name, b_name, n=context)))
+
+
+def _ended(lines: list[str]) -> list[str]:
+    """Lines for a diff: a last line without its end says so on a line of its own, as diff does (it ran
+    into the next line of the diff, a removed line and an added one on one line)."""
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += "\n\\ No newline at end of file\n"
+    return lines
+
+
+ADDED_SHOWN, ADDED_LINES = 10, 40     # the files added that a review opens, and the lines of each
+
+
+def opening_lines(folder: Path, names: Iterable[str]) -> dict[str, str]:
+    """The opening lines of the text files ``names`` (inside ``folder``; SKILL.md left out: its diff is
+    shown) for a person reviewing a held skill: what a script added since the pin does, not only its
+    name. At most ``ADDED_SHOWN`` files, ``ADDED_LINES`` lines each; a file that is not UTF-8 text, is
+    not a regular file inside the folder, or cannot be read is left out."""
+    from ..files import contained, is_regular
+    from ..text import visible
+
+    out: dict[str, str] = {}
+    for name in names:
+        if len(out) >= ADDED_SHOWN or name.lower() == "skill.md":
+            continue
+        try:
+            path = contained(folder, folder / name)
+            if not is_regular(path):
+                continue
+            lines = read_bounded(path, 256 * 1024).decode("utf-8").splitlines()
+        except (OSError, FileRefused, ValueError, ValidationError):
+            continue
+        more = f"\n… ({len(lines) - ADDED_LINES} more lines)" if len(lines) > ADDED_LINES else ""
+        out[name] = visible("\n".join(lines[:ADDED_LINES]) + more)
+    return out
 
 
 def _origin(h: dict[str, str]) -> tuple[str, ...]:
