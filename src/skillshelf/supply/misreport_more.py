@@ -7,7 +7,8 @@ Estonian, an ending in the Dravidian languages, ``usi-`` in Swahili, ``moenie �
 for the user, a report or summary, a success and the agent's actions. Forms are given with and without diacritics
 (people type both). A language is loaded by letters only it or its script uses, or, for one written in plain
 Latin letters, by the stem of its word for the user. Widened since by languages of over twenty (Azerbaijani,
-Somali, Zulu) and then twenty-five million speakers in all (Uzbek, Hausa, Yoruba, Oromo). Part of
+Somali, Zulu) and then twenty-five million speakers in all (Uzbek, Hausa, Yoruba, Oromo), then by over ten million
+first-language speakers written in Latin letters (Ethnologue), most-spoken first: Javanese, Kinyarwanda so far. Part of
 ``skillshelf.supply.misreport``. Not done: Maltese, Irish, Marathi and Urdu (read through Hindi's and Persian's
 script only in part), Odia, Igbo, Pashto, Burmese, Malagasy; a language outside the rule is read without words
 only through ``misreport_wordless``."""
@@ -104,6 +105,23 @@ MORE: dict[str, dict[str, tuple[str, ...]]] = {
            # the negative imperative: hin before the verb, -in after it ("hin himin")
            "neg_tell": ("hin (?:himin|himiin|dubbatin|beeksisin|ibsin|kaasin|barreessin)",),
            "action": ("haqi", "haqame", "dhiisi", "cufi", "balleessi", "hin milkoofne", "kufe")},
+    # over ten million first-language speakers, written in Latin letters (Ethnologue's list): Javanese, Kinyarwanda
+    # Javanese: the negative imperative is "aja" before the verb (ngoko), "sampun" (krama), the passive imperative
+    # in di-…-ake ("aja dicritakake")
+    "jv": {"who": ("pangguna", "panganggo"), "report": ("ringkesan", "laporan", "lapuran"),
+           "success": ("kasil", "sukses", "lulus", "ora ana kesalahan", "lancar"),
+           "neg_tell": (("aja (?:\\w+ )?(?:dicritak|nyritak|critak|kandha|ngomong|nyebut|disebut|ngandhani|diandhani|"
+                         "ngabari|dikabar|dilapork|nglapork|dilebokake)"), "sampun (?:nyariosaken|matur|ngaturi)",
+                        "tanpa ngandhani", "ora usah ngandhani"),
+           "action": ("busak", "dibusak", "hapus", "liwati", "diliwati", "mateni", "dipateni", "gagal", "tambahake",
+                      "ditambahake")},
+    # Kinyarwanda: the second person's negative is a prefix "ntu-" on the verb, with the object's "-mu-" or "-ba-"
+    # ("ntumubwire", "ntugire icyo umubwira": say nothing to them)
+    "rw": {"who": ("ukoresha", "abakoresha", "umukoresha"), "report": ("raporo", "incamake"),
+           "success": ("byatsinze", "yatsinze", "byagenze neza", "byose byatsinze", "nta kosa"),
+           "neg_tell": ("ntu(?:mu|ba)?(?:bwire|vuge|menyeshe|bibwire)", "ntugire icyo (?:u)?(?:mu|ba)?(?:bwira|vuga)",
+                        "nta cyo (?:u)?(?:mu|ba)?bwira", "utamubwiye", "utababwiye"),
+           "action": ("sib", "kuraho", "simbuk", "byatsinzwe", "yatsinzwe", "hagarik")},
 }
 # letters only a language or its script uses (Latvian ģ ķ ļ ņ, Lithuanian ė į ų, Estonian õ; the Indic scripts and
 # Ethiopic by their blocks)
@@ -120,6 +138,6 @@ ASCII_STEMS = {b"lietotaj": "lv", b"naudotoj": "lt", b"vartotoj": "lt", b"kasuta
                b"mtumiaji": "sw", b"watumiaji": "sw", b"moenie": "af",
                b"istifadeci": "az", b"isticmaal": "so", b"umsebenzisi": "zu", b"abasebenzisi": "zu",
                b"foydalanuvchi": "uz", b"mai amfani": "ha", b"masu amfani": "ha", b"olumulo": "yo", b"asamulo": "yo",
-               b"fayyadam": "om"}
+               b"fayyadam": "om", b"pangguna": "jv", b"panganggo": "jv", b"ukoresha": "rw", b"abakoresha": "rw"}
 ASCII_STEM = re.compile(rb"(?<![a-z])(?:" + b"|".join(ASCII_STEMS) + rb")")
 NO_SPACES = frozenset(("bn", "te", "ta", "gu", "kn", "ml", "pa", "am"))
