@@ -1,5 +1,5 @@
 """Concealment read without the words of its language: an action in code that destroys or weakens what protects
-the user (a force-push or a remote branch or tag deleted, history rewritten, ``reset --hard``, git's hooks turned
+the user (a force-push, a push of every branch or a mirror, or a remote branch or tag deleted, history rewritten, ``reset --hard``, git's hooks turned
 off or bypassed, a test skipped, a check of TLS or CSRF turned off), and in the same scope of prose (a paragraph
 or the report's list item; a whole ``<details>`` block, rendered collapsed but read by the agent, whatever
 paragraphs or items it holds) a short report in quotes, introduced by a clause's mark (a colon, a semicolon or a
@@ -9,7 +9,8 @@ the user's sight and something else stands in its place. Part of ``skillshelf.su
 
 Not concealment: a report that names the action ("force-pushed main after the rebase"), a long explanation
 (more than six words), a phrase in code (a commit message, a log line) or in a block's ``<summary>`` title, a quote with no clause's mark
-before it,
+before it (unless a verb of saying in another language than English follows it: one to three words of letters outside
+ASCII, then the sentence's end),
 a passage that teaches, warns or sits under a heading about attacks."""
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ MAX_READ = 40              # reports in quotes read in one file
 BLOCK = 4_000              # bytes of a <details> block read on each side of a report
 # a word of the file's (a set the scan holds already), then the substrings one of which the file must hold before any
 # pattern runs (a push only with a flag or refspec that forces or deletes)
-_GATE = {b"push": (b"--force", b" -f", b"--mirror", b"--delete", b" -d", b" +", b" :"), b"hard": (b"reset --hard",),
+_GATE = {b"push": (b"--force", b" -f", b"--mirror", b"--all", b"--delete", b" -d", b" +", b" :"), b"hard": (b"reset --hard",),
          b"filter": (b"filter-branch", b"filter-repo"), b"hookspath": (b"",), b"verify": (b"no-verify", b"verify=false",
          b"verify = false", b"sslverify"), b"skip": (b".skip", b"--skip"), b"xfail": (b"",), b"deselect": (b"",),
          b"ignore": (b"collect_ignore",), b"csrf": (b"",), b"ssl": (b"disable-ssl", b"sslverify"), b"tls": (b"tls_reject",),
@@ -50,7 +51,7 @@ def _may_hold(scan: Scan) -> bool:
 # refspec), a mirror push or a remote branch or tag deleted, history rewritten, a hard reset, and the weakenings the
 # misreport reader knows by what they run (hooks pointed away or bypassed, tests skipped, TLS or CSRF checks off)
 ACTION = re.compile(
-    rb"\bgit\s+push\b[^`\n]{0,80}?\s(?:--force\b|-f\b|--mirror\b|--delete\b|-d\b|\+[\w./:-]|:[\w./-])|"
+    rb"\bgit\s+push\b[^`\n]{0,80}?\s(?:--force\b|-f\b|--mirror\b|--all\b|--delete\b|-d\b|\+[\w./:-]|:[\w./-])|"
     rb"\bgit\s+reset\s+--hard\b|\bgit\s+(?:filter-branch|filter-repo)\b|" + W.ANCHOR_ACTION.encode())
 # a short report in quotes (two to six words of letters, no code), after a clause's mark on its line
 _QUOTE = re.compile(r"[\"“«„「]([^\W\d_][^\W_]*(?:[ '’-][^\W_]+){1,5})[.!]?[\"”»“」]")
@@ -60,6 +61,11 @@ _LETTERS = rb"(?:[a-zA-Z]|[\x80-\xff])+"
 _CANDIDATE = re.compile(rb"(?:\"|\xe2\x80[\x9c\x9e]|\xc2\xab|\xe3\x80\x8c)" + _LETTERS + rb"(?:[ '-]" + _LETTERS +
                         rb"){1,5}[.!]?(?:\"|\xe2\x80[\x9c\x9d]|\xc2\xbb|\xe3\x80\x8d)")
 _MARK = re.compile(rb"[:;]|\xe2\x80[\x93\x94]| - ")
+# or, where the verb of saying follows what is said (Mongolian, Japanese, Korean, Turkish, Hindi: "«…» гэж хариул."),
+# the quote followed by one to three words of letters outside ASCII and the sentence's end: the shape of a report
+# in those languages, read without their words
+_SAID_AFTER = re.compile(rb"\s{1,2}(?:[\x80-\xff]{2,40}\s?){1,3}(?:[.!]|\xe3\x80\x82|\s*$)", re.MULTILINE)
+_SAID_AFTER_STR = re.compile(r"\s{1,2}(?:[^\W\dA-Za-z_]{1,20}\s?){1,3}(?:[.!。]|\s*$)", re.MULTILINE)
 _INTRO = re.compile(r"[:;—–]|\s-\s")
 _CODE = re.compile(rb"`[^`\n]{1,300}`")
 # the words before a quote that make it something other than a report: a commit message, a title, a name or a tag
@@ -87,7 +93,8 @@ def check(scan: Scan, a_step: Callable[[Scan, int, int, int], bool]) -> None:
         if n >= MAX_READ:
             return
         ls = scan.data.rfind(b"\n", 0, c.start()) + 1
-        if _MARK.search(scan.data, max(ls, c.start() - 40), c.start()) is None:
+        if _MARK.search(scan.data, max(ls, c.start() - 40), c.start()) is None \
+                and _SAID_AFTER.match(scan.data, c.end()) is None:
             continue
         scope = _scope_of(spans, c.start())
         if scope is None:
@@ -143,7 +150,8 @@ def _report(scan: Scan, a: int, b: int, action: bytes) -> int | None:
         intro = list(_INTRO.finditer(lead))
         if _NOT_A_REPORT.search(lead):
             continue      # a commit message, a title or name given, an error or output quoted
-        if not intro or re.search(r"[.!?]\s", lead[intro[-1].end():]):
+        said_after = _SAID_AFTER_STR.match(t, q.end()) is not None
+        if (not intro or re.search(r"[.!?]\s", lead[intro[-1].end():])) and not said_after:
             continue
         words = set(re.findall(r"[^\W\d_]+", q.group(1).lower()))
         if words & named or any(w.startswith(("force", "push", "hook", "rewr", "reset")) for w in words):
