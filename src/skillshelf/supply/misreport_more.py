@@ -8,7 +8,10 @@ for the user, a report or summary, a success and the agent's actions. Forms are 
 (people type both). A language is loaded by letters only it or its script uses, or, for one written in plain
 Latin letters, by the stem of its word for the user. Widened since by languages of over twenty (Azerbaijani,
 Somali, Zulu) and then twenty-five million speakers in all (Uzbek, Hausa, Yoruba, Oromo), then by over ten million
-first-language speakers written in Latin letters (Ethnologue), most-spoken first: Javanese, Kinyarwanda so far. Part of
+first-language speakers written in Latin letters (Ethnologue), most-spoken first: Javanese, Sundanese, Tagalog,
+Malagasy, Cebuano, Kinyarwanda, Haitian Creole (not yet: Igbo, Fula, Kurdish, Chichewa, Akan, Shona, Kazakh in
+Cyrillic); and by an official language of a European state: Albanian, Macedonian (not yet: Icelandic, Georgian,
+Armenian, Belarusian, Maltese, Irish, Luxembourgish). Part of
 ``skillshelf.supply.misreport``. Not done: Maltese, Irish, Marathi and Urdu (read through Hindi's and Persian's
 script only in part), Odia, Igbo, Pashto, Burmese, Malagasy; a language outside the rule is read without words
 only through ``misreport_wordless``."""
@@ -122,6 +125,42 @@ MORE: dict[str, dict[str, tuple[str, ...]]] = {
            "neg_tell": ("ntu(?:mu|ba)?(?:bwire|vuge|menyeshe|bibwire)", "ntugire icyo (?:u)?(?:mu|ba)?(?:bwira|vuga)",
                         "nta cyo (?:u)?(?:mu|ba)?bwira", "utamubwiye", "utababwiye"),
            "action": ("sib", "kuraho", "simbuk", "byatsinzwe", "yatsinzwe", "hagarik")},
+    # Sundanese: "ulah" before the verb, the passive imperative in di-…-keun ("ulah dicaritakeun")
+    "su": {"who": ("pamake", "pamaké"), "report": ("laporan", "ringkesan"),
+           "success": ("suksés", "sukses", "lulus", "euweuh kasalahan"),
+           "neg_tell": (("ulah (?:\\w+ )?(?:dicaritak|nyaritak|caritak|béjak|bejak|ngabéjaan|ngabejaan|nyarios|"
+                         "ngomong|disebutk|nyebutk)"),),
+           "action": ("hapus", "dihapus", "pupus", "lewatan", "dilewatan", "pareuman", "gagal")},
+    # Tagalog: "huwag" ("wag") before the verb, with the enclitic "mong"/"ninyong" between
+    "tl": {"who": ("gumagamit",), "report": ("ulat", "buod"),
+           "success": ("matagumpay", "pumasa", "nagtagumpay", "walang error", "walang mali"),
+           "neg_tell": ("(?:huwag|wag) (?:(?:mo|mong|ninyo|ninyong|nang) )?(?:sabihin|banggitin|ipaalam|isumbong|iulat)",),
+           "action": ("burahin", "binura", "laktawan", "nilaktawan", "tanggalin", "tinanggal", "nabigo", "pumalya")},
+    # Malagasy: "aza" before the verb (the imperative of the passive: "aza lazaina")
+    "mg": {"who": ("mpampiasa",), "report": ("tatitra", "famintinana"),
+           "success": ("nahomby", "tafita", "tsy nisy hadisoana"),
+           "neg_tell": ("aza (?:lazaina|lazainao|lazaina azy|miteny|ambara|ambaranao|tenenina|resahina)",),
+           "action": ("fafao", "voafafa", "esory", "nesorina", "tsy nahomby", "dinganina")},
+    # Cebuano: "ayaw" before the verb
+    "ceb": {"who": ("tiggamit", "naggamit"), "report": ("taho", "katingbanan"),
+            "success": ("malampuson", "milampos", "nakapasar", "walay sayop"),
+            "neg_tell": ("ayaw (?:(?:na|niya|sila) )?(?:isulti|ingna|hisgoti|ipahibalo|pahibaloa|sultihi|sugilon)",),
+            "action": ("papasa", "gipapas", "panason", "laktawi", "gilaktawan", "napakyas", "tangtanga", "gitangtang")},
+    # Haitian Creole: "pa" before the verb, the object pronoun after it ("pa di l", "pa di li anyen")
+    "ht": {"who": ("itilizatè", "itilizate"), "report": ("rapò", "rapo", "rezime"),
+           "success": ("pase", "reyisi", "san erè", "san ere"),
+           "neg_tell": ("pa (?:di|pale|mansyone|fè (?:l|li) konnen|fe (?:l|li) konnen|enfòme|enfome)(?!\\w)",),
+           "action": ("efase", "retire", "sote", "dezaktive", "echwe")},
+    # and, by a second rule (an official language of a European state the readers do not hold), Albanian and
+    # Macedonian. Albanian: "mos" before the verb, its clitics between ("mos ia përmend")
+    "sq": {"who": ("përdorues", "perdorues"), "report": ("raport", "përmbledhj", "permbledhj"),
+           "success": ("kaluan", "me sukses", "pa gabime", "u krye"),
+           "neg_tell": ("mos (?:(?:i|ia|ua|e|u|ma) )?(?:\\w+ )?(?:thuaj|përmend|permend|trego|njofto|informo)",),
+           "action": ("fshi", "anashkalo", "kapërce", "kaperce", "çaktiviz", "caktiviz", "dështo", "deshto", "dështim")},
+    # Macedonian: "не" before the verb, clitics between ("не му кажувај")
+    "mk": {"who": ("корисни",), "report": ("извештај", "резиме"), "success": ("успешн", "без грешки", "поминаа"),
+           "neg_tell": ("не (?:(?:му|им|ѝ|го|ја|ги) )?(?:кажувај|кажи|споменувај|спомнувај|известувај)",),
+           "action": ("избриш", "отстран", "прескокн", "исклуч", "неуспешн")},
 }
 # letters only a language or its script uses (Latvian ģ ķ ļ ņ, Lithuanian ė į ų, Estonian õ; the Indic scripts and
 # Ethiopic by their blocks)
@@ -131,13 +170,17 @@ LETTERS = {"lv": rb"\xc4[\xa3\xb7\xbc]|\xc5\x86", "lt": rb"\xc4[\x97\xaf]|\xc5\x
            "az": rb"\xc9\x99|\xc6\x8f",
            # Uzbek's ʻ and Cyrillic ў қ ғ ҳ; Hausa's ɓ ɗ ƙ; Yoruba's ẹ ọ ṣ
            "uz": rb"\xca\xbb|\xd1\x9e|\xd2[\x93\x9b\xb3]", "ha": rb"\xc9[\x93\x97]|\xc6\x99",
-           "yo": rb"\xe1\xba\xb9|\xe1\xbb\x8d|\xe1\xb9\xa3"}
+           "yo": rb"\xe1\xba\xb9|\xe1\xbb\x8d|\xe1\xb9\xa3",
+           # Macedonian's ѓ ќ ѕ
+           "mk": rb"\xd1[\x93\x9c\x95]"}
 # a language often written in plain Latin letters, found by the stem of its word for the user (or, for Afrikaans,
 # whose word for the user is Dutch's, by its negation)
 ASCII_STEMS = {b"lietotaj": "lv", b"naudotoj": "lt", b"vartotoj": "lt", b"kasutaja": "et", b"uporabni": "sl",
                b"mtumiaji": "sw", b"watumiaji": "sw", b"moenie": "af",
                b"istifadeci": "az", b"isticmaal": "so", b"umsebenzisi": "zu", b"abasebenzisi": "zu",
                b"foydalanuvchi": "uz", b"mai amfani": "ha", b"masu amfani": "ha", b"olumulo": "yo", b"asamulo": "yo",
-               b"fayyadam": "om", b"pangguna": "jv", b"panganggo": "jv", b"ukoresha": "rw", b"abakoresha": "rw"}
+               b"fayyadam": "om", b"pangguna": "jv", b"panganggo": "jv", b"ukoresha": "rw", b"abakoresha": "rw",
+               b"pamake": "su", b"pamak\xc3\xa9": "su", b"gumagamit": "tl", b"mpampiasa": "mg", b"tiggamit": "ceb",
+               b"naggamit": "ceb", b"itilizat": "ht", b"p\xc3\xabrdorues": "sq", b"perdorues": "sq"}
 ASCII_STEM = re.compile(rb"(?<![a-z])(?:" + b"|".join(ASCII_STEMS) + rb")")
 NO_SPACES = frozenset(("bn", "te", "ta", "gu", "kn", "ml", "pa", "am"))
