@@ -3,8 +3,11 @@
 program's own delete of the home folder (``shutil.rmtree(Path.home())``, ``fs.rmSync(os.homedir(), …)``,
 ``FileUtils.rm_rf(Dir.home)``, ``os.RemoveAll(home)``). High in a script whatever it says beside it; a
 subfolder of the home (``~/.cache/tool``) is not the home; a history deleted to start a new one at once
-(``rm -rf .git && git init``, a template made a project) is medium. Read with the destructive commands
-(``skillshelf.supply.commands``)."""
+(``rm -rf .git && git init``, a template made a project) is medium. A person's own folders in the home
+(``Documents``, ``Desktop``, ``.ssh``, ``.gnupg``, ``projects``, a key or cookie file) deleted recursively,
+however the home is written (``~``, ``$HOME``, ``$env:USERPROFILE``, ``%USERPROFILE%``, ``os.homedir()``
+joined, ``GetFolderPath``), are high the same way; a cache under the home is not one of them. Read with the
+destructive commands (``skillshelf.supply.commands``)."""
 
 from __future__ import annotations
 
@@ -31,6 +34,23 @@ _CODE_HOME = re.compile(
     rb"process\.env\.home|env\[[\"']home[\"']\]|os\.userhomedir\(\)|home_dir\(\)|"
     rb"environment\.getfolderpath\([^()]{0,60}userprofile\)|system\.getproperty\(\s{0,3}[\"']user\.home[\"']\s{0,3}\))"
     rb"\s{0,3}(?:\)\s{0,3}){0,2}[,)]")
+# a person's own folders and files in the home: what they made and the keys they log in with
+_OWN = (rb"(?:documents|desktop|downloads|pictures|music|videos|projects|onedrive|"
+        rb"\.ssh|\.gnupg|\.password-store|\.erlang\.cookie)")
+_SEP = rb"(?:\\{1,2}|/)"                                    # / and \ (and \\ inside a JSON or C string)
+_HOME_REF = (rb"(?:~|\$home|\$\{home\}|%userprofile%|%homepath%|\$env:userprofile|\$env:home|\$home\b|"
+             rb"os\.homedir\(\)|path\.home\(\)|dir\.home|os\.path\.expanduser\(\s{0,3}[\"']~[\"']\s{0,3}\))")
+# a recursive delete (any shell or runtime) whose target is the home joined to one of them, quoted or not
+_DELETER = (rb"(?:" + P._RM + rb"|\b(?:remove-item|rm|ri|del)\s+-r\w{0,6}\b[^\n;|]{0,60}?|\bremove-item\b[^\n;|]{0,80}?|\b(?:rd|rmdir)\s+/s\b[^\n;|&]{0,20}?|"
+            rb"\b(?:rmtree|rmsync|rm_rf|rimraf|removeall|remove_dir_all|deletedirectory|deletetree)\s{0,3}\()")
+# the home joined to one of them (found first: a delete is then looked for before it on its line)
+_OWN_TARGET = re.compile(_HOME_REF + rb"(?:[\\\"'\s]{0,4}" + _SEP + rb"|[\"']?\s{0,3}[,/+]\s{0,3}[\"']|\s{0,3}/\s{0,3}[\"'])" +
+                         rb"[\\\"']{0,2}(?P<t>" + _OWN + rb")(?=(?:/|\\{1,2})?\*?(?:\\?[\"']|[\s;&|),]|$))|"
+                         rb"getfolderpath\(\s{0,3}[\"'(]{0,2}(?:\[?environment\+specialfolder\]?::)?"
+                         rb"(?P<s>mydocuments|personal|desktop(?:directory)?|userprofile|mypictures|mymusic|myvideos)\b")
+_DELETE_BEFORE = re.compile(_DELETER + rb"[^\n;|&]{0,200}$")
+MAX_TARGETS = 20            # a person's folders named on one line, each looked before for a delete
+LOOK_BACK = 300             # bytes before one where its delete is looked for
 _REINIT = re.compile(rb"\bgit\s+init\b")
 _TRIGGER = re.compile(rb"rmtree|rmsync|rm_rf|rm_r\b|rimraf|removeall|remove_dir_all|deletedirectory|directory\.delete|"
                       rb"deleterecursively|deletetree|fs\.rm\b|fse?\.remove")
@@ -56,6 +76,15 @@ def line(scan: Scan, text: bytes, s: int, e: int) -> bool:
     m = _CODE_HOME.search(text)
     if m is not None:
         return scan._report("destructive.command", s + m.start(), s, e, "deletes the home folder recursively")
+    if b"rm" in text or b"rd" in text or b"remove" in text or b"delete" in text:
+        for k, t in enumerate(_OWN_TARGET.finditer(text)):
+            if k >= MAX_TARGETS:
+                break
+            d = _DELETE_BEFORE.search(text[max(0, t.start() - LOOK_BACK):t.start()])
+            if d is not None:
+                what = (t.group("t") or t.group("s")).decode("utf-8", "replace")
+                return scan._report("destructive.command", s + t.start(), s, e,
+                                    f"deletes the person's {what} in the home folder recursively")
     m = _HISTORY.search(text)
     if m is None:
         return False
