@@ -31,6 +31,7 @@ from . import (
     pushes,
     run_keys,
     scopes,
+    shapes,
     traces,
     view,
 )
@@ -432,6 +433,7 @@ class Scan:
         self.check_commands()
         self.check_flows()
         fetch_use.check(self)
+        shapes.check(self)
         run_keys.check(self)
         capabilities.check(self)
         self.check_override()
