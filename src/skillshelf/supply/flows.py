@@ -250,6 +250,8 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
     if values:
         for m in P.RUN_VALUE.finditer(line):
             name = next(g for g in m.groups() if g is not None)
+            if name not in values and (m.group("v") or m.group("y")) is not None:
+                name = _transformed(line, m.end(), values) or name
             if name in values:
                 src, vpos = values[name]
                 if src == "literal" and m.group("z") is None:
@@ -261,6 +263,21 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
                     scan._report_fetch(at + m.start(), at, at + len(line), P.url_in(scan.low[vpos:vpos + 2000]),
                                        "runs what it downloads from {url} " + f"(line {scan.line_of(vpos)})")
                 break
+
+
+MAX_ARG = 400       # bytes of a run's argument read for a transform of a decoded value
+_TRANSFORM = re.compile(rb"\^\s{0,3}(?:0x[0-9a-f]{1,8}|\d{1,4}|[a-z_]\w{0,20})|<<|>>|\bxor\b|\b(?:chr|ord)\s{0,3}\(|"
+                        rb"\[::-1\]|\breversed\(|\.translate\(|\.decode\(|b64decode|decompress|unhexlify|fromhex")
+
+
+def _transformed(line: bytes, at: int, values: dict[bytes, tuple[str, int]]) -> bytes | None:
+    """The decoded value a run's argument turns back into code on the way: a byte transform (``b ^ 0x5a`` in a
+    loop or comprehension, a shift, ``chr``/``ord``, a reversal) or a further decode of a name that holds one
+    (``exec(bytes(b ^ k for b in raw).decode())``): a chain of any length ends in the run."""
+    arg = line[at:at + MAX_ARG]
+    if not _TRANSFORM.search(arg):
+        return None
+    return next((w for w in P.WORD.findall(arg) if w in values and values[w][0] in ("decode", "literal")), None)
 
 
 def _format_arg(line: bytes, at: int) -> bytes:

@@ -615,7 +615,7 @@ RUN_VALUE = re.compile(rb"(?:^|[\s;&|(])(?:eval|exec|iex|invoke-expression)\s{0,
                        # Process.run('sh', ['-c', cfg]), & python3 -c $s, ["node", "-e", src], cmd /c
                        rb"(?:^|[\s;&|(\[{,\"'])(?:/usr)?(?:/local)?(?:/bin/)?(?:(?:ba|z|k|da)?sh|cmd(?:\.exe)?|powershell(?:\.exe)?|"
                        rb"pwsh|python[0-9.]{0,4}|node(?:js)?|perl|ruby|php|deno|bun|lua(?:jit)?|osascript)['\"]?"
-                       rb"[\s,\[(){}&.\"']{1,12}(?:-c|-e|/c|/k|-command|-encodedcommand|-enc|--eval)['\"]?\s{0,3},?\s{0,3}"
+                       rb"[\s,\[(){}&.\"'|;]{1,12}(?:-c|-e|/c|/k|-command|-encodedcommand|-enc|--eval)[\s'\"]{0,4}[,;+]?\s{0,3}"
                        rb"\$?\{?(?P<q>[a-z_][a-z0-9_]{0,40})\b|"
                        # the flag heading an argument list whose program is named elsewhere (Swift's
                        # ``p.arguments = ["-c", src]``), or an interpolated string (C#'s ``$"-Command {s}"``)
