@@ -48,7 +48,7 @@ _INSTRUMENT_WORDS = re.compile(rb"\b(?:authori[sz]ation|bearer|x-api-key|auth\s+
 _SCHEME = re.compile(rb"(?:https?|wss?|s?ftps?|tcp|udp)$")
 _URL_REST = re.compile(rb"[^\s\"'`()<>|\\\]\[*]{3,200}")
 _AT_HOST = re.compile(rb"@[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){1,5}\b")
-_LOCAL_PART = re.compile(rb"[\w.+-]{1,64}$")
+_LOCAL_PART = re.compile(rb"(?:[\w.+-]|[\x80-\xff]){1,64}$")        # an internationalised one too (RFC 6531)
 _PLACEHOLDER_HOST = re.compile(rb"^(?:www\.)?example\.(?:com|org|net)$|(?:^|\.)(?:invalid|localhost|local|internal|lan|"
                                rb"home\.arpa)$|^(?:your|my)[\w-]*\.|^(?:localhost|127\.|0\.0\.0\.0|10\.|192\.168\.|"
                                rb"172\.(?:1[6-9]|2\d|3[01])\.|\[::1\])|[<>{}$%]|^x+\.|\.\.\.")
