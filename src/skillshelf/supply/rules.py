@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # Part of every stored audit: a change to the rules re-audits what was audited before.
-RULES_VERSION = "19"   # a change to any rule: stored audits are done again
+RULES_VERSION = "20"   # a change to any rule: stored audits are done again
 SEVERITIES = ("none", "low", "medium", "high")
 RANK = {s: i for i, s in enumerate(SEVERITIES)}
 EXCERPT_CHARS = 160
