@@ -70,6 +70,7 @@ from .intent_words import (
     STEP,
     VOID,
     WEAK_SEND,
+    editorial,
 )
 from .rules import RANK, RULES, visible
 from .scopes import destination
@@ -393,6 +394,8 @@ def concealment(sent: bytes, before: bytes = b"") -> tuple[int, str] | None:
             continue          # "never push without telling the user"
         # what is kept back comes after the words that keep it back ("hide the curl command from …"),
         # or before "without telling …" ("push the branch without telling the user")
+        if _NEGATED_TELLING.search(m.group()) and _editorial(sent, m.start(), m.end()):
+            return m.start(), "medium"      # left out of the text being written, not kept from the user
         at = 0 if rx in _WITHOUT or _BACK_REFERENCE.match(sent, m.end()) else m.start()
         step = STEP.search(sent, at) or (rx is CONCEAL_FORMS[0] and PROBLEMS.search(sent, at))
         if not step and before and _POINTS_BACK.search(sent) and not DISPLAY.search(m.group()):
@@ -400,6 +403,17 @@ def concealment(sent: bytes, before: bytes = b"") -> tuple[int, str] | None:
             step = STEP.search(before) or CODE_STEP.search(before)
         return m.start(), ("high" if step else "medium")
     return None
+
+
+def _editorial(sent: bytes, i: int, j: int) -> bool:
+    """The telling at ``sent[i:j]`` names the text being written as where it is left out (``intent_words.editorial``)."""
+    t = sent.decode("utf-8", "replace")
+    ci = len(sent[:i].decode("utf-8", "replace"))
+    return editorial(t, ci, ci + len(sent[i:j].decode("utf-8", "replace")), who=_WHO_STR)
+
+
+_NEGATED_TELLING = re.compile(rb"\b(?:not|never|no)\b|n't")      # a telling negated (not "pretend …")
+_WHO_STR = re.compile(r"(?<![\w-])(?:users?|humans?|them|him|her)(?![\w-])")
 
 
 def step_before(low: bytes, begin: int) -> bool:

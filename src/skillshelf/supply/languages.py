@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from . import intent, lexicon
+from .intent_words import editorial
 from .rules import RULES, visible
 
 Scan = Any      # skillshelf.supply.scan.Scan (importing it here would make a circle)
@@ -158,36 +159,6 @@ def _read_sentence(scan: Scan, c: lexicon.Concepts, a: int, orig: str, p: int, q
         intent.add(scan, "override.conceal", at, f"{RULES['override.conceal'].title}: "
                    f"{visible(orig[p:q], 120)!r} (read in another language)", cap="high" if step else "medium",
                    since=_at(scan, a, orig, p))
-
-
-# the text being written, named as the place a mention is left out of ("в публичном тексте", "im öffentlichen Text",
-# "in the changelog"): an editorial instruction about a document, not about the user's knowledge; the words of a text,
-# a document, a changelog or release notes, a page or an article, from a word's start (Latin and Cyrillic script) or
-# anywhere (Chinese, Japanese, Korean)
-_DOCUMENT = re.compile(
-    r"(?<![\w])(?:text|texte|texto|testo|tekst|metin|текст|document|dokument|documento|belge|doküman|документ|"
-    r"changelog|readme|release[- ]?notes|notas de (?:la )?versi|notes de version|note di rilascio|versionshinweis|"
-    r"änderungsprotokoll|sürüm not|artikel|article|artículo|artigo|articolo|artyku|стать|публикаци|publicaci|"
-    r"publica[çc][ãa]o|pubblicazion|veröffentlichung|page|página|pagina|seite|sida|strona|stronie|sayfa|страниц)"
-    r"|文書|ドキュメント|本文|テキスト|リリースノート|記事|文档|文檔|文本|正文|发布说明|發佈說明|文章|문서|본문|텍스트|릴리스 노트")
-
-
-_REPORT_EN = re.compile(r"(?<![\w])(?:summary|summari[sz]e|report|recap|commit message|reply|answer|message)")
-
-
-def editorial(t: str, i: int, j: int, report: re.Pattern[str] = _REPORT_EN, who: re.Pattern[str] | None = None) -> bool:
-    """The negated telling at ``t[i:j]`` (lower-cased; ``report``, ``who``: the words of a report and of the user in
-    its languages) names, in its clause, the text being written as where the mention is left out
-    (a document, a changelog, a page), and no report of the work (a summary, a commit message) and no user as the one
-    kept from it: an editorial instruction. The clause read: from 20 characters before the telling (Chinese, Japanese
-    and Korean put the place first) to 60 after it."""
-    lo = max(0, i - 20, *(t.rfind(q, 0, i) + 1 for q in ",;:"))
-    ends = [k for k in (t.find(q, j) for q in ",;:—–") if k >= 0]
-    hi = min([j + 60, *ends])
-    d = _DOCUMENT.search(t, lo, hi)
-    if d is None or report.search(t, lo, hi) is not None or _REPORT_EN.search(t, lo, hi) is not None:
-        return False
-    return who is None or not any(lo <= w.start() < hi for w in who.finditer(t, lo, hi))
 
 
 def _secret_outside(c: lexicon.Concepts, t: str, low: bytes, ds: int, de: int) -> bool:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import context, languages, lexicon, misreport_wordless, misreport_words as W, patterns as P
+from . import context, lexicon, misreport_wordless, misreport_words as W, patterns as P
+from .intent_words import editorial
 from .rules import RULES
 from .scopes import _item, scopes
 
@@ -197,7 +198,8 @@ def _check_words(scan: Scan) -> None:
             who = WHO_EN if english or c is None else c.who
             if hit.re is not MISREPORT_EN and who.search(_sentence(u, i, before=True)) is None:
                 continue      # a telling negated to someone else ("not in the public changelog")
-            if hit.re is not MISREPORT_EN and languages.editorial(u, i, i + len(hit.group()), c.report if c else _NONE, who):
+            if hit.re in (NEG_TELL_EN, c.neg_tell if c else None) \
+                    and editorial(u, i, i + len(hit.group()), c.report if c else _NONE, who):
                 continue      # left out of the text being written ("not in the public text"), not kept from the user
             if act is None or (WHO_EN if english or c is None else c.who).search(u) is None or _HONEST.search(u) \
                     or not _a_step(scan, a, b, at):
