@@ -313,10 +313,10 @@ PATHOLOGICAL = {
 def test_pathological_input_is_audited_in_bounded_linear_time(name):
     text = PATHOLOGICAL[name]
 
-    def run(t: str) -> float:
-        t0 = time.perf_counter()
+    def run(t: str) -> float:     # CPU time of this process: other work on a shared machine does not count
+        t0 = time.process_time()
         audit_text(t)
-        return time.perf_counter() - t0
+        return time.process_time() - t0
 
     full = run(text)
     half = run(text[: len(text) // 2])
