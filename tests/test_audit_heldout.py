@@ -25,7 +25,8 @@ from skillshelf.supply.skill_audit import audit_folder
 FIXTURES = Path(__file__).parent / "fixtures" / "audit"
 SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldout-v5", "heldout-v6", "heldout-v7",
         "heldout-v8", "heldout-v9", "heldout-v10", "heldout-v11", "heldout-v12", "heldout-v13", "heldout-v14",
-        "heldout-v15", "heldout-v16", "heldout-v17", "heldout-v18", "heldout-v19", "heldout-v20", "heldout-v21")
+        "heldout-v15", "heldout-v16", "heldout-v17", "heldout-v18", "heldout-v19", "heldout-v20", "heldout-v21",
+        "heldout-v22")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
 NEWEST_FLOOR = {"medium": 0, "high": 0}
@@ -37,11 +38,9 @@ NEWEST_BENIGN_HIGH: set[str] = set()
 # the eighteenth, measured once with the rules of 1e4938e at 83.0 % / 77.4 % and one benign high, since the thirteenth;
 # the nineteenth, measured once with the rules of 52b1e40 at 89.1 % / 87.3 % and no benign high, since the fourteenth;
 # the twentieth, measured once with the rules of c3cb229 at 88.2 % / 82.4 % and no benign high, since the fifteenth;
-# the twenty-first, measured once with the rules of 612c5e3 at 87.8 % / 85.7 % and no benign high, since the sixteenth)
-# the twenty-second, 53 hostile, measured once with the rules of 7143cf5 at 81.1 % / 79.2 % and one benign high
-SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {
-    "heldout-v22": ({"medium": 43, "high": 42}, {"u-changelog-redaction-ru"}),
-}
+# the twenty-first, measured once with the rules of 612c5e3 at 87.8 % / 85.7 % and no benign high, since the sixteenth;
+# the twenty-second, measured once with the rules of 7143cf5 at 81.1 % / 79.2 % and one benign high, since the seventeenth)
+SEEN_FLOORS: dict[str, tuple[dict[str, int], set[str]]] = {}
 no_newest_set = pytest.mark.skipif(not NEWEST.is_dir(),
                                    reason="the next held-out set is written after these rules")
 
