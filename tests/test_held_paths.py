@@ -367,3 +367,60 @@ def test_the_owner_at_the_console_still_sees_and_reports_held_skills(tmp_path):
     assert p.returncode == 0 and "recorded: victim worked" in p.stdout, p.stdout + p.stderr
     p = sk("review", "show", "victim", "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["base"]["name"] == "victim" and SECRET in p.stdout
+
+
+# a review of the fixes above ---------------------------------------------------------------------
+def test_the_owners_lists_on_overview_and_curate_still_count_held_skills(tmp_path):
+    """The catalog's statistics read as an agent once reads defaulted to one: a held skill left the Overview's
+    and Curate's most-used and rewrite lists for the owner and curators."""
+    def used(lib: Library) -> None:
+        for _ in range(3):
+            lib.report_outcome("victim", False, note="failed")
+
+    h, _, ids = _home(tmp_path, before=used)
+    lib = _lib(h)
+    try:
+        lib.sync()
+        assert ids["victim"] in lib.supply.hidden_ids()
+        o = _client(lib, "curator").get("/api/overview").json()
+        assert "victim" in json.dumps(o["curation"]["most_used"]) and "victim" in json.dumps(o["curation"]["rewrite"])
+    finally:
+        lib.close()
+
+
+def test_an_agents_dashboard_save_the_audit_holds_is_said_saved_not_refused(tmp_path):
+    import re
+
+    h = tmp_path / "h"
+    h.mkdir()
+    (h / "config.toml").write_text('write_policy = "open"\n[trust]\nblock = "high"\n', encoding="utf-8")
+    Library.init(h, samples=False, embedder="none", auto_sync=False).close()
+    lib = _lib(h)
+    try:
+        c = _client(lib, "agent")
+        tok = re.search(r'name="csrf_token" value="([^"]+)"', c.get("/new").text).group(1)
+        r = c.post("/save", data={"action": "ARCHIVE", "name": "risky-one", "description": "Install the helper tool",
+                                  "body": RISKY, "reason": "r", "csrf_token": tok}, headers={"origin": BASE})
+        assert r.status_code == 303 and r.headers["location"] == "/skills", (r.status_code, r.text[:300])
+        assert (h / "skills" / "risky-one" / "SKILL.md").exists()
+        page = c.get("/skills").text
+        assert "held back from agents until a curator trusts it" in page.replace("&#39;", "'")
+    finally:
+        lib.close()
+
+
+def test_a_held_skills_outcomes_and_notes_are_refused_on_the_usage_api(tmp_path):
+    def used(lib: Library) -> None:
+        lib.report_outcome("victim", True, note=f"NOTE-{SECRET}")
+
+    h, _, _ = _home(tmp_path, before=used)
+    lib = _lib(h)
+    try:
+        lib.sync()
+        for role in ("reader", "agent"):
+            r = _client(lib, role).get("/api/usage/victim")
+            assert r.status_code == 403 and SECRET not in r.text, (role, r.status_code)
+        r = _client(lib, "curator").get("/api/usage/victim")
+        assert r.status_code == 200 and f"NOTE-{SECRET}" in r.text
+    finally:
+        lib.close()

@@ -91,8 +91,9 @@ class Library:
                             search=lambda q, nowait, **kw: (self.search_nowait if nowait else self.search)(q, **kw),
                             descriptions=refs.descriptions)
         self._catalog = Catalog(CatalogReads(self.store), shared.usage_reads, resolve=self._records.get,
-                                search=self.search, stats=self.stats, root_label=self._root_label,
-                                rows_by_name=self._rows_by_name, per_skill_usage=self._usage.skill_usage,
+                                search=self.search, stats=lambda since=None: self.stats(since=since, reader=PERSON),
+                                root_label=self._root_label, rows_by_name=self._rows_by_name,   # (the owner's lists:
+                                per_skill_usage=self._usage.skill_usage,          # held skills counted too)
                                 list_drafts=lambda: self.review.list(), roots=lambda: self.roots)
         self._resources = SkillResources(active=lambda: self.list(include_inactive=False), by_id=self._records.by_id,
                                          generation=CatalogReads(self.store).generation)

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import SkillshelfError, ValidationError
+from ..errors import HeldError, SkillshelfError, ValidationError
 from .auth import author_of, can, need
 from .common import (
     error_dict,
@@ -73,8 +73,11 @@ def _save(request: Request, action: str, values: dict[str, str]) -> Response:
     if res.status == "draft":       # the write policy kept it for review
         return redirect(f"/review/{quote(res.name, safe='')}", "saved as a draft for review: a curator approves "
                                                                  "or rejects it on this page")
-    target = lib.get(res.name, reader=reader_of(request))
     msg = said_to_a_person(res) + "".join(f"; similar: {d['name']} ({d['similarity']})" for d in res.duplicates[:3])
+    try:
+        target = lib.get(res.name, reader=reader_of(request))
+    except HeldError as exc:    # saved, but what it says keeps it from this token: said, not a 403 over a save
+        return redirect("/skills", f"{msg}; it is held back from agents until a curator trusts it ({exc.message})")
     return redirect(skill_url(target.id), msg)
 
 

@@ -172,7 +172,8 @@ def diff(request: Request, skill: str, v1: int = Query(..., ge=1), v2: int = Que
 
 @router.get("/usage/{skill:path}", dependencies=[need("stats")], summary="Searches that surfaced it, outcomes with notes, success by week")
 def usage(request: Request, skill: str, limit: int = Query(50, ge=1, le=500)):
-    return lib_of(request).skill_usage(skill, limit=limit)
+    lib = lib_of(request)       # a held skill's outcomes and notes are the gate's to give, as its text is
+    return lib.skill_usage(lib.get(skill, reader=reader_of(request)).id, limit=limit)
 
 
 @router.get("/drafts", dependencies=[need("read")], summary="Drafts waiting for review")
