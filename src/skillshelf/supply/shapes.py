@@ -2,8 +2,8 @@
 of one file (``skillshelf.supply.scan``).
 
 A download by shape: a call whose name says it writes (``spit``, ``writeFile``, ``write_bytes``, ``save``,
-``dump``) handed a name first and something fetched from an address (``https://`` or an HTTP client's call,
-``http/get``) in the same statement; then that name handed to a call whose name says it runs (``load-file``,
+``dump``) handed a name first and something fetched from an address (``https://``, a name given one, or an HTTP
+client's call, ``http/get``) in the same statement; then that name handed to a call whose name says it runs (``load-file``,
 ``eval``, ``exec``, ``source``, ``Process.Start``, ``spawn``, ``invoke``, ``system``, ``shell``, ``require``)
 in the lines after. High in a script or a data file a tool runs (Clojure's ``bb.edn`` and ``deps.edn``, any
 other), medium in a Markdown code block, medium when a checksum or signature is read between; a file only
@@ -30,10 +30,12 @@ KEY_PARAGRAPH = 600         # bytes either side of authorized_keys read for a wr
 
 _NAME = rb"[a-z_$][\w.$-]{0,60}"
 _WRITE = re.compile(rb"\(\s{0,3}(?:[\w.-]{1,20}/)?(?:spit|write[\w-]{0,12}|save[\w-]{0,12}|dump[\w-]{0,8})\s{1,3}"
-                    rb"(?P<a>" + _NAME + rb")|"
+                    rb"(?:\(\s{0,3}[\w./-]{1,20}\s{1,3})?(?P<a>" + _NAME + rb")|"
                     rb"\b[\w.]{0,30}?(?:spit|write_?(?:file|bytes|text|all\w{0,8})|writefile(?:sync)?|save(?:file|_?to)?|"
                     rb"file_put_contents|set-content|out-file)\s{0,3}\(\s{0,3}(?P<b>" + _NAME + rb")\s{0,3},")
 _FETCHED = re.compile(rb"https?:|\bhttps?[/._-]\w|\bhttp-?client\b")
+# a name given an address (``url = "https://…"``, ``(def src "https://…")``, ``base: 'https://…'``): what it holds is fetched
+_URL_NAME = re.compile(rb"(?P<n>[a-z_][\w-]{0,40})[\"']?\s{0,3}(?:=|:=|:|\s)\s{0,3}(?:\(\s{0,3}str\s{1,3})?\\?[\"']https?://")
 # a call whose name says it runs what it is handed, in any language (a segment of the name: load-file, Process.Start)
 _RUNS = re.compile(rb"(?:^|(?<=[\s(.;{\[]))(?:[\w.]{1,24}[/._-])?(?:load|eval|exec\w{0,4}|run|start|source|spawn\w{0,4}|"
                    rb"invoke|system|shell|popen|dofile|require)(?:[/._-]\w{1,12})?(?=[\s(])")
@@ -54,13 +56,15 @@ def check(scan: Scan) -> None:
 
 def _downloads(scan: Scan, rs: int, re_: int) -> bool:
     low = scan.low
+    urls = {m.group("n") for _, m in zip(range(MAX_WRITES), _URL_NAME.finditer(low, rs, re_))}
     for k, w in enumerate(_WRITE.finditer(low, rs, re_)):
         if k >= MAX_WRITES:
             return False
         target = (w.group("a") or w.group("b")).strip(b"$")
         ls, le = scan.line_bounds(w.start())
         stmt = low[w.end():min(le, w.end() + 600)]
-        if not target or not _FETCHED.search(stmt) or fetch_use._DATA_URL.search(stmt):
+        fetched = _FETCHED.search(stmt) or any(fetch_use._names(stmt, u) for u in urls)
+        if not target or not fetched or fetch_use._DATA_URL.search(stmt):
             continue
         end = min(re_, w.end() + RUN_WINDOW)
         for r in _RUNS.finditer(low, w.end(), end):
