@@ -81,6 +81,58 @@ def test_a_draft_that_conflicts_with_a_change_saved_since_is_refused_and_shown(t
     assert sk("review", "list", home=home).stdout.startswith("pg-port")     # the draft still waits
 
 
+
+def _tagged(tmp_path: Path) -> tuple[Path, Path]:
+    home = tmp_path / "h"
+    lib = Library(home, embedder=FakeEmbedder(), auto_sync=False, write_policy="open")
+    lib.save("ARCHIVE", name="pg-port", description="Start PostgreSQL on a free port", body=STEPS, tags="alpha")
+    lib.close()
+    return home, home / "skills" / "pg-port" / "SKILL.md"
+
+
+def test_a_draft_that_changes_the_tags_a_person_changed_since_is_refused(tmp_path):
+    home, md = _tagged(tmp_path)
+    _propose(home, {"action": "FIX", "target_skill_name": "pg-port", "author": "agent-a",
+                    "description": "Start PostgreSQL on a free port, checked first", "tags": "gamma"})
+    md.write_text(md.read_text().replace("tags: alpha", "tags: beta"))     # a person's change, saved since
+    before = md.read_text()
+    p = sk("review", "show", "pg-port", home=home)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert "the tags changed both in the draft and in the skill since" in p.stdout, p.stdout
+    assert "approving it is refused" in p.stdout
+    p = sk("review", "approve", "pg-port", home=home)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "the tags changed both in the draft and in the skill since" in p.stderr, p.stderr
+    assert md.read_text() == before                                 # nothing written: tags: beta stays
+
+
+def test_a_key_the_draft_left_as_it_was_takes_the_value_saved_since(tmp_path):
+    home, md = _tagged(tmp_path)
+    _propose(home, {"action": "FIX", "target_skill_name": "pg-port", "author": "agent-a",
+                    "body": STEPS.replace("Pick a free port.", "Pick a free port with a socket bind.").split(
+                        "\n\n## Notes")[0], "tags": "alpha"})
+    md.write_text(md.read_text().replace("tags: alpha", "tags: beta"))
+    p = sk("review", "approve", "pg-port", home=home)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    text = md.read_text()
+    assert "tags: beta" in text and "tags: alpha" not in text          # the person's change stays
+    assert "Pick a free port with a socket bind." in text             # the draft's change
+
+
+def test_a_draft_of_frontmatter_keys_only_is_merged_with_the_change_saved_since(tmp_path):
+    home, md = _tagged(tmp_path)
+    _propose(home, {"action": "FIX", "target_skill_name": "pg-port", "author": "agent-a",
+                    "display_name": "Free PostgreSQL port", "tags": "alpha"})
+    md.write_text(md.read_text().replace("tags: alpha", "tags: beta"))
+    p = sk("review", "show", "pg-port", home=home)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert "the draft's change merged with the changes saved since" in p.stdout, p.stdout
+    assert "-  tags: beta" not in p.stdout and "+  display-name: Free PostgreSQL port" in p.stdout, p.stdout
+    p = sk("review", "approve", "pg-port", home=home)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    text = md.read_text()
+    assert "tags: beta" in text and "display-name: Free PostgreSQL port" in text
+
 def test_a_team_edit_set_aside_is_merged_with_the_version_saved_meanwhile(tmp_path, pg_url):
     a = team_library(tmp_path / "a", pg_url, follow=False)          # A's copy lags behind the store
     b = team_library(tmp_path / "b", pg_url)

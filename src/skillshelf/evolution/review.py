@@ -21,7 +21,7 @@ from .. import skill as skillmod
 from ..errors import ConflictError, NotFoundError, SkillshelfError, ValidationError
 from ..files import MAX_SKILL_BYTES, append_line, locked, read_text_bounded, write_file
 from .changes import SaveResult
-from .draft_merge import Rebased, rebase
+from .draft_merge import META_KEYS, Rebased, rebase
 from .frontmatter import planned_text
 from .guards import check_text, name_dir, now_iso
 
@@ -266,13 +266,16 @@ class ReviewQueue:
 
     def _merged(self, name: str, data: dict, plan: Any) -> tuple[dict, Rebased | None]:
         """(the change approving the draft makes now, the three-way merge it took). A FIX draft
-        that sends a body or a description, made from a version the skill has moved past, is
-        merged with what was saved since (``draft_merge``): a clean merge is approved as that
-        text; a conflict is not approved. Any other draft is its change, made on the current
-        text (a lesson is added to the lessons saved since); the merge is None."""
+        that sends a body, a description or a frontmatter key (tags, skill_type, ...), made from
+        a version the skill has moved past, is merged with what was saved since
+        (``draft_merge``): a clean merge is approved as that change; a conflict is not approved.
+        Any other draft is its change, made on the current text (a lesson is added to the
+        lessons saved since); the merge is None."""
         args = dict(data["args"])
         base = data.get("base_version")
-        if plan.action != "FIX" or not isinstance(base, int) or not (args.get("body") or args.get("description")):
+        keys = tuple(k for k in META_KEYS if args.get(k) not in (None, "", 0))
+        sends_text = bool(args.get("body") or args.get("description"))
+        if plan.action != "FIX" or not isinstance(base, int) or not (sends_text or keys):
             return args, None
         try:
             text = self.ev.history.read_version(plan.name, base)
@@ -283,10 +286,10 @@ class ReviewQueue:
         if text == plan.previous_text:      # (a person's edit on disk may keep the version number)
             return args, None
         own = [str(args.get("lesson") or ""), *(str(p.get("lesson") or "") for p in args.get("parts") or [])]
-        m = rebase(text, self.drafts.text(name), plan.previous_text or "", own)
+        m = rebase(text, self.drafts.text(name), plan.previous_text or "", own, sent=keys, text=sends_text)
         if not m.clean:
             return args, m
-        return {**args, "body": m.body, "replace_body": True, "description": m.description}, m
+        return {**args, **m.changes}, m
 
     @staticmethod
     def _conflict(name: str, base: Any, now: Any, m: Rebased) -> str:
@@ -376,7 +379,7 @@ class ReviewQueue:
             plan = self.ev.plan(dict(data["args"]))
         except SkillshelfError:
             return args             # (``apply`` says why it is refused)
-        merged_args, m = self._merged(name, data, plan)
+        _, m = self._merged(name, data, plan)
         if m is None:
             return args
         if not m.clean:
@@ -386,7 +389,7 @@ class ReviewQueue:
                 "the two changes",
                 fix=f"`skillshelf review show {name}` marks what conflicts: make the draft's change by hand on the "
                     f"current text, then reject the draft with `skillshelf review reject {name} --reason ...`")
-        return {**args, **{k: merged_args[k] for k in ("body", "replace_body", "description")}}
+        return {**args, **m.changes}
 
     def _orphan(self, name: str, args: dict) -> dict:
         """A DERIVE whose parent is gone, as the new skill it proposed (the text the draft keeps):
