@@ -35,7 +35,7 @@ _WRITE = re.compile(rb"\(\s{0,3}(?:[\w.-]{1,20}/)?(?:spit|write[\w-]{0,12}|save[
                     rb"file_put_contents|set-content|out-file)\s{0,3}\(\s{0,3}(?P<b>" + _NAME + rb")\s{0,3},")
 _FETCHED = re.compile(rb"https?:|\bhttps?[/._-]\w|\bhttp-?client\b")
 # a name given an address (``url = "https://…"``, ``(def src "https://…")``, ``base: 'https://…'``): what it holds is fetched
-_URL_NAME = re.compile(rb"(?P<n>[a-z_][\w-]{0,40})[\"']?\s{0,3}(?:=|:=|:|\s)\s{0,3}(?:\(\s{0,3}str\s{1,3})?\\?[\"']https?://")
+_URL_NAME = re.compile(rb"(?P<n>[a-z_][\w-]{0,40})[\"']?\s{0,3}(?:=|:=|:|\s)\s{0,3}(?:\(\s{0,3}str\s{1,3})?\\?[\"']https?$")
 # a call whose name says it runs what it is handed, in any language (a segment of the name: load-file, Process.Start)
 _RUNS = re.compile(rb"(?:^|(?<=[\s(.;{\[]))(?:[\w.]{1,24}[/._-])?(?:load|eval|exec\w{0,4}|run|start|source|spawn\w{0,4}|"
                    rb"invoke|system|shell|popen|dofile|require)(?:[/._-]\w{1,12})?(?=[\s(])")
@@ -56,14 +56,17 @@ def check(scan: Scan) -> None:
 
 def _downloads(scan: Scan, rs: int, re_: int) -> bool:
     low = scan.low
-    urls = {m.group("n") for _, m in zip(range(MAX_WRITES), _URL_NAME.finditer(low, rs, re_))}
+    urls: set[bytes] | None = None
     for k, w in enumerate(_WRITE.finditer(low, rs, re_)):
         if k >= MAX_WRITES:
             return False
         target = (w.group("a") or w.group("b")).strip(b"$")
         ls, le = scan.line_bounds(w.start())
         stmt = low[w.end():min(le, w.end() + 600)]
-        fetched = _FETCHED.search(stmt) or any(fetch_use._names(stmt, u) for u in urls)
+        fetched = _FETCHED.search(stmt) is not None
+        if not fetched:
+            urls = _url_names(low, rs, re_) if urls is None else urls
+            fetched = any(fetch_use._names(stmt, u) for u in urls)
         if not target or not fetched or fetch_use._DATA_URL.search(stmt):
             continue
         end = min(re_, w.end() + RUN_WINDOW)
@@ -82,6 +85,18 @@ def _downloads(scan: Scan, rs: int, re_: int) -> bool:
                      f"{r.group().decode('utf-8', 'replace')} (line {scan.line_of(r.start())}): a download run" + note)
             return True
     return False
+
+
+def _url_names(low: bytes, rs: int, re_: int) -> set[bytes]:
+    """The names a region gives an address, found from each ``://`` (at most ``MAX_WRITES``)."""
+    out: set[bytes] = set()
+    i = low.find(b"://", rs, re_)
+    while i >= 0 and len(out) < MAX_WRITES:
+        m = _URL_NAME.search(low[max(rs, i - 70):i])
+        if m is not None:
+            out.add(m.group("n"))
+        i = low.find(b"://", i + 3, re_)
+    return out
 
 
 def _keys(scan: Scan) -> None:
