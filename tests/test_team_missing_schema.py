@@ -102,6 +102,23 @@ def test_a_password_with_at_or_hash_is_refused_and_never_shown_in_part(tmp_path)
     assert "weird:***@127.0.0.1" in p.stdout
 
 
+
+def test_a_password_with_slash_is_refused_and_one_with_a_question_mark_masked(tmp_path):
+    url = f"postgresql://u:se/cret@127.0.0.1:{dead_port()}/skillshelf"
+    for cmd in (["--store", url, "list"], ["--store", url, "doctor"]):
+        p = sk(*cmd, home=tmp_path / "h")
+        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+        assert "cret" not in p.stdout + p.stderr and "u:***@127.0.0.1" in p.stderr, p.stderr
+        assert "percent-encode the password" in p.stderr and "/ is %2F" in p.stderr
+    p = sk("config", home=tmp_path / "h", env={"SKILLSHELF_STORE": url})
+    assert "cret" not in p.stdout + p.stderr and "u:***@127.0.0.1" in p.stdout, p.stdout
+    url = f"postgresql://u:se?cret@127.0.0.1:{dead_port()}/skillshelf"     # libpq reads it: it is masked
+    p = sk("--store", url, "list", home=tmp_path / "h")
+    assert p.returncode == 1 and "cannot reach the team store at postgresql://u:***@127.0.0.1" in p.stderr, p.stderr
+    assert "cret" not in p.stdout + p.stderr
+    p = sk("config", home=tmp_path / "h", env={"SKILLSHELF_STORE": url})
+    assert "cret" not in p.stdout + p.stderr and "u:***@127.0.0.1" in p.stdout, p.stdout
+
 def test_redaction_masks_everything_before_the_last_at_of_the_authority():
     from skillshelf.net import redact_password
 
@@ -109,6 +126,8 @@ def test_redaction_masks_everything_before_the_last_at_of_the_authority():
     assert redact_password("postgresql://u@x:pw@db/s") == "postgresql://***@db/s"
     assert redact_password("postgresql://app:pw@db/s?options=a@b") == "postgresql://app:***@db/s?options=a@b"
     assert redact_password("postgresql://app@db/s") == "postgresql://app@db/s"
+    assert redact_password("postgresql://u:se/c?ret@db/s?sslmode=require") == "postgresql://u:***@db/s?sslmode=require"
+    assert redact_password("postgresql://db/s?user=a@b") == "postgresql://db/s?user=a@b"
 
 
 def test_doctor_with_postgresql_down_runs_what_needs_no_store_and_fails_the_store(tmp_path):

@@ -18,6 +18,7 @@ import platformdirs
 
 from .errors import ConfigError
 from .files import FileRefused, read_text_bounded
+from .text import redact_userinfo
 
 WRITE_POLICIES = ("read-only", "propose", "open")
 # the embedding backends offered to users ("fake", a deterministic test backend, is accepted
@@ -273,7 +274,7 @@ def describe(cfg: Config) -> list[tuple[str, Any, str, str]]:
         else:
             shown = "***" if secret(f.name) and value else _plain(value)
             if f.name == "store" and value:    # a URL may carry a password
-                shown = re.sub(r"://([^:/?#@]*:)?[^/?]*@", lambda m: f"://{m.group(1) or ''}***@", value, count=1)
+                shown = redact_userinfo(value)
             rows.append((f.name, shown, f.metadata.get("why", ""), cfg.origin(f.name)))
     return rows
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+from . import text as textmod
 from .errors import ConfigError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -50,32 +51,24 @@ def redact_url(url: str) -> str:
     return url.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)
 
 
-# the user information of a URL, to the last ``@`` before the path: a password holding ``@`` or
-# ``#`` written as it is stays wholly masked (a plain user name before ``:`` is kept)
-_USERINFO = re.compile(r"://(?:([^:/?#@]*):)?[^/?]*@")
-
-
 def redact_password(url: str) -> str:
     """A database URL as it may be shown: ``postgresql://user:***@host/db``. Everything
-    between the user name and the last ``@`` of the authority is masked; a user information
-    that is not a plain ``user:password`` or ``user`` is masked whole (``***@host``)."""
-    def shown(m: re.Match[str]) -> str:
-        if m.group(1) is not None:
-            return f"://{m.group(1)}:***@"
-        return m.group(0) if not set(m.group(0)[3:-1]) & set(":@#") else "://***@"
-    return _USERINFO.sub(shown, url, count=1)
+    between the user name and the last ``@`` before the query is masked (a password holding
+    ``/``, ``?``, ``#`` or ``@`` written as it is stays wholly masked); a user information that
+    is not a plain ``user:password`` or ``user`` is masked whole (``***@host``):
+    ``text.redact_userinfo``."""
+    return textmod.redact_userinfo(url)
 
 
 def check_store_url(url: str) -> None:
-    """Refuse (``ConfigError``) a database URL whose user information holds a second ``@`` or a
-    ``#`` written as it is: the driver would take part of the password for the host (or cut
-    the URL at ``#``) and the messages would show that part."""
-    rest = url.partition("://")[2]
-    authority = re.split(r"[/?]", rest, maxsplit=1)[0]
-    if authority.count("@") > 1 or ("#" in authority and "@" in authority):
-        raise ConfigError(f"the store URL {redact_password(url)} has '@' or '#' in its user or password",
-                          fix="percent-encode the password (@ is %40, # is %23, / is %2F, : is %3A) and give "
-                              "the URL again")
+    """Refuse (``ConfigError``) a database URL whose user information holds a second ``@``, a
+    ``#`` or a ``/`` written as it is: the driver would take part of the password for the host
+    (or cut the URL at ``#``) and the messages would show that part."""
+    info = textmod.url_userinfo(url)
+    if set(info) & set("@#/"):
+        raise ConfigError(f"the store URL {redact_password(url)} has '@', '#' or '/' in its user or password",
+                          fix="percent-encode the password (@ is %40, # is %23, / is %2F, ? is %3F, : is %3A) "
+                              "and give the URL again")
 
 
 def redact_text(text: str) -> str:

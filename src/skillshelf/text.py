@@ -244,3 +244,37 @@ def marked3(base: str, ours: str, theirs: str, names: tuple[str, str, str]) -> s
 
     m = merge3.Merge3(lines3(base), lines3(ours), lines3(theirs))
     return "".join(m.merge_lines(name_a=names[0], name_b=names[1], name_base=names[2], base_marker="|||||||"))
+
+
+# a URL's query as libpq reads it: ``?`` then a keyword and ``=`` (``?sslmode=require``)
+_URL_QUERY = re.compile(r"\?[A-Za-z_]+=")
+
+
+def url_userinfo(url: str) -> str:
+    """The user information of a URL (between ``://`` and its last ``@`` before the query);
+    "" when there is none. A password may hold ``/``, ``?``, ``#`` or ``@`` written as it is:
+    the query starts at ``?keyword=`` after the first ``@`` (when one comes before any ``/``,
+    where libpq ends the user information) or anywhere (when none does)."""
+    rest = url.partition("://")[2]
+    at, slash = rest.find("@"), rest.find("/")
+    start = at if at != -1 and (slash == -1 or at < slash) else 0
+    q = _URL_QUERY.search(rest, start)
+    return rest[:q.start() if q else len(rest)].rpartition("@")[0]
+
+
+def redact_userinfo(url: str) -> str:
+    """``url`` with the password of its user information masked: ``postgresql://user:***@host/db``;
+    a user information that is not a plain ``user:password`` or ``user`` is masked whole
+    (``***@host``)."""
+    info = url_userinfo(url)
+    if not info:
+        return url
+    user, colon, _ = info.partition(":")
+    if colon and not set(user) & set("/?#@"):
+        shown = f"{user}:***"
+    elif set(info) & set(":/?#@"):
+        shown = "***"
+    else:
+        shown = info
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}{sep}{shown}{rest[len(info):]}"
