@@ -292,7 +292,8 @@ def _pairs(scan: Scan, pos: int, end: int, line: bytes, names: set[bytes], caps:
         if m is not None and m.start() < caps["secret"] and not _CACHE.search(line, caps["secret"], caps["secret"] + 60):
             _report(scan, "destructive.command", pos, end, pos + m.start(),
                     "deletes a store of keys or credentials (``rm -r`` of a secret's folder)")
-    net = b"://" in line or "socket" in caps or "fetch" in caps
+    # (an e-mail address the sending line names is where it goes: ``sendmail(me, "x@host.io", msg)``)
+    net = b"://" in line or "socket" in caps or "fetch" in caps or b"@" in line and _MAIL_TO.search(line) is not None
     for ps, pe, pnames, pc in reversed(recent):
         shared = names & pnames
         ran = run_names & pnames if not runs_tool else set()
@@ -320,6 +321,7 @@ def _pairs(scan: Scan, pos: int, end: int, line: bytes, names: set[bytes], caps:
 _FROM_SOCKET = re.compile(rb"\bread\b[^\n]{0,60}<&\s*\d|<\s*/dev/tcp/|\brecv\w{0,4}\s*\(|\.gets\b|\.readline\s*\(|"
                           rb"\.read\s*\(|\bread\s+-r\b")
 _READ_INTO = re.compile(rb"\bread\s+(?:-\w+\s+)*([a-z_]\w{0,40})")
+_MAIL_TO = re.compile(rb"[\w.+-]{1,64}@[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){0,4}\.[a-z]{2,12}\b")
 _FD_WORDS = frozenset((b"read", b"recv", b"while", b"done"))
 _REMOVE = re.compile(rb"\brm\s+(?:-\w+\s+)*-\w*[rR]\w*\b")
 _CACHE = re.compile(rb"\S{0,40}(?:cache|tmp|temp|logs?|known_hosts|\.example|sso)\b")
