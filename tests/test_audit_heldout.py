@@ -29,8 +29,9 @@ SEEN = ("tuning", "heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4", "heldo
         "heldout-v22")
 NEWEST = FIXTURES / "heldout"
 # what heldout/ measured with the rules it was written after (BENCHMARKS.md), set when the set is added
-NEWEST_FLOOR = {"medium": 0, "high": 0}
+NEWEST_FLOOR = {"medium": 47, "high": 44}     # the twenty-third set, 52 hostile: 90.4 % and 84.6 % (60a1936)
 NEWEST_BENIGN_HIGH: set[str] = set()
+NEWEST_MEETS_GOAL = True     # measured once: its goal test is an expected failure only while it does not
 # a seen set that does not meet the goal yet is held to what it measured when it was fresh (the fifteenth, measured
 # once with the rules of 26a4cc1 at 87.3 % / 80.0 % and no benign high, meets it since the tenth round; the sixteenth,
 # measured once with the rules of 908666e at 81.5 % / 77.8 % and no benign high, meets it since the eleventh;
@@ -91,7 +92,7 @@ def test_the_newest_held_out_set_keeps_what_it_measured(model):
 
 
 @no_newest_set
-@pytest.mark.xfail(strict=True, reason="not met on a set the rules have not seen (BENCHMARKS.md)")
+@pytest.mark.xfail(not NEWEST_MEETS_GOAL, strict=True, reason="not met on a set the rules have not seen (BENCHMARKS.md)")
 def test_the_newest_held_out_set_meets_the_goal(model):
     r = risks(NEWEST, model)
     hostile, benign = r["hostile"], r["benign"]
